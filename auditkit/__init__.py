@@ -1,0 +1,21 @@
+"""auditkit: attack and audit privacy + compression mechanisms in federated learning.
+
+The harness lives here (config, data, models, FL simulation, the audit pipeline, the CLI);
+mechanisms, attacks and reports are sibling top-level packages.
+"""
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("auditkit")
+except PackageNotFoundError:  # running from a source tree that was not installed
+    __version__ = "0.0.0+unknown"
+
+
+def run_audit(config, **kwargs):
+    """Run an audit (what ``auditkit audit`` does); see :func:`auditkit.pipeline.run_audit`."""
+    from auditkit.pipeline import run_audit as _run_audit
+
+    return _run_audit(config, **kwargs)
+
+
+__all__ = ["__version__", "run_audit"]

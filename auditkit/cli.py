@@ -1,0 +1,242 @@
+"""The ``auditkit`` command line (Typer).
+
+Every command validates all of its input before it starts work or writes a file; bad input
+prints one line ``error: ...`` on stderr and exits with status 2.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+app = typer.Typer(
+    name="auditkit",
+    help="Attack and audit privacy + compression mechanisms in federated learning.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+console = Console()
+error_console = Console(stderr=True)
+
+# The mechanism-parameter vocabulary shared by the API, config keys and report columns.
+MECHANISM_FLOATS = ("clip", "sigma", "scale", "eps", "delta", "nu", "s2", "alpha", "support", "eps_tilde")
+MECHANISM_INTS = ("bits", "n")
+
+
+class UsageFailure(Exception):
+    """Bad user input: printed as one line, exit status 2."""
+
+
+def _fail(message: str) -> None:
+    error_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(2)
+
+
+# ------------------------------------------------------------------ shared options
+
+ConfigArg = Annotated[Optional[Path], typer.Argument(help="TOML config file (default: the quickstart preset).", show_default=False)]
+PresetOpt = Annotated[Optional[str], typer.Option(help="Bundled preset: quickstart (default) or cepam-mnist.")]
+OutOpt = Annotated[Path, typer.Option(help="Output folder.")]
+MechOpt = Annotated[Optional[str], typer.Option("--mechanism", "-m", help="Registered mechanism (see `auditkit mechanisms`).")]
+IntOpt = Annotated[Optional[int], typer.Option()]
+FloatOpt = Annotated[Optional[float], typer.Option()]
+StrOpt = Annotated[Optional[str], typer.Option()]
+
+
+def _load(config_path: Optional[Path], preset: Optional[str], overrides: dict[str, Any]):
+    from auditkit.config import from_dict, load_config, merge, preset_dict
+    import tomllib
+
+    if config_path is not None and preset is not None:
+        raise UsageFailure("give either a CONFIG file or --preset, not both")
+    if config_path is not None:
+        load_config(config_path)  # validates the file on its own first, for a precise message
+        raw = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    else:
+        raw = preset_dict(preset or "quickstart")
+    if overrides.get("mechanism", {}).get("name") is not None and "name" in raw.get("mechanism", {}):
+        # a new mechanism on the command line does not inherit the config's mechanism parameters
+        if overrides["mechanism"]["name"] != raw["mechanism"]["name"]:
+            raw = {**raw, "mechanism": {}}
+    rounds = overrides.get("training", {}).get("rounds")
+    if isinstance(rounds, int) and rounds >= 1:
+        raw = _fit_checkpoints(raw, rounds)
+    return from_dict(merge(raw, overrides))
+
+
+def _fit_checkpoints(raw: dict[str, Any], rounds: int) -> dict[str, Any]:
+    """With --rounds T, the config's checkpoints past T are dropped and T itself is kept if the
+    config watched its own last round (so the final round stays observed)."""
+    training = dict(raw.get("training", {}))
+    checkpoints = training.get("checkpoints")
+    if not isinstance(checkpoints, list) or not all(isinstance(c, int) for c in checkpoints):
+        return raw  # malformed: let validation report it
+    last = training.get("rounds")
+    kept = [c for c in checkpoints if c <= rounds]
+    if any(c > rounds for c in checkpoints) and last in checkpoints and rounds not in kept:
+        kept.append(rounds)
+    training["checkpoints"] = kept
+    return {**raw, "training": training}
+
+
+def _overrides(
+    *, seed, device, dataset, data_dir, download, partition, model, clients, rounds, tau,
+    batch_size, lr, mechanism, mech_params,
+) -> dict[str, Any]:
+    return {
+        "seed": seed,
+        "device": device,
+        "data": {"dataset": dataset, "data_dir": None if data_dir is None else str(data_dir),
+                 "download": download or None, "partition": partition},
+        "training": {"model": model, "clients": clients, "rounds": rounds, "tau": tau,
+                     "batch_size": batch_size, "lr": lr},
+        "mechanism": {"name": mechanism, **{k: v for k, v in mech_params.items() if v is not None}},
+    }
+
+
+def _run_guarded(fn, *args, **kwargs):
+    """Turn user-input errors into one line + exit 2; anything else is a bug and keeps its traceback."""
+    from auditkit.config import ConfigError
+    from auditkit.data import DataNotFoundError
+
+    try:
+        return fn(*args, **kwargs)
+    except (UsageFailure, ConfigError, DataNotFoundError) as err:
+        _fail(str(err))
+
+
+def _training_progress(total: int) -> tuple[Progress, Any]:
+    progress = Progress(
+        TextColumn("[bold]FL rounds"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, transient=False,
+    )
+    task = progress.add_task("rounds", total=total, status="")
+    return progress, task
+
+
+def _round_table(document: dict[str, Any]) -> Table:
+    table = Table(title="FedAvg rounds", show_lines=False)
+    for column in ("round", "lr", "train loss", "test loss", "test acc", "bits/coord"):
+        table.add_column(column, justify="right")
+    for r in document["rounds"]:
+        table.add_row(
+            str(r["round"]), f"{r['lr']:.4g}", f"{r['train_loss']:.4f}", f"{r['test_loss']:.4f}",
+            f"{100 * r['test_accuracy']:.2f}%", f"{r['bits_per_coordinate']:.3f}",
+        )
+    return table
+
+
+# ------------------------------------------------------------------ commands
+
+
+@app.command("mechanisms")
+def list_mechanisms() -> None:
+    """List every registered mechanism, its parameters and its claimed guarantee."""
+    import mechanisms
+
+    table = Table(title="Registered mechanisms")
+    table.add_column("name", style="bold")
+    table.add_column("what it does")
+    table.add_column("parameters (default)")
+    table.add_column("claimed guarantee (defaults)")
+    for name in mechanisms.names():
+        info = mechanisms.describe(name)
+        params = "\n".join(f"{p.name} = {p.default!r}: {p.help}" for p in info.params) or "-"
+        table.add_row(info.name, info.summary, params, info.guarantee)
+    console.print(table)
+
+
+def _train_like(command: str, config_path, preset, out, overrides) -> None:
+    from auditkit.pipeline import prepare_output, results_document, run_audit, run_training, write_results
+
+    config = _load(config_path, preset, overrides)
+    out = prepare_output(out)
+    progress, task = _training_progress(config.training.rounds)
+
+    def on_round(record) -> None:
+        progress.update(task, advance=1, status=f"test acc {100 * record.test_accuracy:.2f}%")
+
+    with progress:
+        if command == "audit":
+            document = run_audit(config, out=out, on_round=on_round)
+        else:
+            document = results_document(run_training(config, on_round=on_round), "train")
+            write_results(document, out)
+    console.print(_round_table(document))
+    final = document["final"]
+    console.print(
+        f"final test accuracy {100 * final['test_accuracy']:.2f}%  |  "
+        f"{final['bits_per_coordinate']:.3f} bits/coordinate (float32 = 32)  |  "
+        f"claim: {document['mechanism']['guarantee_summary']}"
+    )
+    written = ["results.json"] + (["summary.md"] if command == "audit" else [])
+    console.print(f"wrote {', '.join(str(out / w) for w in written)}")
+
+
+def _command(command: str):
+    def run(
+        config: ConfigArg = None,
+        preset: PresetOpt = None,
+        out: OutOpt = Path("auditkit-out"),
+        mechanism: MechOpt = None,
+        seed: IntOpt = None,
+        device: Annotated[Optional[str], typer.Option(help="auto | cpu | cuda | cuda:N")] = None,
+        dataset: Annotated[Optional[str], typer.Option(help="digits (embedded) | mnist | cifar10")] = None,
+        data_dir: Annotated[Optional[Path], typer.Option(help="Folder holding MNIST / CIFAR-10.")] = None,
+        download: Annotated[bool, typer.Option("--download", help="Download MNIST / CIFAR-10 into --data-dir.")] = False,
+        partition: Annotated[Optional[str], typer.Option(help="iid | dirichlet | shards")] = None,
+        model: Annotated[Optional[str], typer.Option(help="linear | mlp | cnn | cifar_cnn | lenet | mlp200")] = None,
+        clients: Annotated[Optional[int], typer.Option(help="Number of clients K.")] = None,
+        rounds: Annotated[Optional[int], typer.Option(help="FL rounds T (checkpoints past T are dropped).")] = None,
+        tau: Annotated[Optional[int], typer.Option(help="Local steps per round.")] = None,
+        batch_size: Annotated[Optional[int], typer.Option(help="Samples per local step (1 = CEPAM).")] = None,
+        lr: Annotated[Optional[float], typer.Option(help="Client learning rate.")] = None,
+        clip: FloatOpt = None, sigma: FloatOpt = None, scale: FloatOpt = None, eps: FloatOpt = None,
+        delta: FloatOpt = None, bits: IntOpt = None, n: IntOpt = None, nu: FloatOpt = None,
+        s2: FloatOpt = None, alpha: FloatOpt = None, support: FloatOpt = None, compat: StrOpt = None,
+        eps_tilde: FloatOpt = None,
+    ) -> None:
+        mech_params = dict(clip=clip, sigma=sigma, scale=scale, eps=eps, delta=delta, bits=bits, n=n,
+                           nu=nu, s2=s2, alpha=alpha, support=support, compat=compat, eps_tilde=eps_tilde)
+        overrides = _overrides(
+            seed=seed, device=device, dataset=dataset, data_dir=data_dir, download=download,
+            partition=partition, model=model, clients=clients, rounds=rounds, tau=tau,
+            batch_size=batch_size, lr=lr, mechanism=mechanism, mech_params=mech_params,
+        )
+        _run_guarded(_train_like, command, config, preset, out, overrides)
+
+    return run
+
+
+app.command(
+    "train",
+    help="Run FL training only (FedAvg with the mechanism in the loop): per-round table and results.json.",
+)(_command("train"))
+app.command(
+    "audit",
+    help="Audit a mechanism: FL training, results.json and a markdown summary in --out "
+    "(default: the quickstart preset on the embedded digits).",
+)(_command("audit"))
+
+
+@app.command("version")
+def show_version() -> None:
+    """Print the auditkit version."""
+    from auditkit import __version__
+
+    console.print(__version__)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,29 @@
+"""auditkit's data layer: datasets, natural-image patches and client partitions.
+
+* :func:`load_dataset` returns a :class:`Dataset` (``train``/``test`` :class:`Split` of float32 N x C x H x W
+  images in [0, 1] and int64 labels) for one of :data:`DATASETS`: the embedded ``digits`` (scikit-learn's
+  bundled handwritten digits at 1x28x28, no download) or ``mnist`` / ``cifar10`` read through torchvision
+  from a local folder (downloaded only when asked; missing files raise :class:`DataNotFoundError`).
+* :func:`load_image_patches` cuts CIFAR-shaped RGB patches from scikit-image's bundled photographs, the
+  default targets for inversion attacks; :func:`image_patch_sources` says where each patch came from.
+* :func:`partition` splits sample indices among FL clients (:data:`PARTITION_SCHEMES`: iid, Dirichlet label
+  skew, McMahan shards); :func:`train_validation_split` carves off a validation set.
+"""
+from auditkit.data.catalog import DATASETS, load_dataset
+from auditkit.data.dataset import DataNotFoundError, Dataset, Split
+from auditkit.data.embedded import PatchSource, image_patch_sources, load_image_patches
+from auditkit.data.partition import PARTITION_SCHEMES, partition, train_validation_split
+
+__all__ = [
+    "DATASETS",
+    "PARTITION_SCHEMES",
+    "DataNotFoundError",
+    "Dataset",
+    "PatchSource",
+    "Split",
+    "image_patch_sources",
+    "load_dataset",
+    "load_image_patches",
+    "partition",
+    "train_validation_split",
+]

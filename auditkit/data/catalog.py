@@ -1,0 +1,27 @@
+"""The dataset catalog: :data:`DATASETS` and :func:`load_dataset`, one entry point for every dataset by name."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from auditkit.data.dataset import Dataset
+from auditkit.data.embedded import load_digits_dataset
+
+DATASETS = ("digits", "mnist", "cifar10")
+
+
+def load_dataset(name: str, *, data_dir: str | Path | None = None, download: bool = False) -> Dataset:
+    """Load dataset ``name`` (one of :data:`DATASETS`).
+
+    ``digits`` is embedded and ignores ``data_dir``; ``mnist`` and ``cifar10`` are read from ``data_dir``
+    through torchvision and are downloaded there only when ``download`` is true. Missing files raise
+    :class:`~auditkit.data.DataNotFoundError` saying where to put which files.
+    """
+    if name == "digits":
+        return load_digits_dataset()
+    if name in ("mnist", "cifar10"):
+        # Imported on demand: torchvision.datasets adds seconds to the import of auditkit.data.
+        from auditkit.data import torchvision_sets
+
+        loader = torchvision_sets.load_mnist if name == "mnist" else torchvision_sets.load_cifar10
+        return loader(data_dir, download=download)
+    raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {name!r}")

@@ -1,0 +1,85 @@
+"""MNIST and CIFAR-10 (the papers' data), read from a local folder through torchvision's own loaders.
+
+Nothing is downloaded unless ``download=True``. When files are missing we raise :class:`DataNotFoundError`
+ourselves, before torchvision is asked, so the message says exactly which files go where.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from torchvision.datasets import CIFAR10, MNIST
+
+from auditkit.data.dataset import DataNotFoundError, Dataset, Split
+
+# torchvision reads uncompressed IDX files from ROOT/MNIST/raw/ and pickled batches from ROOT/cifar-10-batches-py/.
+MNIST_FILES = tuple(Path(name).stem for name, _ in MNIST.resources)
+CIFAR10_FILES = tuple(name for name, _ in CIFAR10.train_list + CIFAR10.test_list) + (CIFAR10.meta["filename"],)
+_HINT = "(or pass --download on a machine with network access)"
+
+
+class ExistenceCheckedCIFAR10(CIFAR10):
+    """torchvision's CIFAR10, checking that the batch files exist instead of verifying their md5 checksums.
+
+    Subsets and re-packed batches are accepted; checksums are not verified. Parsing (the pickled dicts with
+    ``data`` and ``labels``) is torchvision's unchanged; a download still verifies the archive's checksum.
+    """
+
+    # check_integrity(path, None) only tests that the file exists.
+    train_list = [[name, None] for name, _ in CIFAR10.train_list]
+    test_list = [[name, None] for name, _ in CIFAR10.test_list]
+    meta = {**CIFAR10.meta, "md5": None}
+
+
+def _data_root(label: str, data_dir: str | Path | None, folder: str, files: tuple[str, ...]) -> Path:
+    """``data_dir`` as a Path; without one, a one-line DataNotFoundError that says what the folder must hold."""
+    if data_dir is None:
+        raise DataNotFoundError(
+            f"{label} needs a data folder: pass --data-dir DIR with {', '.join(files)} in DIR/{folder}/ {_HINT}"
+        )
+    return Path(data_dir)
+
+
+def _require_files(label: str, root: Path, folder: str, files: tuple[str, ...]) -> None:
+    """Raise a one-line DataNotFoundError unless all ``files`` are in ``root/folder``."""
+    target = root / folder
+    if not all((target / name).is_file() for name in files):
+        raise DataNotFoundError(f"{label} not found in '{root}': put {', '.join(files)} in {target}/ {_HINT}")
+
+
+def _split(images: torch.Tensor, labels: torch.Tensor | list[int]) -> Split:
+    """uint8 N x C x H x W images and integer labels -> a float32 [0, 1] :class:`Split`."""
+    return Split(images.float().div_(255.0), torch.as_tensor(labels, dtype=torch.int64))
+
+
+def load_mnist(data_dir: str | Path | None, *, download: bool = False) -> Dataset:
+    """MNIST from ``data_dir/MNIST/raw/`` (the four uncompressed IDX files), 1x28x28 in [0, 1], 10 classes."""
+    root = _data_root("MNIST", data_dir, "MNIST/raw", MNIST_FILES)
+    if download:
+        MNIST(root, train=True, download=True)
+    _require_files("MNIST", root, "MNIST/raw", MNIST_FILES)
+    train, test = (MNIST(root, train=flag) for flag in (True, False))
+    return Dataset(
+        name="mnist",
+        train=_split(train.data.unsqueeze(1), train.targets),
+        test=_split(test.data.unsqueeze(1), test.targets),
+        num_classes=10,
+        input_shape=(1, 28, 28),
+    )
+
+
+def load_cifar10(data_dir: str | Path | None, *, download: bool = False) -> Dataset:
+    """CIFAR-10 from ``data_dir/cifar-10-batches-py/`` (python pickled batches), 3x32x32 in [0, 1], 10 classes."""
+    root = _data_root("CIFAR-10", data_dir, CIFAR10.base_folder, CIFAR10_FILES)
+    if download:
+        ExistenceCheckedCIFAR10(root, train=True, download=True)
+    _require_files("CIFAR-10", root, CIFAR10.base_folder, CIFAR10_FILES)
+    train, test = (ExistenceCheckedCIFAR10(root, train=flag) for flag in (True, False))
+    # torchvision keeps N x H x W x C (for PIL); back to N x C x H x W.
+    return Dataset(
+        name="cifar10",
+        train=_split(torch.from_numpy(train.data).permute(0, 3, 1, 2).contiguous(), train.targets),
+        test=_split(torch.from_numpy(test.data).permute(0, 3, 1, 2).contiguous(), test.targets),
+        num_classes=10,
+        input_shape=(3, 32, 32),
+    )

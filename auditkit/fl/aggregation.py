@@ -1,0 +1,94 @@
+"""What happens between the clients' local updates and the new global model.
+
+A round's communication is a `RoundProtocol`: it receives the selected clients' true updates
+(client side) and returns what the server computes from the messages it actually received,
+the bits those messages cost, and what each adversary saw. The training loop knows nothing
+else, so a mechanism with its own protocol (consensus rounds, fusion) replaces the protocol
+without touching the loop.
+
+`UplinkProtocol` is the common case: each client encodes its update with the mechanism, the
+real bytes are sent, the server decodes them and combines the decoded updates with an
+`Aggregator` (FedAvg's weighted mean by default, SNR-weighted fusion later).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import torch
+
+from mechanisms.randomness import derive_seed
+
+
+def shared_seed(seed: int, client: int, round_: int) -> int:
+    """The seed client `client` and the server share in round `round_` (dithers, rejection draws)."""
+    return derive_seed(seed, "shared", client, round_)
+
+
+class Aggregator(Protocol):
+    """Combines the server's decoded updates into one global update."""
+
+    def aggregate(self, updates: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        """updates: (S, P) decoded client updates; weights: (S,) client weights p_k."""
+        ...
+
+
+class FedAvg:
+    """FedAvg's weighted mean sum_k p_k x_k / sum_k p_k over the clients heard this round."""
+
+    def aggregate(self, updates: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+        w = weights.to(updates.dtype) / weights.sum()
+        return w @ updates
+
+
+@dataclass
+class RoundOutcome:
+    """What a protocol returns for one round."""
+
+    aggregate: torch.Tensor  # (P,) the global update the server applies
+    bits: list[int]  # uplink bits per selected client (the real serialised size)
+    views: dict[str, object] = field(default_factory=dict)  # threat-model view -> what it saw
+    stats: dict[str, float] = field(default_factory=dict)  # mechanism statistics (e.g. overloads)
+
+
+class RoundProtocol(Protocol):
+    """One round of client -> server communication."""
+
+    def communicate(
+        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int
+    ) -> RoundOutcome: ...
+
+
+class UplinkProtocol:
+    """Encode on each client, send the real bytes, decode at the server, aggregate.
+
+    Args:
+        mechanism: a registered mechanism (``encode``/``decode`` with a shared seed).
+        seed: the experiment's base seed; client k in round t uses ``shared_seed(seed, k, t)``.
+        aggregator: how decoded updates are combined (default FedAvg).
+    """
+
+    def __init__(self, mechanism, seed: int, aggregator: Aggregator | None = None) -> None:
+        self.mechanism = mechanism
+        self.seed = seed
+        self.aggregator = aggregator or FedAvg()
+
+    def communicate(
+        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int
+    ) -> RoundOutcome:
+        decoded, payloads, overloads = [], [], 0
+        for update, client in zip(updates, clients):
+            seed = shared_seed(self.seed, client, round_)
+            message = self.mechanism.encode(update.detach().cpu(), seed)
+            payload = message.to_bytes()
+            received = type(message).from_bytes(payload)  # the server sees only the bytes
+            decoded.append(self.mechanism.decode(received, seed).to(updates.device, updates.dtype))
+            payloads.append(payload)
+            overloads += int(getattr(received, "overloads", 0))
+        decoded_updates = torch.stack(decoded)
+        return RoundOutcome(
+            aggregate=self.aggregator.aggregate(decoded_updates, weights.to(updates.device)),
+            bits=[8 * len(p) for p in payloads],
+            views={"server": decoded_updates, "eavesdropper": payloads},
+            stats={"overloads": float(overloads)},
+        )

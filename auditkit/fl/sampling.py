@@ -1,0 +1,66 @@
+"""Which clients take part in a round, and which samples each local step uses.
+
+All draws come from generators keyed by (seed, round, purpose), so a round's choices do not
+depend on how many random numbers earlier rounds consumed.
+"""
+from __future__ import annotations
+
+import torch
+
+from mechanisms.randomness import generator
+
+PARTICIPATION = ("full", "uniform", "poisson")
+
+
+def select_clients(
+    clients: int,
+    round_: int,
+    *,
+    seed: int,
+    participation: str = "full",
+    clients_per_round: int | None = None,
+    sample_rate: float | None = None,
+) -> list[int]:
+    """Client ids (sorted) that train in round `round_`.
+
+    * ``full``: every client.
+    * ``uniform``: `clients_per_round` clients uniformly without replacement (FedAvg's C*K).
+    * ``poisson``: each client independently with probability `sample_rate` (the sampling that
+      DP accountants support); a round may select nobody.
+    """
+    if participation == "full":
+        return list(range(clients))
+    g = generator(seed, f"participation/{round_}")
+    if participation == "uniform":
+        if clients_per_round is None:
+            raise ValueError("clients_per_round is required when participation is 'uniform'")
+        return sorted(torch.randperm(clients, generator=g)[:clients_per_round].tolist())
+    if participation == "poisson":
+        if sample_rate is None:
+            raise ValueError("sample_rate is required when participation is 'poisson'")
+        return torch.nonzero(torch.rand(clients, generator=g) < sample_rate).flatten().tolist()
+    raise ValueError(f"participation must be one of {', '.join(PARTICIPATION)}; got {participation!r}")
+
+
+def draw_batches(
+    client_indices: list[torch.Tensor],
+    clients: list[int],
+    round_: int,
+    *,
+    seed: int,
+    tau: int,
+    batch_size: int,
+) -> torch.Tensor:
+    """Dataset indices (len(clients), tau, batch_size) for each local step.
+
+    Every sample of every step is drawn uniformly *with replacement* from the client's own
+    data (the sampling CEPAM's privacy analysis assumes, 003 Lemma 9). Client k's draws use
+    the stream keyed by (seed, round, k), independent of which other clients were selected.
+    """
+    rows = []
+    for k in clients:
+        g = generator(seed, f"batches/{round_}/{k}")
+        own = client_indices[k]
+        positions = torch.randint(len(own), (tau, batch_size), generator=g)
+        rows.append(own[positions])
+    return torch.stack(rows)

@@ -1,0 +1,215 @@
+"""The FedAvg training loop with a mechanism between clients and server.
+
+Per round t:
+  1. select clients (full / uniform / Poisson participation),
+  2. local training: tau momentum-SGD steps per client from the global model (batched over
+     clients with `torch.func`, or the sequential reference path),
+  3. the round protocol: x_k = w_k - w_global is encoded with the shared seed keyed by (k, t),
+     the real bytes are decoded at the server and aggregated (FedAvg by default),
+  4. w_global <- w_global + aggregate; evaluate on validation and test data,
+  5. halve the learning rate on a validation plateau,
+  6. at checkpoint rounds, record what each threat-model view saw.
+
+Everything random is drawn from streams keyed by (seed, purpose, round, client), so one config
+and seed give the same numbers, whichever path (batched or sequential) trains the clients.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import torch
+from torch import nn
+from torch.func import functional_call
+
+from auditkit.config import TrainingConfig
+from auditkit.data import Split
+from auditkit.fl.aggregation import RoundProtocol
+from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
+from auditkit.fl.params import ParamLayout, flat_parameters
+from auditkit.fl.sampling import draw_batches, select_clients
+from auditkit.fl.schedule import PlateauSchedule
+from mechanisms.randomness import derive_seed
+
+VIEWS = ("server", "eavesdropper", "peer", "public")
+
+
+@dataclass
+class FederatedData:
+    """Training data split across clients, plus validation and test data (on one device)."""
+
+    train: Split
+    validation: Split
+    test: Split
+    client_indices: list[torch.Tensor]  # indices into `train`, one tensor per client
+
+    def to(self, device: torch.device) -> "FederatedData":
+        move = lambda s: Split(s.x.to(device), s.y.to(device))  # noqa: E731
+        return FederatedData(move(self.train), move(self.validation), move(self.test), self.client_indices)
+
+
+@dataclass
+class RoundRecord:
+    """Metrics of one round (what `auditkit train` prints and results.json stores)."""
+
+    round: int
+    lr: float
+    clients: list[int]
+    train_loss: float
+    validation_loss: float
+    validation_accuracy: float
+    test_loss: float
+    test_accuracy: float
+    bits: list[int]
+    bits_per_coordinate: float
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class Observation:
+    """What each adversary saw in one checkpoint round, with the ground truth for scoring attacks.
+
+    ``views['server']`` holds the decoded updates (S, P), ``views['eavesdropper']`` the raw
+    messages, ``views['peer']`` the next global model. ``ground_truth`` holds what no adversary
+    sees: the true updates and the training-sample indices of every local step.
+    """
+
+    round: int
+    clients: list[int]
+    global_before: torch.Tensor
+    lr: float
+    tau: int
+    batch_size: int
+    views: dict[str, object]
+    ground_truth: dict[str, torch.Tensor]
+
+
+@dataclass
+class SimulationResult:
+    rounds: list[RoundRecord]
+    final_params: torch.Tensor  # the `public` view
+    observations: list[Observation]
+    num_params: int
+
+
+class FederatedSimulation:
+    """FedAvg with a pluggable round protocol.
+
+    Args:
+        model: the architecture; its initial weights are re-drawn from the seed.
+        data: the federated data (see `FederatedData`).
+        protocol: client -> server communication (e.g. `UplinkProtocol(mechanism, seed)`).
+        training: the training configuration.
+        seed: the experiment seed.
+        device: where the tensors live.
+    """
+
+    def __init__(
+        self,
+        model: nn.Module,
+        data: FederatedData,
+        protocol: RoundProtocol,
+        training: TrainingConfig,
+        *,
+        seed: int,
+        device: torch.device | str = "cpu",
+    ) -> None:
+        self.device = torch.device(device)
+        self.training = training
+        self.seed = seed
+        self.protocol = protocol
+        self.data = data.to(self.device)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(derive_seed(seed, "model-init"))
+            for module in model.modules():
+                if hasattr(module, "reset_parameters") and module is not model:
+                    module.reset_parameters()
+        self.model = model.to(self.device)
+        self.layout = ParamLayout.of(self.model)
+        self.params = flat_parameters(self.model).to(self.device)
+        self.momentum = torch.zeros(training.clients, self.layout.size, device=self.device)
+        sizes = torch.tensor([len(ix) for ix in data.client_indices], dtype=torch.float64)
+        self.client_weights = sizes if training.client_weights == "data" else torch.ones_like(sizes)
+        self.schedule = PlateauSchedule(training.lr, patience=training.lr_patience, factor=training.lr_factor)
+
+    def run(self, on_round: Callable[[RoundRecord], None] | None = None) -> SimulationResult:
+        """Train for `training.rounds` rounds; `on_round` is called after each (progress, tables)."""
+        records, observations = [], []
+        for round_ in range(1, self.training.rounds + 1):
+            record, observation = self.step(round_)
+            records.append(record)
+            if observation is not None:
+                observations.append(observation)
+            if on_round is not None:
+                on_round(record)
+        return SimulationResult(records, self.params.detach().cpu(), observations, self.layout.size)
+
+    def step(self, round_: int) -> tuple[RoundRecord, Observation | None]:
+        """One FL round; returns its metrics and, at a checkpoint, the observation."""
+        t = self.training
+        lr = self.schedule.lr
+        clients = select_clients(
+            t.clients, round_, seed=self.seed, participation=t.participation,
+            clients_per_round=t.clients_per_round, sample_rate=t.sample_rate,
+        )
+        before = self.params.clone()
+        record_views = round_ in t.checkpoints
+        bits: list[int] = []
+        stats: dict[str, float] = {}
+        train_loss = float("nan")
+        observation = None
+        if clients:
+            batches = draw_batches(
+                self.data.client_indices, clients, round_, seed=self.seed, tau=t.tau, batch_size=t.batch_size
+            ).to(self.device)
+            local = self._train_locally(clients, batches, lr, round_)
+            self.momentum[clients] = local.momentum
+            updates = local.params - before
+            outcome = self.protocol.communicate(updates, clients, self.client_weights[clients], round_)
+            self.params = before + outcome.aggregate.to(self.device, before.dtype)
+            bits, stats = outcome.bits, outcome.stats
+            train_loss = float(local.loss.mean())
+            if record_views:
+                views = dict(outcome.views)
+                views["peer"] = self.params.detach().cpu().clone()
+                observation = Observation(
+                    round=round_, clients=clients, global_before=before.cpu(), lr=lr, tau=t.tau,
+                    batch_size=t.batch_size, views=views,
+                    ground_truth={"updates": updates.detach().cpu(), "batch_indices": batches.cpu()},
+                )
+        val_loss, val_acc = self.evaluate(self.data.validation)
+        test_loss, test_acc = self.evaluate(self.data.test)
+        self.schedule.step(val_loss if self.data.validation.y.numel() else test_loss)
+        record = RoundRecord(
+            round=round_, lr=lr, clients=clients, train_loss=train_loss,
+            validation_loss=val_loss, validation_accuracy=val_acc,
+            test_loss=test_loss, test_accuracy=test_acc, bits=bits,
+            bits_per_coordinate=(sum(bits) / (len(bits) * self.layout.size)) if bits else 0.0,
+            stats=stats,
+        )
+        return record, observation
+
+    def _train_locally(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int):
+        t = self.training
+        inputs = self.data.train.x[batches]  # (S, tau, B, C, H, W)
+        labels = self.data.train.y[batches]
+        train = train_clients_batched if t.batched else train_clients_sequential
+        self.model.train()
+        with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
+            torch.manual_seed(derive_seed(self.seed, "dropout", round_))  # only dropout draws from it
+            return train(self.model, self.params, self.momentum[clients], inputs, labels, lr=lr, mu=t.momentum)
+
+    @torch.no_grad()
+    def evaluate(self, split: Split, batch_size: int = 4096) -> tuple[float, float]:
+        """Mean cross-entropy and accuracy of the current global model on `split`."""
+        if split.y.numel() == 0:
+            return float("nan"), float("nan")
+        self.model.eval()
+        params = self.layout.unflatten(self.params)
+        loss_sum, correct = 0.0, 0
+        for start in range(0, len(split.y), batch_size):
+            x, y = split.x[start:start + batch_size], split.y[start:start + batch_size]
+            logits = functional_call(self.model, params, (x,))
+            loss_sum += float(nn.functional.cross_entropy(logits, y, reduction="sum"))
+            correct += int((logits.argmax(1) == y).sum())
+        return loss_sum / len(split.y), correct / len(split.y)

@@ -1,0 +1,192 @@
+"""From a validated config to results: data, model, mechanism, FL training, results document.
+
+`run_training` is what ``auditkit train`` does; `run_audit` is what ``auditkit audit`` does
+(training, results.json and a markdown summary for now; attacks, DP tests and full reports
+plug in here as they land).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import platform
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+import mechanisms
+from auditkit import __version__
+from auditkit.config import AuditConfig, ConfigError
+from auditkit.data import Split, load_dataset, partition, train_validation_split
+from auditkit.fl.aggregation import UplinkProtocol
+from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord, SimulationResult
+from auditkit.models import create_model
+from mechanisms.randomness import derive_seed
+
+RESULTS_SCHEMA = "auditkit/results"
+RESULTS_SCHEMA_VERSION = 1
+FLOAT32_BITS = 32
+
+
+@dataclass
+class TrainingRun:
+    """A finished FL run and the objects that produced it."""
+
+    config: AuditConfig
+    result: SimulationResult
+    mechanism: Any
+    device: torch.device
+    seconds: float
+    data_summary: dict[str, Any]
+
+
+def resolve_device(name: str) -> torch.device:
+    """``auto`` -> CUDA when present, else CPU; an unavailable CUDA request is an error."""
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ConfigError(f"device {name!r} is not available on this machine; use auto or cpu")
+    return torch.device(name)
+
+
+def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, int], int, dict[str, Any]]:
+    """Load the dataset, carve the validation split, partition the rest across clients."""
+    d = config.data
+    dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=d.download)
+    train_ix, val_ix = train_validation_split(
+        len(dataset.train.y), d.validation_fraction, seed=derive_seed(config.seed, "validation-split")
+    )
+    train_ix, val_ix = torch.as_tensor(train_ix), torch.as_tensor(val_ix)
+    train = Split(dataset.train.x[train_ix], dataset.train.y[train_ix])
+    validation = Split(dataset.train.x[val_ix], dataset.train.y[val_ix])
+    clients = config.training.clients
+    if clients > len(train.y):
+        raise ConfigError(f"training.clients must be at most the {len(train.y)} training samples, got {clients}")
+    parts = partition(
+        train.y, clients, d.partition, seed=derive_seed(config.seed, "partition") % 2**32,
+        alpha=d.dirichlet_alpha,
+    )
+    indices = [torch.as_tensor(np.asarray(p), dtype=torch.long) for p in parts]
+    summary = {
+        "dataset": d.dataset, "partition": d.partition, "train": len(train.y),
+        "validation": len(validation.y), "test": len(dataset.test.y),
+        "client_sizes": [len(ix) for ix in indices],
+    }
+    return FederatedData(train, validation, dataset.test, indices), dataset.input_shape, dataset.num_classes, summary
+
+
+def build_mechanism(config: AuditConfig):
+    """The configured mechanism; its client-private randomness is keyed by the seed too."""
+    return mechanisms.create(
+        config.mechanism.name, private_seed=derive_seed(config.seed, "client-private"), **config.mechanism.params
+    )
+
+
+def run_training(
+    config: AuditConfig, *, on_round: Callable[[RoundRecord], None] | None = None
+) -> TrainingRun:
+    """Run FedAvg with the configured mechanism between clients and server."""
+    device = resolve_device(config.device)
+    mechanism = build_mechanism(config)
+    data, input_shape, num_classes, summary = prepare_data(config)
+    model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
+    simulation = FederatedSimulation(
+        model, data, UplinkProtocol(mechanism, config.seed), config.training, seed=config.seed, device=device
+    )
+    start = time.perf_counter()
+    result = simulation.run(on_round)
+    return TrainingRun(config, result, mechanism, device, time.perf_counter() - start, summary)
+
+
+def results_document(run: TrainingRun, command: str) -> dict[str, Any]:
+    """The JSON results document (schema ``auditkit/results`` v1) that reports are rendered from."""
+    rounds = [dataclasses.asdict(r) for r in run.result.rounds]
+    last = run.result.rounds[-1]
+    sent = [r for r in run.result.rounds if r.bits]
+    bits_per_coordinate = float(np.mean([r.bits_per_coordinate for r in sent])) if sent else 0.0
+    guarantee = run.mechanism.guarantee()
+    return {
+        "schema": RESULTS_SCHEMA,
+        "schema_version": RESULTS_SCHEMA_VERSION,
+        "command": command,
+        "auditkit_version": __version__,
+        "config": run.config.to_dict(),
+        "environment": {
+            "device": str(run.device), "torch": torch.__version__,
+            "python": platform.python_version(), "platform": platform.platform(terse=True),
+        },
+        "data": run.data_summary,
+        "model": {"name": run.config.training.model, "num_params": run.result.num_params},
+        "mechanism": {
+            "name": run.mechanism.name,
+            "params": dict(run.mechanism.params),
+            "guarantee": guarantee.to_dict(),
+            "guarantee_summary": guarantee.summary(),
+        },
+        "rounds": rounds,
+        "final": {
+            "round": last.round,
+            "test_accuracy": last.test_accuracy,
+            "test_loss": last.test_loss,
+            "best_test_accuracy": max(r.test_accuracy for r in run.result.rounds),
+            "bits_per_coordinate": bits_per_coordinate,
+            "float32_bits_per_coordinate": FLOAT32_BITS,
+            "compression_vs_float32": FLOAT32_BITS / bits_per_coordinate if bits_per_coordinate else None,
+            "uplink_bits_total": int(sum(sum(r.bits) for r in run.result.rounds)),
+        },
+        "observations": [
+            {"round": o.round, "clients": o.clients, "views": sorted(o.views) + ["public"]}
+            for o in run.result.observations
+        ],
+        "timing": {"training_seconds": run.seconds},
+    }
+
+
+def prepare_output(out: str | Path) -> Path:
+    """Check the output folder can be used, before any work starts."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {str(out)!r} is a file, not a folder")
+    return out
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file so that readers see either the old or the complete new content."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_results(document: dict[str, Any], out: Path) -> Path:
+    path = out / "results.json"
+    write_atomic(path, json.dumps(document, indent=2, allow_nan=True) + "\n")
+    return path
+
+
+def run_audit(
+    config: AuditConfig,
+    *,
+    out: str | Path = "auditkit-out",
+    on_round: Callable[[RoundRecord], None] | None = None,
+) -> dict[str, Any]:
+    """Train, then write ``results.json`` and ``summary.md`` into `out`; returns the results document."""
+    from reports.markdown import render_summary
+
+    out = prepare_output(out)
+    run = run_training(config, on_round=on_round)
+    document = results_document(run, "audit")
+    write_results(document, out)
+    write_atomic(out / "summary.md", render_summary(document))
+    return document

@@ -1,0 +1,1 @@
+"""Bundled TOML presets (`auditkit --preset NAME`)."""

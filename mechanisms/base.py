@@ -1,0 +1,161 @@
+"""The mechanism interface and its declarative parameters.
+
+A mechanism class declares its parameters as ``Param`` specs; ``Mechanism.__init__`` validates keyword
+arguments against them in one place, so ``create``, ``describe`` and the CLI can list, check and
+document any mechanism without knowing it.
+"""
+
+from __future__ import annotations
+
+import abc
+import math
+import numbers
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import torch
+
+from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.message import MAX_LENGTH, Message
+
+__all__ = [
+    "Param",
+    "Mechanism",
+    "positive_float",
+    "open_unit_interval",
+    "int_range",
+    "choice",
+    "as_update",
+]
+
+
+@dataclass(frozen=True)
+class Param:
+    """One constructor parameter of a mechanism.
+
+    name:    keyword (also the CLI flag with dashes and the config key).
+    type:    ``float``, ``int`` or ``str``; ints are accepted for floats, bools never count as numbers.
+    default: value used when the keyword is omitted.
+    help:    one line for the CLI table.
+    allowed: the constraint in words, used in error messages ("a finite number > 0").
+    choices: the admissible values of a ``str`` parameter, else None.
+    check:   predicate on the converted value implementing ``allowed``.
+    """
+
+    name: str
+    type: type
+    default: Any
+    help: str
+    allowed: str
+    choices: tuple[str, ...] | None = None
+    check: Callable[[Any], bool] = field(default=lambda value: True, repr=False, compare=False)
+
+    def validate(self, value: Any) -> Any:
+        """The value converted to ``type``; ``ValueError`` naming the parameter and what is allowed."""
+        converted = self._convert(value)
+        if converted is None or not self.check(converted):
+            raise ValueError(f"{self.name} must be {self.allowed}, got {value!r}")
+        return converted
+
+    def _convert(self, value: Any) -> Any:
+        if isinstance(value, bool):
+            return None
+        if self.type is float and isinstance(value, numbers.Real):
+            return float(value)
+        if self.type is int and isinstance(value, numbers.Integral):
+            return int(value)
+        if self.type is str and isinstance(value, str):
+            return value
+        return None
+
+
+def positive_float(name: str, default: float, help: str) -> Param:
+    return Param(name, float, default, help, "a finite number > 0", check=lambda v: math.isfinite(v) and v > 0)
+
+
+def open_unit_interval(name: str, default: float, help: str) -> Param:
+    return Param(name, float, default, help, "a number in (0, 1)", check=lambda v: 0 < v < 1)
+
+
+def int_range(name: str, low: int, high: int, default: int, help: str) -> Param:
+    return Param(name, int, default, help, f"an integer in {low}..{high}", check=lambda v: low <= v <= high)
+
+
+def choice(name: str, choices: tuple[str, ...], default: str, help: str) -> Param:
+    return Param(
+        name, str, default, help, f"one of: {', '.join(choices)}", choices=choices, check=lambda v: v in choices
+    )
+
+
+def as_update(x: torch.Tensor) -> torch.Tensor:
+    """Validate a flattened update and return it as a CPU float64 tensor.
+
+    Float64 because clipping norms and quantizer cells are computed from it; CPU because the
+    randomness combined with it is drawn on the CPU (see ``mechanisms.randomness.generator``).
+    """
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"the update must be a torch.Tensor, got {type(x).__name__}")
+    if x.ndim != 1 or not x.is_floating_point():
+        raise ValueError(f"the update must be a 1-D float tensor, got dtype {x.dtype} and shape {tuple(x.shape)}")
+    if x.numel() > MAX_LENGTH:
+        raise ValueError(f"the update has {x.numel()} coordinates; at most {MAX_LENGTH} fit in a message")
+    x = x.detach().to(device="cpu", dtype=torch.float64)
+    if not torch.isfinite(x).all():
+        raise ValueError("the update contains NaN or infinite values")
+    return x
+
+
+class Mechanism(abc.ABC):
+    """A privacy and/or compression mechanism for one client's flattened update.
+
+    Subclasses set ``name``, ``summary``, ``params_spec`` (tuple of ``Param``) and ``message_type``,
+    and implement ``encode``, ``decode`` and ``guarantee``; ``mechanisms.registry.register`` makes
+    them available by name. Constructor keywords are the declared parameters plus ``private_seed``.
+
+    ``seed`` (per client and round, from ``derive_seed``) keys the randomness shared with the server;
+    ``private_seed`` keys the client-only randomness (None: fresh OS entropy on every call).
+    """
+
+    name: ClassVar[str]
+    summary: ClassVar[str]
+    params_spec: ClassVar[tuple[Param, ...]] = ()
+    message_type: ClassVar[type[Message]]
+
+    def __init__(self, *, private_seed: int | None = None, **params: Any) -> None:
+        specs = {p.name: p for p in self.params_spec}
+        unknown = sorted(set(params) - set(specs))
+        if unknown:
+            valid = ", ".join(sorted([*specs, "private_seed"]))
+            raise ValueError(f"unknown parameter {unknown[0]!r} for mechanism {self.name!r}; valid: {valid}")
+        if private_seed is not None and (
+            isinstance(private_seed, bool) or not isinstance(private_seed, numbers.Integral)
+        ):
+            raise ValueError(f"private_seed must be an integer or None, got {private_seed!r}")
+        self.params: dict[str, Any] = {
+            p.name: p.validate(params[p.name]) if p.name in params else p.default for p in self.params_spec
+        }
+        self.private_seed = None if private_seed is None else int(private_seed)
+
+    @abc.abstractmethod
+    def encode(self, x: torch.Tensor, seed: int) -> Message:
+        """Client side: the message for the 1-D float update ``x`` (any device)."""
+
+    @abc.abstractmethod
+    def decode(self, enc: Message, seed: int) -> torch.Tensor:
+        """Server side: the estimate of the update, a 1-D float32 CPU tensor."""
+
+    @abc.abstractmethod
+    def guarantee(self) -> PrivacyGuarantee:
+        """The analytic privacy claim of this configuration."""
+
+    def __call__(self, x: torch.Tensor, seed: int) -> torch.Tensor:
+        return self.decode(self.encode(x, seed), seed)
+
+    def _check_message(self, enc: Message) -> None:
+        if not isinstance(enc, self.message_type):
+            raise TypeError(f"{self.name} decodes {self.message_type.__name__}, got {type(enc).__name__}")
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}({args})"

@@ -1,0 +1,81 @@
+"""The analytic privacy claim a mechanism makes about one use of itself."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["PrivacyGuarantee"]
+
+_RELATIONS = ("replace-one", "add-remove", "none")
+
+
+@dataclass(frozen=True)
+class PrivacyGuarantee:
+    """An (epsilon, delta)-DP claim with everything needed to read it correctly.
+
+    epsilon:      the claimed epsilon, or None when the mechanism claims no privacy at all.
+    delta:        the claimed delta; 1.0 (the trivial bound) when epsilon is None.
+    relation:     neighbouring relation: "replace-one", "add-remove", or "none" (no claim).
+    unit:         what a neighbour changes, e.g. "client update" (one client's whole update).
+    scope:        over what the claim holds, e.g. "one round" (no composition over rounds).
+    threat_model: the view it protects, e.g. "server" (the aggregator sees the decoded update).
+    sensitivity:  the bound the claim rests on, e.g. "l2 clip 1.0"; empty when epsilon is None.
+    assumptions:  conditions that must hold for the claim.
+    caveats:      known ways the claim can mislead.
+    flags:        machine-readable markers for reports, e.g. "no-privacy".
+    """
+
+    epsilon: float | None
+    delta: float
+    relation: str
+    unit: str = "client update"
+    scope: str = "one round"
+    threat_model: str = "server"
+    sensitivity: str = ""
+    assumptions: tuple[str, ...] = ()
+    caveats: tuple[str, ...] = ()
+    flags: frozenset[str] = field(default_factory=frozenset)
+
+    def __post_init__(self) -> None:
+        if self.relation not in _RELATIONS:
+            raise ValueError(f"relation must be one of {', '.join(_RELATIONS)}, got {self.relation!r}")
+        if self.epsilon is not None and not (math.isfinite(self.epsilon) and self.epsilon >= 0):
+            raise ValueError(f"epsilon must be None or a finite number >= 0, got {self.epsilon!r}")
+        if not 0.0 <= self.delta <= 1.0:
+            raise ValueError(f"delta must be in [0, 1], got {self.delta!r}")
+        # Accept any iterables from callers but store hashable, immutable values.
+        object.__setattr__(self, "assumptions", tuple(self.assumptions))
+        object.__setattr__(self, "caveats", tuple(self.caveats))
+        object.__setattr__(self, "flags", frozenset(self.flags))
+
+    @classmethod
+    def no_privacy(cls, *caveats: str) -> PrivacyGuarantee:
+        """The claim of a mechanism that offers no differential privacy."""
+        return cls(epsilon=None, delta=1.0, relation="none", caveats=caveats, flags={"no-privacy"})
+
+    def summary(self) -> str:
+        """One line, e.g. "(eps=4.84, delta=1e-05)-DP for one round, replace-one, l2 clip 1.0"."""
+        if self.epsilon is None:
+            return "no privacy guarantee"
+        parts = [f"(eps={self.epsilon:.3g}, delta={self.delta:.3g})-DP for {self.scope}", self.relation]
+        if self.sensitivity:
+            parts.append(self.sensitivity)
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly dict: tuples become lists, flags a sorted list, no epsilon becomes None."""
+        return {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "relation": self.relation,
+            "unit": self.unit,
+            "scope": self.scope,
+            "threat_model": self.threat_model,
+            "sensitivity": self.sensitivity,
+            "assumptions": list(self.assumptions),
+            "caveats": list(self.caveats),
+            "flags": sorted(self.flags),
+            "summary": self.summary(),
+        }

@@ -1,0 +1,76 @@
+"""Keyed randomness: every random stream is named by the keys it serves, never by call order.
+
+A stream is identified by a tuple of keys, e.g. ``(base_seed, client, round)`` for the per-message seed
+and then ``(seed, "dither")`` for one purpose inside a message. ``derive_seed`` hashes the tuple with
+SHA-256, so the seed is a pure function of the keys (counter-based: a stream's position in a run does not
+matter, nothing carries over between calls) and distinct tuples give unrelated seeds unless SHA-256
+collides. ``generator`` turns such a seed into a ``torch.Generator``.
+
+Two kinds of stream:
+
+* shared, keyed by ``(seed, purpose)``: the client and the server both know ``seed`` and regenerate the
+  same values (subtractive dithers);
+* private, keyed by ``("private", private_seed, seed)`` and the purpose: only the client knows
+  ``private_seed`` (privacy noise); with ``private_seed=None`` a fresh 63-bit key is drawn from the OS
+  for every call, so the noise is not reproducible at all.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+import torch
+
+__all__ = ["derive_seed", "generator", "private_generator"]
+
+# Domain separation: seeds derived here cannot coincide with hashes computed elsewhere for another use.
+_DOMAIN = b"auditkit/mechanisms/derive_seed/v1"
+
+
+def _encode_key(key: int | str) -> bytes:
+    """Canonical, injective encoding of one key: type tag, 4-byte big-endian length, value bytes."""
+    # bool is an int subclass; True == 1 would silently alias two different keys.
+    if isinstance(key, bool) or not isinstance(key, (int, str)):
+        raise TypeError(f"seed keys must be int or str, got {type(key).__name__}: {key!r}")
+    if isinstance(key, int):
+        body = key.to_bytes((key.bit_length() + 8) // 8, "big", signed=True)  # two's complement
+        tag = b"i"
+    else:
+        body = key.encode("utf-8")
+        tag = b"s"
+    return tag + len(body).to_bytes(4, "big") + body
+
+
+def derive_seed(*keys: int | str) -> int:
+    """Seed in [0, 2**63) derived from ``keys`` by SHA-256.
+
+    The keys (ints of any size, or strings) are encoded as type tag + length + bytes, concatenated after
+    a fixed domain string, hashed, and the top 63 bits of the digest are returned. The encoding is
+    injective, so ``derive_seed(1, 23)``, ``derive_seed(12, 3)`` and ``derive_seed("1", 23)`` differ.
+    """
+    if not keys:
+        raise ValueError("derive_seed needs at least one key")
+    digest = hashlib.sha256(_DOMAIN + b"".join(_encode_key(k) for k in keys)).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def generator(seed: int, purpose: str, device: str | torch.device = "cpu") -> torch.Generator:
+    """A fresh ``torch.Generator`` on ``device`` seeded with ``derive_seed(seed, purpose)``.
+
+    CPU and CUDA generators produce different streams for the same seed: mechanisms draw shared
+    randomness on the CPU so that encoder and decoder agree whatever device the update lives on.
+    """
+    g = torch.Generator(device=device)
+    g.manual_seed(derive_seed(seed, purpose))
+    return g
+
+
+def private_generator(private_seed: int | None, seed: int, purpose: str) -> torch.Generator:
+    """CPU generator for client-only randomness, keyed by ``(private_seed, seed, purpose)``.
+
+    ``private_seed=None`` draws a new key from OS entropy on every call: repeated encodings of the same
+    update with the same ``seed`` then get independent noise, which is what a privacy test needs.
+    """
+    key = secrets.randbits(63) if private_seed is None else private_seed
+    return generator(derive_seed("private", key, seed), purpose)

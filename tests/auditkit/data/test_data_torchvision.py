@@ -1,0 +1,150 @@
+"""MNIST and CIFAR-10 through torchvision's real loaders, on tiny files in the genuine on-disk formats."""
+import pickle
+import socket
+import struct
+
+import numpy as np
+import pytest
+import torch
+
+from auditkit.data import DataNotFoundError, load_dataset
+
+MNIST_FILES = ["train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"]
+CIFAR_FILES = ["data_batch_1", "data_batch_2", "data_batch_3", "data_batch_4", "data_batch_5", "test_batch",
+               "batches.meta"]
+
+
+@pytest.fixture(autouse=True)
+def no_network(monkeypatch):
+    """Any attempt to open a connection fails the test."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def write_idx_images(path, images: np.ndarray) -> None:
+    """IDX3: big-endian magic 2051 (unsigned byte, 3 dims), N, rows, cols, then the uint8 pixels."""
+    path.write_bytes(struct.pack(">IIII", 2051, *images.shape) + images.astype(np.uint8).tobytes())
+
+
+def write_idx_labels(path, labels: np.ndarray) -> None:
+    """IDX1: big-endian magic 2049 (unsigned byte, 1 dim), N, then the uint8 labels."""
+    path.write_bytes(struct.pack(">II", 2049, len(labels)) + labels.astype(np.uint8).tobytes())
+
+
+@pytest.fixture
+def mnist_dir(tmp_path):
+    rng = np.random.default_rng(0)
+    raw = tmp_path / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    data = {}
+    for prefix, n in (("train", 20), ("t10k", 10)):
+        images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
+        images[0, 0, :2] = (0, 255)  # both ends of the pixel range
+        labels = rng.integers(0, 10, size=n, dtype=np.uint8)
+        write_idx_images(raw / f"{prefix}-images-idx3-ubyte", images)
+        write_idx_labels(raw / f"{prefix}-labels-idx1-ubyte", labels)
+        data[prefix] = (images, labels)
+    return tmp_path, data
+
+
+def test_mnist_round_trips_through_torchvision(mnist_dir):
+    root, data = mnist_dir
+    dataset = load_dataset("mnist", data_dir=root)
+    assert dataset.name == "mnist" and dataset.num_classes == 10 and dataset.input_shape == (1, 28, 28)
+    for split, prefix in ((dataset.train, "train"), (dataset.test, "t10k")):
+        images, labels = data[prefix]
+        assert split.x.shape == (len(labels), 1, 28, 28) and split.x.dtype == torch.float32
+        assert split.y.dtype == torch.int64
+        torch.testing.assert_close(split.x, torch.from_numpy(images).float().unsqueeze(1) / 255, rtol=0, atol=0)
+        assert split.y.tolist() == labels.tolist()
+        assert split.x[0, 0, 0, 0] == 0.0 and split.x[0, 0, 0, 1] == 1.0
+
+
+class Py2Pickler(pickle._Pickler):
+    """Writes bytes as Python 2 ``str`` opcodes, as in the real CIFAR-10 batches (pickled under Python 2)."""
+
+    dispatch = pickle._Pickler.dispatch.copy()
+
+    def save_py2_str(self, obj: bytes) -> None:
+        if len(obj) < 256:
+            self.write(pickle.SHORT_BINSTRING + bytes([len(obj)]) + obj)
+        else:
+            self.write(pickle.BINSTRING + struct.pack("<i", len(obj)) + obj)
+        self.memoize(obj)
+
+    dispatch[bytes] = save_py2_str
+
+
+def write_py2_pickle(path, obj) -> None:
+    with open(path, "wb") as f:
+        Py2Pickler(f, protocol=2).dump(obj)
+
+
+def write_cifar_batch(path, images: np.ndarray, labels: np.ndarray) -> None:
+    """A batch as in the real files: b"data" uint8 N x 3072 (each row the red, green, then blue 32x32 plane)."""
+    write_py2_pickle(path, {b"batch_label": b"test", b"data": images.reshape(len(images), 3072),
+                            b"labels": labels.tolist(), b"filenames": [b"x.png"] * len(images)})
+
+
+@pytest.fixture
+def cifar_dir(tmp_path):
+    rng = np.random.default_rng(1)
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    batches = {}
+    for name, n in [(f"data_batch_{i}", 3 + i) for i in range(1, 6)] + [("test_batch", 5)]:
+        images = rng.integers(0, 256, size=(n, 3, 32, 32), dtype=np.uint8)  # N x C x H x W, as in the files
+        labels = rng.integers(0, 10, size=n)
+        write_cifar_batch(folder / name, images, labels)
+        batches[name] = (images, labels)
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    write_py2_pickle(folder / "batches.meta", {b"num_cases_per_batch": 10000, b"num_vis": 3072,
+                                               b"label_names": [name.encode() for name in names]})
+    return tmp_path, batches
+
+
+def test_cifar10_round_trips_through_torchvision(cifar_dir):
+    root, batches = cifar_dir
+    dataset = load_dataset("cifar10", data_dir=root)
+    assert dataset.name == "cifar10" and dataset.num_classes == 10 and dataset.input_shape == (3, 32, 32)
+    train_images = np.concatenate([batches[f"data_batch_{i}"][0] for i in range(1, 6)])
+    train_labels = np.concatenate([batches[f"data_batch_{i}"][1] for i in range(1, 6)])
+    for split, images, labels in ((dataset.train, train_images, train_labels), (dataset.test, *batches["test_batch"])):
+        assert split.x.shape == (len(labels), 3, 32, 32) and split.x.dtype == torch.float32
+        assert split.y.dtype == torch.int64
+        torch.testing.assert_close(split.x, torch.from_numpy(images).float() / 255, rtol=0, atol=0)
+        assert split.y.tolist() == labels.tolist()
+    # channel order: the first 1024 bytes of a row are the red plane, row-major
+    first_row = batches["data_batch_1"][0][0].reshape(3072)
+    assert dataset.train.x[0, 0, 0, 1] * 255 == first_row[1]
+    assert dataset.train.x[0, 1, 0, 0] * 255 == first_row[1024]
+    assert dataset.train.x[0, 2, 1, 0] * 255 == first_row[2048 + 32]
+
+
+@pytest.mark.parametrize("name, folder, files", [("mnist", "MNIST/raw", MNIST_FILES),
+                                                 ("cifar10", "cifar-10-batches-py", CIFAR_FILES)])
+def test_missing_files_say_where_to_put_which(tmp_path, name, folder, files):
+    with pytest.raises(DataNotFoundError) as caught:
+        load_dataset(name, data_dir=tmp_path, download=False)
+    message = str(caught.value)
+    assert isinstance(caught.value, FileNotFoundError)
+    assert "\n" not in message
+    assert f"{tmp_path / folder}/" in message
+    assert all(file in message for file in files)
+    assert "--download" in message
+
+
+@pytest.mark.parametrize("name", ["mnist", "cifar10"])
+def test_no_data_dir_asks_for_one(name):
+    with pytest.raises(DataNotFoundError, match="needs a data folder: pass --data-dir DIR"):
+        load_dataset(name)
+
+
+def test_one_missing_file_is_reported(mnist_dir):
+    root, _ = mnist_dir
+    (root / "MNIST" / "raw" / "t10k-labels-idx1-ubyte").unlink()
+    with pytest.raises(DataNotFoundError, match="MNIST not found in"):
+        load_dataset("mnist", data_dir=root)

@@ -1,0 +1,138 @@
+"""Registry, parameter validation and the common Mechanism contract."""
+
+import json
+import math
+
+import pytest
+import torch
+
+import mechanisms
+from mechanisms.base import Mechanism
+from mechanisms.registry import register
+
+BUILTIN = ["gaussian", "laplace", "none", "sdq"]
+
+
+def test_names_lists_the_builtin_mechanisms_sorted():
+    got = mechanisms.names()
+    assert set(BUILTIN) <= set(got)
+    assert got == sorted(got)
+
+
+def test_unknown_mechanism_names_the_valid_ones():
+    with pytest.raises(ValueError) as err:
+        mechanisms.create("bogus")
+    assert str(err.value) == f"unknown mechanism 'bogus'; valid: {', '.join(mechanisms.names())}"
+
+
+def test_unknown_parameter_names_the_valid_ones():
+    with pytest.raises(ValueError) as err:
+        mechanisms.create("gaussian", sigma=0.1, bits=8)
+    msg = str(err.value)
+    assert "'bits'" in msg and "gaussian" in msg
+    assert "valid: clip, delta, private_seed, sigma" in msg
+
+
+@pytest.mark.parametrize(
+    ("name", "param", "value", "allowed"),
+    [
+        ("gaussian", "sigma", -1.0, "a finite number > 0"),
+        ("gaussian", "sigma", 0.0, "a finite number > 0"),
+        ("gaussian", "sigma", math.nan, "a finite number > 0"),
+        ("gaussian", "sigma", math.inf, "a finite number > 0"),
+        ("gaussian", "sigma", "0.1", "a finite number > 0"),
+        ("gaussian", "sigma", True, "a finite number > 0"),
+        ("gaussian", "clip", -math.inf, "a finite number > 0"),
+        ("gaussian", "delta", 0.0, "a number in (0, 1)"),
+        ("gaussian", "delta", 1.0, "a number in (0, 1)"),
+        ("laplace", "scale", -0.5, "a finite number > 0"),
+        ("sdq", "bits", 0, "an integer in 1..16"),
+        ("sdq", "bits", 17, "an integer in 1..16"),
+        ("sdq", "bits", 2.5, "an integer in 1..16"),
+        ("sdq", "bits", 8.0, "an integer in 1..16"),
+        ("sdq", "support", math.nan, "a finite number > 0"),
+        ("sdq", "compat", "bogus", "one of: none, jopeq-code"),
+    ],
+)
+def test_invalid_values_name_the_parameter_and_what_is_allowed(name, param, value, allowed):
+    with pytest.raises(ValueError) as err:
+        mechanisms.create(name, **{param: value})
+    assert str(err.value) == f"{param} must be {allowed}, got {value!r}"
+
+
+@pytest.mark.parametrize("private_seed", ["7", 1.5, True])
+def test_invalid_private_seed(private_seed):
+    with pytest.raises(ValueError, match="private_seed must be an integer or None"):
+        mechanisms.create("gaussian", private_seed=private_seed)
+
+
+def test_params_are_resolved_and_converted():
+    m = mechanisms.create("gaussian", clip=2)
+    assert m.params == {"sigma": 0.1, "clip": 2.0, "delta": 1e-5}
+    assert isinstance(m.params["clip"], float)
+    assert mechanisms.create("sdq", bits=4).params == {"bits": 4, "support": 1.0, "compat": "none"}
+    assert m.name == "gaussian"
+
+
+def test_describe_lists_params_and_default_guarantee():
+    info = mechanisms.describe("sdq")
+    assert isinstance(info, mechanisms.MechanismInfo)
+    assert info.name == "sdq" and info.summary
+    assert [(p.name, p.type, p.default) for p in info.params] == [
+        ("bits", int, 8),
+        ("support", float, 1.0),
+        ("compat", str, "none"),
+    ]
+    assert info.params[2].choices == ("none", "jopeq-code")
+    assert info.guarantee == "no privacy guarantee"
+    assert mechanisms.describe("gaussian").guarantee.startswith("(eps=")
+    for name in mechanisms.names():
+        assert all(p.help and p.allowed for p in mechanisms.describe(name).params)
+
+
+def test_registering_a_taken_name_fails():
+    class Duplicate(Mechanism):
+        name = "none"
+        summary = "duplicate"
+
+    with pytest.raises(ValueError, match="already registered"):
+        register(Duplicate)
+    assert mechanisms.create("none").__class__.__name__ == "Identity"
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_call_is_decode_of_encode(name):
+    m = mechanisms.create(name, private_seed=5)
+    x = torch.randn(1000, dtype=torch.float64) * 0.05
+    out = m(x, 11)
+    assert out.dtype == torch.float32 and out.device.type == "cpu" and out.shape == x.shape
+    assert torch.equal(out, m.decode(m.encode(x, 11), 11))
+    assert m.encode(x.float(), 11).num_bits > 0  # float32 input accepted too
+
+
+@pytest.mark.parametrize("name", BUILTIN)
+def test_guarantee_is_json_friendly(name):
+    g = mechanisms.create(name).guarantee()
+    d = g.to_dict()
+    assert json.loads(json.dumps(d)) == d
+    assert d["summary"] == g.summary()
+    if g.epsilon is None:
+        assert "no-privacy" in g.flags and g.relation == "none"
+    else:
+        assert g.relation == "replace-one" and g.scope == "one round" and g.caveats
+
+
+@pytest.mark.parametrize(
+    ("x", "error"),
+    [
+        (torch.zeros(3, 3), ValueError),
+        (torch.arange(5), ValueError),
+        (torch.tensor([0.0, math.nan]), ValueError),
+        (torch.tensor([math.inf]), ValueError),
+        ([0.0, 1.0], TypeError),
+    ],
+)
+@pytest.mark.parametrize("name", BUILTIN)
+def test_bad_updates_are_rejected(name, x, error):
+    with pytest.raises(error):
+        mechanisms.create(name).encode(x, 0)
