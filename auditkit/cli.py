@@ -153,10 +153,11 @@ def list_mechanisms() -> None:
 
 
 def _train_like(command: str, config_path, preset, out, overrides) -> None:
-    from auditkit.pipeline import prepare_output, results_document, run_audit, run_training, write_results
+    from auditkit.pipeline import Experiment, prepare_output, results_document, run_audit, write_results
 
     config = _load(config_path, preset, overrides)
     out = prepare_output(out)
+    experiment = Experiment(config)
     progress, task = _training_progress(config.training.rounds)
 
     def on_round(record) -> None:
@@ -164,17 +165,17 @@ def _train_like(command: str, config_path, preset, out, overrides) -> None:
 
     with progress:
         if command == "audit":
-            document = run_audit(config, out=out, on_round=on_round)
+            document = run_audit(experiment, out=out, on_round=on_round)
         else:
-            document = results_document(run_training(config, on_round=on_round), "train")
+            document = results_document(experiment.train(on_round), "train")
             write_results(document, out)
     console.print(_round_table(document))
     final = document["final"]
     console.print(
         f"final test accuracy {100 * final['test_accuracy']:.2f}%  |  "
-        f"{final['bits_per_coordinate']:.3f} bits/coordinate (float32 = 32)  |  "
-        f"claim: {document['mechanism']['guarantee_summary']}"
+        f"{final['bits_per_coordinate']:.3f} bits/coordinate (float32 = 32)"
     )
+    console.print(f"claimed guarantee: {document['mechanism']['guarantee_summary']}")
     written = ["results.json"] + (["summary.md"] if command == "audit" else [])
     console.print(f"wrote {', '.join(str(out / w) for w in written)}")
 

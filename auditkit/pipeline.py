@@ -88,20 +88,38 @@ def build_mechanism(config: AuditConfig):
     )
 
 
+class Experiment:
+    """A config turned into ready-to-run objects: device, mechanism, data, model, simulation.
+
+    Building it does every check that can fail on user input (device, mechanism parameters,
+    dataset files), so nothing starts, and nothing is written, before the input is known good.
+    """
+
+    def __init__(self, config: AuditConfig) -> None:
+        self.config = config
+        self.device = resolve_device(config.device)
+        self.mechanism = build_mechanism(config)
+        data, input_shape, num_classes, self.data_summary = prepare_data(config)
+        model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
+        self.simulation = FederatedSimulation(
+            model, data, UplinkProtocol(self.mechanism, config.seed), config.training,
+            seed=config.seed, device=self.device,
+        )
+
+    def train(self, on_round: Callable[[RoundRecord], None] | None = None) -> TrainingRun:
+        """Run FedAvg with the configured mechanism between clients and server."""
+        start = time.perf_counter()
+        result = self.simulation.run(on_round)
+        return TrainingRun(
+            self.config, result, self.mechanism, self.device, time.perf_counter() - start, self.data_summary
+        )
+
+
 def run_training(
     config: AuditConfig, *, on_round: Callable[[RoundRecord], None] | None = None
 ) -> TrainingRun:
-    """Run FedAvg with the configured mechanism between clients and server."""
-    device = resolve_device(config.device)
-    mechanism = build_mechanism(config)
-    data, input_shape, num_classes, summary = prepare_data(config)
-    model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
-    simulation = FederatedSimulation(
-        model, data, UplinkProtocol(mechanism, config.seed), config.training, seed=config.seed, device=device
-    )
-    start = time.perf_counter()
-    result = simulation.run(on_round)
-    return TrainingRun(config, result, mechanism, device, time.perf_counter() - start, summary)
+    """What ``auditkit train`` does: build the experiment and train it."""
+    return Experiment(config).train(on_round)
 
 
 def results_document(run: TrainingRun, command: str) -> dict[str, Any]:
@@ -176,16 +194,20 @@ def write_results(document: dict[str, Any], out: Path) -> Path:
 
 
 def run_audit(
-    config: AuditConfig,
+    config: AuditConfig | Experiment,
     *,
     out: str | Path = "auditkit-out",
     on_round: Callable[[RoundRecord], None] | None = None,
 ) -> dict[str, Any]:
-    """Train, then write ``results.json`` and ``summary.md`` into `out`; returns the results document."""
+    """Train, then write ``results.json`` and ``summary.md`` into `out`; returns the results document.
+
+    `config` may be an already built `Experiment` (the CLI builds it before showing progress).
+    """
     from reports.markdown import render_summary
 
     out = prepare_output(out)
-    run = run_training(config, on_round=on_round)
+    experiment = config if isinstance(config, Experiment) else Experiment(config)
+    run = experiment.train(on_round)
     document = results_document(run, "audit")
     write_results(document, out)
     write_atomic(out / "summary.md", render_summary(document))

@@ -107,3 +107,16 @@ def test_audit_with_no_arguments_runs_the_quickstart(tmp_path):
     assert again.returncode == 0
     repeat = json.loads((tmp_path / "again" / "results.json").read_text())
     assert [r["test_accuracy"] for r in repeat["rounds"]] == [r["test_accuracy"] for r in document["rounds"]]
+
+
+def test_cepam_preset_trains_on_mnist_from_data_dir(tmp_path, make_mnist):
+    make_mnist(tmp_path / "data", n_train=120, n_test=30)
+    out = tmp_path / "out"
+    result = auditkit("train", "--preset", "cepam-mnist", "--data-dir", str(tmp_path / "data"),
+                      "--rounds", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    document = json.loads((out / "results.json").read_text())
+    assert document["data"]["dataset"] == "mnist"
+    assert (document["data"]["train"], document["data"]["validation"], document["data"]["test"]) == (100, 20, 30)
+    assert len(document["data"]["client_sizes"]) == 30 and set(document["data"]["client_sizes"]) <= {3, 4}
+    assert document["config"]["training"]["checkpoints"] == [1, 2]

@@ -24,32 +24,6 @@ def no_network(monkeypatch):
     monkeypatch.setattr(socket, "create_connection", refuse)
 
 
-def write_idx_images(path, images: np.ndarray) -> None:
-    """IDX3: big-endian magic 2051 (unsigned byte, 3 dims), N, rows, cols, then the uint8 pixels."""
-    path.write_bytes(struct.pack(">IIII", 2051, *images.shape) + images.astype(np.uint8).tobytes())
-
-
-def write_idx_labels(path, labels: np.ndarray) -> None:
-    """IDX1: big-endian magic 2049 (unsigned byte, 1 dim), N, then the uint8 labels."""
-    path.write_bytes(struct.pack(">II", 2049, len(labels)) + labels.astype(np.uint8).tobytes())
-
-
-@pytest.fixture
-def mnist_dir(tmp_path):
-    rng = np.random.default_rng(0)
-    raw = tmp_path / "MNIST" / "raw"
-    raw.mkdir(parents=True)
-    data = {}
-    for prefix, n in (("train", 20), ("t10k", 10)):
-        images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
-        images[0, 0, :2] = (0, 255)  # both ends of the pixel range
-        labels = rng.integers(0, 10, size=n, dtype=np.uint8)
-        write_idx_images(raw / f"{prefix}-images-idx3-ubyte", images)
-        write_idx_labels(raw / f"{prefix}-labels-idx1-ubyte", labels)
-        data[prefix] = (images, labels)
-    return tmp_path, data
-
-
 def test_mnist_round_trips_through_torchvision(mnist_dir):
     root, data = mnist_dir
     dataset = load_dataset("mnist", data_dir=root)

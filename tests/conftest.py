@@ -1,0 +1,44 @@
+"""Shared test fixtures: tiny datasets in the genuine on-disk formats."""
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+
+def write_idx_images(path: Path, images: np.ndarray) -> None:
+    """IDX3: big-endian magic 2051 (unsigned byte, 3 dims), N, rows, cols, then the uint8 pixels."""
+    path.write_bytes(struct.pack(">IIII", 2051, *images.shape) + images.astype(np.uint8).tobytes())
+
+
+def write_idx_labels(path: Path, labels: np.ndarray) -> None:
+    """IDX1: big-endian magic 2049 (unsigned byte, 1 dim), N, then the uint8 labels."""
+    path.write_bytes(struct.pack(">II", 2049, len(labels)) + labels.astype(np.uint8).tobytes())
+
+
+def write_mnist(root: Path, n_train: int = 20, n_test: int = 10, seed: int = 0) -> dict:
+    """Random MNIST-format files in ``root/MNIST/raw`` (as torchvision expects); returns the arrays."""
+    rng = np.random.default_rng(seed)
+    raw = root / "MNIST" / "raw"
+    raw.mkdir(parents=True)
+    data = {}
+    for prefix, n in (("train", n_train), ("t10k", n_test)):
+        images = rng.integers(0, 256, size=(n, 28, 28), dtype=np.uint8)
+        images[0, 0, :2] = (0, 255)  # both ends of the pixel range
+        labels = rng.integers(0, 10, size=n, dtype=np.uint8)
+        write_idx_images(raw / f"{prefix}-images-idx3-ubyte", images)
+        write_idx_labels(raw / f"{prefix}-labels-idx1-ubyte", labels)
+        data[prefix] = (images, labels)
+    return data
+
+
+@pytest.fixture
+def mnist_dir(tmp_path):
+    """(root, arrays) of a tiny MNIST: 20 training and 10 test images."""
+    return tmp_path, write_mnist(tmp_path)
+
+
+@pytest.fixture
+def make_mnist():
+    """The `write_mnist` writer, for tests that need their own sizes."""
+    return write_mnist
