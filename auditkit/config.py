@@ -26,6 +26,8 @@ from __future__ import annotations
 import dataclasses
 import math
 import tomllib
+import types
+import typing
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -174,38 +176,32 @@ def _reject_unknown(table: Any, allowed: set[str], prefix: str) -> None:
 
 
 def _section(table: dict[str, Any], cls: type, prefix: str):
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    _reject_unknown(table, set(fields), prefix)
-    values = {}
-    for key, value in table.items():
-        default = fields[key].default
-        values[key] = _coerce(value, default, f"{prefix}.{key}", fields[key].type)
-    return cls(**values)
+    hints = typing.get_type_hints(cls)
+    _reject_unknown(table, set(hints), prefix)
+    return cls(**{key: _coerce(value, hints[key], f"{prefix}.{key}") for key, value in table.items()})
 
 
-def _coerce(value: Any, default: Any, name: str, annotation: str) -> Any:
-    if "tuple" in str(annotation):
+def _coerce(value: Any, annotation: Any, name: str) -> Any:
+    """Check one value against its field's type (``int``, ``float``, ``str``, ``bool``,
+    ``tuple[int, ...]``, or one of them ``| None``)."""
+    kinds = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    if value is None and type(None) in kinds:
+        return None
+    kind = kinds[0]
+    if typing.get_origin(kind) is tuple:
         if not isinstance(value, (list, tuple)):
             raise ConfigError(f"{name} must be a list of integers, got {value!r}")
         return tuple(_integer(v, name, minimum=1) for v in value)
-    if "bool" in str(annotation):
+    if kind is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{name} must be true or false, got {value!r}")
         return value
-    if "int" in str(annotation) and "float" not in str(annotation):
-        if value is None and "None" in str(annotation):
-            return None
+    if kind is int:
         return _integer(value, name)
-    if "float" in str(annotation):
-        if value is None and "None" in str(annotation):
-            return None
+    if kind is float:
         return _number(value, name)
-    if "str" in str(annotation):
-        if value is None and "None" in str(annotation):
-            return None
-        if not isinstance(value, str):
-            raise ConfigError(f"{name} must be a string, got {value!r}")
-        return value
+    if not isinstance(value, str):
+        raise ConfigError(f"{name} must be a string, got {value!r}")
     return value
 
 
