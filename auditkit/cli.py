@@ -145,11 +145,16 @@ def list_mechanisms() -> None:
     table.add_column("what it does")
     table.add_column("parameters (default)")
     table.add_column("claimed guarantee (defaults)")
+    table.add_column("bits/coord (float32 = 32)", justify="right")
     for name in mechanisms.names():
         info = mechanisms.describe(name)
         params = "\n".join(f"{p.name} = {p.default!r}: {p.help}" for p in info.params) or "-"
-        table.add_row(info.name, info.summary, params, info.guarantee)
+        table.add_row(info.name, info.summary, params, info.guarantee, f"{info.bits_per_coordinate:.2f}")
     console.print(table)
+    console.print(
+        "bits/coord: measured message size of the default configuration for a 10,000-coordinate "
+        "update of l2 norm 1 (mechanisms.reference_update())."
+    )
 
 
 def _train_like(command: str, config_path, preset, out, overrides) -> None:

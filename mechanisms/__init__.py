@@ -16,7 +16,7 @@ from mechanisms.base import Mechanism, Param
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.message import FloatMessage, Message
 from mechanisms.randomness import derive_seed, generator
-from mechanisms.registry import MechanismInfo, create, describe, names, register
+from mechanisms.registry import MechanismInfo, create, describe, names, reference_update, register
 
 __all__ = [
     "Mechanism",
@@ -27,6 +27,7 @@ __all__ = [
     "MechanismInfo",
     "create",
     "describe",
+    "reference_update",
     "names",
     "register",
     "derive_seed",

@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import torch
+
 from mechanisms.base import Mechanism, Param
 
-__all__ = ["MechanismInfo", "register", "names", "create", "describe"]
+__all__ = ["MechanismInfo", "register", "names", "create", "describe", "reference_update"]
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 
@@ -23,12 +25,15 @@ class MechanismInfo:
     summary:   one line.
     params:    the parameter specs (name, type, default, help, allowed, choices).
     guarantee: ``PrivacyGuarantee.summary()`` of the default configuration.
+    bits_per_coordinate: measured size of the default configuration's message for the
+               ``reference_update()`` (float32 = 32).
     """
 
     name: str
     summary: str
     params: tuple[Param, ...]
     guarantee: str
+    bits_per_coordinate: float
 
 
 def register(cls: M) -> M:
@@ -58,7 +63,21 @@ def create(name: str, **params: Any) -> Mechanism:
     return _lookup(name)(**params)
 
 
+REFERENCE_DIMENSION = 10_000
+REFERENCE_SEED = 12345
+
+
+def reference_update(dimension: int = REFERENCE_DIMENSION) -> torch.Tensor:
+    """The fixed update that rates are quoted for: iid Gaussian coordinates scaled to l2 norm 1
+    (the default clip of the clipping mechanisms), drawn from a fixed seed."""
+    x = torch.randn(dimension, generator=torch.Generator().manual_seed(REFERENCE_SEED), dtype=torch.float64)
+    return (x / x.norm()).to(torch.float32)
+
+
 def describe(name: str) -> MechanismInfo:
-    """Name, summary, parameters and default-configuration guarantee of mechanism ``name``."""
+    """Name, summary, parameters, default-configuration guarantee and rate of mechanism ``name``."""
     cls = _lookup(name)
-    return MechanismInfo(cls.name, cls.summary, cls.params_spec, cls().guarantee().summary())
+    mechanism = cls(private_seed=0)
+    x = reference_update()
+    bits = mechanism.encode(x, REFERENCE_SEED).num_bits / x.numel()
+    return MechanismInfo(cls.name, cls.summary, cls.params_spec, mechanism.guarantee().summary(), bits)

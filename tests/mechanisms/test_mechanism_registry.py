@@ -136,3 +136,12 @@ def test_guarantee_is_json_friendly(name):
 def test_bad_updates_are_rejected(name, x, error):
     with pytest.raises(error):
         mechanisms.create(name).encode(x, 0)
+
+
+def test_describe_quotes_the_measured_rate_of_the_reference_update():
+    x = mechanisms.reference_update()
+    assert x.numel() == 10_000 and abs(x.double().norm().item() - 1.0) < 1e-6
+    assert mechanisms.describe("none").bits_per_coordinate == 8 * (5 + 4 * 10_000) / 10_000
+    sdq = mechanisms.describe("sdq")
+    expected = mechanisms.create("sdq").encode(x, mechanisms.registry.REFERENCE_SEED).num_bits / 10_000
+    assert sdq.bits_per_coordinate == expected and sdq.bits_per_coordinate < 8
