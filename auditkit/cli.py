@@ -25,8 +25,6 @@ console = Console()
 error_console = Console(stderr=True)
 
 # The mechanism-parameter vocabulary shared by the API, config keys and report columns.
-MECHANISM_FLOATS = ("clip", "sigma", "scale", "eps", "delta", "nu", "s2", "alpha", "support", "eps_tilde")
-MECHANISM_INTS = ("bits", "n")
 
 
 class UsageFailure(Exception):
@@ -141,7 +139,7 @@ def list_mechanisms() -> None:
     import mechanisms
 
     table = Table(title="Registered mechanisms")
-    table.add_column("name", style="bold")
+    table.add_column("name", style="bold", no_wrap=True)
     table.add_column("what it does")
     table.add_column("parameters (default)")
     table.add_column("claimed guarantee (defaults)")
@@ -206,10 +204,11 @@ def _command(command: str):
         clip: FloatOpt = None, sigma: FloatOpt = None, scale: FloatOpt = None, eps: FloatOpt = None,
         delta: FloatOpt = None, bits: IntOpt = None, n: IntOpt = None, nu: FloatOpt = None,
         s2: FloatOpt = None, alpha: FloatOpt = None, support: FloatOpt = None, compat: StrOpt = None,
-        eps_tilde: FloatOpt = None,
+        sensitivity: FloatOpt = None, target: StrOpt = None,
     ) -> None:
         mech_params = dict(clip=clip, sigma=sigma, scale=scale, eps=eps, delta=delta, bits=bits, n=n,
-                           nu=nu, s2=s2, alpha=alpha, support=support, compat=compat, eps_tilde=eps_tilde)
+                           nu=nu, s2=s2, alpha=alpha, support=support, compat=compat,
+                           sensitivity=sensitivity, target=target)
         overrides = _overrides(
             seed=seed, device=device, dataset=dataset, data_dir=data_dir, download=download,
             partition=partition, model=model, clients=clients, rounds=rounds, tau=tau,

@@ -20,7 +20,7 @@ from mechanisms.message import FloatMessage
 from mechanisms.randomness import private_generator
 from mechanisms.registry import register
 
-__all__ = ["Gaussian", "Laplace", "analytic_gaussian_epsilon", "clip_l1", "clip_l2"]
+__all__ = ["Gaussian", "Laplace", "analytic_gaussian_epsilon", "clip_l1", "clip_l2", "laplace_noise"]
 
 _FLOAT_NOISE_CAVEAT = (
     "noise is sampled in floating point from torch's CPU generator (Mersenne Twister): neither an exact "
@@ -38,6 +38,12 @@ def clip_l2(x: torch.Tensor, clip: float) -> torch.Tensor:
 def clip_l1(x: torch.Tensor, clip: float) -> torch.Tensor:
     """x / max(1, ||x||_1 / clip): rescaled into the l1 ball of radius ``clip``."""
     return x / max(1.0, torch.linalg.vector_norm(x, 1).item() / clip)
+
+
+def laplace_noise(n: int, scale: float, gen: torch.Generator) -> torch.Tensor:
+    """n iid Laplace(0, scale) values (float64) drawn from ``gen`` as scale * (E1 - E2), E1, E2 iid Exp(1)."""
+    exponentials = torch.empty(2, n, dtype=torch.float64).exponential_(generator=gen)
+    return scale * (exponentials[0] - exponentials[1])
 
 
 def analytic_gaussian_epsilon(sensitivity: float, sigma: float, delta: float) -> float:
@@ -77,10 +83,13 @@ class _AdditiveNoise(Mechanism):
     @abc.abstractmethod
     def _noise(self, n: int, gen: torch.Generator) -> torch.Tensor: ...
 
-    def encode(self, x: torch.Tensor, seed: int) -> FloatMessage:
+    def perturb(self, x: torch.Tensor, seed: int) -> torch.Tensor:
+        """The clipped update plus the private noise, in float64 (what ``encode`` rounds to float32)."""
         clipped = self._clip(as_update(x))
-        noisy = clipped + self._noise(clipped.numel(), private_generator(self.private_seed, seed, "noise"))
-        return FloatMessage(noisy.numpy().astype(np.float32))
+        return clipped + self._noise(clipped.numel(), private_generator(self.private_seed, seed, "noise"))
+
+    def encode(self, x: torch.Tensor, seed: int) -> FloatMessage:
+        return FloatMessage(self.perturb(x, seed).numpy().astype(np.float32))
 
     def decode(self, enc: FloatMessage, seed: int) -> torch.Tensor:
         self._check_message(enc)
@@ -129,8 +138,8 @@ class Laplace(_AdditiveNoise):
     """Laplace mechanism: x <- x / max(1, ||x||_1 / clip), send x + iid Laplace(scale) noise.
 
     Replacing one client's update moves the clipped update by at most 2 * clip in l1, so one round is
-    eps-DP with eps = 2 * clip / scale (Dwork, McSherry, Nissim & Smith 2006). Laplace(b) is sampled as
-    b * (E1 - E2) with E1, E2 iid Exp(1). The clip is l1 (not l2) because l1 is the norm the Laplace
+    eps-DP with eps = 2 * clip / scale (Dwork, McSherry, Nissim & Smith 2006); the noise is drawn by
+    ``laplace_noise``. The clip is l1 (not l2) because l1 is the norm the Laplace
     bound needs: an l2 clip would leave the l1 sensitivity up to sqrt(dimension) times larger.
     """
 
@@ -145,8 +154,7 @@ class Laplace(_AdditiveNoise):
         return clip_l1(x, self.params["clip"])
 
     def _noise(self, n: int, gen: torch.Generator) -> torch.Tensor:
-        exponentials = torch.empty(2, n, dtype=torch.float64).exponential_(generator=gen)
-        return self.params["scale"] * (exponentials[0] - exponentials[1])
+        return laplace_noise(n, self.params["scale"], gen)
 
     def guarantee(self) -> PrivacyGuarantee:
         clip, scale = self.params["clip"], self.params["scale"]

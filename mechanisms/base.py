@@ -26,6 +26,7 @@ __all__ = [
     "open_unit_interval",
     "int_range",
     "choice",
+    "zero_or_above",
     "as_update",
 ]
 
@@ -76,6 +77,12 @@ def positive_float(name: str, default: float, help: str) -> Param:
 
 def open_unit_interval(name: str, default: float, help: str) -> Param:
     return Param(name, float, default, help, "a number in (0, 1)", check=lambda v: 0 < v < 1)
+
+
+def zero_or_above(name: str, low: float, help: str) -> Param:
+    """A float defaulting to 0, which the mechanism reads as "derive it" (``help`` says how), else > ``low``."""
+    allowed = f"0 or a finite number > {low:g}"
+    return Param(name, float, 0.0, help, allowed, check=lambda v: v == 0 or (math.isfinite(v) and v > low))
 
 
 def int_range(name: str, low: int, high: int, default: int, help: str) -> Param:

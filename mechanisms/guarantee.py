@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PrivacyGuarantee"]
+__all__ = ["PrivacyGuarantee", "CLAIM_EXCEEDED"]
 
 _RELATIONS = ("replace-one", "add-remove", "none")
+CLAIM_EXCEEDED = "claim-exceeded"  # flag: the mechanism as implemented has a larger epsilon than it claims
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,8 @@ class PrivacyGuarantee:
     sensitivity:  the bound the claim rests on, e.g. "l2 clip 1.0"; empty when epsilon is None.
     assumptions:  conditions that must hold for the claim.
     caveats:      known ways the claim can mislead.
-    flags:        machine-readable markers for reports, e.g. "no-privacy".
+    flags:        machine-readable markers for reports: "no-privacy"; ``CLAIM_EXCEEDED`` ("claim-exceeded"):
+                  the mechanism as implemented has a larger epsilon than the ``epsilon`` it claims.
     """
 
     epsilon: float | None

@@ -120,3 +120,12 @@ def test_cepam_preset_trains_on_mnist_from_data_dir(tmp_path, make_mnist):
     assert (document["data"]["train"], document["data"]["validation"], document["data"]["test"]) == (100, 20, 30)
     assert len(document["data"]["client_sizes"]) == 30 and set(document["data"]["client_sizes"]) <= {3, 4}
     assert document["config"]["training"]["checkpoints"] == [1, 2]
+
+
+def test_every_mechanism_parameter_has_a_cli_flag():
+    import mechanisms
+
+    help_text = auditkit("train", "--help").stdout
+    for name in mechanisms.names():
+        for param in mechanisms.describe(name).params:
+            assert f"--{param.name.replace('_', '-')}" in help_text, (name, param.name)
