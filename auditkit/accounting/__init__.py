@@ -1,0 +1,45 @@
+"""Analytic privacy accounting: each paper's claim as it states it, checked, and composed over rounds.
+
+* `cepam` — CEPAM-Gaussian (003 Lemma 9 / Theorem 12) and CEPAM-Laplace (Theorem 13), their inverses,
+  the no-noise delta floor, and the ``paper003`` compat mode that reproduces 003's printed numbers.
+* `composition` — T rounds through Opacus (RDP, PRV) and Google's dp_accounting (PLD, RDP), with the
+  backend named in every result and a refusal for events no backend supports.
+
+    from auditkit import accounting
+    accounting.cepam_gaussian(sigma=0.1, eps_tilde=5.9, tau=15, dataset_size=1666, clients=30, clip=1.0)
+"""
+from auditkit.accounting.cepam import (
+    amplified_epsilon,
+    base_epsilon,
+    cepam_gaussian,
+    cepam_laplace,
+    delta_floor,
+    gaussian_delta,
+    sampling_probability,
+    solve_sigma,
+)
+from auditkit.accounting.composition import (
+    GAUSSIAN_BACKENDS,
+    ComposedEpsilon,
+    UnsupportedEvent,
+    gaussian_over_rounds,
+    laplace_over_rounds,
+    refuse_sampling_with_replacement,
+)
+
+__all__ = [
+    "GAUSSIAN_BACKENDS",
+    "ComposedEpsilon",
+    "UnsupportedEvent",
+    "amplified_epsilon",
+    "base_epsilon",
+    "cepam_gaussian",
+    "cepam_laplace",
+    "delta_floor",
+    "gaussian_delta",
+    "gaussian_over_rounds",
+    "laplace_over_rounds",
+    "refuse_sampling_with_replacement",
+    "sampling_probability",
+    "solve_sigma",
+]
