@@ -230,6 +230,79 @@ app.command(
 )(_command("audit"))
 
 
+@app.command("account")
+def account_command(
+    mechanism: Annotated[str, typer.Argument(help="Registered mechanism (see `auditkit mechanisms`).")],
+    rounds: Annotated[int, typer.Option(help="FL rounds T to compose over.")] = 1,
+    delta: Annotated[float, typer.Option(help="delta at which the composed epsilon is stated.")] = 1e-5,
+    backend: Annotated[str, typer.Option(help="Gaussian composition backend: opacus-prv | opacus-rdp | "
+                                         "dp_accounting-pld | dp_accounting-rdp")] = "opacus-prv",
+    tau: Annotated[Optional[int], typer.Option(help="Local steps (for the paper's record-level claim).")] = None,
+    dataset_size: Annotated[Optional[int], typer.Option(help="Records per client n_k.")] = None,
+    clients: Annotated[Optional[int], typer.Option(help="Clients K averaged per round.")] = None,
+    eps_tilde: Annotated[Optional[float], typer.Option(help="CEPAM's base epsilon.")] = None,
+    paper_compat: Annotated[str, typer.Option(help="none | paper003 (reproduce 003's printed numbers).")] = "none",
+    solve: Annotated[Optional[str], typer.Option(help="Solve for a parameter instead: sigma (cepam-gaussian).")] = None,
+    target_eps: Annotated[Optional[float], typer.Option(help="Target epsilon for --solve.")] = None,
+    target_delta: Annotated[Optional[float], typer.Option(help="Target delta for --solve.")] = None,
+    clip: FloatOpt = None, sigma: FloatOpt = None, scale: FloatOpt = None, eps: FloatOpt = None,
+    bits: IntOpt = None, n: IntOpt = None, nu: FloatOpt = None, s2: FloatOpt = None, alpha: FloatOpt = None,
+    support: FloatOpt = None, compat: StrOpt = None, sensitivity: FloatOpt = None, target: StrOpt = None,
+) -> None:
+    """Print a mechanism's claimed guarantee: one round, the paper's FL claim, and T rounds composed."""
+    params = dict(clip=clip, sigma=sigma, scale=scale, eps=eps, bits=bits, n=n, nu=nu, s2=s2, alpha=alpha,
+                  support=support, compat=compat, sensitivity=sensitivity, target=target)
+    _run_guarded(_account, mechanism, {k: v for k, v in params.items() if v is not None}, rounds=rounds,
+                 delta=delta, backend=backend, tau=tau, dataset_size=dataset_size, clients=clients,
+                 eps_tilde=eps_tilde, paper_compat=paper_compat, solve=solve, target_eps=target_eps,
+                 target_delta=target_delta)
+
+
+def _account(mechanism: str, params: dict[str, Any], *, rounds, delta, backend, tau, dataset_size, clients,
+             eps_tilde, paper_compat, solve, target_eps, target_delta) -> None:
+    import warnings
+
+    import mechanisms
+    from auditkit import accounting
+
+    if solve is not None:
+        if solve != "sigma" or mechanism != "cepam-gaussian":
+            raise UsageFailure("--solve supports only 'sigma' for cepam-gaussian")
+        if None in (target_eps, target_delta, tau, dataset_size, clients):
+            raise UsageFailure("--solve sigma needs --target-eps, --target-delta, --tau, --dataset-size, --clients")
+        found = accounting.solve_sigma(eps=target_eps, delta=target_delta, tau=tau, dataset_size=dataset_size,
+                                       clients=clients, clip=params.get("clip", 1.0), compat=paper_compat)
+        console.print("sigma = 0 (vacuous: the target delta holds with no noise at all)" if found == 0
+                      else f"sigma = {found:.6g}  (003 Theorem 12, compat={paper_compat})")
+        return
+    try:
+        configured = mechanisms.create(mechanism, **params)
+    except ValueError as err:
+        raise UsageFailure(str(err)) from None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        report = accounting.account(configured, rounds=rounds, delta=delta, backend=backend, tau=tau,
+                                    dataset_size=dataset_size, clients=clients, eps_tilde=eps_tilde,
+                                    compat=paper_compat)
+    for title, claim in (("one round (mechanism)", report.per_round), ("paper's FL claim", report.paper_claim)):
+        if claim is None:
+            continue
+        console.print(f"[bold]{title}:[/bold] {claim.summary()}", highlight=False)
+        console.print(f"  unit: {claim.unit}; threat model: {claim.threat_model}", highlight=False)
+        if claim.flags:
+            console.print(f"  flags: {', '.join(sorted(claim.flags))}", highlight=False)
+        for line in claim.assumptions:
+            console.print(f"  assumes: {line}", highlight=False, markup=False)
+        for line in claim.caveats:
+            console.print(f"  caveat: {line}", highlight=False, markup=False)
+    if report.composed is not None:
+        c = report.composed
+        console.print(f"[bold]{rounds} rounds:[/bold] (eps={c.epsilon:.4g}, delta={c.delta:.3g}) "
+                      f"via {c.backend} [{c.event}]", highlight=False)
+    else:
+        console.print(f"[bold]{rounds} rounds:[/bold] no number: {report.refusal}", highlight=False)
+
+
 @app.command("version")
 def show_version() -> None:
     """Print the auditkit version."""

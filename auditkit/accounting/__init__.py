@@ -2,6 +2,8 @@
 
 * `cepam` — CEPAM-Gaussian (003 Lemma 9 / Theorem 12) and CEPAM-Laplace (Theorem 13), their inverses,
   the no-noise delta floor, and the ``paper003`` compat mode that reproduces 003's printed numbers.
+* `report` — `account(mechanism, rounds=T, ...)`: a mechanism's own claim, its paper's FL claim, and
+  the claim over T rounds (or the reason there is none).
 * `composition` — T rounds through Opacus (RDP, PRV) and Google's dp_accounting (PLD, RDP), with the
   backend named in every result and a refusal for events no backend supports.
 
@@ -18,6 +20,7 @@ from auditkit.accounting.cepam import (
     sampling_probability,
     solve_sigma,
 )
+from auditkit.accounting.report import AccountReport, account
 from auditkit.accounting.composition import (
     GAUSSIAN_BACKENDS,
     ComposedEpsilon,
@@ -28,6 +31,8 @@ from auditkit.accounting.composition import (
 )
 
 __all__ = [
+    "AccountReport",
+    "account",
     "GAUSSIAN_BACKENDS",
     "ComposedEpsilon",
     "UnsupportedEvent",

@@ -67,7 +67,13 @@ def gaussian_over_rounds(
         accountant.history = [(noise_multiplier, sample_rate, rounds)]
         with warnings.catch_warnings():  # PRV's grid logs 0 where the mass is 0; harmless
             warnings.simplefilter("ignore", RuntimeWarning)
-            epsilon = float(accountant.get_epsilon(delta))
+            try:
+                epsilon = float(accountant.get_epsilon(delta))
+            except MemoryError:  # PRV's grid grows as 1/noise_multiplier^2
+                raise UnsupportedEvent(
+                    f"{backend} cannot evaluate {event}: the noise is too small for its numerical grid; "
+                    "try backend opacus-rdp"
+                ) from None
     elif backend in ("dp_accounting-pld", "dp_accounting-rdp"):
         import dp_accounting
 

@@ -129,3 +129,17 @@ def test_every_mechanism_parameter_has_a_cli_flag():
     for name in mechanisms.names():
         for param in mechanisms.describe(name).params:
             assert f"--{param.name.replace('_', '-')}" in help_text, (name, param.name)
+
+
+def test_account_prints_the_claims_and_the_composition():
+    result = auditkit("account", "cepam-gaussian", "--sigma", "0.1", "--eps-tilde", "5.9", "--tau", "15",
+                      "--dataset-size", "1666", "--clients", "30", "--rounds", "80")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert "(eps=1.45, delta=0.00969)" in text and "flags: vacuous" in text
+    assert "80 rounds: no number" in text
+    solved = auditkit("account", "cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "0.01",
+                      "--tau", "15", "--dataset-size", "1666", "--clients", "30", "--paper-compat", "paper003")
+    assert "sigma = 0.137493" in solved.stdout
+    bad = auditkit("account", "laplace", "--scale", "-1")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: scale must be a finite number > 0")

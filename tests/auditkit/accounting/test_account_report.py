@@ -1,0 +1,47 @@
+import warnings
+
+import pytest
+
+import mechanisms
+from auditkit.accounting import account
+
+
+@pytest.fixture(autouse=True)
+def quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
+
+
+def test_gaussian_rounds_compose_through_the_named_backend():
+    report = account(mechanisms.create("gaussian", sigma=2.0, clip=1.0), rounds=80, delta=1e-5)
+    assert report.composed.backend == "opacus-prv"
+    assert report.composed.event == "Gaussian(noise_multiplier=1) x 80"
+    one = account(mechanisms.create("gaussian", sigma=2.0, clip=1.0), rounds=1, delta=1e-5).composed.epsilon
+    assert one == pytest.approx(report.per_round.epsilon, rel=0.01)  # one round = the analytic Gaussian claim
+    assert report.composed.epsilon < 80 * one  # better than basic composition
+
+
+def test_cepam_paper_claim_needs_the_fl_settings_and_is_flagged_vacuous():
+    m = mechanisms.create("cepam-gaussian", sigma=0.1, clip=1.0)
+    assert account(m).paper_claim is None
+    report = account(m, tau=15, dataset_size=1666, clients=30, eps_tilde=5.9)
+    assert report.paper_claim.epsilon == pytest.approx(1.450187, abs=1e-6)
+    assert "vacuous" in report.paper_claim.flags
+    with pytest.raises(ValueError, match="needs eps_tilde"):
+        account(m, tau=15, dataset_size=1666, clients=30)
+
+
+def test_refusals_instead_of_numbers():
+    assert "claims no privacy" in account(mechanisms.create("sdq"), rounds=5).refusal
+    tiny = account(mechanisms.create("gaussian", sigma=0.01), rounds=80)
+    assert tiny.composed is None and "the noise is too small" in tiny.refusal
+    normalised = account(mechanisms.create("cepam-gaussian", compat="paper000"), rounds=2)
+    assert "scales the noise" in normalised.refusal
+
+
+def test_pure_dp_rounds_compose_basically_and_laplace_through_pld():
+    jopeq = account(mechanisms.create("jopeq-laplace", eps=4, bits=8), rounds=10)
+    assert (jopeq.composed.epsilon, jopeq.composed.backend) == (40.0, "basic composition")
+    laplace = account(mechanisms.create("laplace", scale=0.5, clip=1.0), rounds=10, delta=1e-5)
+    assert laplace.composed.backend == "dp_accounting-pld" and laplace.composed.epsilon <= 40.0
