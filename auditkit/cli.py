@@ -11,6 +11,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -134,25 +135,65 @@ def _round_table(document: dict[str, Any]) -> Table:
 
 
 @app.command("mechanisms")
-def list_mechanisms() -> None:
-    """List every registered mechanism, its parameters and its claimed guarantee."""
+def list_mechanisms(
+    name: Annotated[Optional[str], typer.Argument(help="Show one mechanism's parameters and full claim.")] = None,
+) -> None:
+    """List every registered mechanism with its claimed guarantee and rate (or one mechanism in detail)."""
+    _run_guarded(_mechanisms_table if name is None else _mechanism_detail, *(() if name is None else (name,)))
+
+
+def _mechanisms_table() -> None:
     import mechanisms
 
-    table = Table(title="Registered mechanisms")
+    table = Table(title="Registered mechanisms (default parameters)")
     table.add_column("name", style="bold", no_wrap=True)
     table.add_column("what it does")
-    table.add_column("parameters (default)")
-    table.add_column("claimed guarantee (defaults)")
-    table.add_column("bits/coord (float32 = 32)", justify="right")
+    table.add_column("claimed eps", justify="right")
+    table.add_column("delta", justify="right")
+    table.add_column("eps as implemented", justify="right")
+    table.add_column("unit of privacy")
+    table.add_column("flags")
+    table.add_column("bits/coord", justify="right")
     for name in mechanisms.names():
         info = mechanisms.describe(name)
-        params = "\n".join(f"{p.name} = {p.default!r}: {p.help}" for p in info.params) or "-"
-        table.add_row(info.name, info.summary, params, info.guarantee, f"{info.bits_per_coordinate:.2f}")
+        claim = mechanisms.create(name).guarantee()
+        eps = "no privacy" if claim.epsilon is None else f"{claim.epsilon:.4g}"
+        delta = "-" if claim.epsilon is None else f"{claim.delta:.3g}"
+        mechanism = mechanisms.create(name)
+        actual = f"{mechanism.true_epsilon():.4g}" if hasattr(mechanism, "true_epsilon") else "-"
+        table.add_row(info.name, info.summary, eps, delta, actual, claim.unit if claim.epsilon is not None else "-",
+                      ", ".join(sorted(claim.flags)) or "-", f"{info.bits_per_coordinate:.2f}")
     console.print(table)
     console.print(
-        "bits/coord: measured message size of the default configuration for a 10,000-coordinate "
-        "update of l2 norm 1 (mechanisms.reference_update())."
+        "claimed eps: the mechanism's own one-round claim (`auditkit account NAME` composes it over rounds "
+        "and checks it); eps as implemented: the epsilon of the noise the code really adds, where it is "
+        "computed (flag claim-exceeded when larger); bits/coord: measured message size for a 10,000-coordinate update of l2 norm 1 "
+        "(float32 = 32). `auditkit mechanisms NAME` lists the parameters."
     )
+
+
+def _mechanism_detail(name: str) -> None:
+    import mechanisms
+
+    try:
+        info = mechanisms.describe(name)
+    except ValueError as err:
+        raise UsageFailure(str(err)) from None
+    claim = mechanisms.create(name).guarantee()
+    console.print(f"[bold]{info.name}[/bold]: {escape(info.summary)}")
+    table = Table(title="parameters")
+    for column in ("name", "default", "meaning"):
+        table.add_column(column)
+    for p in info.params:
+        table.add_row(p.name, repr(p.default), p.help)
+    console.print(table)
+    console.print(f"claim (defaults): {escape(claim.summary())}", highlight=False)
+    console.print(f"  unit: {claim.unit}; threat model: {claim.threat_model}", highlight=False)
+    for line in claim.assumptions:
+        console.print(f"  assumes: {line}", highlight=False, markup=False)
+    for line in claim.caveats:
+        console.print(f"  caveat: {line}", highlight=False, markup=False)
+    console.print(f"bits/coord (reference update): {info.bits_per_coordinate:.3f}")
 
 
 def _train_like(command: str, config_path, preset, out, overrides) -> None:
@@ -242,7 +283,8 @@ def account_command(
     clients: Annotated[Optional[int], typer.Option(help="Clients K averaged per round.")] = None,
     eps_tilde: Annotated[Optional[float], typer.Option(help="CEPAM's base epsilon.")] = None,
     paper_compat: Annotated[str, typer.Option(help="none | paper003 (reproduce 003's printed numbers).")] = "none",
-    solve: Annotated[Optional[str], typer.Option(help="Solve for a parameter instead: sigma (cepam-gaussian).")] = None,
+    solve: Annotated[Optional[str], typer.Option(help="Solve for a parameter instead: sigma (cepam-gaussian), "
+                                                 "eps-tilde (cepam-*), t-noise (min-variance nu, s2).")] = None,
     target_eps: Annotated[Optional[float], typer.Option(help="Target epsilon for --solve.")] = None,
     target_delta: Annotated[Optional[float], typer.Option(help="Target delta for --solve.")] = None,
     clip: FloatOpt = None, sigma: FloatOpt = None, scale: FloatOpt = None, eps: FloatOpt = None,
@@ -258,27 +300,60 @@ def account_command(
                  target_delta=target_delta)
 
 
-def _account(mechanism: str, params: dict[str, Any], *, rounds, delta, backend, tau, dataset_size, clients,
-             eps_tilde, paper_compat, solve, target_eps, target_delta) -> None:
+def _account(mechanism: str, params: dict[str, Any], **options) -> None:
+    try:
+        _account_unguarded(mechanism, params, **options)
+    except ValueError as err:  # the accountants validate their inputs with one-line ValueErrors
+        raise UsageFailure(str(err)) from None
+
+
+SOLVABLE = {"sigma": "cepam-gaussian", "eps-tilde": "cepam-gaussian | cepam-laplace", "t-noise": "any t mechanism"}
+
+
+def _solve(solve: str, mechanism: str, params: dict[str, Any], *, target_eps, target_delta, tau, dataset_size,
+           clients, paper_compat) -> None:
+    from auditkit import accounting
+
+    if solve not in SOLVABLE:
+        raise UsageFailure(f"--solve must be one of {', '.join(SOLVABLE)}, got {solve!r}")
+    if target_eps is None or not target_eps > 0:
+        raise UsageFailure(f"--solve {solve} needs --target-eps > 0, got {target_eps}")
+    if target_delta is not None and not 0 < target_delta < 1:
+        raise UsageFailure(f"--target-delta must be in (0, 1), got {target_delta}")
+    if solve == "t-noise":
+        nu, s2 = accounting.solve_t(eps=target_eps, sensitivity=params.get("sensitivity", 2.0),
+                                    nu=params.get("nu") or None)
+        console.print(f"nu = {nu:.6g}, s2 = {s2:.6g}  (eq. (11) = {target_eps:g}; "
+                      f"per-coordinate variance nu s2/(nu - 2) = {nu * s2 / (nu - 2):.6g})")
+        return
+    if not mechanism.startswith("cepam-"):
+        raise UsageFailure(f"--solve {solve} applies to {SOLVABLE[solve]}, not {mechanism}")
+    if tau is None or dataset_size is None:
+        raise UsageFailure(f"--solve {solve} needs --tau and --dataset-size")
+    if solve == "eps-tilde":
+        found = accounting.base_epsilon(target_eps, tau=tau, dataset_size=dataset_size)
+        console.print(f"eps_tilde = {found:.6g}  (amplifies to eps = {target_eps:g}; 003 Lemma 9)")
+        return
+    if mechanism != "cepam-gaussian" or target_delta is None or clients is None:
+        raise UsageFailure("--solve sigma is for cepam-gaussian and needs --target-delta and --clients too")
+    found = accounting.solve_sigma(eps=target_eps, delta=target_delta, tau=tau, dataset_size=dataset_size,
+                                   clients=clients, clip=params.get("clip", 1.0), compat=paper_compat)
+    console.print("sigma = 0 (vacuous: the target delta holds with no noise at all)" if found == 0
+                  else f"sigma = {found:.6g}  (003 Theorem 12, compat={paper_compat})")
+
+
+def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, delta, backend, tau, dataset_size,
+                       clients, eps_tilde, paper_compat, solve, target_eps, target_delta) -> None:
     import warnings
 
     import mechanisms
     from auditkit import accounting
 
     if solve is not None:
-        if solve != "sigma" or mechanism != "cepam-gaussian":
-            raise UsageFailure("--solve supports only 'sigma' for cepam-gaussian")
-        if None in (target_eps, target_delta, tau, dataset_size, clients):
-            raise UsageFailure("--solve sigma needs --target-eps, --target-delta, --tau, --dataset-size, --clients")
-        found = accounting.solve_sigma(eps=target_eps, delta=target_delta, tau=tau, dataset_size=dataset_size,
-                                       clients=clients, clip=params.get("clip", 1.0), compat=paper_compat)
-        console.print("sigma = 0 (vacuous: the target delta holds with no noise at all)" if found == 0
-                      else f"sigma = {found:.6g}  (003 Theorem 12, compat={paper_compat})")
+        _solve(solve, mechanism, params, target_eps=target_eps, target_delta=target_delta, tau=tau,
+               dataset_size=dataset_size, clients=clients, paper_compat=paper_compat)
         return
-    try:
-        configured = mechanisms.create(mechanism, **params)
-    except ValueError as err:
-        raise UsageFailure(str(err)) from None
+    configured = mechanisms.create(mechanism, **params)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         report = accounting.account(configured, rounds=rounds, delta=delta, backend=backend, tau=tau,
@@ -287,7 +362,7 @@ def _account(mechanism: str, params: dict[str, Any], *, rounds, delta, backend, 
     for title, claim in (("one round (mechanism)", report.per_round), ("paper's FL claim", report.paper_claim)):
         if claim is None:
             continue
-        console.print(f"[bold]{title}:[/bold] {claim.summary()}", highlight=False)
+        console.print(f"[bold]{title}:[/bold] {escape(claim.summary())}", highlight=False)
         console.print(f"  unit: {claim.unit}; threat model: {claim.threat_model}", highlight=False)
         if claim.flags:
             console.print(f"  flags: {', '.join(sorted(claim.flags))}", highlight=False)
@@ -298,9 +373,13 @@ def _account(mechanism: str, params: dict[str, Any], *, rounds, delta, backend, 
     if report.composed is not None:
         c = report.composed
         console.print(f"[bold]{rounds} rounds:[/bold] (eps={c.epsilon:.4g}, delta={c.delta:.3g}) "
-                      f"via {c.backend} [{c.event}]", highlight=False)
+                      f"via {c.backend} {escape(f'[{c.event}]')}", highlight=False)
     else:
-        console.print(f"[bold]{rounds} rounds:[/bold] no number: {report.refusal}", highlight=False)
+        console.print(f"[bold]{rounds} rounds:[/bold] no number: {escape(report.refusal)}", highlight=False)
+    if report.composed_actual is not None:
+        c = report.composed_actual
+        console.print(f"[bold]{rounds} rounds, as implemented:[/bold] (eps={c.epsilon:.4g}, delta={c.delta:.3g}) "
+                      f"via {c.backend} {escape(f'[{c.event}]')}", highlight=False)
 
 
 @app.command("version")

@@ -32,6 +32,8 @@ from mechanisms.randomness import derive_seed
 RESULTS_SCHEMA = "auditkit/results"
 RESULTS_SCHEMA_VERSION = 1
 FLOAT32_BITS = 32
+# delta at which the claim composed over the run's rounds is stated in results.json
+ACCOUNTING_DELTA = 1e-5
 
 
 @dataclass
@@ -147,6 +149,7 @@ def results_document(run: TrainingRun, command: str) -> dict[str, Any]:
             "guarantee": guarantee.to_dict(),
             "guarantee_summary": guarantee.summary(),
         },
+        "accounting": _accounting(run.mechanism, last.round),
         "rounds": rounds,
         "final": {
             "round": last.round,
@@ -164,6 +167,21 @@ def results_document(run: TrainingRun, command: str) -> dict[str, Any]:
         ],
         "timing": {"training_seconds": run.seconds},
     }
+
+
+def _accounting(mechanism: mechanisms.Mechanism, rounds: int) -> dict[str, Any]:
+    """The client-level claim composed over the rounds run (every round counted, no amplification by
+    client sampling), or the refusal; beside it the realised noise's epsilon when the claim is exceeded."""
+    import warnings
+
+    from auditkit.accounting import account
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the accountants' numerical warnings are not the user's concern
+        report = account(mechanism, rounds=rounds, delta=ACCOUNTING_DELTA)
+    document = report.to_dict()
+    del document["mechanism"], document["per_round"]  # already under "mechanism"
+    return {"rounds": rounds, "delta": ACCOUNTING_DELTA, **document}
 
 
 def prepare_output(out: str | Path) -> Path:

@@ -58,13 +58,18 @@ class PrivacyGuarantee:
         return cls(epsilon=None, delta=1.0, relation="none", caveats=caveats, flags={"no-privacy"})
 
     def summary(self) -> str:
-        """One line, e.g. "(eps=4.84, delta=1e-05)-DP for one round, replace-one, l2 clip 1.0"."""
+        """One line, e.g. "(eps=4.84, delta=1e-05)-DP for one round, replace-one, l2 clip 1.0".
+
+        Flags other than "no-privacy" follow in brackets ("[flags: claim-exceeded]"), so a number
+        that must not be read at face value never travels without its warning.
+        """
         if self.epsilon is None:
             return "no privacy guarantee"
         parts = [f"(eps={self.epsilon:.3g}, delta={self.delta:.3g})-DP for {self.scope}", self.relation]
         if self.sensitivity:
             parts.append(self.sensitivity)
-        return ", ".join(parts)
+        text = ", ".join(parts)
+        return f"{text} [flags: {', '.join(sorted(self.flags))}]" if self.flags else text
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict: tuples become lists, flags a sorted list, no epsilon becomes None."""

@@ -8,6 +8,24 @@ def _pct(value: float) -> str:
     return f"{100 * value:.2f}%"
 
 
+def _composed(entry: dict[str, Any]) -> str:
+    return f"(eps={entry['epsilon']:.4g}, delta={entry['delta']:.3g}) via {entry['backend']}"
+
+
+def _accounting_rows(accounting: dict[str, Any] | None) -> list[str]:
+    """The claim composed over the run's rounds (or why there is no number), as table rows."""
+    if accounting is None:
+        return []
+    rounds = accounting["rounds"]
+    composed = accounting["composed"]
+    value = _composed(composed) if composed is not None else f"no number: {accounting['refusal']}"
+    rows = [f"| claimed over {rounds} rounds | {value} | client-level, every round counted |"]
+    if accounting.get("composed_actual") is not None:
+        rows.append(f"| realised noise over {rounds} rounds | {_composed(accounting['composed_actual'])} "
+                    "| the claim is exceeded by the noise the code adds |")
+    return rows
+
+
 def render_summary(results: dict[str, Any]) -> str:
     """A short markdown summary: setting, accuracy, bits, and the mechanism's claimed guarantee."""
     config, final, mech = results["config"], results["final"], results["mechanism"]
@@ -32,6 +50,7 @@ def render_summary(results: dict[str, Any]) -> str:
         f"| compression vs float32 | {'-' if ratio is None else f'{ratio:.2f}x'} | |",
         f"| uplink total | {final['uplink_bits_total'] / 8e6:.3f} | MB, all clients and rounds |",
         f"| claimed guarantee | {mech['guarantee_summary']} | analytic, as the mechanism states it |",
+        *_accounting_rows(results.get("accounting")),
         "",
         "## Accuracy by round",
         "",

@@ -4,6 +4,9 @@
   the no-noise delta floor, and the ``paper003`` compat mode that reproduces 003's printed numbers.
 * `report` — `account(mechanism, rounds=T, ...)`: a mechanism's own claim, its paper's FL claim, and
   the claim over T rounds (or the reason there is none).
+* `additive` — the analytic Gaussian, Laplace and multivariate-t claims (and the t mechanism's
+  (nu, s2) for a target eps), callable without building a mechanism.
+* `jopeq` — JoPEQ's claims as the paper states them, flagged against the realised noise's epsilon.
 * `composition` — T rounds through Opacus (RDP, PRV) and Google's dp_accounting (PLD, RDP), with the
   backend named in every result and a refusal for events no backend supports.
 
@@ -20,6 +23,8 @@ from auditkit.accounting.cepam import (
     sampling_probability,
     solve_sigma,
 )
+from auditkit.accounting.additive import gaussian, laplace, solve_t, t_mechanism
+from auditkit.accounting.jopeq import jopeq_laplace, jopeq_t, true_epsilon
 from auditkit.accounting.report import AccountReport, account
 from auditkit.accounting.composition import (
     GAUSSIAN_BACKENDS,
@@ -41,7 +46,14 @@ __all__ = [
     "cepam_gaussian",
     "cepam_laplace",
     "delta_floor",
+    "gaussian",
     "gaussian_delta",
+    "jopeq_laplace",
+    "jopeq_t",
+    "laplace",
+    "solve_t",
+    "t_mechanism",
+    "true_epsilon",
     "gaussian_over_rounds",
     "laplace_over_rounds",
     "refuse_sampling_with_replacement",

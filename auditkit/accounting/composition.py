@@ -69,7 +69,7 @@ def gaussian_over_rounds(
             warnings.simplefilter("ignore", RuntimeWarning)
             try:
                 epsilon = float(accountant.get_epsilon(delta))
-            except MemoryError:  # PRV's grid grows as 1/noise_multiplier^2
+            except (MemoryError, RuntimeError):  # PRV's grid grows as 1/noise_multiplier^2 and loses accuracy
                 raise UnsupportedEvent(
                     f"{backend} cannot evaluate {event}: the noise is too small for its numerical grid; "
                     "try backend opacus-rdp"

@@ -7,7 +7,10 @@
 * ``paper_claim`` — the paper's record-level FL claim where the paper makes one and the FL
   settings are given (CEPAM: 003 Theorem 12 / 13);
 * ``composed`` — the client-level claim over `rounds` rounds from an existing accountant, or
-  ``refusal``, the reason no sound number exists.
+  ``refusal``, the reason no sound number exists;
+* ``composed_actual`` — for a claim flagged "claim-exceeded" (JoPEQ's moment-matched noise, a t pair
+  set by hand): the realised noise's pure epsilon (``true_epsilon``) over `rounds` rounds, beside
+  the claim's.
 
 The noise a mechanism adds decides the accountant: Gaussian noise of std sigma on an update whose
 replace-one l2 sensitivity is 2 clip is a Gaussian event with noise multiplier sigma / (2 clip);
@@ -16,6 +19,7 @@ any other pure eps-DP round composes by basic composition (T eps).
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -27,7 +31,7 @@ from auditkit.accounting.composition import (
     gaussian_over_rounds,
     laplace_over_rounds,
 )
-from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.guarantee import CLAIM_EXCEEDED, PrivacyGuarantee
 
 GAUSSIAN_NOISE = ("gaussian", "gaussian+sdq", "cepam-gaussian")
 LAPLACE_NOISE = ("laplace", "laplace+sdq", "cepam-laplace")
@@ -40,6 +44,7 @@ class AccountReport:
     paper_claim: PrivacyGuarantee | None
     composed: ComposedEpsilon | None
     refusal: str | None
+    composed_actual: ComposedEpsilon | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -48,6 +53,7 @@ class AccountReport:
             "paper_claim": None if self.paper_claim is None else self.paper_claim.to_dict(),
             "composed": None if self.composed is None else vars(self.composed),
             "refusal": self.refusal,
+            "composed_actual": None if self.composed_actual is None else vars(self.composed_actual),
         }
 
 
@@ -72,7 +78,16 @@ def account(
         composed = _compose(name, params, per_round, rounds, delta, backend)
     except UnsupportedEvent as err:
         refusal = str(err)
-    return AccountReport(name, per_round, paper_claim, composed, refusal)
+    return AccountReport(name, per_round, paper_claim, composed, refusal, _compose_actual(mechanism, rounds))
+
+
+def _compose_actual(mechanism, rounds: int) -> ComposedEpsilon | None:
+    """T times the realised noise's pure epsilon, for a claim its own noise exceeds (else None)."""
+    if CLAIM_EXCEEDED not in mechanism.guarantee().flags or not hasattr(mechanism, "true_epsilon"):
+        return None
+    actual = mechanism.true_epsilon()
+    return ComposedEpsilon(rounds * actual, 0.0, rounds, "basic composition",
+                           f"{mechanism.name} realised noise, pure eps {actual:.6g} per round x {rounds}")
 
 
 def _paper_claim(name, params, tau, dataset_size, clients, eps_tilde, compat) -> PrivacyGuarantee | None:
@@ -93,7 +108,15 @@ def _compose(name, params, per_round: PrivacyGuarantee, rounds, delta, backend) 
     if params.get("compat") == "paper000":
         raise UnsupportedEvent("compat=paper000 scales the noise with ||x||: no per-round bound to compose")
     if name in GAUSSIAN_NOISE:
-        composed = gaussian_over_rounds(params["sigma"] / (2 * params["clip"]), rounds, delta=delta, backend=backend)
+        multiplier = params["sigma"] / (2 * params["clip"])
+        try:
+            composed = gaussian_over_rounds(multiplier, rounds, delta=delta, backend=backend)
+        except UnsupportedEvent as err:
+            if backend != "opacus-prv" or "numerical grid" not in str(err):
+                raise
+            # PRV's grid cannot resolve very small noise; RDP can (a looser bound), and is named as the backend.
+            composed = gaussian_over_rounds(multiplier, rounds, delta=delta, backend="opacus-rdp")
+            composed = dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it)")
         if not math.isfinite(composed.epsilon):
             raise UnsupportedEvent(
                 f"{backend} gives no finite epsilon for {composed.event} at delta {delta:g}: the noise is too small"

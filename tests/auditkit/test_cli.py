@@ -1,5 +1,6 @@
 """The console script, run as a user runs it (a real subprocess)."""
 import json
+import os
 import subprocess
 import sys
 import time
@@ -9,9 +10,11 @@ import pytest
 SMALL = ["--rounds", "2", "--clients", "3", "--tau", "2"]
 
 
-def auditkit(*args, cwd=None, timeout=600):
+def auditkit(*args, cwd=None, timeout=600, columns=None):
+    env = None if columns is None else {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run(
-        [sys.executable, "-m", "auditkit.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout
+        [sys.executable, "-m", "auditkit.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
+        env=env,
     )
 
 
@@ -25,11 +28,12 @@ def test_help_lists_the_commands():
 def test_mechanisms_table_lists_every_registered_mechanism():
     import mechanisms
 
-    result = auditkit("mechanisms")
+    result = auditkit("mechanisms", columns=220)
     assert result.returncode == 0
     for name in mechanisms.names():
         assert name in result.stdout
-    assert "sigma" in result.stdout and "no privacy" in result.stdout.lower()
+    text = " ".join(result.stdout.split())
+    assert "no privacy" in text and "claim-exceeded" in text and "eps as implemented" in text
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -143,3 +147,41 @@ def test_account_prints_the_claims_and_the_composition():
     assert "sigma = 0.137493" in solved.stdout
     bad = auditkit("account", "laplace", "--scale", "-1")
     assert bad.returncode == 2 and bad.stderr.startswith("error: scale must be a finite number > 0")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["gaussian", "--delta", "1.5"], "error: delta must be in [0, 1), got 1.5"),
+    (["gaussian", "--rounds", "0"], "error: rounds must be an integer >= 1, got 0"),
+    (["laplace", "--scale", "0"], "error: scale must be a finite number > 0"),
+    (["cepam-gaussian", "--sigma", "1", "--eps-tilde", "1", "--tau", "0", "--dataset-size", "10", "--clients", "3"],
+     "error: tau must be an integer >= 1, got 0"),
+    (["cepam-gaussian", "--sigma", "1", "--eps-tilde", "1", "--tau", "15", "--dataset-size", "0", "--clients", "3"],
+     "error: dataset_size must be an integer >= 1, got 0"),
+    (["cepam-gaussian", "--solve", "sigma", "--target-eps", "0", "--target-delta", "1e-5", "--tau", "15",
+      "--dataset-size", "1666", "--clients", "30"], "error: --solve sigma needs --target-eps > 0"),
+    (["cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "1e-30", "--tau", "15",
+      "--dataset-size", "1666", "--clients", "30", "--paper-compat", "paper003"], "error: no sigma reaches"),
+    (["gaussian", "--solve", "rounds", "--target-eps", "1"], "error: --solve must be one of sigma, eps-tilde, t-noise"),
+])
+def test_account_bad_input_is_one_line_and_exit_2(args, message):
+    result = auditkit("account", *args)
+    assert result.returncode == 2 and result.stderr.startswith(message), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_account_solves_eps_tilde_and_the_t_noise_and_shows_the_realised_epsilon():
+    tilde = auditkit("account", "cepam-gaussian", "--solve", "eps-tilde", "--target-eps", "1.450187", "--tau", "15",
+                     "--dataset-size", "1666")
+    assert "eps_tilde = 5.9 " in tilde.stdout
+    t_noise = auditkit("account", "jopeq-t", "--solve", "t-noise", "--target-eps", "4")
+    assert "nu = 5.35" in t_noise.stdout and "s2 = 0.5724" in t_noise.stdout
+    exceeded = " ".join(auditkit("account", "t-dist", "--nu", "5", "--s2", "1e-4", "--rounds", "10").stdout.split())
+    assert "[flags: claim-exceeded]" in exceeded and "10 rounds: (eps=40, delta=0)" in exceeded
+    assert "10 rounds, as implemented: (eps=314.6, delta=0)" in exceeded
+
+
+def test_mechanisms_detail_and_unknown_name():
+    detail = auditkit("mechanisms", "jopeq-laplace")
+    assert detail.returncode == 0 and "support" in detail.stdout and "claim-exceeded" in detail.stdout
+    bad = auditkit("mechanisms", "bogus")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: unknown mechanism 'bogus'")

@@ -25,7 +25,17 @@ def test_results_document_reports_real_bits_and_the_claim():
     assert document["mechanism"]["guarantee"]["flags"] and document["mechanism"]["params"]["bits"] == 4
     assert document["observations"] == [{"round": 2, "clients": [0, 1, 2],
                                          "views": ["eavesdropper", "peer", "server", "public"]}]
+    assert document["accounting"]["refusal"].startswith("sdq claims no privacy")
     assert json.loads(json.dumps(document)) == document  # plain JSON
+
+
+def test_results_document_composes_the_claim_over_the_rounds_run():
+    config = from_dict({**SMALL, "mechanism": {"name": "gaussian", "sigma": 2.0, "clip": 0.5}})
+    accounting = results_document(Experiment(config).train(), "train")["accounting"]
+    assert accounting["rounds"] == 2 and accounting["delta"] == 1e-5
+    composed = accounting["composed"]
+    assert composed["backend"] == "opacus-prv" and composed["rounds"] == 2
+    assert 1.99 < composed["epsilon"] < 2 * 1.99  # more than one round's eps, less than basic composition
 
 
 def test_same_config_same_results_numbers(tmp_path):

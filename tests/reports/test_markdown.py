@@ -28,3 +28,18 @@ def test_summary_carries_the_numbers_with_units():
     assert "| uplink total | 1.000 | MB, all clients and rounds |" in text
     assert "| 2 | 0.005 | 91.23% | 0.3100 | 3.300 |" in text
     assert "recorded at rounds: 2." in text
+
+
+def test_summary_states_the_composed_claim_or_its_refusal():
+    document = _document()
+    document["accounting"] = {
+        "rounds": 2, "delta": 1e-5, "refusal": None,
+        "composed": {"epsilon": 40.0, "delta": 0.0, "rounds": 2, "backend": "basic composition", "event": "x"},
+        "composed_actual": {"epsilon": 314.56, "delta": 0.0, "rounds": 2, "backend": "basic composition",
+                            "event": "y"},
+    }
+    text = render_summary(document)
+    assert "| claimed over 2 rounds | (eps=40, delta=0) via basic composition |" in text
+    assert "| realised noise over 2 rounds | (eps=314.6, delta=0) via basic composition |" in text
+    document["accounting"].update(composed=None, composed_actual=None, refusal="sdq claims no privacy")
+    assert "| claimed over 2 rounds | no number: sdq claims no privacy |" in render_summary(document)

@@ -34,8 +34,6 @@ def test_cepam_paper_claim_needs_the_fl_settings_and_is_flagged_vacuous():
 
 def test_refusals_instead_of_numbers():
     assert "claims no privacy" in account(mechanisms.create("sdq"), rounds=5).refusal
-    tiny = account(mechanisms.create("gaussian", sigma=0.01), rounds=80)
-    assert tiny.composed is None and "the noise is too small" in tiny.refusal
     normalised = account(mechanisms.create("cepam-gaussian", compat="paper000"), rounds=2)
     assert "scales the noise" in normalised.refusal
 
@@ -45,3 +43,18 @@ def test_pure_dp_rounds_compose_basically_and_laplace_through_pld():
     assert (jopeq.composed.epsilon, jopeq.composed.backend) == (40.0, "basic composition")
     laplace = account(mechanisms.create("laplace", scale=0.5, clip=1.0), rounds=10, delta=1e-5)
     assert laplace.composed.backend == "dp_accounting-pld" and laplace.composed.epsilon <= 40.0
+
+
+def test_a_claim_its_noise_exceeds_is_composed_both_ways():
+    report = account(mechanisms.create("t-dist", nu=5, s2=1e-4), rounds=10)
+    assert report.composed.epsilon == pytest.approx(40.0)  # the claim, as stated
+    assert report.composed_actual.epsilon == pytest.approx(314.56, abs=0.01)  # the noise really added
+    assert report.to_dict()["composed_actual"]["backend"] == "basic composition"
+    assert account(mechanisms.create("laplace"), rounds=10).composed_actual is None
+
+
+def test_noise_too_small_for_prv_falls_back_to_rdp_and_says_so():
+    report = account(mechanisms.create("gaussian", sigma=0.05, clip=1.0), rounds=2)
+    assert report.composed.backend == "opacus-rdp"
+    assert "opacus-prv could not evaluate it" in report.composed.event
+    assert report.composed.epsilon > 1000  # almost no noise: a huge but finite epsilon
