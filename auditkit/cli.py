@@ -382,6 +382,182 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, delta,
                       f"via {c.backend} {escape(f'[{c.event}]')}", highlight=False)
 
 
+@app.command("attack")
+def attack_command(
+    attack: Annotated[str, typer.Argument(help="dlg | idlg | inverting_gradients")],
+    mechanism: Annotated[str, typer.Option("--mechanism", "-m", help="Mechanism the server view passes through.")] = "none",
+    images: Annotated[int, typer.Option(help="Images attacked (one single-image client each).")] = 8,
+    source: Annotated[str, typer.Option(help="patches (natural RGB 32x32) | digits (embedded, 1x28x28)")] = "patches",
+    model: Annotated[str, typer.Option(help="Attacked model (lenet: DLG's sigmoid LeNet).")] = "lenet",
+    label_given: Annotated[bool, typer.Option("--label-given", help="Hand the attacker the true labels (JoPEQ's evaluation).")] = False,
+    iterations: Annotated[Optional[int], typer.Option(help="Optimiser steps (default: the attack's preset).")] = None,
+    restarts: Annotated[Optional[int], typer.Option(help="Restarts (default: the preset's).")] = None,
+    metric_compat: Annotated[Optional[str], typer.Option(help="jopeq: score as JoPEQ's code (uint8 SSIM/MSE).")] = None,
+    curve: Annotated[bool, typer.Option("--curve", help="Sweep the default defence curve instead "
+                                        "(gaussian, laplace, sdq, jopeq-laplace, jopeq-exact).")] = False,
+    device: Annotated[Optional[str], typer.Option(help="cpu | cuda | cuda:N (default: cpu).")] = None,
+    seed: Annotated[int, typer.Option(help="Seeds the model, the images, the dummies and the mechanism.")] = 0,
+    out: OutOpt = Path("auditkit-attack"),
+    clip: FloatOpt = None, sigma: FloatOpt = None, scale: FloatOpt = None, eps: FloatOpt = None,
+    delta: FloatOpt = None, bits: IntOpt = None, n: IntOpt = None, nu: FloatOpt = None,
+    s2: FloatOpt = None, alpha: FloatOpt = None, support: FloatOpt = None, compat: StrOpt = None,
+    sensitivity: FloatOpt = None, target: StrOpt = None,
+) -> None:
+    """Invert single-image clients' gradients, clean and as the server sees them after the mechanism.
+
+    Writes inversion.json and inversion.png (ground truth / clean / defended) into --out; with --curve,
+    curve.json and curve_ssim.png / curve_mse.png.
+    """
+    params = dict(clip=clip, sigma=sigma, scale=scale, eps=eps, delta=delta, bits=bits, n=n, nu=nu, s2=s2,
+                  alpha=alpha, support=support, compat=compat, sensitivity=sensitivity, target=target)
+    settings = {k: v for k, v in dict(iterations=iterations, restarts=restarts, device=device).items() if v is not None}
+    _run_guarded(_attack, attack, mechanism, {k: v for k, v in params.items() if v is not None}, settings=settings,
+                 images=images, source=source, model=model, label_given=label_given, metric_compat=metric_compat,
+                 curve=curve, seed=seed, out=out)
+
+
+def _attack(attack: str, mechanism: str, params: dict[str, Any], *, settings, images, source, model, label_given,
+            metric_compat, curve, seed, out) -> None:
+    import attacks
+    import mechanisms
+    from auditkit import inversion_audit
+    from auditkit.pipeline import prepare_output
+
+    try:  # everything the run depends on is checked before the first (slow) attack
+        attacks.preset_settings(attack)
+        mechanisms.create(mechanism, **params)
+        inversion_audit.load_targets(source, images, seed=seed)
+        out = prepare_output(out)
+    except ValueError as err:
+        raise UsageFailure(str(err)) from None
+    if curve:
+        _attack_curve(attack, settings=settings, images=images, source=source, model=model, seed=seed, out=out)
+        return
+    with console.status(f"{attack}: attacking {images} images, clean and after {mechanism}"):
+        try:
+            document = inversion_audit.run_inversion(
+                attack, mechanism=mechanism, params=params, model=model, images=images, source=source, seed=seed,
+                label_given=label_given, compat=metric_compat, settings=settings)
+        except ValueError as err:
+            raise UsageFailure(str(err)) from None
+    table = Table(title=f"{attack} on {model}: {images} {source} images, server view")
+    for column in ("run", "mean SSIM", "mean MSE", "mean PSNR (dB)", "label acc", "s/image"):
+        table.add_column(column, justify="right")
+    for name, run in (("clean", document["clean"]), (mechanism, document["defended"])):
+        scores = run["scores"]
+        accuracy = "-" if scores["label_accuracy"] is None else f"{100 * scores['label_accuracy']:.0f}%"
+        table.add_row(name, f"{scores['ssim_mean']:.3f}", f"{scores['mse_mean']:.4f}", f"{scores['psnr_mean']:.2f}",
+                      accuracy, f"{1 / run['images_per_second']:.2f}")
+    console.print(table)
+    console.print(f"claim: {escape(document['mechanism']['guarantee_summary'])}; "
+                  f"SSIM: {document['clean']['scores']['ssim_variant']}", highlight=False)
+    written = inversion_audit.write_inversion(document, out)
+    console.print(f"wrote {', '.join(str(p) for p in written)}")
+
+
+def _attack_curve(attack: str, *, settings, images, source, model, seed, out) -> None:
+    from auditkit import inversion_audit
+
+    total = sum(len(points) for points in inversion_audit.DEFAULT_CURVE.values())
+    progress = Progress(TextColumn("[bold]defence curve"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console)
+    task = progress.add_task("curve", total=total, status="clean attack")
+
+    def on_point(name, params, point) -> None:
+        progress.update(task, advance=1, status=f"{name} {params}: SSIM {point['ssim_mean']:.3f}")
+
+    with progress:
+        document = inversion_audit.defence_curve(attack, model=model, images=images, source=source, seed=seed,
+                                                 settings=settings, on_point=on_point)
+    table = Table(title=f"{attack} vs the server's view: mean over {images} images (clean SSIM "
+                        f"{document['clean']['ssim_mean']:.3f})")
+    for column in ("mechanism", "params", "error std", "bits/coord", "mean SSIM", "mean MSE"):
+        table.add_column(column)
+    for name, points in document["series"].items():
+        for p in points:
+            shown = ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in p["params"].items())
+            table.add_row(name, shown, f"{p['error_std']:.3g}", f"{p['bits_per_coordinate']:.2f}",
+                          f"{p['ssim_mean']:.3f}", f"{p['mse_mean']:.4f}")
+    console.print(table)
+    written = inversion_audit.write_curve(document, out)
+    console.print(f"wrote {', '.join(str(p) for p in written)}")
+
+
+@app.command("distinguish")
+def distinguish_command(
+    mechanism: Annotated[str, typer.Argument(help="Registered mechanism (see `auditkit mechanisms`).")],
+    trials: Annotated[int, typer.Option(help="Outputs per neighbouring pair, split evenly between its two inputs.")] = 200_000,
+    confidence: Annotated[float, typer.Option(help="Family-wise confidence over every test run (Bonferroni).")] = 0.95,
+    delta: Annotated[Optional[float], typer.Option("--bound-delta", help="delta of the lower bounds "
+                                                  "(default: the claim's delta).")] = None,
+    adaptive: Annotated[bool, typer.Option(help="Also run the mechanism's adaptive tests (side channels).")] = True,
+    seed: Annotated[int, typer.Option(help="Seeds the pairs and every mechanism sample.")] = 0,
+    out: Annotated[Optional[Path], typer.Option(help="Also write distinguish.json into this folder.")] = None,
+    clip: FloatOpt = None, sigma: FloatOpt = None, scale: FloatOpt = None, eps: FloatOpt = None,
+    bits: IntOpt = None, n: IntOpt = None, nu: FloatOpt = None, s2: FloatOpt = None, alpha: FloatOpt = None,
+    support: FloatOpt = None, compat: StrOpt = None, sensitivity: FloatOpt = None, target: StrOpt = None,
+) -> None:
+    """Certify an epsilon lower bound by black-box distinguishing tests and judge the claim with it."""
+    params = dict(clip=clip, sigma=sigma, scale=scale, eps=eps, bits=bits, n=n, nu=nu, s2=s2, alpha=alpha,
+                  support=support, compat=compat, sensitivity=sensitivity, target=target)
+    _run_guarded(_distinguish, mechanism, {k: v for k, v in params.items() if v is not None}, trials=trials,
+                 confidence=confidence, delta=delta, adaptive=adaptive, seed=seed, out=out)
+
+
+def _distinguish(mechanism: str, params: dict[str, Any], *, trials, confidence, delta, adaptive, seed, out) -> None:
+    import attacks
+    import mechanisms
+    from attacks.adaptive_tests import adaptive_tests_for
+    from attacks.audit_settings import audit_setting
+    from auditkit.pipeline import prepare_output, write_atomic
+
+    try:
+        configured = mechanisms.create(mechanism, **params)
+        if not 0 < confidence < 1:
+            raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        if out is not None:
+            out = prepare_output(out)
+        pairs = audit_setting(configured).pairs(seed=seed)
+        extra = adaptive_tests_for(mechanism) if adaptive else []
+        family = len(pairs) + len(extra)
+        with console.status(f"distinguishing {mechanism} on {len(pairs)} pairs x {trials:,} outputs"):
+            audit = attacks.audit_mechanism(configured, trials=trials, confidence=confidence, delta=delta,
+                                            pairs=pairs, tests=family, seed=seed)
+        per_test = attacks.bonferroni_confidence(confidence, family)
+        adaptive_results = []
+        for test in extra:
+            with console.status(f"adaptive test {test.__name__}"):
+                adaptive_results.append(test(configured, trials=trials, confidence=per_test, seed=seed))
+    except ValueError as err:
+        raise UsageFailure(str(err)) from None
+    table = Table(title=f"{mechanism}: certified epsilon lower bounds ({100 * confidence:g}% family-wise over "
+                        f"{family} tests, delta {audit.worst.delta:g})")
+    for column in ("test", "pair / view", "statistic", "eps lower bound", "max certifiable"):
+        table.add_column(column)
+    for estimate in audit.estimates:
+        table.add_row("black-box", estimate.pair.label, estimate.statistic, f"{estimate.epsilon_lower_bound:.3f}",
+                      f"{estimate.max_certifiable:.2f}")
+    for result in adaptive_results:
+        for estimate, judged in zip(result.estimates, result.judged):
+            table.add_row(result.test, estimate.pair.label + ("" if judged else " (reported only)"),
+                          estimate.statistic, f"{estimate.epsilon_lower_bound:.3f}", f"{estimate.max_certifiable:.2f}")
+    console.print(table)
+    claim = configured.guarantee()
+    console.print(f"claim: {escape(claim.summary())}", highlight=False)
+    console.print(f"black-box verdict: [bold]{audit.verdict}[/bold] (worst pair {audit.worst.pair.label}, "
+                  f"bound {audit.worst.epsilon_lower_bound:.3f})", highlight=False)
+    for result in adaptive_results:
+        console.print(f"{result.test}: [bold]{result.verdict}[/bold] (bound {result.epsilon_lower_bound:.3f})",
+                      highlight=False)
+    if out is not None:
+        document = {"schema": "auditkit/distinguish", "schema_version": 1, "family_size": family,
+                    "confidence": confidence, "audit": audit.to_dict(),
+                    "adaptive": [r.to_dict() for r in adaptive_results]}
+        path = out / "distinguish.json"
+        write_atomic(path, json.dumps(document, indent=2, allow_nan=True) + "\n")
+        console.print(f"wrote {path}")
+
+
 @app.command("version")
 def show_version() -> None:
     """Print the auditkit version."""

@@ -185,3 +185,38 @@ def test_mechanisms_detail_and_unknown_name():
     assert detail.returncode == 0 and "support" in detail.stdout and "claim-exceeded" in detail.stdout
     bad = auditkit("mechanisms", "bogus")
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown mechanism 'bogus'")
+
+
+def test_attack_writes_results_and_the_grid(tmp_path):
+    out = tmp_path / "attack"
+    result = auditkit("attack", "idlg", "--mechanism", "jopeq-laplace", "--eps", "3", "--bits", "8", "--images", "1",
+                      "--iterations", "2", "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    document = json.loads((out / "inversion.json").read_text())
+    assert document["mechanism"]["params"]["eps"] == 3.0 and document["settings"]["iterations"] == 2
+    assert (out / "inversion.png").exists() and "clean" in result.stdout
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["gan"], "error: attack must be one of dlg, idlg, inverting_gradients"),
+    (["idlg", "--images", "0"], "error: images must be an integer >= 1"),
+    (["idlg", "--mechanism", "gaussian", "--sigma", "-1"], "error: sigma"),
+    (["idlg", "--source", "faces"], "error: source must be one of patches, digits"),
+])
+def test_attack_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
+    result = auditkit("attack", *args, "--out", str(tmp_path / "never"))
+    assert result.returncode == 2 and result.stderr.startswith(message), result.stderr
+    assert not (tmp_path / "never").exists()
+
+
+def test_distinguish_prints_bounds_claim_and_verdict(tmp_path):
+    result = auditkit("distinguish", "laplace", "--scale", "1", "--clip", "0.5", "--trials", "20000",
+                      "--no-adaptive", "--out", str(tmp_path), columns=200)
+    assert result.returncode == 0, result.stderr
+    assert "black-box verdict: consistent" in result.stdout and "(eps=1, delta=0)-DP" in result.stdout
+    document = json.loads((tmp_path / "distinguish.json").read_text())
+    assert document["audit"]["verdict"] == "consistent" and 0 < document["audit"]["epsilon_lower_bound"] <= 1
+    side = auditkit("distinguish", "jopeq-laplace", "--trials", "4000", columns=200)
+    assert "jopeq-scale-side-channel: violated" in side.stdout
+    bad = auditkit("distinguish", "laplace", "--confidence", "1.5")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: confidence must be in (0, 1)")

@@ -1,0 +1,162 @@
+"""Test statistics for distinguishing M(x0) from M(x1), and the threshold that maximises the epsilon bound.
+
+Every statistic is a score s(y), larger meaning "more like x1", fitted on the selection outputs only:
+
+* ``projection``: <y, x1 - x0> (onto the difference of the selection means when the output does not live in
+  the input space). Optimal for additive Gaussian noise; a threshold far in the tail is optimal for
+  Laplace noise.
+* ``llr``: ln p(y | x1) - ln p(y | x0) from a known output density (``attacks.output_density`` or a
+  user-supplied one), the Neyman-Pearson statistic. Rounded to 1e-9 so that its plateaus (Laplace: constant
+  beyond the pair) are exact ties, which the projection then orders.
+* ``classifier``: a logistic regression on the features [y, y^2, |y|] per coordinate (standardised; for
+  outputs of more than 64 coordinates [<y, x1 - x0>, ||y||_2, ||y||_1, max |y|]), fitted on at most
+  50,000 selection outputs per side: the DP-Sniper / dp-auditorium approach for unknown densities
+  (Bichsel et al., IEEE S&P 2021). Its decision function is the score.
+
+A test says "x1" when the score exceeds a threshold; ties are broken by the projection (the composite key
+(score, projection) is compared lexicographically). The threshold maximising the hypothesis-test bound
+(``attacks.epsilon_bounds``; both of its inequalities, i.e. both tails) is searched on the selection outputs
+over ~1,000 cut points: every rank near both ends on a geometric grid, plus an even grid in between. When no
+cut gives a positive bound (a few dozen selection outputs), the cut with the smallest balanced error
+FPR + FNR is kept, so that the held-out half still tests a sensible threshold.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+
+from attacks.epsilon_bounds import epsilon_lower_bounds
+from attacks.output_density import LogDensity
+
+__all__ = [
+    "STATISTICS",
+    "Scorer",
+    "ThresholdChoice",
+    "best_threshold",
+    "dense_ranks",
+    "fit_scorer",
+    "projection_direction",
+]
+
+STATISTICS = ("projection", "llr", "classifier")
+
+Scorer = Callable[[np.ndarray], np.ndarray]
+"""Outputs (B, d_out) -> scores (B,), larger = more like x1."""
+
+_LLR_DECIMALS = 9
+_CLASSIFIER_ROWS = 50_000  # per side
+_CLASSIFIER_MAX_COORDINATES = 64
+_TAIL_GRID = 400
+_MIDDLE_GRID = 200
+
+
+def projection_direction(x0: np.ndarray, x1: np.ndarray, y0: np.ndarray, y1: np.ndarray) -> np.ndarray:
+    """x1 - x0 when outputs have the input's dimension, else the difference of the mean outputs."""
+    if y0.shape[1] == x0.size:
+        return x1 - x0
+    return y1.mean(axis=0) - y0.mean(axis=0)
+
+
+def _features(y: np.ndarray, direction: np.ndarray) -> np.ndarray:
+    if y.shape[1] <= _CLASSIFIER_MAX_COORDINATES:
+        return np.hstack([y, y**2, np.abs(y)])
+    return np.stack([y @ direction, np.linalg.norm(y, axis=1), np.abs(y).sum(axis=1), np.abs(y).max(axis=1)], axis=1)
+
+
+def _classifier(y0: np.ndarray, y1: np.ndarray, direction: np.ndarray, rng: np.random.Generator) -> Scorer:
+    y0 = y0[rng.permutation(len(y0))[:_CLASSIFIER_ROWS]]
+    y1 = y1[rng.permutation(len(y1))[:_CLASSIFIER_ROWS]]
+    features = _features(np.concatenate([y0, y1]), direction)
+    mean, std = features.mean(axis=0), features.std(axis=0)
+    std[~(std > 0)] = 1.0
+    labels = np.concatenate([np.zeros(len(y0)), np.ones(len(y1))])
+    model = LogisticRegression(max_iter=300)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        model.fit((features - mean) / std, labels)
+    weights, intercept = model.coef_[0], model.intercept_[0]
+    return lambda y: ((_features(y, direction) - mean) / std) @ weights + intercept
+
+
+def fit_scorer(
+    name: str,
+    y0: np.ndarray,
+    y1: np.ndarray,
+    x0: np.ndarray,
+    x1: np.ndarray,
+    *,
+    log_density: LogDensity | None,
+    seed: int,
+) -> Scorer | None:
+    """The statistic ``name`` fitted on the selection outputs y0 of M(x0) and y1 of M(x1); None for "llr"
+    without a density."""
+    direction = projection_direction(x0, x1, y0, y1)
+    if name == "projection":
+        return lambda y: y @ direction
+    if name == "llr":
+        if log_density is None:
+            return None
+
+        def llr(y: np.ndarray) -> np.ndarray:
+            one, zero = (np.asarray(log_density(y, x), dtype=np.float64) for x in (x1, x0))
+            with np.errstate(invalid="ignore"):
+                ratio = one - zero
+            return np.round(np.nan_to_num(ratio, nan=0.0), _LLR_DECIMALS)  # -inf - -inf: no evidence
+
+        return llr
+    if name == "classifier":
+        return _classifier(y0, y1, direction, np.random.default_rng(seed))
+    raise ValueError(f"statistics must be among {', '.join(STATISTICS)}, got {name!r}")
+
+
+def dense_ranks(primary: np.ndarray, secondary: np.ndarray) -> np.ndarray:
+    """0-based dense ranks of the composite keys (primary, secondary) in lexicographic order: equal keys
+    share a rank, so "rank > R" is exactly "key > key of rank R"."""
+    order = np.argsort(primary)
+    p = primary[order]
+    tied = np.zeros(order.size, dtype=bool)  # members of runs of equal primary keys: order them by secondary
+    tied[1:] = p[1:] == p[:-1]
+    tied[:-1] |= tied[1:]
+    if tied.any():
+        members = order[tied]
+        order[tied] = members[np.lexsort((secondary[members], primary[members]))]
+    p, s = primary[order], secondary[order]
+    new = np.ones(order.size, dtype=bool)
+    new[1:] = (p[1:] != p[:-1]) | (s[1:] != s[:-1])
+    ranks = np.empty(order.size, dtype=np.int64)
+    ranks[order] = np.cumsum(new) - 1
+    return ranks
+
+
+@dataclass(frozen=True)
+class ThresholdChoice:
+    """The cut R (the test says x1 iff rank > R) and the bound it gives on the outputs it was chosen on."""
+
+    rank: int
+    bound: float
+
+
+def best_threshold(ranks0: np.ndarray, ranks1: np.ndarray, *, alpha_each: float, delta: float) -> ThresholdChoice:
+    """The cut over the composite ranks of the selection outputs of x0 (``ranks0``) and x1 (``ranks1``) that
+    maximises ``epsilon_lower_bounds`` (each rate bounded at 1 - ``alpha_each``), over the grid of the
+    module docstring."""
+    sorted0, sorted1 = np.sort(ranks0), np.sort(ranks1)
+    pooled = np.sort(np.concatenate([ranks0, ranks1]))
+    n = pooled.size
+    tail = np.unique(np.geomspace(1, n, _TAIL_GRID).astype(np.int64)) - 1
+    positions = np.unique(np.concatenate([tail, n - 1 - tail, np.linspace(0, n - 1, _MIDDLE_GRID).astype(np.int64)]))
+    cuts = np.unique(pooled[positions])
+    fp = sorted0.size - np.searchsorted(sorted0, cuts, side="right")
+    fn = np.searchsorted(sorted1, cuts, side="right")
+    bounds = epsilon_lower_bounds(fp, sorted0.size, fn, sorted1.size, alpha_each=alpha_each, delta=delta)
+    if bounds.max() > 0:
+        best = int(np.argmax(bounds))
+    else:  # too few selection outputs for any positive bound: the cut with the smallest balanced error
+        best = int(np.argmin(fp / sorted0.size + fn / sorted1.size))
+    return ThresholdChoice(int(cuts[best]), float(bounds[best]))

@@ -1,0 +1,185 @@
+"""Certified epsilon lower bounds: Clopper-Pearson rates, the hypothesis-test inequality, caps, one-run audits.
+
+Hypothesis-test inequality (Kairouz, Oh & Viswanath, ICML 2015, Theorem 2.1; used for auditing by Jagielski,
+Ullman & Oprea, NeurIPS 2020). If M is (eps, delta)-DP, then for neighbours x0, x1 and any test that says
+"x1" on a set S of outputs, with FPR = P[M(x0) in S] and FNR = P[M(x1) not in S]:
+
+    1 - FNR <= e^eps FPR + delta     and     1 - FPR <= e^eps FNR + delta
+
+(the DP inequality for (x0, x1, S) and for (x1, x0, complement of S)). Hence
+
+    eps >= max{ ln[(1 - delta - FPR) / FNR],  ln[(1 - delta - FNR) / FPR] }.
+
+Both rates are estimated from independent trials; replacing each by its one-sided Clopper-Pearson upper
+bound at level 1 - (1 - confidence)/2 makes the right side a lower bound on eps that holds with probability
+>= ``confidence`` (a union bound over the two rates). A bound below 0 is reported as 0.
+
+Caps. A perfect test (no errors) with N trials split evenly (N/2 per side) certifies at most
+``max_certifiable(N)``: 2.57, 4.91, 7.21, 9.51, 11.82 for N = 10^2 .. 10^6 (delta = 1e-5, 95%).
+
+One training run (Steinke, Nasr & Jagielski, "Privacy auditing with one (1) training run", NeurIPS 2023):
+m canaries are each included with probability 1/2, the auditor guesses the inclusion of r of them and
+abstains on the rest. Under (eps, delta)-DP the number of correct guesses V satisfies (their main theorem and
+its delta extension, as in the paper's reference code ``p_value_DP_audit``; ML Privacy Meter ``get_eps_audit``)
+
+    P[V >= v] <= P[Binomial(r, q) >= v] + 2 m delta max_{1 <= i <= v} P[v - i <= Binomial(r, q) < v] / i,
+
+q = e^eps / (1 + e^eps). ``one_run_epsilon_lower_bound`` is the largest eps at which that p-value is still
+below 1 - confidence: 5.78 for m = r = v = 1,000 and 7.83 for 10,000 (delta = 1e-5, 95%).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "clopper_pearson_upper",
+    "distinguishing_p_value",
+    "epsilon_lower_bound",
+    "epsilon_lower_bounds",
+    "max_certifiable",
+    "one_run_epsilon_lower_bound",
+    "one_run_p_value",
+]
+
+_P_VALUE_FLOOR = 1e-20  # p-values below this are reported as this
+_EPS_TOLERANCE = 1e-7  # absolute precision of the bisections over eps
+
+
+def _check_confidence(confidence: float) -> None:
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+
+
+def _check_delta(delta: float) -> None:
+    if not 0 <= delta < 1:
+        raise ValueError(f"delta must be in [0, 1), got {delta!r}")
+
+
+def _check_count(name: str, k: int, n: int) -> None:
+    if not 0 <= k <= n or n < 1:
+        raise ValueError(f"{name} must be an integer count in 0..n with n >= 1, got {k} of {n}")
+
+
+def clopper_pearson_upper(k: int | np.ndarray, n: int | np.ndarray, alpha: float) -> float | np.ndarray:
+    """One-sided Clopper-Pearson upper bound on a binomial rate: the u with P[Binomial(n, u) <= k] = alpha,
+    i.e. the 1 - alpha quantile of Beta(k + 1, n - k); 1 when k = n. P[rate <= u] >= 1 - alpha.
+
+    Vectorised over ``k`` and ``n``; ``alpha`` in (0, 1).
+    """
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    k_arr, n_arr = np.asarray(k, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    if np.any(n_arr < 1) or np.any(k_arr < 0) or np.any(k_arr > n_arr):
+        raise ValueError("clopper_pearson_upper needs counts 0 <= k <= n with n >= 1")
+    full = k_arr >= n_arr
+    upper = np.where(full, 1.0, stats.beta.isf(alpha, k_arr + 1, np.where(full, 1.0, n_arr - k_arr)))
+    return float(upper) if upper.ndim == 0 else upper
+
+
+def epsilon_lower_bounds(
+    fp: np.ndarray, n_neg: int, fn: np.ndarray, n_pos: int, *, alpha_each: float, delta: float
+) -> np.ndarray:
+    """The hypothesis-test bound (module docstring) for arrays of counts, each rate bounded at 1 - ``alpha_each``.
+
+    ``fp``: false positives among ``n_neg`` outputs of M(x0); ``fn``: false negatives among ``n_pos`` of M(x1).
+    """
+    fpr = clopper_pearson_upper(np.asarray(fp), n_neg, alpha_each)
+    fnr = clopper_pearson_upper(np.asarray(fn), n_pos, alpha_each)
+    with np.errstate(divide="ignore"):  # 1 - delta - rate <= 0 gives ln 0 = -inf: no bound from that side
+        first = np.log(np.maximum(1 - delta - fpr, 0.0)) - np.log(fnr)
+        second = np.log(np.maximum(1 - delta - fnr, 0.0)) - np.log(fpr)
+    return np.maximum(np.maximum(first, second), 0.0)
+
+
+def epsilon_lower_bound(fp: int, n_neg: int, fn: int, n_pos: int, *, confidence: float, delta: float) -> float:
+    """eps >= max{ln[(1 - delta - FPR_ub)/FNR_ub], ln[(1 - delta - FNR_ub)/FPR_ub]}, at least 0.
+
+    FPR_ub, FNR_ub: one-sided Clopper-Pearson upper bounds on fp / n_neg and fn / n_pos, each at level
+    1 - (1 - confidence)/2, so the bound holds with probability >= ``confidence`` (module docstring).
+    """
+    _check_confidence(confidence)
+    _check_delta(delta)
+    _check_count("fp", fp, n_neg)
+    _check_count("fn", fn, n_pos)
+    return float(epsilon_lower_bounds(fp, n_neg, fn, n_pos, alpha_each=(1 - confidence) / 2, delta=delta))
+
+
+def max_certifiable(trials: int, *, confidence: float = 0.95, delta: float = 0.0) -> float:
+    """The bound of a perfect test (fp = fn = 0) with ``trials`` outputs split evenly between x0 and x1:
+    the largest eps that many trials can ever certify. 4.91 for 1,000 and 7.21 for 10^4 (delta 1e-5, 95%)."""
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 2:
+        raise ValueError(f"trials must be an integer >= 2, got {trials!r}")
+    n_neg = trials // 2
+    return epsilon_lower_bound(0, n_neg, 0, trials - n_neg, confidence=confidence, delta=delta)
+
+
+def distinguishing_p_value(fp: int, n_neg: int, fn: int, n_pos: int, *, epsilon: float, delta: float) -> float:
+    """p-value of the hypothesis "M is (epsilon, delta)-DP" given a held-out test's counts: the smallest
+    1 - confidence at which ``epsilon_lower_bound`` exceeds ``epsilon`` (bisection on log10 of it; values
+    below 1e-20 are reported as 1e-20). For Holm's procedure over several tests (``attacks.verdicts.holm``)."""
+    _check_delta(delta)
+    if not (math.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+
+    _check_count("fp", fp, n_neg)
+    _check_count("fn", fn, n_pos)
+
+    def exceeds(log_alpha: float) -> bool:  # the bound at confidence 1 - 10^log_alpha exceeds epsilon
+        alpha_each = 10.0**log_alpha / 2
+        return float(epsilon_lower_bounds(fp, n_neg, fn, n_pos, alpha_each=alpha_each, delta=delta)) > epsilon
+
+    low, high = math.log10(_P_VALUE_FLOOR), 0.0
+    if exceeds(low):
+        return _P_VALUE_FLOOR
+    if not exceeds(high):
+        return 1.0
+    for _ in range(60):  # exceeds(low) is False, exceeds(high) is True
+        middle = (low + high) / 2
+        low, high = (low, middle) if exceeds(middle) else (middle, high)
+    return 10.0**high
+
+
+def one_run_p_value(correct: int, guesses: int, canaries: int, *, epsilon: float, delta: float) -> float:
+    """P-value of "M is (epsilon, delta)-DP" after ``correct`` right guesses out of ``guesses`` on ``canaries``
+    canaries (Steinke, Nasr & Jagielski 2023; formula in the module docstring), capped at 1."""
+    q = 1.0 / (1.0 + math.exp(-epsilon))
+    tail = float(stats.binom.sf(correct - 1, guesses, q))
+    if correct == 0 or delta == 0:
+        return min(1.0, tail)
+    below = stats.binom.pmf(np.arange(correct - 1, -1, -1), guesses, q)  # P[B = v - i], i = 1..v
+    worst = float(np.max(np.cumsum(below) / np.arange(1, correct + 1)))
+    return min(1.0, tail + 2 * canaries * delta * worst)
+
+
+def one_run_epsilon_lower_bound(
+    correct: int, guesses: int, canaries: int, *, confidence: float = 0.95, delta: float = 0.0
+) -> float:
+    """The largest eps at which ``one_run_p_value`` is below 1 - ``confidence`` (0 if none), by bisection
+    to 1e-7. All guesses right on m = 1,000 canaries gives 5.78, on 10,000 gives 7.83 (delta 1e-5, 95%)."""
+    for name, value in (("correct", correct), ("guesses", guesses), ("canaries", canaries)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer):
+            raise ValueError(f"{name} must be an integer, got {value!r}")
+    if not 0 <= correct <= guesses <= canaries or canaries < 1:
+        raise ValueError(
+            f"need 0 <= correct <= guesses <= canaries and canaries >= 1, got {correct}, {guesses}, {canaries}"
+        )
+    _check_confidence(confidence)
+    _check_delta(delta)
+    alpha = 1 - confidence
+
+    def rejected(eps: float) -> bool:
+        return one_run_p_value(correct, guesses, canaries, epsilon=eps, delta=delta) < alpha
+
+    if not rejected(0.0):
+        return 0.0
+    low, high = 0.0, 1.0
+    while rejected(high):
+        low, high = high, 2 * high
+    while high - low > _EPS_TOLERANCE:
+        middle = (low + high) / 2
+        low, high = (middle, high) if rejected(middle) else (low, middle)
+    return low

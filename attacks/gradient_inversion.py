@@ -1,0 +1,613 @@
+"""Gradient inversion: reconstruct a client's training image from the gradient (or update) it sent.
+
+All three attacks optimise dummy inputs x (and, for DLG, a dummy soft label) so that the observation the
+client would have sent for them matches the observed one (:mod:`attacks.gradient_matching`):
+
+    x* = argmin_x  D(simulate(x, y), observed) + tv * TV(x)
+
+They differ only in their settings (presets, every value overridable by keyword and recorded in the result):
+
+* **DLG** (Zhu et al., "Deep Leakage from Gradients", NeurIPS 2019): dummy image ~ N(0, 1) and dummy soft
+  label softmax(z), z ~ N(0, 1), both optimised; squared-L2 distance summed over layers; L-BFGS with lr 1 and
+  20 inner iterations per step (torch defaults, as the reference code), 300 steps, early stop on a matching
+  loss below 1e-6.
+* **iDLG** (Zhao et al., "iDLG: Improved Deep Leakage from Gradients", 2020): as DLG, but the label is first
+  extracted analytically (:func:`attacks.label_extraction.extract_labels`) and only the image is optimised.
+* **Inverting Gradients** (Geiping et al., "Inverting Gradients - How easy is it to break privacy in federated
+  learning?", NeurIPS 2020): cosine distance + total-variation prior, Adam with lr 0.1 on the *signed*
+  gradient, the image projected onto the box [0, 1] after every step, the lr divided by 10 at 3/8, 5/8 and
+  7/8 of the iterations, restarts (the restart with the smallest final matching loss is kept); labels
+  extracted as in iDLG. The iteration count (2,000), TV weight (1e-2 on [0, 1] pixels) and restarts (2) are
+  this toolkit's CPU-sized choice: the reference script (inversefed's ``reconstruct_image.py``) uses 24,000
+  iterations and TV 1e-4 on normalised images, its notebooks TV 1e-1 and 8 restarts; override them for
+  full-strength runs.
+
+Labels: ``label=`` hands the attacker the true label(s) (``label_source="given"``, JoPEQ's evaluation);
+otherwise ``label_strategy`` extracts them (``"extracted"``) or optimises a dummy soft label
+(``"optimised"``, reported as its argmax).
+
+Observations (:mod:`attacks.observations`): one image's, or N independent images' gradients. For a
+multi-step FedAvg update x = w_after - w_before either convert it with
+:func:`attacks.observations.update_to_gradient` (the "one gradient" approximation, then attack as a gradient)
+or pass ``observation="update", local_steps=tau, local_lr=eta`` to unroll the client's tau SGD steps on the
+dummy data (Inverting Gradients' FedAvg variant); the model must then hold the weights *before* the update.
+
+Batched and sequential (``mode``): by default the problems (image x restart) are attacked as one batched
+optimisation, with per-image model gradients from ``torch.func``; the objective is the sum of the per-image
+objectives, whose gradient with respect to each dummy is that image's own gradient. Adam is elementwise, so
+one Adam over the stacked dummies *is* N independent Adam runs. L-BFGS is not (its curvature pairs, step
+size and stopping tests would couple the images), so the batched path uses
+:class:`attacks.batched_lbfgs.BatchedLBFGS`, which keeps all L-BFGS state and stopping per image and follows
+``torch.optim.LBFGS`` step for step. ``mode="sequential"`` attacks the problems one at a time with
+``torch.optim.LBFGS`` / ``torch.optim.Adam`` and plain autograd (no ``torch.func``), the reference
+implementations' way. Both modes start from the same seeded initialisation and agree to floating-point
+rounding: the tests check Adam runs to 1e-6 in float32 and L-BFGS runs to 1e-6 in float64 (L-BFGS with
+lr 1 and no line search is chaotic, so over hundreds of float32 steps the two paths' rounding differences
+can grow into visibly different reconstructions, as two runs of the reference code on different hardware).
+
+Early stopping and restarts: an image stops after the first step that starts with a matching loss below
+``stop_loss`` (None: never). Without early stopping all restarts run at once; with it, restart r + 1 runs,
+as a further batched round, only for the images whose best matching loss is still >= ``stop_loss``. The
+kept restart is the one with the smallest final matching loss.
+
+Everything runs on ``device`` (default: the device of the model's parameters) in the parameters' dtype; the
+model itself is not moved or modified. Results are returned on the CPU.
+"""
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+from torch.func import functional_call
+
+from attacks.batched_lbfgs import BatchedLBFGS
+from attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching
+from attacks.label_extraction import extract_labels
+from attacks.observations import Observation, observation_matrix, split_observation
+
+INVERSION_ATTACKS = ("dlg", "idlg", "inverting_gradients")
+OPTIMIZERS = ("lbfgs", "adam")
+LABEL_STRATEGIES = ("optimise", "extract")
+INITS = ("randn", "rand")
+MODES = ("batched", "sequential")
+LR_DECAY_AT = (3 / 8, 5 / 8, 7 / 8)  # fractions of the iterations (Geiping et al.'s MultiStepLR milestones)
+LR_DECAY_GAMMA = 0.1
+
+_COMMON: dict[str, Any] = {
+    "seed": 0,  # seeds the dummy initialisation (drawn on the CPU, so identical on every device)
+    "init": "randn",  # "randn": N(0, 1) as DLG / Inverting Gradients; "rand": U[0, 1)
+    "device": None,  # None: the device of the model's parameters
+    "mode": "batched",
+    "observation": "gradient",
+    "local_steps": 1,  # with observation="update": the client's SGD steps (tau) to unroll
+    "local_lr": None,  # with observation="update": the client's learning rate (eta)
+    "lbfgs_max_iter": 20,  # torch.optim.LBFGS defaults, as in the DLG and iDLG reference code
+    "lbfgs_history": 100,
+    "lbfgs_tolerance_grad": 1e-7,
+    "lbfgs_tolerance_change": 1e-9,
+}
+_DLG: dict[str, Any] = {
+    **_COMMON,
+    "optimizer": "lbfgs",
+    "lr": 1.0,
+    "iterations": 300,
+    "distance": "l2",
+    "tv": 0.0,
+    "signed": False,
+    "box": False,
+    "lr_decay": False,
+    "restarts": 1,
+    "stop_loss": 1e-6,
+    "label_strategy": "optimise",
+}
+_PRESETS: dict[str, dict[str, Any]] = {
+    "dlg": _DLG,
+    "idlg": {**_DLG, "label_strategy": "extract"},
+    "inverting_gradients": {
+        **_COMMON,
+        "optimizer": "adam",
+        "lr": 0.1,
+        "iterations": 2000,
+        "distance": "cosine",
+        "tv": 1e-2,
+        "signed": True,
+        "box": True,
+        "lr_decay": True,
+        "restarts": 2,
+        "stop_loss": None,
+        "label_strategy": "extract",
+    },
+}
+
+
+@dataclass(frozen=True, repr=False)
+class InversionResult:
+    """What a gradient inversion attack recovered, for N attacked images.
+
+    ``images``: N x C x H x W float32 in [0, 1] (the optimised dummies, clamped; NaN from a diverged run
+    becomes 0); ``labels``: LongTensor N; ``loss``: the final matching loss per image (the distance only,
+    without the TV prior, at the kept restart's final unclamped iterate; inf for a diverged run); ``steps``: optimiser steps taken per image (fewer than ``iterations``
+    when it stopped early); ``settings``: every setting used (JSON-friendly); ``wall_time``: seconds;
+    ``label_source``: "given", "extracted" or "optimised".
+    """
+
+    images: Tensor
+    labels: Tensor
+    loss: Tensor
+    steps: Tensor
+    settings: dict[str, Any]
+    wall_time: float
+    label_source: str
+
+    def __repr__(self) -> str:
+        return (
+            f"InversionResult({self.settings['attack']}, images={tuple(self.images.shape)}, "
+            f"labels={self.labels.tolist()} ({self.label_source}), mean loss={self.loss.mean().item():.3g}, "
+            f"wall_time={self.wall_time:.2f}s)"
+        )
+
+
+def preset_settings(attack: str) -> dict[str, Any]:
+    """A copy of the default settings of ``attack`` (one of :data:`INVERSION_ATTACKS`)."""
+    if attack not in _PRESETS:
+        raise ValueError(f"attack must be one of {', '.join(INVERSION_ATTACKS)}, got {attack!r}")
+    return dict(_PRESETS[attack])
+
+
+def dlg(
+    model: nn.Module, observed: Observation, *, input_shape: Sequence[int], label: Any = None, **settings: Any
+) -> InversionResult:
+    """Deep Leakage from Gradients (Zhu et al. 2019); see :func:`invert` for the arguments."""
+    return invert("dlg", model, observed, input_shape=input_shape, label=label, **settings)
+
+
+def idlg(
+    model: nn.Module, observed: Observation, *, input_shape: Sequence[int], label: Any = None, **settings: Any
+) -> InversionResult:
+    """Improved DLG (Zhao et al. 2020): analytic label extraction, then DLG on the image; see :func:`invert`."""
+    return invert("idlg", model, observed, input_shape=input_shape, label=label, **settings)
+
+
+def inverting_gradients(
+    model: nn.Module, observed: Observation, *, input_shape: Sequence[int], label: Any = None, **settings: Any
+) -> InversionResult:
+    """Inverting Gradients (Geiping et al. 2020): cosine loss + TV, signed Adam, box, restarts; see :func:`invert`."""
+    return invert("inverting_gradients", model, observed, input_shape=input_shape, label=label, **settings)
+
+
+def invert(
+    attack: str,
+    model: nn.Module,
+    observed: Observation,
+    *,
+    input_shape: Sequence[int],
+    label: Any = None,
+    **settings: Any,
+) -> InversionResult:
+    """Run the gradient inversion ``attack`` (one of :data:`INVERSION_ATTACKS`): its preset, overridden by ``settings``.
+
+    ``model``: the model the observation was computed with (its current weights; the weights *before* the
+    update for ``observation="update"``). ``observed``: one image's observation (a list of tensors shaped like
+    ``model.parameters()`` or a flat vector of length P) or N images' (each tensor with a leading N, or an
+    N x P matrix). ``input_shape``: (C, H, W) of one image. ``label``: None, or the true label(s) (an int for
+    one image, or N ints) handed to the attacker.
+    """
+    config = _resolve_settings(attack, settings)
+    input_shape = _check_input_shape(input_shape)
+    parameters = list(model.parameters())
+    if not parameters:
+        raise ValueError("model must have parameters to invert gradients of")
+    device = torch.device(config["device"]) if config["device"] is not None else parameters[0].device
+    dtype = parameters[0].dtype
+    shapes = [p.shape for p in parameters]
+    observed_matrix = observation_matrix(observed, shapes).to(device=device, dtype=dtype)
+    count = observed_matrix.shape[0]
+    simulator = ClientSimulator(
+        model, device=device, dtype=dtype, observation=config["observation"],
+        local_steps=config["local_steps"], local_lr=config["local_lr"],
+    )
+    num_classes = _num_classes(simulator, input_shape)
+    labels, label_source = _labels(label, config, observed_matrix, shapes, num_classes)
+    matching = GradientMatching(simulator, observed_matrix, distance=config["distance"], tv=config["tv"])
+
+    start = time.perf_counter()
+    restarts = config["restarts"]
+    generator = torch.Generator().manual_seed(config["seed"])
+    draw = torch.randn if config["init"] == "randn" else torch.rand
+    x0 = draw((restarts * count, *input_shape), generator=generator).to(device=device, dtype=dtype)
+    z0 = None
+    if labels is None:
+        z0 = torch.randn((restarts * count, num_classes), generator=generator).to(device=device, dtype=dtype)
+    image_of = torch.arange(restarts * count, device=device) % count
+    targets = None if labels is None else F.one_hot(labels[image_of], num_classes).to(dtype)
+    attack_problems = _attack_batched if config["mode"] == "batched" else _attack_sequential
+    # Problem p = r * count + i is restart r of image i.
+    x, z = x0.clone(), None if z0 is None else z0.clone()
+    steps = torch.zeros(restarts * count, dtype=torch.long, device=device)
+    final = torch.full((restarts * count,), float("inf"), device=device, dtype=dtype)
+    for problems in _restart_rounds(final, restarts, count, config["stop_loss"]):
+        z_in = None if z0 is None else z0[problems]
+        t_in = None if targets is None else targets[problems]
+        out = attack_problems(matching, x0[problems], z_in, t_in, image_of[problems], config)
+        x[problems], steps[problems], final[problems] = out[0], out[2], out[3]
+        if z is not None:
+            z[problems] = out[1]
+    final = torch.nan_to_num(final.view(restarts, count), nan=float("inf"))
+    best = final.argmin(dim=0) * count + torch.arange(count, device=device)
+    if labels is None:
+        labels = z[best].argmax(dim=1)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    wall_time = time.perf_counter() - start
+
+    recorded = {"attack": attack, **config, "device": str(device), "dtype": str(dtype).removeprefix("torch.")}
+    return InversionResult(
+        images=torch.nan_to_num(x[best].detach(), nan=0.0).clamp(0.0, 1.0).to(device="cpu", dtype=torch.float32),
+        labels=labels.detach().cpu().long(),
+        loss=final.flatten()[best].detach().cpu().float(),
+        steps=steps[best].cpu(),
+        settings=recorded,
+        wall_time=wall_time,
+        label_source=label_source,
+    )
+
+
+# --- the two paths --------------------------------------------------------------------------------------
+
+
+def _attack_batched(
+    matching: GradientMatching, x0: Tensor, z0: Tensor | None, targets: Tensor | None, image_of: Tensor, config: dict
+) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+    """All problems as one optimisation; returns (images, label logits, steps, final matching loss)."""
+
+    def objective(x: Tensor, z: Tensor | None, rows: Tensor) -> tuple[Tensor, Tensor]:
+        target = targets[rows] if z is None else F.softmax(z, dim=-1)
+        return matching.batched(x, target, image_of[rows])
+
+    every = torch.arange(x0.shape[0], device=x0.device)
+    if config["optimizer"] == "adam":
+        run: _Run = _AdamRun(x0, z0, lambda x, z: objective(x, z, every), config)
+    else:
+        run = _BatchedLBFGSRun(x0, z0, objective, config)
+    steps = _optimise(run, config, x0.shape[0])
+    x, z = run.images().detach(), _detach(run.logits())
+    return x, z, steps, objective(x, z, every)[1].detach()
+
+
+def _attack_sequential(
+    matching: GradientMatching, x0: Tensor, z0: Tensor | None, targets: Tensor | None, image_of: Tensor, config: dict
+) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
+    """One problem at a time, torch optimisers and plain autograd; same returns as :func:`_attack_batched`."""
+    xs, zs, steps, finals = [], [], [], []
+    for p in range(x0.shape[0]):
+        row = int(image_of[p])
+
+        def objective(x: Tensor, z: Tensor | None, p: int = p, row: int = row) -> tuple[Tensor, Tensor]:
+            target = targets[p : p + 1] if z is None else F.softmax(z, dim=-1)
+            return matching.single(x, target, row)
+
+        z_p = None if z0 is None else z0[p : p + 1]
+        run_class = _AdamRun if config["optimizer"] == "adam" else _TorchLBFGSRun
+        run = run_class(x0[p : p + 1], z_p, objective, config)
+        steps.append(_optimise(run, config, 1))
+        x, z = run.images().detach(), _detach(run.logits())
+        xs.append(x)
+        zs.append(z)
+        finals.append(objective(x, z)[1].detach())
+    z_all = None if z0 is None else torch.cat(zs)
+    return torch.cat(xs), z_all, torch.cat(steps), torch.cat(finals)
+
+
+def _restart_rounds(final: Tensor, restarts: int, count: int, stop_loss: float | None) -> Iterator[Tensor]:
+    """Problem indices to attack, round by round; reads ``final`` (updated by the caller) between rounds."""
+    if stop_loss is None:
+        yield torch.arange(restarts * count, device=final.device)
+        return
+    for restart in range(restarts):
+        pending = (~(final.view(restarts, count).amin(dim=0) < stop_loss)).nonzero().squeeze(1)
+        if len(pending) == 0:
+            return
+        yield restart * count + pending
+
+
+def _optimise(run: _Run, config: dict, count: int) -> Tensor:
+    """The outer loop shared by both paths: lr schedule, box projection, early stopping. Returns steps taken."""
+    device = run.images().device
+    active = torch.ones(count, dtype=torch.bool, device=device)
+    steps = torch.zeros(count, dtype=torch.long, device=device)
+    iterations = config["iterations"]
+    milestones = [round(iterations * f) for f in LR_DECAY_AT] if config["lr_decay"] else []
+    for iteration in range(iterations):
+        lr = config["lr"] * LR_DECAY_GAMMA ** sum(iteration >= m for m in milestones)
+        matching = run.step(lr, active)
+        steps += active.long()
+        if config["box"]:
+            run.clamp_()
+        if config["stop_loss"] is not None:
+            active = active & ~(matching < config["stop_loss"])
+            if not bool(active.any()):
+                break
+    return steps
+
+
+# --- optimiser runs: step(lr, active) -> matching loss at the step's first evaluation ----------------------
+
+
+class _Run:
+    def images(self) -> Tensor:
+        raise NotImplementedError
+
+    def logits(self) -> Tensor | None:
+        raise NotImplementedError
+
+    def step(self, lr: float, active: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def clamp_(self) -> None:
+        with torch.no_grad():
+            self.images().clamp_(0.0, 1.0)
+
+
+class _TorchOptimiserRun(_Run):
+    """Dummy images (and label logits) as leaves of a ``torch.optim`` optimiser; rows that stopped are restored
+    after each step, so they stay frozen (Adam is elementwise: the other rows are unaffected)."""
+
+    def __init__(self, x0: Tensor, z0: Tensor | None, objective: Callable, config: dict) -> None:
+        self.x = x0.clone().requires_grad_(True)
+        self.z = None if z0 is None else z0.clone().requires_grad_(True)
+        self.leaves = [self.x] if self.z is None else [self.x, self.z]
+        self.objective = objective
+        self.signed = config["signed"]
+        self.optimizer = self._make_optimizer(config)
+
+    def _make_optimizer(self, config: dict) -> torch.optim.Optimizer:
+        raise NotImplementedError
+
+    def images(self) -> Tensor:
+        return self.x
+
+    def logits(self) -> Tensor | None:
+        return self.z
+
+    def step(self, lr: float, active: Tensor) -> Tensor:
+        for group in self.optimizer.param_groups:
+            group["lr"] = lr
+        frozen = ~active
+        saved = [leaf.detach().clone() for leaf in self.leaves] if bool(frozen.any()) else None
+        first: list[Tensor] = []
+
+        def closure() -> Tensor:
+            objective, matching = self.objective(self.x, self.z)
+            grads = torch.autograd.grad(objective.sum(), self.leaves)
+            for leaf, g in zip(self.leaves, grads):
+                leaf.grad = g.sign() if self.signed else g
+            first.append(matching.detach())
+            return objective.detach().sum()
+
+        self.optimizer.step(closure)
+        if saved is not None:
+            with torch.no_grad():
+                for leaf, value in zip(self.leaves, saved):
+                    leaf[frozen] = value[frozen]
+        return first[0]
+
+
+class _AdamRun(_TorchOptimiserRun):
+    def _make_optimizer(self, config: dict) -> torch.optim.Optimizer:
+        return torch.optim.Adam(self.leaves, lr=config["lr"])
+
+
+class _TorchLBFGSRun(_TorchOptimiserRun):
+    """``torch.optim.LBFGS`` on one problem (the sequential reference)."""
+
+    def _make_optimizer(self, config: dict) -> torch.optim.Optimizer:
+        return torch.optim.LBFGS(
+            self.leaves, lr=config["lr"], max_iter=config["lbfgs_max_iter"], history_size=config["lbfgs_history"],
+            tolerance_grad=config["lbfgs_tolerance_grad"], tolerance_change=config["lbfgs_tolerance_change"],
+        )
+
+
+class _BatchedLBFGSRun(_Run):
+    """:class:`BatchedLBFGS` over rows [flattened image, label logits]; stopped rows are not evaluated."""
+
+    def __init__(self, x0: Tensor, z0: Tensor | None, objective: Callable, config: dict) -> None:
+        self.shape = x0.shape[1:]
+        self.numel = x0[0].numel()
+        flat = x0.reshape(x0.shape[0], -1)
+        if z0 is not None:
+            flat = torch.cat([flat, z0], dim=1)
+        self.has_logits = z0 is not None
+        self.objective = objective
+        self.lbfgs = BatchedLBFGS(
+            flat.clone(), max_iter=config["lbfgs_max_iter"], history_size=config["lbfgs_history"],
+            tolerance_grad=config["lbfgs_tolerance_grad"], tolerance_change=config["lbfgs_tolerance_change"],
+        )
+
+    def images(self) -> Tensor:
+        return self.lbfgs.x[:, : self.numel].view(-1, *self.shape)
+
+    def logits(self) -> Tensor | None:
+        return self.lbfgs.x[:, self.numel :] if self.has_logits else None
+
+    def step(self, lr: float, active: Tensor) -> Tensor:
+        rows = active.nonzero().squeeze(1)
+
+        def closure(flat: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+            x = flat[:, : self.numel].reshape(-1, *self.shape).clone().requires_grad_(True)
+            leaves = [x]
+            z = None
+            if self.has_logits:
+                z = flat[:, self.numel :].clone().requires_grad_(True)
+                leaves.append(z)
+            objective, matching = self.objective(x, z, rows)
+            grads = torch.autograd.grad(objective.sum(), leaves)
+            flat_grad = torch.cat([g.reshape(len(rows), -1) for g in grads], dim=1)
+            return objective.detach(), flat_grad, matching.detach()
+
+        _, matching = self.lbfgs.step(closure, rows, lr)
+        out = torch.full((active.shape[0],), float("nan"), device=matching.device, dtype=matching.dtype)
+        out[rows] = matching
+        return out
+
+
+# --- validation -------------------------------------------------------------------------------------------
+
+
+def _resolve_settings(attack: str, overrides: dict[str, Any]) -> dict[str, Any]:
+    config = preset_settings(attack)
+    unknown = sorted(set(overrides) - set(config))
+    if unknown:
+        raise ValueError(
+            f"unknown setting(s) {', '.join(map(repr, unknown))} for {attack}; valid: {', '.join(sorted(config))}"
+        )
+    config.update(overrides)
+    for name, check in _CHECKS.items():
+        config[name] = check(name, config[name])
+    if config["signed"] and config["optimizer"] == "lbfgs":
+        raise ValueError("signed=True needs optimizer='adam' (L-BFGS cannot use sign-only gradients)")
+    if config["observation"] == "update" and config["local_lr"] is None:
+        raise ValueError("local_lr is required when observation='update' (the client's learning rate)")
+    return config
+
+
+def _choice(*allowed: str) -> Callable[[str, Any], str]:
+    def check(name: str, value: Any) -> str:
+        if value not in allowed:
+            raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
+        return value
+
+    return check
+
+
+def _integer(minimum: int) -> Callable[[str, Any], int]:
+    def check(name: str, value: Any) -> int:
+        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    return check
+
+
+def _number(*, positive: bool, optional: bool = False) -> Callable[[str, Any], float | None]:
+    def check(name: str, value: Any) -> float | None:
+        if value is None and optional:
+            return None
+        number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+        if not number or (value <= 0 if positive else value < 0):
+            bound = "> 0" if positive else ">= 0"
+            suffix = " or None" if optional else ""
+            raise ValueError(f"{name} must be a finite number {bound}{suffix}, got {value!r}")
+        return float(value)
+
+    return check
+
+
+def _flag(name: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name} must be True or False, got {value!r}")
+    return value
+
+
+def _device(name: str, value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        device = torch.device(value)
+    except (RuntimeError, TypeError) as error:
+        raise ValueError(f"{name} must be None or a torch device such as 'cpu' or 'cuda', got {value!r}") from error
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"{name} {value!r} is not available here (no CUDA device); use 'cpu' or None")
+    return str(device)
+
+
+def _seed(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    return value
+
+
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "optimizer": _choice(*OPTIMIZERS),
+    "lr": _number(positive=True),
+    "iterations": _integer(1),
+    "distance": _choice(*DISTANCES),
+    "tv": _number(positive=False),
+    "signed": _flag,
+    "box": _flag,
+    "lr_decay": _flag,
+    "restarts": _integer(1),
+    "stop_loss": _number(positive=True, optional=True),
+    "label_strategy": _choice(*LABEL_STRATEGIES),
+    "seed": _seed,
+    "init": _choice(*INITS),
+    "device": _device,
+    "mode": _choice(*MODES),
+    "observation": _choice(*OBSERVATIONS),
+    "local_steps": _integer(1),
+    "local_lr": _number(positive=True, optional=True),
+    "lbfgs_max_iter": _integer(1),
+    "lbfgs_history": _integer(1),
+    "lbfgs_tolerance_grad": _number(positive=False),
+    "lbfgs_tolerance_change": _number(positive=False),
+}
+
+
+def _check_input_shape(input_shape: Any) -> tuple[int, int, int]:
+    ok = isinstance(input_shape, (tuple, list, torch.Size)) and len(input_shape) == 3
+    if ok:
+        ok = all(not isinstance(v, bool) and isinstance(v, int) and v >= 1 for v in input_shape)
+    if not ok:
+        raise ValueError(f"input_shape must be (C, H, W), three positive integers, got {input_shape!r}")
+    return tuple(input_shape)
+
+
+def _num_classes(simulator: ClientSimulator, input_shape: tuple[int, int, int]) -> int:
+    probe = torch.zeros(1, *input_shape, device=next(iter(simulator.params.values())).device,
+                        dtype=next(iter(simulator.params.values())).dtype)
+    try:
+        with torch.no_grad():
+            logits = functional_call(simulator.model, (simulator.params, simulator.buffers), (probe,))
+    except RuntimeError as error:
+        raise ValueError(f"input_shape {input_shape} does not fit the model: {error}") from error
+    if logits.dim() != 2 or logits.shape[0] != 1:
+        raise ValueError(f"the model must map 1 x {input_shape} to 1 x K logits, got {tuple(logits.shape)}")
+    return int(logits.shape[1])
+
+
+def _labels(
+    label: Any, config: dict, observed: Tensor, shapes: list[torch.Size], num_classes: int
+) -> tuple[Tensor | None, str]:
+    """(labels on the observation's device or None when optimised, label source)."""
+    count = observed.shape[0]
+    if label is not None:
+        try:
+            given = torch.as_tensor(label).reshape(-1)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise ValueError(f"label must be an int or a sequence of {count} ints, got {label!r}") from error
+        if given.is_floating_point() or given.is_complex() or given.dtype == torch.bool or given.numel() != count:
+            raise ValueError(f"label must be an int or a sequence of {count} ints (one per image), got {label!r}")
+        if bool(((given < 0) | (given >= num_classes)).any()):
+            raise ValueError(f"label must lie in [0, {num_classes}) (the model's classes), got {given.tolist()}")
+        return given.long().to(observed.device), "given"
+    if config["label_strategy"] == "optimise":
+        return None, "optimised"
+    matrices = [i for i, s in enumerate(shapes) if len(s) == 2]
+    if not matrices or shapes[matrices[-1]][0] != num_classes:
+        raise ValueError(
+            "label_strategy='extract' needs the model's last 2-D parameter to be the output layer's weight "
+            f"({num_classes} x features); pass label= or label_strategy='optimise'"
+        )
+    last_weight = split_observation(observed, shapes)[matrices[-1]]
+    if config["observation"] == "update":
+        last_weight = -last_weight  # an update points against the gradient
+    return extract_labels(last_weight), "extracted"
+
+
+def _detach(t: Tensor | None) -> Tensor | None:
+    return None if t is None else t.detach()

@@ -1,0 +1,89 @@
+"""What the attacker is handed: one image's (or a batch of images') observed gradient or update.
+
+An observation is accepted in any of the shapes FL code produces, for P = the model's parameter count:
+
+* one image: a list/tuple of tensors with exactly the shapes of ``model.parameters()``, or a flat vector of
+  length P (the parameters flattened and concatenated in ``model.parameters()`` order);
+* a batch of N independent images: a list/tuple of tensors each with a leading batch dimension N
+  (N x parameter shape), or an N x P matrix.
+
+:func:`observation_matrix` turns all of them into the N x P matrix the attacks work on.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor
+
+Observation = Tensor | Sequence[Tensor]
+
+
+def observation_matrix(observed: Observation, shapes: Sequence[torch.Size]) -> Tensor:
+    """``observed`` as an N x P matrix (rows: images; columns: parameters in order), validated against
+    the model's parameter ``shapes``; raises ``ValueError`` naming ``observed`` and the expected shapes."""
+    sizes = [int(torch.Size(s).numel()) for s in shapes]
+    total = sum(sizes)
+    if isinstance(observed, Tensor):
+        if observed.dim() == 1 and observed.numel() == total:
+            matrix = observed.reshape(1, total)
+        elif observed.dim() == 2 and observed.shape[1] == total and observed.shape[0] >= 1:
+            matrix = observed
+        else:
+            raise ValueError(
+                f"observed must be a flat vector of length {total} or an N x {total} matrix "
+                f"(the model's parameter count), got a tensor of shape {tuple(observed.shape)}"
+            )
+    elif isinstance(observed, (list, tuple)) and all(isinstance(t, Tensor) for t in observed):
+        matrix = _matrix_from_tensors(list(observed), [torch.Size(s) for s in shapes])
+    else:
+        raise ValueError(f"observed must be a tensor or a list of tensors, got {type(observed).__name__}")
+    if not matrix.is_floating_point():
+        raise ValueError(f"observed must hold floating-point values, got dtype {matrix.dtype}")
+    if not bool(torch.isfinite(matrix).all()):
+        raise ValueError("observed contains NaN or infinite values")
+    return matrix
+
+
+def _matrix_from_tensors(tensors: list[Tensor], shapes: list[torch.Size]) -> Tensor:
+    got = [tuple(t.shape) for t in tensors]
+    expected = [tuple(s) for s in shapes]
+    if len(tensors) == len(shapes):
+        if got == expected:
+            return torch.cat([t.reshape(1, -1) for t in tensors], dim=1)
+        batch = {t.shape[0] for t in tensors if t.dim() >= 1}
+        if len(batch) == 1 and all(t.shape[1:] == s and t.dim() == len(s) + 1 for t, s in zip(tensors, shapes)):
+            n = batch.pop()
+            if n >= 1:
+                return torch.cat([t.reshape(n, -1) for t in tensors], dim=1)
+    raise ValueError(
+        f"observed must hold one tensor per model parameter with shapes {expected} (one image), or each with "
+        f"the same leading batch dimension N (a batch); got {len(tensors)} tensors with shapes {got}"
+    )
+
+
+def split_observation(matrix: Tensor, shapes: Sequence[torch.Size]) -> list[Tensor]:
+    """The inverse of :func:`observation_matrix` for a batch: one N x (parameter shape) tensor per parameter."""
+    sizes = [int(torch.Size(s).numel()) for s in shapes]
+    return [part.reshape(matrix.shape[0], *s) for part, s in zip(matrix.split(sizes, dim=1), shapes)]
+
+
+def update_to_gradient(update: Observation, *, lr: float, local_steps: int) -> Observation:
+    """The "one gradient" reading of a multi-step FedAvg update: g = -x / (lr * local_steps).
+
+    A client that takes ``local_steps`` SGD steps with learning rate ``lr`` sends x = w_after - w_before =
+    -lr * sum_k g_k; if the gradient barely changes over those steps (small lr, few steps), x / (-lr * tau)
+    is approximately the gradient at w_before, which the gradient attacks then invert as if it were one.
+    This is an approximation; ``observation="update"`` in the attacks unrolls the steps instead.
+    Accepts and returns any form :func:`observation_matrix` accepts (a tensor or a list of tensors).
+    """
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
+        raise ValueError(f"lr must be a positive number, got {lr!r}")
+    if isinstance(local_steps, bool) or not isinstance(local_steps, int) or local_steps < 1:
+        raise ValueError(f"local_steps must be an integer >= 1, got {local_steps!r}")
+    scale = -1.0 / (lr * local_steps)
+    if isinstance(update, Tensor):
+        return update * scale
+    if isinstance(update, (list, tuple)) and all(isinstance(t, Tensor) for t in update):
+        return type(update)(t * scale for t in update)
+    raise ValueError(f"update must be a tensor or a list of tensors, got {type(update).__name__}")

@@ -1,0 +1,109 @@
+"""Verdicts of an empirical lower bound against an analytic claim, and family-wise error control.
+
+``verdict(estimate, claim)``, in this order:
+
+* "vacuous claim": the claim says nothing (no epsilon, flags "no-privacy" or "vacuous");
+* "violated": the certified lower bound exceeds the claimed epsilon (at the estimate's confidence);
+* "inconclusive": the sample size cannot certify the claimed epsilon at all (``max_certifiable`` <= it);
+* "consistent": otherwise -- the test could have refuted the claim and did not.
+
+A bound computed at delta refutes an (eps, delta_claim) claim only if delta_claim <= delta (an (eps,
+delta_claim)-DP mechanism is (eps, delta)-DP for every delta >= delta_claim); ``verdict`` refuses the
+comparison otherwise.
+
+Family-wise error. An audit runs many tests; a correct mechanism must almost never be called violated by
+any of them. Bonferroni: running each of m tests at confidence 1 - (1 - c)/m (``bonferroni_confidence``)
+makes "some test says violated" a false alarm with probability <= 1 - c. Holm's step-down procedure on the
+tests' p-values (``holm``) rejects the same "some test" event and more individual tests; for the single
+question "is the claim violated?" the two coincide (Holm's first step is Bonferroni's test).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+from mechanisms.guarantee import PrivacyGuarantee
+
+__all__ = [
+    "CONSISTENT",
+    "INCONCLUSIVE",
+    "VACUOUS",
+    "VERDICTS",
+    "VIOLATED",
+    "CertifiedBound",
+    "bonferroni_confidence",
+    "holm",
+    "verdict",
+]
+
+CONSISTENT = "consistent"
+VIOLATED = "violated"
+VACUOUS = "vacuous claim"
+INCONCLUSIVE = "inconclusive"
+VERDICTS = (CONSISTENT, VIOLATED, VACUOUS, INCONCLUSIVE)
+
+_VACUOUS_FLAGS = frozenset({"no-privacy", "vacuous"})
+
+
+class CertifiedBound(Protocol):
+    """What ``verdict`` reads: an ``attacks.distinguish.EpsilonEstimate``, or any other certified bound with
+    the same fields (e.g. a one-run canary audit's)."""
+
+    @property
+    def epsilon_lower_bound(self) -> float: ...
+    @property
+    def max_certifiable(self) -> float: ...
+    @property
+    def delta(self) -> float: ...
+    @property
+    def claimed_epsilon(self) -> float | None: ...
+
+
+def verdict(estimate: CertifiedBound, claim: PrivacyGuarantee | float | None = None) -> str:
+    """The verdict of the module docstring for ``estimate`` against ``claim``: a ``PrivacyGuarantee``, a
+    claimed epsilon at the estimate's delta, or None for the estimate's own ``claimed_epsilon``."""
+    if isinstance(claim, PrivacyGuarantee):
+        if claim.epsilon is None or claim.flags & _VACUOUS_FLAGS:
+            return VACUOUS
+        if claim.delta > estimate.delta:
+            raise ValueError(
+                f"estimate.delta = {estimate.delta:g} is below the claim's delta {claim.delta:g}: "
+                "the bound must be computed at delta >= the claim's"
+            )
+        claimed = claim.epsilon
+    else:
+        claimed = estimate.claimed_epsilon if claim is None else float(claim)
+        if claimed is None:
+            return VACUOUS
+    if estimate.epsilon_lower_bound > claimed:
+        return VIOLATED
+    if estimate.max_certifiable <= claimed:
+        return INCONCLUSIVE
+    return CONSISTENT
+
+
+def bonferroni_confidence(confidence: float, tests: int) -> float:
+    """The per-test confidence 1 - (1 - confidence) / tests that keeps the family-wise level ``confidence``."""
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    if isinstance(tests, bool) or not isinstance(tests, int) or tests < 1:
+        raise ValueError(f"tests must be an integer >= 1, got {tests!r}")
+    return 1 - (1 - confidence) / tests
+
+
+def holm(p_values: Sequence[float], alpha: float) -> list[bool]:
+    """Holm's step-down procedure (Holm 1979): which null hypotheses ("the claim holds for this test") are
+    rejected at family-wise level ``alpha``. Sort the m p-values; reject the k-th smallest while
+    p_(k) <= alpha / (m - k + 1), stop at the first that is not."""
+    if not 0 < alpha < 1:
+        raise ValueError(f"alpha must be in (0, 1), got {alpha!r}")
+    if any(not 0 <= p <= 1 for p in p_values):
+        raise ValueError("p_values must all be in [0, 1]")
+    m = len(p_values)
+    rejected = [False] * m
+    for k, i in enumerate(sorted(range(m), key=lambda i: p_values[i])):
+        if p_values[i] > alpha / (m - k):
+            break
+        rejected[i] = True
+    return rejected

@@ -1,0 +1,83 @@
+"""BatchedLBFGS: each row follows torch.optim.LBFGS on its own problem (float64, to rounding)."""
+import functools
+
+import pytest
+import torch
+
+from attacks.batched_lbfgs import BatchedLBFGS
+
+PROBLEMS, DIM = 5, 8
+
+
+def _problems():
+    generator = torch.Generator().manual_seed(0)
+    a = torch.randn(PROBLEMS, DIM, DIM, generator=generator, dtype=torch.float64)
+    a = a @ a.transpose(1, 2) / DIM + 0.1 * torch.eye(DIM, dtype=torch.float64)
+    b = torch.randn(PROBLEMS, DIM, generator=generator, dtype=torch.float64)
+    x0 = torch.randn(PROBLEMS, DIM, generator=generator, dtype=torch.float64)
+
+    def objective(x, i):  # smooth, non-quadratic, different per problem
+        return 0.5 * x @ a[i] @ x - b[i] @ x + 0.05 * (x**4).sum() + 0.1 * torch.sin(3 * x).sum()
+
+    return objective, x0
+
+
+@pytest.mark.parametrize(
+    ("history_size", "max_iter", "lr"),
+    [(3, 7, 0.5), (100, 20, 1.0), (4, 2, 0.3)],  # ring-buffer wrap-around; torch defaults; max_eval < max_iter + 1
+)
+def test_rows_follow_torch_lbfgs_including_rows_that_stop(history_size, max_iter, lr):
+    objective, x0 = _problems()
+    stop_after = {1: 3, 3: 5}  # these problems are not stepped any more after that many steps
+    steps = 8
+
+    def closure(x, rows):
+        x = x.clone().requires_grad_(True)
+        values = torch.stack([objective(x[k], int(row)) for k, row in enumerate(rows)])
+        (grad,) = torch.autograd.grad(values.sum(), x)
+        return values.detach(), grad, values.detach() * 2
+
+    batched = BatchedLBFGS(x0.clone(), max_iter=max_iter, history_size=history_size)
+    for step in range(steps):
+        rows = torch.tensor([i for i in range(PROBLEMS) if step < stop_after.get(i, steps)])
+        loss, extra = batched.step(functools.partial(closure, rows=rows), rows, lr)
+        torch.testing.assert_close(extra, 2 * loss)
+
+    for i in range(PROBLEMS):
+        x = x0[i].clone().requires_grad_(True)
+        reference = torch.optim.LBFGS([x], lr=lr, max_iter=max_iter, history_size=history_size)
+
+        def reference_closure(x=x, i=i, reference=reference):
+            reference.zero_grad()
+            value = objective(x, i)
+            value.backward()
+            return value
+
+        for _ in range(stop_after.get(i, steps)):
+            reference.step(reference_closure)
+        torch.testing.assert_close(batched.x[i], x.detach(), rtol=0, atol=1e-12)
+
+
+def test_first_step_returns_the_objective_before_moving():
+    objective, x0 = _problems()
+    rows = torch.arange(PROBLEMS)
+
+    def closure(x):
+        x = x.clone().requires_grad_(True)
+        values = torch.stack([objective(x[k], k) for k in range(PROBLEMS)])
+        return values.detach(), torch.autograd.grad(values.sum(), x)[0]
+
+    (first,) = BatchedLBFGS(x0.clone()).step(closure, rows, 1.0)
+    torch.testing.assert_close(first, torch.stack([objective(x0[k], k) for k in range(PROBLEMS)]))
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(ValueError, match="x must be a 2-D tensor"):
+        BatchedLBFGS(torch.zeros(3))
+    with pytest.raises(ValueError, match="history_size must be >= 1"):
+        BatchedLBFGS(torch.zeros(2, 3), history_size=0)
+    optimiser = BatchedLBFGS(torch.zeros(3, 2, dtype=torch.float64))
+    zero = lambda x: (x.sum(dim=1), torch.ones_like(x))
+    optimiser.step(zero, torch.tensor([0, 2]), 1.0)
+    with pytest.raises(ValueError, match="rows must be a subset of the rows stepped before"):
+        optimiser.step(zero, torch.tensor([1]), 1.0)

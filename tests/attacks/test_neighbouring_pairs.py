@@ -1,0 +1,72 @@
+"""Neighbouring pairs: distance, ball, block and norm constraints; quantizer pairs; bad input."""
+
+import math
+
+import pytest
+import torch
+
+from attacks.neighbouring_pairs import neighbouring_pairs
+
+
+def _norm(v: torch.Tensor, norm: str) -> float:
+    return torch.linalg.vector_norm(v, 1 if norm == "l1" else 2).item()
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2"])
+def test_centred_pairs_sit_on_the_ball_at_the_sensitivity(norm):
+    pairs = neighbouring_pairs(4, sensitivity=2.0, norm=norm, radius=1.0, random_directions=3)
+    labels = [p.label for p in pairs]
+    assert labels == ["axis", "spread", "random-1", "random-2", "random-3", "zero-vs-axis"]
+    for p in pairs[:-1]:
+        assert _norm(p.x1 - p.x0, norm) == pytest.approx(2.0)
+        assert _norm(p.x0, norm) == pytest.approx(1.0) and _norm(p.x1, norm) == pytest.approx(1.0)
+    zero = pairs[-1]
+    assert _norm(zero.x0, norm) == 0 and _norm(zero.x1, norm) == pytest.approx(1.0)
+
+
+def test_pairs_differ_only_inside_the_block_and_same_norm_fills_after_it():
+    pairs = neighbouring_pairs(6, sensitivity=1.0, radius=1.0, block=2, same_norm=True)
+    assert [p.label for p in pairs] == ["axis", "spread", "random-1", "random-2"]  # no zero-vs-axis
+    for p in pairs:
+        assert torch.equal(p.x0[2:], p.x1[2:])
+        assert p.x0.norm().item() == pytest.approx(1.0) and p.x1.norm().item() == pytest.approx(1.0)
+        assert p.x0[2].item() == pytest.approx(math.sqrt(1 - 0.25))
+
+
+def test_beyond_clip_and_quantizer_pairs():
+    pairs = neighbouring_pairs(
+        1, sensitivity=1.0, radius=1.0, beyond_clip=True, quantizer_step=0.25, quantizer_offset=0.0
+    )
+    by_label = {p.label: p for p in pairs}
+    assert set(by_label) == {"axis", "zero-vs-axis", "beyond-clip", "in-cell", "straddle"}
+    assert by_label["beyond-clip"].x1.item() == 4.0 and by_label["beyond-clip"].x0.item() == -4.0
+    inside, across = by_label["in-cell"], by_label["straddle"]
+    assert 0 < inside.x0.item() < inside.x1.item() < 0.25  # one cell [0, 0.25)
+    assert across.x0.item() < 0 < across.x1.item()  # both sides of the boundary 0
+    assert across.x1.item() - across.x0.item() == pytest.approx(0.125)
+
+
+def test_random_directions_are_reproducible():
+    a = neighbouring_pairs(5, sensitivity=1.0, seed=3)
+    b = neighbouring_pairs(5, sensitivity=1.0, seed=3)
+    assert all(torch.equal(p.x1, q.x1) for p, q in zip(a, b))
+    assert a[0].to_dict()["x1"] == [0.5, 0.0, 0.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"dimension": 0, "sensitivity": 1.0}, "dimension"),
+        ({"dimension": 2, "sensitivity": 0.0}, "sensitivity"),
+        ({"dimension": 2, "sensitivity": 1.0, "norm": "linf"}, "norm"),
+        ({"dimension": 2, "sensitivity": 2.0, "radius": 0.5}, "radius"),
+        ({"dimension": 2, "sensitivity": 1.0, "block": 3}, "block"),
+        ({"dimension": 2, "sensitivity": 1.0, "same_norm": True}, "same_norm"),
+        ({"dimension": 2, "sensitivity": 1.0, "random_directions": -1}, "random_directions"),
+        ({"dimension": 2, "sensitivity": 1.0, "quantizer_step": -0.1}, "quantizer_step"),
+    ],
+)
+def test_bad_input_is_a_value_error_naming_the_parameter(kwargs, match):
+    dimension = kwargs.pop("dimension")
+    with pytest.raises(ValueError, match=match):
+        neighbouring_pairs(dimension, **kwargs)

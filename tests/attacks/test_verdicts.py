@@ -1,0 +1,55 @@
+"""Verdicts against claims, and the family-wise procedures."""
+
+import pytest
+import torch
+
+from attacks.distinguish import EpsilonEstimate
+from attacks.neighbouring_pairs import NeighbouringPair
+from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED, bonferroni_confidence, holm, verdict
+from mechanisms.guarantee import PrivacyGuarantee
+
+
+def _estimate(bound: float, cap: float, *, delta: float = 0.0, claimed: float | None = None) -> EpsilonEstimate:
+    zero = torch.zeros(1)
+    return EpsilonEstimate(
+        epsilon_lower_bound=bound, confidence=0.95, delta=delta, max_certifiable=cap, statistic="projection",
+        pair=NeighbouringPair("axis", zero, zero), trials=100, fp=0, n0=25, fn=0, n1=25, threshold=0.0,
+        threshold_tiebreak=0.0, claimed_epsilon=claimed, p_value=None, sampling="test", samples_per_second=1.0,
+        seconds=1.0, sampling_seconds=1.0,
+    )  # fmt: skip
+
+
+def _claim(eps: float | None, delta: float = 0.0, flags: frozenset = frozenset()) -> PrivacyGuarantee:
+    if eps is None:
+        return PrivacyGuarantee.no_privacy()
+    return PrivacyGuarantee(epsilon=eps, delta=delta, relation="replace-one", flags=flags)
+
+
+def test_verdicts_in_order():
+    assert verdict(_estimate(9.0, 10.0), _claim(None)) == VACUOUS
+    assert verdict(_estimate(9.0, 10.0), _claim(1.0, flags=frozenset({"vacuous"}))) == VACUOUS
+    assert verdict(_estimate(2.0, 10.0), _claim(1.0)) == VIOLATED
+    assert verdict(_estimate(0.9, 10.0), _claim(1.0)) == CONSISTENT
+    assert verdict(_estimate(0.9, 1.0), _claim(1.0)) == INCONCLUSIVE  # the sample cannot exceed 1
+    assert verdict(_estimate(2.0, 3.0), 1.5) == VIOLATED
+    assert verdict(_estimate(1.0, 3.0, claimed=1.5)) == CONSISTENT
+    assert verdict(_estimate(1.0, 3.0)) == VACUOUS  # no claim at all
+
+
+def test_a_bound_at_a_smaller_delta_than_the_claim_is_not_compared():
+    assert verdict(_estimate(2.0, 10.0, delta=1e-5), _claim(1.0, delta=1e-6)) == VIOLATED
+    with pytest.raises(ValueError, match="delta"):
+        verdict(_estimate(2.0, 10.0, delta=0.0), _claim(1.0, delta=1e-5))
+
+
+def test_bonferroni_and_holm():
+    assert bonferroni_confidence(0.95, 10) == pytest.approx(0.995)
+    assert holm([0.01, 0.04, 0.03, 0.005], 0.05) == [True, False, False, True]  # 0.005<=.0125, .01<=.0167, .03>.025
+    assert holm([0.001, 0.2, 0.3], 0.05) == [True, False, False]
+    assert holm([], 0.05) == []
+    with pytest.raises(ValueError, match="tests"):
+        bonferroni_confidence(0.95, 0)
+    with pytest.raises(ValueError, match="alpha"):
+        holm([0.1], 1.0)
+    with pytest.raises(ValueError, match="p_values"):
+        holm([1.5], 0.05)

@@ -1,0 +1,98 @@
+"""Gradient inversion against the server's view, clean beside defended (auditkit.inversion_audit)."""
+import json
+
+import pytest
+import torch
+
+from auditkit import inversion_audit
+from auditkit.config import from_dict
+from auditkit.models import create_model
+from auditkit.pipeline import Experiment
+
+FAST = {"iterations": 3}
+
+
+def test_targets_are_deterministic_and_named():
+    a, b = inversion_audit.load_targets("patches", 4, seed=1), inversion_audit.load_targets("patches", 4, seed=1)
+    assert torch.equal(a.images, b.images) and a.names == b.names and a.labels.tolist() == [0, 1, 2, 3]
+    digits = inversion_audit.load_targets("digits", 3)
+    assert digits.input_shape == (1, 28, 28) and all(n.startswith("digits-test[") for n in digits.names)
+    with pytest.raises(ValueError, match="source must be one of patches, digits"):
+        inversion_audit.load_targets("faces", 2)
+    with pytest.raises(ValueError, match="images must be an integer >= 1"):
+        inversion_audit.load_targets("patches", 0)
+
+
+def test_server_view_is_the_mechanism_decode_with_keyed_seeds():
+    import mechanisms
+
+    gradients = torch.randn(3, 50)
+    sdq = mechanisms.create("sdq", bits=4, support=4.0)
+    view, bits = inversion_audit.server_view(sdq, gradients, seed=5)
+    again, _ = inversion_audit.server_view(sdq, gradients, seed=5)
+    assert torch.equal(view, again) and len(bits) == 3 and all(b > 0 for b in bits)
+    step = 2 * 4.0 / 16
+    assert (view - gradients).abs().max() <= step / 2 + 1e-5  # subtractive dither: error within half a step
+    assert not torch.equal(view, inversion_audit.server_view(sdq, gradients, seed=6)[0])
+    clean, _ = inversion_audit.server_view(mechanisms.create("none"), gradients, seed=5)
+    assert torch.equal(clean, gradients)
+
+
+def test_run_inversion_reports_clean_and_defended_with_every_setting(tmp_path):
+    doc = inversion_audit.run_inversion("idlg", mechanism="gaussian", params={"sigma": 0.1, "clip": 1e6},
+                                        images=2, settings=FAST)
+    assert doc["view"] == "server" and doc["settings"]["iterations"] == 3 and doc["settings"]["seed"] == 0
+    assert doc["clean"]["scores"]["label_accuracy"] == 1.0  # iDLG's analytic labels, before any optimisation
+    assert doc["distortion"]["error_std"] == pytest.approx(0.1, rel=0.05)  # the noise the server view carries
+    assert doc["bits_per_coordinate"] == pytest.approx(32, abs=0.1)
+    written = inversion_audit.write_inversion(doc, tmp_path)
+    assert [p.name for p in written] == ["inversion.json", "inversion.png"]
+    body = json.loads((tmp_path / "inversion.json").read_text())
+    assert "tensors" not in body and body["mechanism"]["name"] == "gaussian"
+    assert (tmp_path / "inversion.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_same_seed_same_reconstructions():
+    a = inversion_audit.run_inversion("idlg", images=1, settings=FAST)
+    b = inversion_audit.run_inversion("idlg", images=1, settings=FAST)
+    assert torch.equal(a["tensors"]["clean"], b["tensors"]["clean"])
+    assert a["clean"]["scores"] == b["clean"]["scores"]
+
+
+def test_bad_input_is_refused_before_any_attack():
+    with pytest.raises(ValueError, match="attack must be one of"):
+        inversion_audit.run_inversion("gan")
+    with pytest.raises(ValueError, match="unknown mechanism"):
+        inversion_audit.run_inversion("idlg", mechanism="bogus")
+    with pytest.raises(ValueError, match="model must be one of"):
+        inversion_audit.run_inversion("idlg", model="resnet")
+    with pytest.raises(ValueError, match="unknown mechanism"):
+        inversion_audit.defence_curve(curve={"bogus": [{}]})
+
+
+def test_defence_curve_measures_each_point_against_one_clean_reference(tmp_path):
+    curve = {"gaussian": [{"sigma": 1e-3, "clip": 1e6}, {"sigma": 1e-1, "clip": 1e6}]}
+    seen = []
+    doc = inversion_audit.defence_curve(curve=curve, images=1, settings=FAST,
+                                        on_point=lambda name, params, point: seen.append(name))
+    points = doc["series"]["gaussian"]
+    assert seen == ["gaussian", "gaussian"] and len(points) == 2
+    assert points[0]["error_std"] < points[1]["error_std"]
+    assert points[1]["error_std"] == pytest.approx(0.1, rel=0.1)
+    written = inversion_audit.write_curve(doc, tmp_path)
+    assert {p.name for p in written} == {"curve.json", "curve_ssim.png", "curve_mse.png"}
+
+
+def test_attack_on_a_real_fl_checkpoint_scores_against_the_clients_own_images():
+    config = from_dict({"training": {"clients": 3, "rounds": 1, "tau": 1, "batch_size": 1, "checkpoints": [1]}})
+    experiment = Experiment(config)
+    run = experiment.train()
+    observation = run.result.observations[0]
+    model = create_model(config.training.model)
+    train_images = experiment.simulation.data.train.x.cpu()
+    result = inversion_audit.attack_fl_observation(observation, model, train_images,
+                                                   attack="inverting_gradients", settings={"iterations": 3})
+    assert result["view"] == "server" and result["images_used"] == 1 and result["tau"] == 1
+    assert 0 <= result["best_match"] < 1 and -1 <= result["scores"]["ssim_mean"] <= 1
+    with pytest.raises(ValueError, match="client_position must be in"):
+        inversion_audit.attack_fl_observation(observation, model, train_images, client_position=3)
