@@ -130,12 +130,14 @@ def run_inversion(
     label_given: bool = False,
     compat: str | None = None,
     settings: Mapping[str, Any] | None = None,
+    clean: bool = True,
 ) -> dict[str, Any]:
     """Attack N single-image clients' gradients, clean and as the server sees them after ``mechanism``.
 
     Returns a JSON-friendly document (schema ``auditkit/inversion``) with both runs' scores (SSIM, MSE,
     PSNR, label accuracy), the message sizes and every setting, plus ``"tensors"`` (ground truth and both
-    reconstructions, for figures; drop it before writing JSON).
+    reconstructions, for figures; drop it before writing JSON). ``clean=False`` skips the clean attack
+    (``"clean": None``), for callers that run it once for many mechanisms on the same images and settings.
     """
     if attack not in attacks.INVERSION_ATTACKS:
         raise ValueError(f"attack must be one of {', '.join(attacks.INVERSION_ATTACKS)}, got {attack!r}")
@@ -146,7 +148,7 @@ def run_inversion(
     net = attacked_model(model, targets.input_shape, seed=seed)
     clean_gradients = attacks.per_image_gradients(net, targets.images, targets.labels)
     defended_gradients, bits = server_view(configured, clean_gradients, seed=seed)
-    clean = _attack(attack, net, clean_gradients, targets, label_given, settings, compat)
+    reference = _attack(attack, net, clean_gradients, targets, label_given, settings, compat) if clean else None
     defended = _attack(attack, net, defended_gradients, targets, label_given, settings, compat)
     error = (defended_gradients - clean_gradients).float()
     guarantee = configured.guarantee()
@@ -165,9 +167,9 @@ def run_inversion(
         "distortion": {"error_std": float(error.std()), "gradient_std": float(clean_gradients.float().std()),
                        "relative_error": float(error.norm() / clean_gradients.float().norm())},
         "bits_per_coordinate": float(np.mean(bits)) / clean_gradients.shape[1],
-        "clean": {k: v for k, v in clean.items() if k != "reconstructions"},
+        "clean": None if reference is None else {k: v for k, v in reference.items() if k != "reconstructions"},
         "defended": {k: v for k, v in defended.items() if k != "reconstructions"},
-        "tensors": {"truth": targets.images, "clean": clean["reconstructions"],
+        "tensors": {"truth": targets.images, "clean": None if reference is None else reference["reconstructions"],
                     "defended": defended["reconstructions"]},
     }
 
@@ -253,7 +255,8 @@ def defence_curve(
     """SSIM and MSE of ``attack`` against the server's view for every (mechanism, params) of ``curve``.
 
     Every point attacks the same images with the same settings and initialisation; the clean attack is
-    run once and reported as the reference. x-axis: the measured std of the server view's error per
+    run once (with ``mechanism="none"``, whose server view is the clean gradient) and reported as the
+    reference. x-axis: the measured std of the server view's error per
     coordinate (decoded - true gradient), beside each point's own parameters. ``label_given`` defaults to
     JoPEQ's evaluation (the attacker is handed the true label).
     """
@@ -263,13 +266,14 @@ def defence_curve(
             mechanisms.create(name, **dict(params))  # every point validated before the first attack
     started = time.perf_counter()
     reference = run_inversion(attack, model=model, images=images, source=source, seed=seed,
-                              label_given=label_given, settings=settings)
+                              label_given=label_given, settings=settings, clean=False)
+    clean = reference["defended"]["scores"]  # mechanism "none": the server sees the clean gradient
     series: dict[str, list[dict[str, Any]]] = {}
     for name, points in curve.items():
         series[name] = []
         for params in points:
             run = run_inversion(attack, mechanism=name, params=params, model=model, images=images, source=source,
-                                seed=seed, label_given=label_given, settings=settings)
+                                seed=seed, label_given=label_given, settings=settings, clean=False)
             point = {
                 "params": dict(params),
                 "guarantee_summary": run["mechanism"]["guarantee_summary"],
@@ -291,10 +295,8 @@ def defence_curve(
         "model": reference["model"],
         "targets": reference["targets"],
         "settings": reference["settings"],
-        "ssim_variant": reference["clean"]["scores"]["ssim_variant"],
-        "clean": {"ssim_mean": reference["clean"]["scores"]["ssim_mean"],
-                  "mse_mean": reference["clean"]["scores"]["mse_mean"],
-                  "ssim": reference["clean"]["scores"]["ssim"],
+        "ssim_variant": clean["ssim_variant"],
+        "clean": {"ssim_mean": clean["ssim_mean"], "mse_mean": clean["mse_mean"], "ssim": clean["ssim"],
                   "gradient_std": reference["distortion"]["gradient_std"]},
         "series": series,
         "seconds": time.perf_counter() - started,

@@ -96,3 +96,10 @@ def test_attack_on_a_real_fl_checkpoint_scores_against_the_clients_own_images():
     assert 0 <= result["best_match"] < 1 and -1 <= result["scores"]["ssim_mean"] <= 1
     with pytest.raises(ValueError, match="client_position must be in"):
         inversion_audit.attack_fl_observation(observation, model, train_images, client_position=3)
+
+
+def test_the_clean_attack_can_be_skipped_and_equals_the_none_mechanism():
+    both = inversion_audit.run_inversion("idlg", images=1, settings=FAST)
+    only = inversion_audit.run_inversion("idlg", images=1, settings=FAST, clean=False)
+    assert only["clean"] is None and only["tensors"]["clean"] is None
+    assert only["defended"]["scores"] == both["clean"]["scores"]  # "none" is the clean gradient, same attack
