@@ -12,8 +12,9 @@ except PackageNotFoundError:  # running from a source tree that was not installe
 
 
 def run_audit(config, **kwargs):
-    """Run an audit (what ``auditkit audit`` does); see :func:`auditkit.pipeline.run_audit`."""
-    from auditkit.pipeline import run_audit as _run_audit
+    """Run an audit (what ``auditkit audit`` does): train every mechanism setting, account, attack, test, and
+    write results.json, report.html and report.md; see :func:`auditkit.audit.run_audit`."""
+    from auditkit.audit import run_audit as _run_audit
 
     return _run_audit(config, **kwargs)
 

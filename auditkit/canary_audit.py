@@ -64,7 +64,7 @@ import torch
 from attacks.distinguish import EpsilonEstimate, distinguish
 from attacks.epsilon_bounds import one_run_epsilon_lower_bound
 from attacks.verdicts import bonferroni_confidence, verdict
-from auditkit.config import AuditConfig, load_preset
+from auditkit.config import AuditConfig, from_dict, preset_dict
 from auditkit.fl.aggregation import RoundOutcome, RoundProtocol, UplinkProtocol
 from auditkit.fl.simulation import FederatedSimulation
 from auditkit.models import create_model
@@ -213,6 +213,11 @@ def _check_common(confidence: float, delta: float | None, canary_norm: float | N
         raise ValueError(f"pair must be one of {', '.join(PAIRS)}, got {pair!r}")
 
 
+def _quickstart_setting() -> AuditConfig:
+    """The quickstart preset's data and training with mechanism ``none``."""
+    return from_dict(preset_dict("quickstart", mechanisms=False))
+
+
 def _with_rounds(config: AuditConfig, rounds: int | None) -> AuditConfig:
     """The config with ``rounds`` (if given) and no checkpoint views (the canary audits keep their own)."""
     training = dataclasses.replace(config.training, checkpoints=())
@@ -245,7 +250,7 @@ def one_run_canary_audit(
 ) -> CanaryAudit:
     """Train the config's FL run once with ``canaries`` canary updates and certify eps (module docstring).
 
-    config:      the run (default: the ``quickstart`` preset); its mechanism is audited.
+    config:      the run (default: the ``quickstart`` preset's setting with mechanism ``none``); its mechanism is audited.
     canaries:    m >= 1, spread over the rounds, ceil(m / rounds) canary clients per round.
     rounds:      T (default the config's).
     guesses:     k in 1..m fixed a priori, or None for the grid m, m/2, ... with Bonferroni.
@@ -259,7 +264,7 @@ def one_run_canary_audit(
         _integer("rounds", rounds, 1)
     _check_common(confidence, delta, canary_norm, pair)
     start = time.perf_counter()
-    config = _with_rounds(config if config is not None else load_preset("quickstart"), rounds)
+    config = _with_rounds(config if config is not None else _quickstart_setting(), rounds)
     experiment = Experiment(config)
     simulation, mechanism = experiment.simulation, experiment.mechanism
     claim = mechanism.guarantee()
@@ -395,7 +400,7 @@ def repeated_training_audit(
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
     _check_common(confidence, delta, canary_norm, pair)
-    config = _with_rounds(config if config is not None else load_preset("quickstart"), None)
+    config = _with_rounds(config if config is not None else _quickstart_setting(), None)
     rounds = config.training.rounds
     canary_round = rounds if canary_round is None else canary_round
     _integer("canary_round", canary_round, 1, rounds)

@@ -40,7 +40,7 @@ def _fail(message: str) -> None:
 # ------------------------------------------------------------------ shared options
 
 ConfigArg = Annotated[Optional[Path], typer.Argument(help="TOML config file (default: the quickstart preset).", show_default=False)]
-PresetOpt = Annotated[Optional[str], typer.Option(help="Bundled preset: quickstart (default) or cepam-mnist.")]
+PresetOpt = Annotated[Optional[str], typer.Option(help="Bundled preset: quickstart (default), cepam or jopeq.")]
 OutOpt = Annotated[Path, typer.Option(help="Output folder.")]
 MechOpt = Annotated[Optional[str], typer.Option("--mechanism", "-m", help="Registered mechanism (see `auditkit mechanisms`).")]
 IntOpt = Annotated[Optional[int], typer.Option()]
@@ -48,7 +48,9 @@ FloatOpt = Annotated[Optional[float], typer.Option()]
 StrOpt = Annotated[Optional[str], typer.Option()]
 
 
-def _load(config_path: Optional[Path], preset: Optional[str], overrides: dict[str, Any]):
+def _load(config_path: Optional[Path], preset: Optional[str], overrides: dict[str, Any], *, settings: bool = True):
+    """The validated config: a CONFIG file or a preset, with the command line's overrides on top.
+    ``settings=False`` (``train``) takes a preset's data and training without its mechanism settings."""
     from auditkit.config import from_dict, load_config, merge, preset_dict
     import tomllib
 
@@ -58,11 +60,17 @@ def _load(config_path: Optional[Path], preset: Optional[str], overrides: dict[st
         load_config(config_path)  # validates the file on its own first, for a precise message
         raw = tomllib.loads(config_path.read_text(encoding="utf-8"))
     else:
-        raw = preset_dict(preset or "quickstart")
-    if overrides.get("mechanism", {}).get("name") is not None and "name" in raw.get("mechanism", {}):
-        # a new mechanism on the command line does not inherit the config's mechanism parameters
-        if overrides["mechanism"]["name"] != raw["mechanism"]["name"]:
-            raw = {**raw, "mechanism": {}}
+        raw = preset_dict(preset or "quickstart", mechanisms=settings)
+    mechanism = {k: v for k, v in overrides.pop("mechanism", {}).items() if v is not None}
+    if mechanism:
+        overrides["mechanism"] = mechanism
+    if mechanism.get("name") is not None:
+        # a mechanism named on the command line replaces the config's settings; it inherits the config's
+        # parameters only from a single [mechanism] table of the same name
+        same = raw.get("mechanism", {}).get("name") == mechanism["name"]
+        raw = {k: v for k, v in raw.items() if k != "mechanisms" and (k != "mechanism" or same)}
+    elif "mechanisms" in raw and mechanism:
+        raise UsageFailure("this config lists several [[mechanisms]]: give --mechanism with the parameters")
     rounds = overrides.get("training", {}).get("rounds")
     if isinstance(rounds, int) and rounds >= 1:
         raw = _fit_checkpoints(raw, rounds)
@@ -196,10 +204,11 @@ def _mechanism_detail(name: str) -> None:
     console.print(f"bits/coord (reference update): {info.bits_per_coordinate:.3f}")
 
 
-def _train_like(command: str, config_path, preset, out, overrides) -> None:
-    from auditkit.pipeline import Experiment, prepare_output, results_document, run_audit, write_results
+def _train(config_path, preset, out, overrides) -> None:
+    from auditkit.pipeline import Experiment, prepare_output, results_document, write_results
 
-    config = _load(config_path, preset, overrides)
+    config = _load(config_path, preset, overrides, settings=False)
+    config.mechanism  # noqa: B018 -- one setting only; raises a ConfigError naming the fix otherwise
     out = prepare_output(out)
     experiment = Experiment(config)
     progress, task = _training_progress(config.training.rounds)
@@ -208,20 +217,79 @@ def _train_like(command: str, config_path, preset, out, overrides) -> None:
         progress.update(task, advance=1, status=f"test acc {100 * record.test_accuracy:.2f}%")
 
     with progress:
-        if command == "audit":
-            document = run_audit(experiment, out=out, on_round=on_round)
-        else:
-            document = results_document(experiment.train(on_round), "train")
-            write_results(document, out)
+        document = results_document(experiment.train(on_round), "train")
+        write_results(document, out)
     console.print(_round_table(document))
     final = document["final"]
     console.print(
         f"final test accuracy {100 * final['test_accuracy']:.2f}%  |  "
         f"{final['bits_per_coordinate']:.3f} bits/coordinate (float32 = 32)"
     )
-    console.print(f"claimed guarantee: {document['mechanism']['guarantee_summary']}")
-    written = ["results.json"] + (["summary.md"] if command == "audit" else [])
-    console.print(f"wrote {', '.join(str(out / w) for w in written)}")
+    console.print(f"claimed guarantee: {escape(document['mechanism']['guarantee_summary'])}", highlight=False)
+    console.print(f"wrote {out / 'results.json'}")
+
+
+def _audit(config_path, preset, out, overrides, resume: bool) -> None:
+    from auditkit.audit import Audit
+
+    config = _load(config_path, preset, overrides)
+    title = config.title or (config_path.stem if config_path is not None else (preset or "quickstart"))
+    try:
+        audit = Audit(config, out=out, resume=resume, title=title)
+    except ValueError as err:  # a mechanism or attack setting refused while planning
+        raise UsageFailure(str(err)) from None
+    rounds = config.training.rounds
+    progress = Progress(
+        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("{task.fields[status]}", markup=False), TimeElapsedColumn(), console=console,
+    )
+    stages = progress.add_task("audit stages", total=audit.stage_count, status="")
+    training = progress.add_task("FL rounds", total=rounds, status="", visible=False)
+
+    def on_event(kind: str, **info) -> None:
+        label = info["setting"].label
+        if kind == "round":
+            progress.update(training, completed=info["record"].round, visible=True,
+                            status=f"{label}: test acc {100 * info['record'].test_accuracy:.2f}%")
+            return
+        stage, status = info["stage"], info["status"]
+        if stage == "train" and status != "resumed":
+            progress.update(training, completed=0, visible=status == "start")
+        if status == "start":
+            progress.update(stages, status=f"{info['setting'].id} {label}: {stage}")
+        else:
+            progress.update(stages, advance=1, status=f"{info['setting'].id} {label}: {stage} {status}")
+
+    try:
+        with progress:
+            document = audit.run(on_event)
+            progress.update(stages, completed=audit.stage_count, status="done")
+    except KeyboardInterrupt:
+        error_console.print(f"interrupted: the finished stages are kept in {audit.out / 'stages'}; "
+                            "run the same command with --resume to finish", markup=False, highlight=False)
+        raise typer.Exit(130) from None
+    console.print(_audit_table(document))
+    for name in ("results.json", "report.html", "report.md"):
+        console.print(f"wrote {audit.out / name}", markup=False, highlight=False)
+
+
+def _audit_table(document: dict[str, Any]) -> Table:
+    table = Table(title=f"audit: {escape(document['title'])}")
+    for column in ("setting", "test acc", "bits/coord", "claimed eps (1 round)", "certified eps >=", "verdict",
+                   "SSIM clean -> defended"):
+        table.add_column(column)
+    for s in document["settings"]:
+        claim, dist, inv = s["mechanism"]["guarantee"], s["distinguish"], s["inversion"]
+        flags = f" [{', '.join(claim['flags'])}]" if claim["flags"] else ""
+        table.add_row(
+            escape(s["label"]), f"{100 * s['training']['final']['test_accuracy']:.2f}%",
+            f"{s['training']['final']['bits_per_coordinate']:.3f}",
+            escape(("none" if claim["epsilon"] is None else f"{claim['epsilon']:.4g}") + flags),
+            "-" if dist is None else f"{dist['epsilon_lower_bound']:.3f} ({100 * dist['confidence']:g}%)",
+            "-" if dist is None else dist["verdict"],
+            "-" if inv is None else f"{inv['clean']['ssim_mean']:.3f} -> {inv['defended']['ssim_mean']:.3f}",
+        )
+    return table
 
 
 def _command(command: str):
@@ -246,6 +314,8 @@ def _command(command: str):
         delta: FloatOpt = None, bits: IntOpt = None, n: IntOpt = None, nu: FloatOpt = None,
         s2: FloatOpt = None, alpha: FloatOpt = None, support: FloatOpt = None, compat: StrOpt = None,
         sensitivity: FloatOpt = None, target: StrOpt = None,
+        resume: Annotated[bool, typer.Option("--resume", help="audit: keep the finished stages found in --out "
+                                             "(same inputs) and run only the rest.")] = False,
     ) -> None:
         mech_params = dict(clip=clip, sigma=sigma, scale=scale, eps=eps, delta=delta, bits=bits, n=n,
                            nu=nu, s2=s2, alpha=alpha, support=support, compat=compat,
@@ -255,7 +325,12 @@ def _command(command: str):
             partition=partition, model=model, clients=clients, rounds=rounds, tau=tau,
             batch_size=batch_size, lr=lr, mechanism=mechanism, mech_params=mech_params,
         )
-        _run_guarded(_train_like, command, config, preset, out, overrides)
+        if command == "audit":
+            _run_guarded(_audit, config, preset, out, overrides, resume)
+        elif resume:
+            _fail("--resume applies to `auditkit audit` only")
+        else:
+            _run_guarded(_train, config, preset, out, overrides)
 
     return run
 
@@ -266,9 +341,37 @@ app.command(
 )(_command("train"))
 app.command(
     "audit",
-    help="Audit a mechanism: FL training, results.json and a markdown summary in --out "
-    "(default: the quickstart preset on the embedded digits).",
+    help="Audit every mechanism setting of a config: FL training, accounting, gradient inversion of the server "
+    "view, distinguishing tests; results.json, report.html and report.md in --out (default: the quickstart "
+    "preset on the embedded digits). Finished stages are kept; --resume skips them.",
 )(_command("audit"))
+
+
+@app.command("report")
+def report_command(
+    results: Annotated[Path, typer.Argument(help="A results.json written by `auditkit audit`.")],
+    format: Annotated[str, typer.Option("--format", help="html | md | both")] = "both",
+    out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the results file's folder).")] = None,
+) -> None:
+    """Re-render report.html / report.md from a results.json, without recomputing anything."""
+    _run_guarded(_report, results, format, out)
+
+
+def _report(results: Path, fmt: str, out: Optional[Path]) -> None:
+    from auditkit.pipeline import prepare_output
+    from reports import load_results, render_report
+
+    formats = {"html": ("html",), "md": ("md",), "both": ("html", "md")}
+    if fmt not in formats:
+        raise UsageFailure(f"--format must be one of html, md, both; got {fmt!r}")
+    try:
+        document = load_results(results)
+        target = prepare_output(out if out is not None else results.parent)
+        written = render_report(document, target, formats=formats[fmt], results_dir=results.parent)
+    except ValueError as err:
+        raise UsageFailure(str(err)) from None
+    for path in written:
+        console.print(f"wrote {path}", markup=False, highlight=False)
 
 
 @app.command("account")
@@ -505,10 +608,8 @@ def distinguish_command(
 
 
 def _distinguish(mechanism: str, params: dict[str, Any], *, trials, confidence, delta, adaptive, seed, out) -> None:
-    import attacks
     import mechanisms
-    from attacks.adaptive_tests import adaptive_tests_for
-    from attacks.audit_settings import audit_setting
+    from auditkit.audit import distinguish_family, run_distinguish
     from auditkit.pipeline import prepare_output, write_atomic
 
     try:
@@ -517,17 +618,10 @@ def _distinguish(mechanism: str, params: dict[str, Any], *, trials, confidence, 
             raise ValueError(f"confidence must be in (0, 1), got {confidence}")
         if out is not None:
             out = prepare_output(out)
-        pairs = audit_setting(configured).pairs(seed=seed)
-        extra = adaptive_tests_for(mechanism) if adaptive else []
-        family = len(pairs) + len(extra)
-        with console.status(f"distinguishing {mechanism} on {len(pairs)} pairs x {trials:,} outputs"):
-            audit = attacks.audit_mechanism(configured, trials=trials, confidence=confidence, delta=delta,
-                                            pairs=pairs, tests=family, seed=seed)
-        per_test = attacks.bonferroni_confidence(confidence, family)
-        adaptive_results = []
-        for test in extra:
-            with console.status(f"adaptive test {test.__name__}"):
-                adaptive_results.append(test(configured, trials=trials, confidence=per_test, seed=seed))
+        family = distinguish_family(configured, adaptive)
+        with console.status(f"distinguishing {mechanism}: {family} tests x {trials:,} outputs"):
+            audit, adaptive_results = run_distinguish(configured, trials=trials, confidence=confidence, delta=delta,
+                                                      family=family, adaptive=adaptive, seed=seed)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
     table = Table(title=f"{mechanism}: certified epsilon lower bounds ({100 * confidence:g}% family-wise over "

@@ -1,6 +1,6 @@
 """Typed audit configuration, loaded from TOML (or a preset) and validated in one place.
 
-A config file has a top-level ``seed``/``device`` and three tables::
+A config file has a top-level ``seed``/``device``/``title`` and these tables::
 
     seed = 0
     device = "auto"          # auto | cpu | cuda | cuda:N
@@ -15,15 +15,24 @@ A config file has a top-level ``seed``/``device`` and three tables::
     rounds = 60
     tau = 15
 
-    [mechanism]
-    name = "none"            # any registered mechanism; its parameters sit beside the name
-    # sigma = 0.1
+    [mechanism]              # one mechanism: any registered name, its parameters beside it
+    name = "none"
+
+    [[mechanisms]]           # ... or several settings audited side by side (not both forms)
+    name = "jopeq-laplace"
+    label = "JoPEQ"          # optional display name
+    bits = 8
+    sweep = { eps = [1, 3, 10] }   # a grid over parameters: one setting per combination
+
+    [inversion]              # gradient inversion of the recorded server view (audit only)
+    [distinguish]            # empirical DP distinguishing tests (audit only)
 
 Every error names the offending key and what is allowed, in one line.
 """
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 import tomllib
 import types
@@ -33,11 +42,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from auditkit.data import DATASETS, PARTITION_SCHEMES
+from auditkit.data import DATASETS, PARTITION_SCHEMES, dataset_available
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.models import MODEL_NAMES
 
-PRESETS = ("quickstart", "cepam-mnist")
+PRESETS = ("quickstart", "cepam", "jopeq")
 CLIENT_WEIGHTS = ("data", "uniform")
 
 
@@ -50,6 +59,7 @@ class DataConfig:
     """Which dataset and how it is split across clients."""
 
     dataset: str = "digits"
+    prefer: str | None = None  # used instead of `dataset` when data_dir holds its files (the papers' data)
     data_dir: str | None = None
     download: bool = False
     partition: str = "iid"
@@ -80,10 +90,69 @@ class TrainingConfig:
 
 @dataclass(frozen=True)
 class MechanismConfig:
-    """A registered mechanism's name and its parameters (validated by ``mechanisms.create``)."""
+    """A registered mechanism's name and its parameters (validated by ``mechanisms.create``).
+
+    ``sweep`` maps parameter names to the values of a grid (``grid()`` expands it into one setting
+    per combination); ``label`` is the display name in reports (default: the name and parameters).
+    """
 
     name: str = "none"
     params: dict[str, Any] = field(default_factory=dict)
+    label: str | None = None
+    sweep: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+
+    def grid(self) -> list["MechanismConfig"]:
+        """One sweep-free setting per combination of the sweep's values (itself when there is no sweep)."""
+        if not self.sweep:
+            return [self]
+        axes = list(self.sweep)
+        points = []
+        for values in itertools.product(*(self.sweep[a] for a in axes)):
+            chosen = dict(zip(axes, values))
+            label = None if self.label is None else f"{self.label} {_describe(chosen)}"
+            points.append(MechanismConfig(self.name, {**self.params, **chosen}, label, {}))
+        return points
+
+    @property
+    def display(self) -> str:
+        """The label, or the name with its parameters."""
+        return self.label if self.label is not None else (f"{self.name} {_describe(self.params)}".strip())
+
+
+def _describe(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
+
+
+INVERSION_ATTACKS = ("inverting_gradients", "idlg", "dlg")
+
+
+@dataclass(frozen=True)
+class InversionConfig:
+    """Gradient inversion of the ``server`` view at one checkpoint round, beside the clean update.
+
+    ``round`` defaults to the first checkpoint; ``clients`` is how many of that round's clients are attacked
+    (one reconstruction each); ``unroll`` unrolls the tau local steps instead of reading -x/(lr tau) as one
+    gradient.
+    """
+
+    enabled: bool = True
+    attack: str = "inverting_gradients"
+    round: int | None = None
+    clients: int = 4
+    iterations: int = 200
+    restarts: int = 1
+    unroll: bool = False
+
+
+@dataclass(frozen=True)
+class DistinguishConfig:
+    """Black-box distinguishing tests of each mechanism setting (and its adaptive tests), Bonferroni over every
+    test of the audit at ``confidence``."""
+
+    enabled: bool = True
+    trials: int = 100_000
+    confidence: float = 0.95
+    adaptive: bool = True
 
 
 @dataclass(frozen=True)
@@ -92,17 +161,48 @@ class AuditConfig:
 
     seed: int = 0
     device: str = "auto"
+    title: str | None = None
     data: DataConfig = field(default_factory=DataConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
-    mechanism: MechanismConfig = field(default_factory=MechanismConfig)
+    mechanisms: tuple[MechanismConfig, ...] = (MechanismConfig(),)
+    inversion: InversionConfig = field(default_factory=InversionConfig)
+    distinguish: DistinguishConfig = field(default_factory=DistinguishConfig)
+
+    @property
+    def mechanism(self) -> MechanismConfig:
+        """The one mechanism setting of a single-setting config (what ``train`` runs)."""
+        settings = self.settings()
+        if len(settings) != 1:
+            raise ConfigError(
+                f"this config holds {len(settings)} mechanism settings; `auditkit train` runs one "
+                "(use `auditkit audit`, or give --mechanism)"
+            )
+        return settings[0]
+
+    def settings(self) -> list[MechanismConfig]:
+        """Every mechanism setting of the audit, sweeps expanded, in config order."""
+        return [point for m in self.mechanisms for point in m.grid()]
+
+    def with_setting(self, setting: MechanismConfig) -> "AuditConfig":
+        """This config restricted to one (sweep-free) mechanism setting."""
+        return dataclasses.replace(self, mechanisms=(setting,))
 
     def to_dict(self) -> dict[str, Any]:
         """The config as plain TOML/JSON-friendly data (round-trips through `from_dict`)."""
         out = dataclasses.asdict(self)
-        mech = out.pop("mechanism")
-        out["mechanism"] = {"name": mech["name"], **mech["params"]}
+        out.pop("mechanisms")
+        out["mechanisms"] = [_mechanism_table(m) for m in self.mechanisms]
         out["training"]["checkpoints"] = list(out["training"]["checkpoints"])
-        return out
+        return {k: v for k, v in out.items() if v is not None}
+
+
+def _mechanism_table(m: MechanismConfig) -> dict[str, Any]:
+    table: dict[str, Any] = {"name": m.name, **m.params}
+    if m.label is not None:
+        table["label"] = m.label
+    if m.sweep:
+        table["sweep"] = {k: list(v) for k, v in m.sweep.items()}
+    return table
 
 
 # ---------------------------------------------------------------- loading
@@ -120,31 +220,60 @@ def load_config(path: str | Path) -> AuditConfig:
     return from_dict(raw)
 
 
-def preset_dict(name: str) -> dict[str, Any]:
-    """The raw TOML tables of a bundled preset."""
+def preset_dict(name: str, *, mechanisms: bool = True) -> dict[str, Any]:
+    """The raw TOML tables of a bundled preset; ``mechanisms=False`` leaves out its mechanism settings (the
+    setting alone: data and training, for a run of one mechanism of one's own)."""
     if name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; valid: {', '.join(PRESETS)}")
     text = resources.files("auditkit.presets").joinpath(f"{name}.toml").read_text(encoding="utf-8")
-    return tomllib.loads(text)
+    raw = tomllib.loads(text)
+    return raw if mechanisms else {k: v for k, v in raw.items() if k not in ("mechanism", "mechanisms")}
 
 
 def load_preset(name: str) -> AuditConfig:
-    """A bundled preset: ``quickstart`` (the default) or ``cepam-mnist`` (the paper's settings)."""
+    """A bundled preset: ``quickstart`` (the default), ``cepam`` or ``jopeq`` (the papers' comparisons)."""
     return from_dict(preset_dict(name))
 
 
 def from_dict(raw: dict[str, Any]) -> AuditConfig:
     """Validate raw config tables (as read from TOML) into an `AuditConfig`."""
-    top_allowed = {"seed", "device", "data", "training", "mechanism"}
+    top_allowed = {"seed", "device", "title", "data", "training", "mechanism", "mechanisms", "inversion", "distinguish"}
     _reject_unknown(raw, top_allowed, "")
     seed = _integer(raw.get("seed", 0), "seed", minimum=0)
     device = _device(raw.get("device", "auto"))
+    title = raw.get("title")
+    if title is not None and not isinstance(title, str):
+        raise ConfigError(f"title must be a string, got {title!r}")
     data = _section(raw.get("data", {}), DataConfig, "data")
     training = _section(raw.get("training", {}), TrainingConfig, "training")
-    mechanism = _mechanism(raw.get("mechanism", {}))
-    config = AuditConfig(seed=seed, device=device, data=data, training=training, mechanism=mechanism)
+    config = AuditConfig(
+        seed=seed, device=device, title=title, data=data, training=training, mechanisms=_mechanisms(raw),
+        inversion=_section(raw.get("inversion", {}), InversionConfig, "inversion"),
+        distinguish=_section(raw.get("distinguish", {}), DistinguishConfig, "distinguish"),
+    )
     _check_values(config)
-    return config
+    return _resolve_preferred_dataset(config)
+
+
+def _resolve_preferred_dataset(config: AuditConfig) -> AuditConfig:
+    """``data.prefer`` replaces ``data.dataset`` when ``data.data_dir`` holds its files; either way the
+    config that runs names one concrete dataset."""
+    d = config.data
+    if d.prefer is None:
+        return config
+    dataset = d.prefer if dataset_available(d.prefer, d.data_dir) else d.dataset
+    return dataclasses.replace(config, data=dataclasses.replace(d, dataset=dataset, prefer=None))
+
+
+def _mechanisms(raw: dict[str, Any]) -> tuple[MechanismConfig, ...]:
+    if "mechanism" in raw and "mechanisms" in raw:
+        raise ConfigError("give either a [mechanism] table or [[mechanisms]] tables, not both")
+    if "mechanisms" not in raw:
+        return (_mechanism(raw.get("mechanism", {}), "mechanism"),)
+    tables = raw["mechanisms"]
+    if not isinstance(tables, list) or not tables:
+        raise ConfigError("config key 'mechanisms' must be a non-empty array of tables ([[mechanisms]])")
+    return tuple(_mechanism(table, f"mechanisms[{i}]") for i, table in enumerate(tables))
 
 
 def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
@@ -230,18 +359,38 @@ def _device(value: Any) -> str:
     return value
 
 
-def _mechanism(table: Any) -> MechanismConfig:
+def _mechanism(table: Any, where: str) -> MechanismConfig:
+    """One mechanism table: name, optional label and sweep; every grid point is created once to validate it."""
     import mechanisms
 
     if not isinstance(table, dict):
-        raise ConfigError("config key 'mechanism' must be a table")
+        raise ConfigError(f"config key {where!r} must be a table")
     table = dict(table)
     name = table.pop("name", "none")
-    try:
-        mechanisms.create(name, **table)
-    except ValueError as err:
-        raise ConfigError(f"mechanism: {err}") from None
-    return MechanismConfig(name=name, params=table)
+    label = table.pop("label", None)
+    if label is not None and not isinstance(label, str):
+        raise ConfigError(f"{where}.label must be a string, got {label!r}")
+    sweep = _sweep(table.pop("sweep", {}), table, where)
+    setting = MechanismConfig(name=name, params=table, label=label, sweep=sweep)
+    for point in setting.grid():
+        try:
+            mechanisms.create(name, **point.params)
+        except ValueError as err:
+            raise ConfigError(f"{where}: {err}") from None
+    return setting
+
+
+def _sweep(sweep: Any, params: dict[str, Any], where: str) -> dict[str, tuple[Any, ...]]:
+    if not isinstance(sweep, dict):
+        raise ConfigError(f"{where}.sweep must be a table of parameter = [values], got {sweep!r}")
+    out = {}
+    for key, values in sweep.items():
+        if key in params:
+            raise ConfigError(f"{where}.sweep.{key} is also set as a fixed parameter; give it in one place")
+        if not isinstance(values, list) or not values:
+            raise ConfigError(f"{where}.sweep.{key} must be a non-empty list of values, got {values!r}")
+        out[key] = tuple(values)
+    return out
 
 
 def _choice(value: str, allowed: tuple[str, ...], name: str) -> None:
@@ -287,3 +436,22 @@ def _check_values(config: AuditConfig) -> None:
     late = [c for c in t.checkpoints if c > t.rounds]
     if late:
         raise ConfigError(f"training.checkpoints must be rounds in [1, {t.rounds}], got {late[0]}")
+    if d.prefer is not None:
+        _choice(d.prefer, DATASETS, "data.prefer")
+    _check_audit_stages(config)
+
+
+def _check_audit_stages(config: AuditConfig) -> None:
+    inv, dist, t = config.inversion, config.distinguish, config.training
+    _choice(inv.attack, INVERSION_ATTACKS, "inversion.attack")
+    for name in ("clients", "iterations", "restarts"):
+        _at_least(getattr(inv, name), 1, f"inversion.{name}")
+    if inv.enabled and inv.round is not None and inv.round not in t.checkpoints:
+        raise ConfigError(
+            f"inversion.round must be one of the checkpoints {list(t.checkpoints)}, got {inv.round}"
+        )
+    if inv.enabled and not t.checkpoints:
+        raise ConfigError("inversion needs at least one training.checkpoints round (or inversion.enabled = false)")
+    _at_least(dist.trials, 100, "distinguish.trials")
+    if not 0 < dist.confidence < 1:
+        raise ConfigError(f"distinguish.confidence must be in (0, 1), got {dist.confidence}")

@@ -7,19 +7,20 @@ does this for N images at once, attacks the clean gradients and the server's vie
 settings and initialisation, and scores both (:func:`attacks.metrics.score`), so a weak "defence" cannot
 hide behind a mis-tuned attack.
 
-:func:`attack_fl_observation` attacks a real FL run instead: the server's decoded update of one client at a
-checkpoint round, inverted with the global model of that round, either as one gradient -x/(eta tau) or by
-unrolling the client's tau local SGD steps (Inverting Gradients' FedAvg variant); reconstructions are scored
-against the images the client really trained on.
+:func:`attack_recorded_view` attacks a real FL run instead (what ``auditkit audit`` does): the server's decoded
+updates of some clients at a checkpoint round (a :class:`RecordedView`), inverted with the global model of that
+round, either as one gradient -x/(eta tau) or by unrolling the client's tau local SGD steps (Inverting Gradients'
+FedAvg variant), beside the same attack on the clients' true updates; reconstructions are scored against the
+images the clients really trained on.
 
 :func:`defence_curve` sweeps mechanisms and noise levels and reports SSIM / MSE against the measured
 distortion of the server's view, the axis on which mechanisms of different kinds can be compared.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
-import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -37,6 +38,7 @@ from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
 from auditkit.models import MODEL_NAMES, create_model
 from auditkit.pipeline import write_atomic
+from auditkit.stage_store import replace_atomically
 from mechanisms.randomness import derive_seed
 
 INVERSION_SCHEMA = "auditkit/inversion"
@@ -174,54 +176,92 @@ def run_inversion(
     }
 
 
-def attack_fl_observation(
-    observation: Any,
+@dataclass(frozen=True)
+class RecordedView:
+    """What the pipeline keeps of one checkpoint round for inversion: the server's decoded updates of the
+    attacked clients, their true updates (ground truth, never shown to the attacker), the images each client
+    trained on in that round (S x tau*B x C x H x W), the global model before the round, lr and tau."""
+
+    round: int
+    clients: list[int]
+    global_before: torch.Tensor
+    server: torch.Tensor
+    truth: torch.Tensor
+    images_used: torch.Tensor
+    lr: float
+    tau: int
+
+    @classmethod
+    def from_observation(cls, observation: Any, train_images: torch.Tensor, count: int) -> "RecordedView":
+        """The first ``count`` clients of an ``auditkit.fl.simulation.Observation``."""
+        count = min(count, len(observation.clients))
+        used = observation.ground_truth["batch_indices"][:count].reshape(count, -1)
+        return cls(
+            round=observation.round, clients=list(observation.clients[:count]),
+            global_before=observation.global_before.detach().float().clone(),
+            server=observation.views["server"][:count].detach().float().clone(),
+            truth=observation.ground_truth["updates"][:count].detach().float().clone(),
+            images_used=train_images[used].detach().float().clone(), lr=observation.lr, tau=observation.tau,
+        )
+
+    def to_tensors(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_tensors(cls, saved: Mapping[str, Any]) -> "RecordedView":
+        return cls(**saved)
+
+
+def _best_matches(reconstructions: torch.Tensor, images_used: torch.Tensor) -> torch.Tensor:
+    """For each client, the image it trained on that its reconstruction resembles most (SSIM)."""
+    best = []
+    for rec, candidates in zip(reconstructions, images_used):
+        similarity = metrics.ssim(rec[None].expand_as(candidates), candidates)
+        best.append(candidates[int(np.argmax(similarity))])
+    return torch.stack(best)
+
+
+def attack_recorded_view(
+    view: RecordedView,
     model: nn.Module,
-    train_images: torch.Tensor,
     *,
-    client_position: int = 0,
     attack: str = "inverting_gradients",
     unroll: bool = False,
     settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Invert one client's decoded update from an FL checkpoint (``auditkit.fl.simulation.Observation``).
+    """Invert the server's decoded updates of ``view`` and, with the same attack and settings, the clients'
+    true updates (the clean reference); one reconstruction per client, batched over clients.
 
     ``model``: the architecture; its weights are set to the round's global model. ``unroll=False`` attacks
-    -x/(eta tau) as one gradient (exact for tau = 1, batch 1); ``unroll=True`` matches the update by unrolling
-    tau SGD steps on one dummy image. The reconstruction is scored against every image the client used in the
-    round (ground truth, never shown to the attacker) and the best match is reported.
+    -x/(lr tau) as one gradient (exact for tau = 1, batch 1); ``unroll=True`` matches the update by unrolling
+    tau SGD steps on one dummy image. Each reconstruction is scored against the image of its client's round
+    that it matches best (ground truth the attacker never sees).
     """
     from torch.nn.utils import vector_to_parameters
 
-    if not 0 <= client_position < len(observation.clients):
-        raise ValueError(f"client_position must be in [0, {len(observation.clients)}), got {client_position}")
-    update = observation.views["server"][client_position].detach().float()
-    vector_to_parameters(observation.global_before.detach().float().clone(), model.parameters())
+    vector_to_parameters(view.global_before.clone(), model.parameters())
     settings = dict(settings or {})
     if unroll:
-        settings.update(observation="update", local_steps=observation.tau, local_lr=observation.lr)
-        observed = update
-    else:
-        observed = attacks.update_to_gradient(update, lr=observation.lr, local_steps=observation.tau)
-    used = observation.ground_truth["batch_indices"][client_position].reshape(-1)
-    truth = train_images[used]
-    result = attacks.invert(attack, model, observed, input_shape=tuple(truth.shape[1:]), **settings)
-    per_image = [metrics.score(result.images, image[None])["ssim_mean"] for image in truth]
-    best = int(np.argmax(per_image))
-    best_scores = metrics.score(result.images, truth[best][None])
+        settings.update(observation="update", local_steps=view.tau, local_lr=view.lr)
+    shape = tuple(view.images_used.shape[2:])
+    runs: dict[str, Any] = {}
+    for name, updates in (("clean", view.truth), ("defended", view.server)):
+        observed = updates if unroll else attacks.update_to_gradient(updates, lr=view.lr, local_steps=view.tau)
+        result = attacks.invert(attack, model, observed, input_shape=shape, **settings)
+        truth = _best_matches(result.images, view.images_used)
+        runs[name] = {"scores": metrics.score(result.images, truth), "labels": result.labels.tolist(),
+                      "wall_time": result.wall_time, "reconstructions": result.images, "truth": truth}
     return {
-        "round": observation.round,
-        "client": observation.clients[client_position],
+        "attack": attack,
+        "round": view.round,
+        "clients": view.clients,
         "view": "server",
         "observation": "update, unrolled over tau local steps" if unroll else "-update / (lr tau) as one gradient",
-        "tau": observation.tau,
-        "lr": observation.lr,
-        "images_used": len(truth),
-        "best_match": best,
-        "scores": best_scores,
-        "label": result.labels.tolist(),
-        "wall_time": result.wall_time,
-        "tensors": {"truth": truth[best][None], "reconstruction": result.images},
+        "tau": view.tau,
+        "lr": view.lr,
+        "images_per_client": int(view.images_used.shape[1]),
+        "settings": {**attacks.preset_settings(attack), **settings},
+        **runs,
     }
 
 
@@ -306,18 +346,6 @@ def defence_curve(
 # ------------------------------------------------------------------ writing results
 
 
-def _replace_atomically(path: Path, draw: Callable[[Path], Any]) -> Path:
-    """Draw into a temporary file beside ``path``, then rename it over ``path`` (no half-written figure)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
-    try:
-        draw(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
-
-
 def write_inversion(document: dict[str, Any], out: str | Path) -> list[Path]:
     """``inversion.json`` (the document without its tensors) and ``inversion.png`` (rows: ground truth, clean
     reconstruction, defended reconstruction, each captioned with its SSIM) into ``out``."""
@@ -331,7 +359,7 @@ def write_inversion(document: dict[str, Any], out: str | Path) -> list[Path]:
                 document["mechanism"]["name"]: [f"SSIM {v:.2f}" for v in document["defended"]["scores"]["ssim"]]}
     title = (f"{document['attack']} on {document['model']['name']}, server view after "
              f"{document['mechanism']['name']} ({document['mechanism']['guarantee_summary']})")
-    png = _replace_atomically(out / "inversion.png", lambda p: image_grid(rows, p, captions=captions, title=title))
+    png = replace_atomically(out / "inversion.png", lambda p: image_grid(rows, p, captions=captions, title=title))
     body = {k: v for k, v in document.items() if k != "tensors"}
     json_path = out / "inversion.json"
     write_atomic(json_path, json.dumps(body, indent=2, allow_nan=True) + "\n")
@@ -348,7 +376,7 @@ def write_curve(document: dict[str, Any], out: str | Path) -> list[Path]:
                           ("mse_mean", "mean MSE per pixel-channel on [0, 1]")):
         series = {name: [(p["error_std"], p[metric]) for p in points] for name, points in document["series"].items()}
         png = out / f"curve_{metric.split('_')[0]}.png"
-        paths.append(_replace_atomically(png, lambda p, s=series, m=metric, y=label: defence_curves(
+        paths.append(replace_atomically(png, lambda p, s=series, m=metric, y=label: defence_curves(
             s, p, xlabel="std of the server view's error per coordinate", ylabel=y, log_x=True,
             title=f"{document['attack']} vs noise ({len(document['targets']['names'])} images, "
                   f"{document['model']['name']})", reference=document["clean"][m], reference_label="clean attack")))

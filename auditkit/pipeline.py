@@ -1,16 +1,13 @@
 """From a validated config to results: data, model, mechanism, FL training, results document.
 
-`run_training` is what ``auditkit train`` does; `run_audit` is what ``auditkit audit`` does
-(training, results.json and a markdown summary for now; attacks, DP tests and full reports
-plug in here as they land).
+`run_training` is what ``auditkit train`` does; the audit pipeline (``auditkit.audit``) runs it
+once per mechanism setting and adds the accounting, attack and reporting stages.
 """
 from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import platform
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +24,7 @@ from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import UplinkProtocol
 from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord, SimulationResult
 from auditkit.models import create_model
+from auditkit.stage_store import replace_atomically
 from mechanisms.randomness import derive_seed
 
 RESULTS_SCHEMA = "auditkit/results"
@@ -194,39 +192,10 @@ def prepare_output(out: str | Path) -> Path:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write a file so that readers see either the old or the complete new content."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
 
 def write_results(document: dict[str, Any], out: Path) -> Path:
     path = out / "results.json"
     write_atomic(path, json.dumps(document, indent=2, allow_nan=True) + "\n")
     return path
-
-
-def run_audit(
-    config: AuditConfig | Experiment,
-    *,
-    out: str | Path = "auditkit-out",
-    on_round: Callable[[RoundRecord], None] | None = None,
-) -> dict[str, Any]:
-    """Train, then write ``results.json`` and ``summary.md`` into `out`; returns the results document.
-
-    `config` may be an already built `Experiment` (the CLI builds it before showing progress).
-    """
-    from reports.markdown import render_summary
-
-    out = prepare_output(out)
-    experiment = config if isinstance(config, Experiment) else Experiment(config)
-    run = experiment.train(on_round)
-    document = results_document(run, "audit")
-    write_results(document, out)
-    write_atomic(out / "summary.md", render_summary(document))
-    return document

@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("settings", nargs="*", default=list(DEFAULT_SETTINGS))
     parser.add_argument("--rounds", type=int, default=None)
     args = parser.parse_args()
-    base = preset_dict("quickstart")
+    base = preset_dict("quickstart", mechanisms=False)
     if args.rounds:
         base = merge(base, {"training": {"rounds": args.rounds, "checkpoints": [args.rounds]}})
     print("| mechanism | final acc | best acc | bits/coord | overloads | claimed guarantee | seconds |")

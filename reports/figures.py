@@ -1,15 +1,24 @@
-"""Figures written beside the results: reconstruction grids and defence curves (PNG, via matplotlib's Agg).
+"""Figures written beside the results (PNG, via matplotlib's Agg): reconstruction grids, defence curves and
+the report's figures.
 
-Inputs are plain arrays and the results documents' own lists, never toolkit objects, so a figure can be
-redrawn from saved results alone.
+Inputs are plain arrays and the results documents' own numbers, never toolkit objects, so a figure can be
+redrawn from saved results alone. Text is drawn as given: "$" never switches to mathtext (labels are
+user-supplied).
 """
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
 import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+# marker and colour of each verdict in the lower-bound figure
+_VERDICT_STYLES = {"consistent": ("o", "tab:green"), "violated": ("X", "tab:red"),
+                   "vacuous claim": ("s", "tab:orange"), "inconclusive": ("D", "tab:gray")}
+_OTHER_VERDICT = ("^", "black")
 
 
 def _pyplot():
@@ -19,6 +28,21 @@ def _pyplot():
     import matplotlib.pyplot as plt
 
     return plt
+
+
+def _literal(text: str) -> str:
+    """``text`` drawn as given: every "$" escaped, so user-supplied text never switches to mathtext."""
+    return text.replace("$", r"\$")
+
+
+def _save(figure: Any, path: str | Path) -> Path:
+    """Lay out, write as PNG, close; returns ``path``."""
+    plt = _pyplot()
+    figure.tight_layout()
+    path = Path(path)
+    figure.savefig(path, dpi=110, format="png", bbox_inches="tight")  # labels past the axes stay in
+    plt.close(figure)
+    return path
 
 
 def _as_hwc(image: np.ndarray) -> np.ndarray:
@@ -51,16 +75,12 @@ def image_grid(
             axis.set_xticks([])
             axis.set_yticks([])
             if captions is not None and name in captions:
-                axis.set_xlabel(captions[name][c], fontsize=7)
-        axes[r][0].set_ylabel(name, fontsize=8, rotation=0, ha="right", va="center")
+                axis.set_xlabel(_literal(captions[name][c]), fontsize=7)
+        axes[r][0].set_ylabel(_literal(name), fontsize=8, rotation=0, ha="right", va="center")
     if title:
         width = figure.get_size_inches()[0]
-        figure.suptitle(textwrap.fill(title, width=max(30, int(width * 13))), fontsize=8)
-    figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+        figure.suptitle(textwrap.fill(_literal(title), width=max(30, int(width * 13))), fontsize=8)
+    return _save(figure, path)
 
 
 def defence_curves(
@@ -73,19 +93,134 @@ def defence_curves(
     figure, axis = plt.subplots(figsize=(6.0, 4.0))
     for name, points in series.items():
         xs, ys = zip(*points) if points else ((), ())
-        axis.plot(xs, ys, marker="o", label=name)
+        axis.plot(xs, ys, marker="o", label=_literal(name))
     if reference is not None:
-        axis.axhline(reference, color="black", linestyle="--", linewidth=1, label=reference_label or None)
+        axis.axhline(reference, color="black", linestyle="--", linewidth=1, label=_literal(reference_label) or None)
     if log_x:
         axis.set_xscale("log")
-    axis.set_xlabel(xlabel)
-    axis.set_ylabel(ylabel)
+    axis.set_xlabel(_literal(xlabel))
+    axis.set_ylabel(_literal(ylabel))
     if title:
-        axis.set_title(title, fontsize=9)
+        axis.set_title(_literal(title), fontsize=9)
     axis.legend(fontsize=7)
     axis.grid(alpha=0.3)
-    figure.tight_layout()
-    path = Path(path)
-    figure.savefig(path, dpi=110)
-    plt.close(figure)
-    return path
+    return _save(figure, path)
+
+
+def _finite(*values: float | None) -> bool:
+    """Whether every value is a finite number."""
+    return all(v is not None and math.isfinite(v) for v in values)
+
+
+def _note(axis: Any, text: str) -> None:
+    """A centred note on otherwise empty axes."""
+    axis.text(0.5, 0.5, text, ha="center", va="center", fontsize=9, color="dimgray", wrap=True,
+              transform=axis.transAxes)
+
+
+def accuracy_vs_round(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Test accuracy (%) by round, one line per setting, labelled with the setting's label. Returns ``path``."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    for setting in results["settings"]:
+        rounds = setting["training"]["rounds"]
+        axis.plot([r["round"] for r in rounds], [100 * r["test_accuracy"] for r in rounds],
+                  marker="o", markersize=3, label=_literal(setting["label"]))
+    axis.set_xlabel("round")
+    axis.set_ylabel("test accuracy (%)")
+    axis.legend(fontsize=7)
+    axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Inversion SSIM against the one-round claimed epsilon (log x), one series per mechanism name: defended
+    solid, clean attack dashed in the same colour. Settings without a finite positive claim or without an
+    inversion result are left out. Returns ``path``."""
+    plt = _pyplot()
+    series: dict[str, list[tuple[float, float, float]]] = {}
+    for setting in results["settings"]:
+        epsilon, inversion = setting["mechanism"]["guarantee"]["epsilon"], setting["inversion"]
+        if inversion is not None and _finite(epsilon) and epsilon > 0:
+            series.setdefault(setting["mechanism"]["name"], []).append(
+                (epsilon, inversion["defended"]["ssim_mean"], inversion["clean"]["ssim_mean"]))
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    for name, points in series.items():
+        xs, defended, clean = zip(*sorted(points))
+        line, = axis.plot(xs, defended, marker="o", label=_literal(f"{name} (defended)"))
+        axis.plot(xs, clean, linestyle="--", marker="x", color=line.get_color(),
+                  label=_literal(f"{name} (clean attack)"))
+    if series:
+        axis.set_xscale("log")
+        axis.legend(fontsize=7)
+    else:
+        _note(axis, "no setting has both a finite claimed epsilon and an inversion result")
+    axis.set_xlabel("claimed one-round epsilon")
+    axis.set_ylabel("mean SSIM of the reconstructions")
+    axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Certified epsilon lower bound against the claimed epsilon, a point per setting with a finite claim and a
+    distinguishing result, marked by verdict; the line y = x and the caps (``max_certifiable``) as dotted
+    horizontal lines. The x axis is logarithmic when the claims span more than a decade (vague claims of 10^4
+    sit beside tight ones); the y axis stops just above the largest cap, the most any test could certify.
+    Returns ``path``."""
+    plt = _pyplot()
+    tested = [s for s in results["settings"] if s["distinguish"] is not None
+              and _finite(s["distinguish"]["claimed_epsilon"], s["distinguish"]["epsilon_lower_bound"])]
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    if not tested:
+        _note(axis, "no setting has both a finite claimed epsilon and a distinguishing result")
+    verdicts_drawn: set[str] = set()
+    for setting in tested:
+        test = setting["distinguish"]
+        marker, colour = _VERDICT_STYLES.get(test["verdict"], _OTHER_VERDICT)
+        axis.scatter([test["claimed_epsilon"]], [test["epsilon_lower_bound"]], marker=marker, color=colour,
+                     s=50, zorder=3, label=None if test["verdict"] in verdicts_drawn else _literal(test["verdict"]))
+        verdicts_drawn.add(test["verdict"])
+        if len(tested) <= 4:  # more labels would overlap; the summary table names every point
+            axis.annotate(_literal(setting["label"]), (test["claimed_epsilon"], test["epsilon_lower_bound"]),
+                          fontsize=7, xytext=(4, 4), textcoords="offset points")
+    caps = sorted({s["distinguish"]["max_certifiable"] for s in tested if _finite(s["distinguish"]["max_certifiable"])})
+    for i, cap in enumerate(caps):
+        axis.axhline(cap, color="black", linestyle=":", linewidth=1,
+                     label="cap (a perfect test)" if i == 0 else None)
+    if tested:
+        claims = [s["distinguish"]["claimed_epsilon"] for s in tested]
+        bounds = [s["distinguish"]["epsilon_lower_bound"] for s in tested]
+        positive = [c for c in claims if c > 0]
+        logarithmic = bool(positive) and max(positive) > 10 * min(positive)
+        low = min(positive) / 2 if logarithmic else 0.0
+        high = max(claims + caps) * (2 if logarithmic else 1.05)
+        xs = np.geomspace(low, high, 200) if logarithmic else np.linspace(low, high, 2)
+        axis.plot(xs, xs, color="gray", linewidth=1, label="y = x (the claim)")
+        if logarithmic:
+            axis.set_xscale("log")
+        axis.set_xlim(low if logarithmic else 0.0, high)
+        axis.set_ylim(0.0, 1.15 * max(caps + bounds + [1e-9]))
+        axis.legend(fontsize=7)
+    axis.set_xlabel("claimed epsilon (one round)")
+    axis.set_ylabel("certified epsilon lower bound")
+    axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def bits_vs_accuracy(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Final uplink bits per coordinate against final test accuracy (%), a point per setting annotated with its
+    label. Returns ``path``."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    points = [(s["label"], s["training"]["final"]["bits_per_coordinate"], s["training"]["final"]["test_accuracy"])
+              for s in results["settings"]]
+    points = [(label, bits, 100 * accuracy) for label, bits, accuracy in points if _finite(bits, accuracy)]
+    if not points:
+        _note(axis, "no setting has a finite rate and accuracy")
+    for label, bits, accuracy in points:
+        axis.scatter([bits], [accuracy], zorder=3)
+        axis.annotate(_literal(label), (bits, accuracy), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    axis.set_xlabel("uplink bits per coordinate (float32 = 32)")
+    axis.set_ylabel("final test accuracy (%)")
+    axis.grid(alpha=0.3)
+    return _save(figure, path)

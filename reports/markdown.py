@@ -1,71 +1,90 @@
-"""Markdown rendering of a results document."""
+"""The report as markdown: the HTML report's tables, with figures linked as files beside it."""
 from __future__ import annotations
 
+import posixpath
+import re
+from collections.abc import Mapping
 from typing import Any
+from urllib.parse import quote
+
+from reports import content
+
+# markdown punctuation that could format or link, table pipes, HTML's specials, line breaks
+_ESCAPES = str.maketrans({
+    "\\": "\\\\", "`": "\\`", "*": "\\*", "_": "\\_", "[": "\\[", "]": "\\]", "|": "\\|",
+    "<": "&lt;", ">": "&gt;", "&": "&amp;", "\n": " ", "\r": " ",
+})
 
 
-def _pct(value: float) -> str:
-    return f"{100 * value:.2f}%"
+def escape(text: str) -> str:
+    """``text`` as literal markdown (safe in a table cell, inert if the markdown is rendered to HTML)."""
+    return text.translate(_ESCAPES)
 
 
-def _composed(entry: dict[str, Any]) -> str:
-    return f"(eps={entry['epsilon']:.4g}, delta={entry['delta']:.3g}) via {entry['backend']}"
+def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+    return ["| " + " | ".join(map(escape, header)) + " |", "|" + "---|" * len(header),
+            *("| " + " | ".join(map(escape, row)) + " |" for row in rows)]
 
 
-def _accounting_rows(accounting: dict[str, Any] | None) -> list[str]:
-    """The claim composed over the run's rounds (or why there is no number), as table rows."""
-    if accounting is None:
-        return []
-    rounds = accounting["rounds"]
-    composed = accounting["composed"]
-    value = _composed(composed) if composed is not None else f"no number: {accounting['refusal']}"
-    rows = [f"| claimed over {rounds} rounds | {value} | client-level, every round counted |"]
-    if accounting.get("composed_actual") is not None:
-        rows.append(f"| realised noise over {rounds} rounds | {_composed(accounting['composed_actual'])} "
-                    "| the claim is exceeded by the noise the code adds |")
-    return rows
+def _image(caption: str, path: str) -> list[str]:
+    return [f"![{escape(caption)}]({quote(path)})", "", escape(caption), ""]
 
 
-def render_summary(results: dict[str, Any]) -> str:
-    """A short markdown summary: setting, accuracy, bits, and the mechanism's claimed guarantee."""
-    config, final, mech = results["config"], results["final"], results["mechanism"]
-    training, data = config["training"], results["data"]
-    params = ", ".join(f"{k}={v}" for k, v in mech["params"].items() if k != "private_seed") or "-"
-    ratio = final["compression_vs_float32"]
-    lines = [
-        "# auditkit summary",
-        "",
-        f"Mechanism `{mech['name']}` ({params}) on `{data['dataset']}` "
-        f"({data['partition']} split over {training['clients']} clients), model `{results['model']['name']}` "
-        f"({results['model']['num_params']:,} parameters), {final['round']} rounds of FedAvg with "
-        f"tau = {training['tau']} local steps (batch {training['batch_size']}), seed {config['seed']}, "
-        f"device `{results['environment']['device']}`.",
-        "",
-        "| measure | value | unit / view |",
-        "|---|---|---|",
-        f"| final test accuracy | {_pct(final['test_accuracy'])} | `public` model |",
-        f"| best test accuracy | {_pct(final['best_test_accuracy'])} | over rounds |",
-        f"| final test loss | {final['test_loss']:.4f} | cross-entropy |",
-        f"| uplink rate | {final['bits_per_coordinate']:.3f} | bits/coordinate (float32 = 32) |",
-        f"| compression vs float32 | {'-' if ratio is None else f'{ratio:.2f}x'} | |",
-        f"| uplink total | {final['uplink_bits_total'] / 8e6:.3f} | MB, all clients and rounds |",
-        f"| claimed guarantee | {mech['guarantee_summary']} | analytic, as the mechanism states it |",
-        *_accounting_rows(results.get("accounting")),
-        "",
-        "## Accuracy by round",
-        "",
-        "| round | lr | test accuracy | test loss | bits/coordinate |",
-        "|---|---|---|---|---|",
-    ]
-    for r in results["rounds"]:
-        lines.append(
-            f"| {r['round']} | {r['lr']:.4g} | {_pct(r['test_accuracy'])} | {r['test_loss']:.4f} "
-            f"| {r['bits_per_coordinate']:.3f} |"
-        )
+def _summary(row: content.SummaryRow) -> tuple[str, ...]:
+    flags = f" (flags: {', '.join(row.flags)})" if row.flags else ""
+    bound = f"{row.lower_bound}, {row.cap}" if row.cap else row.lower_bound
+    return (row.label, f"{row.mechanism} ({row.params})", row.accuracy, row.bits, row.compression,
+            row.claim + flags, row.composed, bound, row.verdict, row.ssim, row.mse, row.psnr)
+
+
+def _adaptive(row: content.AdaptiveRow) -> tuple[str, ...]:
+    return (row.label, row.test, row.claim, f"{row.lower_bound}, {row.cap}", row.verdict, row.note)
+
+
+def _details(block: content.Details) -> list[str]:
+    lines = [f"### {escape(block.label)}", "", escape(block.summary), ""]
+    lines += [f"- **{escape(name)}**: {escape(text)}" for name, text in block.facts]
+    for heading, items in (("assumptions", block.assumptions), ("caveats", block.caveats)):
+        lines += ["", f"{heading.capitalize()}:", "", *(f"- {escape(item)}" for item in items or ["none"])]
+    return lines + [""]
+
+
+def _code_block(text: str, language: str) -> list[str]:
+    """A fenced block longer than any backtick run in ``text``."""
+    fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+    return [fence + language, text, fence]
+
+
+def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, results_dir: str = ".") -> str:
+    """The report as markdown; ``figures`` maps summary figure names (see ``content.FIGURE_CAPTIONS``) to paths
+    relative to the report, and each reconstruction grid is linked by its path in the results folder,
+    ``results_dir`` (relative to the report, "/"-separated)."""
+    settings = results["settings"]
+    adaptive = content.adaptive_rows(settings)
+    summary = [_summary(content.summary_row(s)) for s in settings]
+    lines = [f"# auditkit report: {escape(results['title'])}", "", escape(content.intro(results)), "",
+             "## Summary", "", *_table(content.SUMMARY_COLUMNS, summary), ""]
+    if adaptive:
+        lines += ["## Adaptive tests", "", *_table(content.ADAPTIVE_COLUMNS, list(map(_adaptive, adaptive))), ""]
+    lines += ["## Figures", ""]
+    for name, caption in content.FIGURE_CAPTIONS.items():
+        if name in figures:
+            lines += _image(caption, figures[name])
+    grids = content.reconstructions(settings)
+    if grids:
+        lines += ["## Reconstructions", ""]
+    for grid in grids:
+        lines += _image(grid.caption, posixpath.normpath(posixpath.join(results_dir, grid.path)))
+    lines += ["## Claim details", ""]
+    for setting in settings:
+        lines += _details(content.details(setting))
+    p = results["provenance"]
     lines += [
-        "",
-        f"Threat-model views recorded at rounds: {', '.join(str(o['round']) for o in results['observations']) or 'none'}.",
-        "Attacks, empirical DP tests and verdicts are not part of this audit yet.",
-        "",
+        "## Provenance", "",
+        *(f"- **{escape(name)}**: {escape(text)}" for name, text in content.provenance(results)), "",
+        "### Versions", "", *_table(("package", "version"), content.pairs(p["versions"])), "",
+        "### Threat models (who sees what)", "",
+        *_table(("view", "what it sees"), content.pairs(p["threat_models"])), "",
+        "### Config", "", *_code_block(content.config_json(results), "json"), "",
     ]
     return "\n".join(lines)

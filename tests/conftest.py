@@ -1,4 +1,6 @@
-"""Shared test fixtures: tiny datasets in the genuine on-disk formats."""
+"""Shared test fixtures: tiny datasets in the genuine on-disk formats; the headless-browser report check."""
+import importlib.util
+import os
 import struct
 from pathlib import Path
 
@@ -42,3 +44,26 @@ def mnist_dir(tmp_path):
 def make_mnist():
     """The `write_mnist` writer, for tests that need their own sizes."""
     return write_mnist
+
+
+@pytest.fixture
+def report_browser():
+    """``check_report_in_browser`` from ``browser.py``; skips without Chromium or Playwright unless ``CI`` is set."""
+    browser = _load_browser_module()
+    missing = None
+    if importlib.util.find_spec("playwright") is None:
+        missing = "playwright is not installed (pip install -e '.[test]')"
+    elif not browser.CHROMIUM.exists():
+        missing = f"no Chromium at {browser.CHROMIUM} (apt-get install chromium)"
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"CI must run the browser test, but {missing}")
+    if missing:
+        pytest.skip(missing)
+    return browser.check_report_in_browser
+
+
+def _load_browser_module():
+    spec = importlib.util.spec_from_file_location("report_browser", Path(__file__).parent / "reports" / "browser.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -9,7 +9,7 @@
 * :func:`partition` splits sample indices among FL clients (:data:`PARTITION_SCHEMES`: iid, Dirichlet label
   skew, McMahan shards); :func:`train_validation_split` carves off a validation set.
 """
-from auditkit.data.catalog import DATASETS, load_dataset
+from auditkit.data.catalog import DATASETS, dataset_available, load_dataset
 from auditkit.data.dataset import DataNotFoundError, Dataset, Split
 from auditkit.data.embedded import PatchSource, image_patch_sources, load_image_patches
 from auditkit.data.partition import PARTITION_SCHEMES, partition, train_validation_split
@@ -21,6 +21,7 @@ __all__ = [
     "Dataset",
     "PatchSource",
     "Split",
+    "dataset_available",
     "image_patch_sources",
     "load_dataset",
     "load_image_patches",

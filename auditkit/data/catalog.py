@@ -25,3 +25,18 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, download: boo
         loader = torchvision_sets.load_mnist if name == "mnist" else torchvision_sets.load_cifar10
         return loader(data_dir, download=download)
     raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {name!r}")
+
+
+def dataset_available(name: str, data_dir: str | Path | None) -> bool:
+    """Whether ``load_dataset(name, data_dir=data_dir)`` finds its files without downloading."""
+    if name == "digits":
+        return True
+    if data_dir is None:
+        return False
+    from auditkit.data import torchvision_sets
+
+    if name == "mnist":
+        folder, files = Path(data_dir) / "MNIST" / "raw", torchvision_sets.MNIST_FILES
+    else:
+        folder, files = Path(data_dir) / "cifar-10-batches-py", torchvision_sets.CIFAR10_FILES
+    return all((folder / f).is_file() for f in files)

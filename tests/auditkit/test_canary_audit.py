@@ -25,7 +25,7 @@ def quickstart(mechanism=None, seed=0, **training):
     overrides = {"seed": seed, "device": "cpu", "training": {"checkpoints": [1], **training}}
     if mechanism is not None:
         overrides["mechanism"] = mechanism
-    return from_dict(merge(preset_dict("quickstart"), overrides))
+    return from_dict(merge(preset_dict("quickstart", mechanisms=False), overrides))
 
 
 def test_none_gives_a_nontrivial_bound_with_every_guess_right():

@@ -9,16 +9,39 @@ def test_quickstart_preset_is_the_documented_default():
     config = load_preset("quickstart")
     assert config.data.dataset == "digits"
     assert (config.training.model, config.training.clients, config.training.tau) == ("cnn", 10, 15)
-    assert config.training.rounds == 60
-    assert config.mechanism.name == "none"
+    assert config.training.rounds == 40
+    names = [s.name for s in config.settings()]
+    assert names[0] == "none" and names.count("jopeq-laplace") == 3 and len(names) == 7
+    assert config.inversion.enabled and config.distinguish.enabled
 
 
-def test_cepam_preset_has_the_papers_settings():
-    config = load_preset("cepam-mnist")
+def test_cepam_preset_has_the_papers_settings_and_prefers_mnist(tmp_path, make_mnist):
+    config = load_preset("cepam")
     t = config.training
-    assert (config.data.dataset, t.clients, t.tau, t.batch_size, t.lr, t.momentum, t.lr_patience) == (
-        "mnist", 30, 15, 1, 0.01, 0.9, 10)
+    assert (t.clients, t.tau, t.batch_size, t.lr, t.momentum, t.lr_patience, t.client_weights) == (
+        30, 15, 1, 0.01, 0.9, 10, "uniform")
     assert 60_000 * (1 - config.data.validation_fraction) == pytest.approx(50_000)
+    assert config.data.dataset == "digits"  # no data folder: the embedded default
+    assert [s.params.get("n") for s in config.settings() if s.name == "cepam-gaussian"] == [1, 2, 3]
+    make_mnist(tmp_path, n_train=12, n_test=4)
+    with_mnist = from_dict({**config.to_dict(), "data": {**config.to_dict()["data"], "data_dir": str(tmp_path),
+                                                         "prefer": "mnist"}})
+    assert with_mnist.data.dataset == "mnist" and with_mnist.data.prefer is None
+
+
+def test_mechanism_settings_sweeps_and_labels():
+    config = from_dict({"mechanisms": [
+        {"name": "none"},
+        {"name": "jopeq-laplace", "label": "JoPEQ", "bits": 2, "sweep": {"eps": [1.0, 3.0], "support": [0.5, 1.0]}},
+    ]})
+    settings = config.settings()
+    assert len(settings) == 5 and all(not s.sweep for s in settings)
+    assert [s.display for s in settings[1:3]] == ["JoPEQ eps=1, support=0.5", "JoPEQ eps=1, support=1"]
+    assert settings[4].params == {"bits": 2, "eps": 3.0, "support": 1.0}
+    assert from_dict(config.to_dict()) == config
+    assert config.with_setting(settings[2]).mechanism == settings[2]
+    with pytest.raises(ConfigError, match="holds 5 mechanism settings; `auditkit train` runs one"):
+        config.mechanism  # noqa: B018
 
 
 @pytest.mark.parametrize(("raw", "message"), [
@@ -35,6 +58,20 @@ def test_cepam_preset_has_the_papers_settings():
     ({"training": {"participation": "uniform"}}, "training.clients_per_round must be an integer in [1, 10]"),
     ({"mechanism": {"name": "nope"}}, "mechanism: unknown mechanism 'nope'"),
     ({"mechanism": {"name": "gaussian", "sigma": -1.0}}, "mechanism: sigma"),
+    ({"mechanisms": [{"name": "gaussian"}, {"name": "nope"}]}, "mechanisms[1]: unknown mechanism 'nope'"),
+    ({"mechanisms": [{"name": "gaussian", "sweep": {"rate": [1, 2]}}]},
+     "mechanisms[0]: unknown parameter 'rate' for mechanism 'gaussian'"),
+    ({"mechanisms": [{"name": "gaussian", "sigma": 1.0, "sweep": {"sigma": [1, 2]}}]},
+     "mechanisms[0].sweep.sigma is also set as a fixed parameter"),
+    ({"mechanisms": [{"name": "gaussian", "sweep": {"sigma": []}}]}, "mechanisms[0].sweep.sigma must be a non-empty list"),
+    ({"mechanisms": [{"name": "gaussian", "sweep": {"sigma": [0.1, -1.0]}}]}, "mechanisms[0]: sigma"),
+    ({"mechanisms": []}, "config key 'mechanisms' must be a non-empty array of tables"),
+    ({"mechanism": {"name": "none"}, "mechanisms": [{"name": "none"}]}, "either a [mechanism] table or [[mechanisms]]"),
+    ({"inversion": {"attack": "gan"}}, "inversion.attack must be one of inverting_gradients, idlg, dlg"),
+    ({"inversion": {"round": 7}}, "inversion.round must be one of the checkpoints [1], got 7"),
+    ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer >= 100, got 10"),
+    ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be in (0, 1), got 1.0"),
+    ({"data": {"prefer": "svhn"}}, "data.prefer must be one of digits, mnist, cifar10; got 'svhn'"),
 ])
 def test_bad_values_name_the_key_and_the_allowed_values(raw, message):
     with pytest.raises(ConfigError) as err:
@@ -62,5 +99,5 @@ def test_missing_and_invalid_files(tmp_path):
 
 
 def test_unknown_preset():
-    with pytest.raises(ConfigError, match="unknown preset 'fast'; valid: quickstart, cepam-mnist"):
+    with pytest.raises(ConfigError, match="unknown preset 'fast'; valid: quickstart, cepam, jopeq"):
         load_preset("fast")

@@ -84,18 +84,29 @@ def test_defence_curve_measures_each_point_against_one_clean_reference(tmp_path)
 
 
 def test_attack_on_a_real_fl_checkpoint_scores_against_the_clients_own_images():
-    config = from_dict({"training": {"clients": 3, "rounds": 1, "tau": 1, "batch_size": 1, "checkpoints": [1]}})
+    config = from_dict({"training": {"clients": 3, "rounds": 1, "tau": 2, "batch_size": 1, "checkpoints": [1]}})
     experiment = Experiment(config)
     run = experiment.train()
     observation = run.result.observations[0]
-    model = create_model(config.training.model)
     train_images = experiment.simulation.data.train.x.cpu()
-    result = inversion_audit.attack_fl_observation(observation, model, train_images,
-                                                   attack="inverting_gradients", settings={"iterations": 3})
-    assert result["view"] == "server" and result["images_used"] == 1 and result["tau"] == 1
-    assert 0 <= result["best_match"] < 1 and -1 <= result["scores"]["ssim_mean"] <= 1
-    with pytest.raises(ValueError, match="client_position must be in"):
-        inversion_audit.attack_fl_observation(observation, model, train_images, client_position=3)
+    view = inversion_audit.RecordedView.from_observation(observation, train_images, 2)
+    assert view.clients == observation.clients[:2] and view.images_used.shape == (2, 2, 1, 28, 28)
+    assert torch.equal(view.server, view.truth)  # mechanism "none": the server sees the true update
+    again = inversion_audit.RecordedView.from_tensors(view.to_tensors())
+    assert torch.equal(again.images_used, view.images_used) and again.lr == view.lr
+
+    model = create_model(config.training.model)
+    result = inversion_audit.attack_recorded_view(view, model, attack="inverting_gradients",
+                                                  settings={"iterations": 3})
+    assert result["view"] == "server" and result["round"] == 1 and result["tau"] == 2
+    assert result["observation"] == "-update / (lr tau) as one gradient"
+    for run_ in ("clean", "defended"):
+        scores = result[run_]["scores"]
+        assert len(scores["ssim"]) == 2 and all(-1 <= v <= 1 for v in scores["ssim"])
+        # each reconstruction is scored against one of the images its own client trained on
+        for truth, candidates in zip(result[run_]["truth"], view.images_used):
+            assert any(torch.equal(truth, c) for c in candidates)
+    assert result["clean"]["scores"] == result["defended"]["scores"]  # same update, same attack, same start
 
 
 def test_the_clean_attack_can_be_skipped_and_equals_the_none_mechanism():

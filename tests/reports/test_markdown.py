@@ -1,45 +1,98 @@
-from reports.markdown import render_summary
+import re
+
+import pytest
+
+from reports.markdown import escape, render_markdown
+
+FIGURES = {name: f"figures/{name}.png"
+           for name in ("accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy")}
 
 
-def _document():
-    return {
-        "config": {"seed": 4, "training": {"clients": 10, "tau": 15, "batch_size": 1}},
-        "data": {"dataset": "digits", "partition": "iid"},
-        "model": {"name": "cnn", "num_params": 6422},
-        "environment": {"device": "cpu"},
-        "mechanism": {"name": "sdq", "params": {"bits": 4, "support": 0.5},
-                      "guarantee_summary": "no privacy guarantee"},
-        "final": {"round": 2, "test_accuracy": 0.9123, "best_test_accuracy": 0.95, "test_loss": 0.31,
-                  "bits_per_coordinate": 3.2, "compression_vs_float32": 10.0, "uplink_bits_total": 8_000_000},
-        "rounds": [
-            {"round": 1, "lr": 0.01, "test_accuracy": 0.5, "test_loss": 1.5, "bits_per_coordinate": 3.1},
-            {"round": 2, "lr": 0.005, "test_accuracy": 0.9123, "test_loss": 0.31, "bits_per_coordinate": 3.3},
-        ],
-        "observations": [{"round": 2}],
-    }
+@pytest.fixture
+def text(document):
+    return render_markdown(document, FIGURES)
 
 
-def test_summary_carries_the_numbers_with_units():
-    text = render_summary(_document())
-    assert "Mechanism `sdq` (bits=4, support=0.5)" in text
-    assert "| final test accuracy | 91.23% | `public` model |" in text
-    assert "| uplink rate | 3.200 | bits/coordinate (float32 = 32) |" in text
-    assert "| compression vs float32 | 10.00x | |" in text
-    assert "| uplink total | 1.000 | MB, all clients and rounds |" in text
-    assert "| 2 | 0.005 | 91.23% | 0.3100 | 3.300 |" in text
-    assert "recorded at rounds: 2." in text
+def _outside_code(text):
+    return re.sub(r"```json\n.*?\n```", "", text, flags=re.S)
 
 
-def test_summary_states_the_composed_claim_or_its_refusal():
-    document = _document()
-    document["accounting"] = {
-        "rounds": 2, "delta": 1e-5, "refusal": None,
-        "composed": {"epsilon": 40.0, "delta": 0.0, "rounds": 2, "backend": "basic composition", "event": "x"},
-        "composed_actual": {"epsilon": 314.56, "delta": 0.0, "rounds": 2, "backend": "basic composition",
-                            "event": "y"},
-    }
-    text = render_summary(document)
-    assert "| claimed over 2 rounds | (eps=40, delta=0) via basic composition |" in text
-    assert "| realised noise over 2 rounds | (eps=314.6, delta=0) via basic composition |" in text
-    document["accounting"].update(composed=None, composed_actual=None, refusal="sdq claims no privacy")
-    assert "| claimed over 2 rounds | no number: sdq claims no privacy |" in render_summary(document)
+def test_summary_rows_carry_the_numbers_with_units(text):
+    assert (
+        "| float32 (none) | none (no parameters) | 91.23 % | 32 bits/coord | 1.0x | no claim (flags: no-privacy) "
+        "| - | not run | not run | 0.97 → 0.97 | 0 → 0 | inf dB → inf dB |") in text
+    assert (
+        "| JoPEQ \\| eps=1 | jopeq-laplace (eps=1.0, n=2) | 81.23 % | 2.75 bits/coord | 11.6x "
+        "| ε = 1, δ = 0 (flags: claim-exceeded) "
+        "| ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0 "
+        "| ≥ 1.83 (95 % conf.), cap 4.61 | violated | 0.412 → 0.0213 | 0.0123 → 0.0456 | 19.1 dB → 13.4 dB |"
+    ) in text
+    assert (
+        "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian "
+        "| gaussian (sigma=0.8, clip=1.0, note=&lt;script&gt;alert(1)&lt;/script&gt;) | 70.00 % | 32 bits/coord | - "
+        "| ε = 2.5, δ = 1e-05 | refused: the accountant needs the sampling rate | ≥ 0.4 (95 % conf.), cap 4.61 "
+        "| consistent | not run | not run | not run |") in text
+
+
+def test_every_table_row_has_as_many_cells_as_its_header(text):
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    cells = [len(re.split(r"(?<!\\)\|", row)) for row in rows]
+    assert cells[:5] == [14] * 5  # the summary: header, rule, 3 settings
+    assert len(rows) > 5
+
+
+def test_adaptive_tests_are_listed_and_omitted_when_there_are_none(document, text):
+    assert ("| JoPEQ \\| eps=1 | moment-matching excess | per round (ε = 1) | ≥ 2.2, cap 4.61 | violated "
+            "| noise scale set from a moment match |") in text
+    document["settings"][1]["distinguish"]["adaptive"] = []
+    assert "## Adaptive tests" not in render_markdown(document, FIGURES)
+
+
+def test_figures_then_reconstruction_grids_are_linked_in_order(text):
+    links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", text)
+    assert links == [*FIGURES.values(), "figures/reconstruction-s00.png", "figures/reconstruction-s01.png"]
+    assert "![JoPEQ \\| eps=1: inverting\\_gradients on the server's view at round 3" in text
+
+
+def test_only_the_figures_given_are_linked_and_paths_are_url_quoted(document):
+    document["settings"][1]["inversion"]["figure"] = "figures/grid (s01).png"
+    text = render_markdown(document, {"bits_vs_accuracy": "figures/bits_vs_accuracy.png"})
+    assert re.findall(r"\]\(([^)]*)\)", text) == [
+        "figures/bits_vs_accuracy.png", "figures/reconstruction-s00.png", "figures/grid%20%28s01%29.png"]
+
+
+def test_grids_are_linked_through_the_results_folder(document):
+    links = re.findall(r"\]\(([^)]*)\)", render_markdown(document, {}, results_dir="../run"))
+    assert links == ["../run/figures/reconstruction-s00.png", "../run/figures/reconstruction-s01.png"]
+
+
+def test_user_strings_cannot_inject_markup(text):
+    assert "<script" not in _outside_code(text)
+    assert "# auditkit report: quickstart &lt;b&gt;" in text
+    assert "### &lt;script&gt;alert(\"x\")&lt;/script&gt;" in text
+
+
+def test_claim_details_and_provenance(text):
+    assert "- **accounting**: refused: the accountant needs the sampling rate" in text
+    assert "- **inversion**: not run" in text
+    assert "- **neighbouring relations**: replace-one" in text
+    assert "| eavesdropper | the bitstreams |" in text
+    assert '"label": "<script>alert(\\"x\\")</script> $\\\\notacommand$ gaussian"' in text  # inside ```json
+
+
+def test_the_config_fence_outgrows_backticks_in_the_config(document):
+    document["config"]["note"] = "```"
+    text = render_markdown(document, FIGURES)
+    assert "\n````json\n" in text and text.rstrip().endswith("````")
+
+
+@pytest.mark.parametrize("raw, escaped", [
+    ("a|b", "a\\|b"),
+    ("a\\|b", "a\\\\\\|b"),
+    ("two\nlines", "two lines"),
+    ("[x](javascript:alert(1))", "\\[x\\](javascript:alert(1))"),
+    ("<img src=x onerror=alert(1)> & `code` *em* _u_",
+     "&lt;img src=x onerror=alert(1)&gt; &amp; \\`code\\` \\*em\\* \\_u\\_"),
+])
+def test_escape(raw, escaped):
+    assert escape(raw) == escaped

@@ -1,0 +1,329 @@
+"""The audit pipeline: one config in, ``results.json``, ``report.html`` and ``report.md`` out.
+
+For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.settings`) four stages run:
+
+* ``train``       FedAvg with the mechanism between clients and server; the per-round metrics, bits and the
+                  ``server`` view of the inversion round are kept (``auditkit.pipeline``);
+* ``account``     the mechanism's one-round claim and the claim composed over the rounds run
+                  (``auditkit.accounting``);
+* ``inversion``   the recorded server view inverted beside the clients' true updates, same attack and settings
+                  (``auditkit.inversion_audit.attack_recorded_view``), with a reconstruction grid;
+* ``distinguish`` black-box distinguishing tests on the mechanism and its adaptive tests (``attacks``); the
+                  Bonferroni family is every test of the whole audit, so a correct mechanism is almost never
+                  called violated.
+
+Each stage's result is stored atomically as it finishes (``auditkit.stage_store``); ``resume=True`` loads
+finished stages instead of recomputing them. Results are a pure function of the config and seed (timings are
+kept in the stage files, never in ``results.json``), so a resumed audit equals an uninterrupted one. Everything
+that can fail on user input is checked before the first stage starts.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import platform
+import time
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import mechanisms
+from auditkit import __version__
+from auditkit.config import AuditConfig, MechanismConfig
+from auditkit.pipeline import (
+    ACCOUNTING_DELTA,
+    Experiment,
+    build_mechanism,
+    prepare_output,
+    results_document,
+    write_atomic,
+)
+from auditkit.stage_store import StageStore, replace_atomically, stage_key
+
+STAGES = ("train", "account", "inversion", "distinguish")
+RESULTS_SCHEMA = "auditkit/results"
+RESULTS_SCHEMA_VERSION = 2
+THREAT_MODELS = {
+    "server": "the aggregator: each client's decoded update and the side information sent in clear",
+    "eavesdropper": "someone on the uplink without the shared seed: the encoded messages only",
+    "peer": "an honest-but-curious client: the aggregate / next global model",
+    "public": "anyone after training: the final model",
+}
+_VERSIONED = ("torch", "numpy", "scipy", "scikit-image", "opacus", "dp-accounting")
+
+Event = Callable[..., None]
+"""on_event(kind, **info): kind is "stage" (setting, stage, status: "start" | "done" | "resumed"), or "round"
+(setting, record) during training."""
+
+
+@dataclass(frozen=True)
+class SettingPlan:
+    """One mechanism setting of the audit: its id (for files), display label and single-setting config."""
+
+    id: str
+    label: str
+    setting: MechanismConfig
+    config: AuditConfig
+    swept: tuple[str, ...] = ()
+
+    @property
+    def sweep(self) -> dict[str, Any]:
+        """The swept parameters' values at this grid point."""
+        return {k: v for k, v in self.setting.params.items() if k in self.swept}
+
+
+def plan_audit(config: AuditConfig) -> list[SettingPlan]:
+    """Every setting of ``config``, validated: its mechanism is built once, so bad parameters fail here."""
+    plans = []
+    for m in config.mechanisms:
+        for point in m.grid():
+            single = config.with_setting(point)
+            build_mechanism(single)
+            plans.append(SettingPlan(f"s{len(plans):02d}", point.display, point, single, tuple(m.sweep)))
+    return plans
+
+
+def _distinguish_tests(mechanism: mechanisms.Mechanism, adaptive: bool, seed: int) -> tuple[list[Any], list[Any]]:
+    """The neighbouring pairs and the adaptive tests the distinguish stage runs on ``mechanism``."""
+    from attacks.adaptive_tests import adaptive_tests_for
+    from attacks.audit_settings import audit_setting
+
+    pairs = audit_setting(mechanism).pairs(seed=seed)
+    return pairs, (adaptive_tests_for(mechanism.name) if adaptive else [])
+
+
+def distinguish_family(mechanism: mechanisms.Mechanism, adaptive: bool) -> int:
+    """How many tests ``run_distinguish`` runs on ``mechanism``: its pairs plus its adaptive tests."""
+    return sum(map(len, _distinguish_tests(mechanism, adaptive, seed=0)))
+
+
+def family_size(plans: list[SettingPlan]) -> int:
+    """The number of tests the whole audit runs: the Bonferroni family of every bound it reports."""
+    if not plans or not plans[0].config.distinguish.enabled:
+        return 0
+    adaptive = plans[0].config.distinguish.adaptive
+    return sum(distinguish_family(build_mechanism(p.config), adaptive) for p in plans)
+
+
+def run_distinguish(
+    mechanism: mechanisms.Mechanism, *, trials: int, confidence: float, family: int, adaptive: bool, seed: int,
+    delta: float | None = None,
+) -> tuple[Any, list[Any]]:
+    """Black-box audit of ``mechanism`` on its neighbouring pairs plus its adaptive tests, each bound at the
+    Bonferroni confidence of a ``family``-test family (``attacks.audit_mechanism``); ``delta`` of the bounds
+    defaults to the claim's."""
+    import attacks
+
+    pairs, extra = _distinguish_tests(mechanism, adaptive, seed)
+    audit = attacks.audit_mechanism(mechanism, trials=trials, confidence=confidence, delta=delta, pairs=pairs,
+                                    tests=family, seed=seed)
+    per_test = attacks.bonferroni_confidence(confidence, family)
+    return audit, [test(mechanism, trials=trials, confidence=per_test, seed=seed) for test in extra]
+
+
+class Audit:
+    """A planned audit writing into ``out``; :meth:`run` executes the stages and writes the reports."""
+
+    def __init__(self, config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,
+                 title: str | None = None) -> None:
+        self.config = config
+        self.out = prepare_output(out)
+        self.title = title or config.title or "auditkit audit"
+        self.plans = plan_audit(config)
+        self.family = family_size(self.plans)
+        Experiment(self.plans[0].config)  # data files, device: every input checked before any stage runs
+        self.store = StageStore(self.out, resume=resume)
+
+    @property
+    def stage_count(self) -> int:
+        return len(self.plans) * len(STAGES)
+
+    def run(self, on_event: Event | None = None) -> dict[str, Any]:
+        """Run (or resume) every stage, then write ``results.json``, ``report.html`` and ``report.md``."""
+        from reports import render_report
+
+        notify = on_event or (lambda kind, **info: None)
+        settings = [self._run_setting(plan, notify) for plan in self.plans]
+        document = self._results(settings)
+        write_atomic(self.out / "results.json", json.dumps(document, indent=2, allow_nan=True) + "\n")
+        render_report(document, self.out)
+        return document
+
+    # ---------------------------------------------------------------- stages
+
+    def _stage(self, plan: SettingPlan, stage: str, inputs: Any, compute: Callable[[], dict[str, Any]],
+               notify: Event) -> tuple[dict[str, Any], str]:
+        key = stage_key({"auditkit": __version__, "stage": stage, "inputs": inputs})
+        stored = self.store.load(plan.id, stage, key)
+        if stored is not None:
+            notify("stage", setting=plan, stage=stage, status="resumed")
+            return stored, key
+        notify("stage", setting=plan, stage=stage, status="start")
+        start = time.perf_counter()
+        result = compute()
+        self.store.save(plan.id, stage, key, result, time.perf_counter() - start)
+        notify("stage", setting=plan, stage=stage, status="done")
+        return result, key
+
+    def _run_setting(self, plan: SettingPlan, notify: Event) -> dict[str, Any]:
+        config = plan.config
+        training_inputs = {k: v for k, v in config.to_dict().items() if k not in ("inversion", "distinguish", "title")}
+        inversion_round = config.inversion.round or (config.training.checkpoints[0] if config.training.checkpoints else None)
+        train_inputs = {"config": training_inputs, "inversion_round": inversion_round,
+                        "inversion_clients": config.inversion.clients}
+        trained, train_key = self._stage(plan, "train", train_inputs,
+                                         lambda: self._train(plan, inversion_round, notify), notify)
+        accounted, _ = self._stage(plan, "account", {"train": train_key},
+                                   lambda: self._account(plan, trained["final"]["round"]), notify)
+        inverted = None
+        if config.inversion.enabled:
+            inverted, _ = self._stage(plan, "inversion", {"train": train_key, "inversion": dataclasses.asdict(config.inversion)},
+                                      lambda: self._invert(plan), notify)
+        distinguished = None
+        if config.distinguish.enabled:
+            inputs = {"mechanism": training_inputs["mechanisms"], "seed": config.seed, "family": self.family,
+                      "distinguish": dataclasses.asdict(config.distinguish)}
+            distinguished, _ = self._stage(plan, "distinguish", inputs, lambda: self._distinguish(plan), notify)
+        return {"plan": plan, "train": trained, "account": accounted, "inversion": inverted,
+                "distinguish": distinguished}
+
+    def _train(self, plan: SettingPlan, inversion_round: int | None, notify: Event) -> dict[str, Any]:
+        from auditkit.inversion_audit import RecordedView
+
+        experiment = Experiment(plan.config)
+        run = experiment.train(lambda record: notify("round", setting=plan, record=record))
+        document = results_document(run, "audit")
+        observed = [o for o in run.result.observations if o.round == inversion_round]
+        if plan.config.inversion.enabled and observed:
+            view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
+                                                 plan.config.inversion.clients)
+            self.store.save_tensors(plan.id, "train", view.to_tensors())
+        keep = ("round", "lr", "train_loss", "test_loss", "test_accuracy", "bits_per_coordinate")
+        return {
+            "mechanism": document["mechanism"],
+            "data": document["data"],
+            "model": document["model"],
+            "device": document["environment"]["device"],
+            "rounds": [{k: r[k] for k in keep} for r in document["rounds"]],
+            "final": document["final"],
+            "checkpoints": [o["round"] for o in document["observations"]],
+            "inversion_round": inversion_round if observed else None,
+        }
+
+    def _account(self, plan: SettingPlan, rounds: int) -> dict[str, Any]:
+        from auditkit.accounting import account
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the accountants' numerical warnings are not the user's concern
+            report = account(build_mechanism(plan.config), rounds=rounds, delta=ACCOUNTING_DELTA).to_dict()
+        return {"rounds": rounds, "delta": ACCOUNTING_DELTA, "composed": report["composed"],
+                "refusal": report["refusal"], "composed_actual": report["composed_actual"]}
+
+    def _invert(self, plan: SettingPlan) -> dict[str, Any]:
+        from auditkit.inversion_audit import RecordedView, attack_recorded_view
+        from auditkit.models import create_model
+        from reports.figures import image_grid
+
+        inv = plan.config.inversion
+        view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train"))
+        shape = tuple(view.images_used.shape[2:])
+        model = create_model(plan.config.training.model, input_shape=shape, num_classes=10)  # every dataset: 10
+        settings = {"iterations": inv.iterations, "restarts": inv.restarts, "seed": plan.config.seed}
+        done = attack_recorded_view(view, model, attack=inv.attack, unroll=inv.unroll, settings=settings)
+        figure = f"figures/reconstruction-{plan.id}.png"
+        rows = {"truth (clean match)": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
+                "truth (defended match)": done["defended"]["truth"].numpy(),
+                "defended": done["defended"]["reconstructions"].numpy()}
+        captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]] for run in ("clean", "defended")}
+        replace_atomically(self.out / figure, lambda tmp: image_grid(
+            rows, tmp, captions=captions, title=f"{inv.attack}, server view, round {done['round']}: {plan.label}"))
+        keep = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr")
+        return {
+            "attack": inv.attack, "view": "server", "round": done["round"], "observation": done["observation"],
+            "clients": done["clients"], "model": plan.config.training.model,
+            "ssim_variant": done["clean"]["scores"]["ssim_variant"],
+            "clean": {k: done["clean"]["scores"][k] for k in keep},
+            "defended": {k: done["defended"]["scores"][k] for k in keep},
+            "figure": figure,
+        }
+
+    def _distinguish(self, plan: SettingPlan) -> dict[str, Any]:
+        d, seed = plan.config.distinguish, plan.config.seed
+        audit, adaptive = run_distinguish(build_mechanism(plan.config), trials=d.trials, confidence=d.confidence,
+                                          family=self.family, adaptive=d.adaptive, seed=seed)
+        worst = audit.worst
+        return {
+            "trials": d.trials, "confidence": d.confidence, "tests": self.family,
+            "claimed_epsilon": audit.claimed_epsilon, "delta": worst.delta,
+            "epsilon_lower_bound": worst.epsilon_lower_bound, "max_certifiable": worst.max_certifiable,
+            "worst_pair": worst.pair.label, "statistic": worst.statistic, "verdict": audit.verdict,
+            "adaptive": [
+                {"test": r.test, "claim": r.claim, "claimed_epsilon": r.claimed_epsilon,
+                 "epsilon_lower_bound": r.epsilon_lower_bound, "max_certifiable": r.worst.max_certifiable,
+                 "verdict": r.verdict, "note": r.note}
+                for r in adaptive
+            ],
+        }
+
+    # ---------------------------------------------------------------- results
+
+    def _results(self, settings: list[dict[str, Any]]) -> dict[str, Any]:
+        first = settings[0]["train"]
+        t = self.config.training
+        backends, relations = set(), set()
+        for s in settings:
+            composed = [s["account"][k] for k in ("composed", "composed_actual") if s["account"][k] is not None]
+            backends.update(c["backend"] for c in composed)
+            if s["train"]["mechanism"]["guarantee"]["epsilon"] is not None:
+                relations.add(s["train"]["mechanism"]["guarantee"]["relation"])
+        sampling = (f"each of the tau = {t.tau} local steps draws {t.batch_size} sample(s) uniformly with "
+                    f"replacement from the client's data; participation: {t.participation}")
+        return {
+            "schema": RESULTS_SCHEMA,
+            "schema_version": RESULTS_SCHEMA_VERSION,
+            "command": "audit",
+            "title": self.title,
+            "config": self.config.to_dict(),
+            "provenance": {
+                "auditkit_version": __version__, "seed": self.config.seed, "device": first["device"],
+                "versions": {"python": platform.python_version(), **{p: metadata.version(p) for p in _VERSIONED}},
+                "platform": platform.platform(terse=True),
+                "data": first["data"], "model": first["model"],
+                "training": {"clients": t.clients, "rounds": t.rounds, "tau": t.tau, "batch_size": t.batch_size,
+                             "lr": t.lr, "participation": t.participation, "sampling": sampling},
+                "threat_models": THREAT_MODELS,
+                "accountant_backends": sorted(backends),
+                "neighbouring_relations": sorted(relations),
+            },
+            "settings": [self._setting_entry(s) for s in settings],
+        }
+
+    @staticmethod
+    def _setting_entry(s: dict[str, Any]) -> dict[str, Any]:
+        plan, trained = s["plan"], s["train"]
+        return {
+            "id": plan.id,
+            "label": plan.label,
+            "mechanism": {"name": trained["mechanism"]["name"],
+                          "params": {k: v for k, v in trained["mechanism"]["params"].items() if k != "private_seed"},
+                          "guarantee": trained["mechanism"]["guarantee"]},
+            "sweep": plan.sweep,
+            "training": {"rounds": trained["rounds"], "final": trained["final"], "checkpoints": trained["checkpoints"]},
+            "accounting": s["account"],
+            "inversion": s["inversion"],
+            "distinguish": s["distinguish"],
+        }
+
+
+def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,
+              on_event: Event | None = None) -> dict[str, Any]:
+    """What ``auditkit audit`` does: plan, run (or resume) every stage, write results.json and the reports;
+    returns the results document."""
+    return Audit(config, out=out, resume=resume).run(on_event)
+
+
+__all__ = ["Audit", "STAGES", "SettingPlan", "distinguish_family", "family_size", "plan_audit", "run_audit",
+           "run_distinguish"]

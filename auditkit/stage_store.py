@@ -1,0 +1,82 @@
+"""Finished audit stages on disk, so an interrupted audit resumes where it stopped.
+
+Each stage of each mechanism setting is one JSON file ``stages/<setting id>/<stage>.json`` holding the stage's
+result and the *key* of its inputs (a SHA-256 of everything the result depends on). A stage may also keep
+tensors beside it (``<stage>.pt``, written first: the JSON is the completion marker). Every file is written to a
+temporary name in the same folder and renamed over the target, so a killed process leaves either the previous
+file or the complete new one, never half of one. With ``resume=True`` a stage whose file exists and whose key
+matches is loaded instead of recomputed; a changed input changes the key, and the stage runs again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import torch
+
+
+def stage_key(inputs: Any) -> str:
+    """SHA-256 of the inputs as canonical JSON: equal inputs, equal key."""
+    text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), allow_nan=True, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def replace_atomically(path: Path, write: Callable[[Path], None]) -> Path:
+    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # the temporary name keeps the suffix: writers such as matplotlib pick the format from it
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
+    os.close(fd)
+    tmp = Path(name)
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+class StageStore:
+    """The ``stages/`` folder of one audit output folder."""
+
+    def __init__(self, root: Path, *, resume: bool) -> None:
+        self.root = Path(root) / "stages"
+        self.resume = resume
+        for stale in self.root.glob("*/.*.tmp*"):  # left by a killed run between writing and renaming
+            stale.unlink(missing_ok=True)
+
+    def _path(self, setting: str, stage: str, suffix: str) -> Path:
+        return self.root / setting / f"{stage}{suffix}"
+
+    def load(self, setting: str, stage: str, key: str) -> dict[str, Any] | None:
+        """The stored result when resuming and its key matches, else None."""
+        path = self._path(setting, stage, ".json")
+        if not self.resume or not path.is_file():
+            return None
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, json.JSONDecodeError):
+            return None  # unreadable: recompute
+        return stored["result"] if stored.get("key") == key else None
+
+    def save(self, setting: str, stage: str, key: str, result: dict[str, Any], seconds: float) -> None:
+        """Store a finished stage (atomically); ``seconds`` is kept beside it, never in results.json."""
+        text = json.dumps({"stage": stage, "key": key, "seconds": seconds, "result": result}, indent=1,
+                          allow_nan=True)
+        replace_atomically(self._path(setting, stage, ".json"), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+
+    def save_tensors(self, setting: str, stage: str, tensors: dict[str, Any]) -> None:
+        replace_atomically(self._path(setting, stage, ".pt"), lambda tmp: torch.save(tensors, tmp))
+
+    def load_tensors(self, setting: str, stage: str) -> dict[str, Any]:
+        return torch.load(self._path(setting, stage, ".pt"), weights_only=True)
+
+    def seconds(self, setting: str, stage: str) -> float | None:
+        """How long the stored run of a stage took (None when it is not stored)."""
+        path = self._path(setting, stage, ".json")
+        return json.loads(path.read_text(encoding="utf-8"))["seconds"] if path.is_file() else None

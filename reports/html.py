@@ -1,0 +1,59 @@
+"""The report as one self-contained HTML page: inline CSS, images embedded as data URIs, no script, no URL."""
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from reports import content
+
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_ENVIRONMENT = jinja2.Environment(
+    loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
+    autoescape=True,
+    undefined=jinja2.StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+)
+
+
+@dataclass(frozen=True)
+class _Image:
+    caption: str
+    src: str
+
+
+def png_data_uri(path: Path) -> str:
+    """The PNG file at ``path`` as a ``data:image/png;base64,...`` URI (ValueError if it is not a PNG)."""
+    data = Path(path).read_bytes()
+    if not data.startswith(_PNG_SIGNATURE):
+        raise ValueError(f"{path} is not a PNG file")
+    return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
+
+
+def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], results_dir: Path) -> str:
+    """The report as HTML; ``figure_paths`` maps summary figure names (see ``content.FIGURE_CAPTIONS``) to PNG
+    files, and each reconstruction grid is read from ``results_dir`` (the folder of ``results.json``)."""
+    settings = results["settings"]
+    provenance = results["provenance"]
+    return _ENVIRONMENT.get_template("report.html.j2").render(
+        title=results["title"],
+        intro=content.intro(results),
+        summary_columns=content.SUMMARY_COLUMNS,
+        rows=[content.summary_row(s) for s in settings],
+        adaptive_columns=content.ADAPTIVE_COLUMNS,
+        adaptive=content.adaptive_rows(settings),
+        figures=[_Image(caption, png_data_uri(figure_paths[name]))
+                 for name, caption in content.FIGURE_CAPTIONS.items() if name in figure_paths],
+        reconstructions=[_Image(grid.caption, png_data_uri(Path(results_dir) / grid.path))
+                         for grid in content.reconstructions(settings)],
+        details=[content.details(s) for s in settings],
+        provenance=content.provenance(results),
+        versions=content.pairs(provenance["versions"]),
+        threat_models=content.pairs(provenance["threat_models"]),
+        config=content.config_json(results),
+    )

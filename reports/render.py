@@ -1,0 +1,90 @@
+"""``render_report``: a results document's figures and reports, written all or nothing."""
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from reports import figures
+from reports.html import render_html
+from reports.markdown import render_markdown
+from reports.results_schema import validate_results
+
+# the summary figures, drawn into out/figures/<name>.png
+FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
+    "accuracy_vs_round": figures.accuracy_vs_round,
+    "ssim_vs_epsilon": figures.ssim_vs_epsilon,
+    "lower_bound_vs_epsilon": figures.lower_bound_vs_epsilon,
+    "bits_vs_accuracy": figures.bits_vs_accuracy,
+}
+FORMATS = ("html", "md")
+
+
+class _Staging:
+    """Files written under temporary names beside their targets, renamed over the targets only once all are
+    written (or all deleted), so an interrupted render leaves the previous files as they were."""
+
+    def __init__(self) -> None:
+        self._pending: dict[Path, Path] = {}
+
+    def temporary(self, target: Path) -> Path:
+        """A fresh temporary file beside ``target``, with its suffix (matplotlib reads the format from it) and
+        the permissions of any new file (unlike ``tempfile.mkstemp``'s owner-only ones)."""
+        temporary = target.with_name(f".{target.stem}.{secrets.token_hex(6)}.tmp{target.suffix}")
+        temporary.open("xb").close()
+        self._pending[target] = temporary
+        return temporary
+
+    def write_text(self, target: Path, text: str) -> None:
+        self.temporary(target).write_text(text, encoding="utf-8")
+
+    def commit(self) -> list[Path]:
+        for target, temporary in self._pending.items():
+            os.replace(temporary, target)
+        return list(self._pending)
+
+    def discard(self) -> None:
+        for temporary in self._pending.values():
+            temporary.unlink(missing_ok=True)
+
+
+def _check_reconstructions(results: dict[str, Any], results_dir: Path) -> None:
+    """Every reconstruction grid the results name must be a file in ``results_dir``."""
+    for i, setting in enumerate(results["settings"]):
+        if setting["inversion"] is not None and not (results_dir / setting["inversion"]["figure"]).is_file():
+            raise ValueError(f"results.settings[{i}].inversion.figure: {setting['inversion']['figure']} "
+                             f"is not a file in {results_dir}")
+
+
+def render_report(
+    results: dict[str, Any], out: str | Path, formats: Iterable[str] = FORMATS, *,
+    results_dir: str | Path | None = None,
+) -> list[Path]:
+    """Validate ``results``, draw its figures into ``out/figures/*.png`` and write ``out/report.html`` and / or
+    ``out/report.md``; returns the paths written. Reconstruction grids are read from ``results_dir``, the folder
+    of ``results.json`` (default: ``out``). Nothing is replaced unless every file was written."""
+    formats = tuple(formats)
+    validate_results(results)
+    unknown = sorted(set(formats) - set(FORMATS))
+    if unknown:
+        raise ValueError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
+    out = Path(out)
+    results_dir = out if results_dir is None else Path(results_dir)
+    _check_reconstructions(results, results_dir)
+    (out / "figures").mkdir(parents=True, exist_ok=True)
+    staging = _Staging()
+    try:
+        drawn = {name: draw(results, staging.temporary(out / "figures" / f"{name}.png"))
+                 for name, draw in FIGURES.items()}
+        if "md" in formats:
+            links = {name: f"figures/{name}.png" for name in FIGURES}
+            grids = Path(os.path.relpath(results_dir, out)).as_posix()
+            staging.write_text(out / "report.md", render_markdown(results, links, results_dir=grids))
+        if "html" in formats:
+            staging.write_text(out / "report.html", render_html(results, drawn, results_dir))
+    except BaseException:
+        staging.discard()
+        raise
+    return staging.commit()

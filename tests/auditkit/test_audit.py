@@ -1,0 +1,194 @@
+"""The audit pipeline (auditkit.audit / `auditkit audit`): stages, determinism, kill and resume, early refusal.
+
+One tiny config (3 clients, 3 rounds, 2 local steps, 3 mechanism settings with a sweep, 5 inversion iterations,
+2,000 trials per test) keeps every run to seconds; the real quickstart is run by test_cli.
+"""
+import json
+import re
+import signal
+import subprocess
+import sys
+import time
+import pytest
+
+from auditkit.audit import STAGES, Audit, plan_audit, run_audit
+from auditkit.config import ConfigError, from_dict
+from reports import validate_results
+
+TINY = {
+    "title": "tiny <script>alert('t')</script>",
+    "seed": 3,
+    "device": "cpu",
+    "training": {"model": "cnn", "clients": 3, "rounds": 3, "tau": 2, "checkpoints": [1, 3]},
+    "mechanisms": [
+        {"name": "none"},
+        {"name": "jopeq-laplace", "label": "JoPEQ <script>alert('x')</script>", "bits": 2,
+         "sweep": {"eps": [1.0, 4.0]}},
+    ],
+    "inversion": {"clients": 2, "iterations": 5},
+    "distinguish": {"trials": 2000},
+}
+TINY_TOML = """
+title = "tiny <script>alert('t')</script>"
+seed = 3
+device = "cpu"
+[training]
+model = "cnn"
+clients = 3
+rounds = 3
+tau = 2
+checkpoints = [1, 3]
+[[mechanisms]]
+name = "none"
+[[mechanisms]]
+name = "jopeq-laplace"
+label = "JoPEQ <script>alert('x')</script>"
+bits = 2
+sweep = { eps = [1.0, 4.0] }
+[inversion]
+clients = 2
+iterations = 5
+[distinguish]
+trials = 2000
+"""
+
+
+def _cli(*args, **kwargs):
+    return subprocess.Popen([sys.executable, "-m", "auditkit.cli", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, **kwargs)
+
+
+@pytest.fixture(scope="module")
+def reference(tmp_path_factory):
+    """One uninterrupted audit of TINY: (folder, document)."""
+    out = tmp_path_factory.mktemp("reference")
+    return out, run_audit(from_dict(TINY), out=out)
+
+
+def test_every_setting_is_trained_accounted_attacked_and_tested(reference):
+    out, document = reference
+    validate_results(document)
+    assert json.loads((out / "results.json").read_text()) == document
+    assert (out / "report.html").is_file() and (out / "report.md").is_file()
+    settings = document["settings"]
+    assert [s["label"] for s in settings] == [
+        "none", "JoPEQ <script>alert('x')</script> eps=1", "JoPEQ <script>alert('x')</script> eps=4"]
+    assert [s["sweep"] for s in settings] == [{}, {"eps": 1.0}, {"eps": 4.0}]
+    for s in settings:
+        assert [r["round"] for r in s["training"]["rounds"]] == [1, 2, 3]
+        assert s["inversion"]["view"] == "server" and s["inversion"]["round"] == 1
+        assert len(s["inversion"]["clean"]["ssim"]) == 2 and (out / s["inversion"]["figure"]).is_file()
+        # one Bonferroni family over the whole audit: every setting's bound is at the same per-test level
+        assert s["distinguish"]["tests"] == settings[0]["distinguish"]["tests"] > 6
+    none, jopeq = settings[0], settings[1]
+    assert none["inversion"]["clean"] == none["inversion"]["defended"]  # no mechanism: the server sees it all
+    assert none["distinguish"]["verdict"] == "vacuous claim"
+    assert jopeq["mechanism"]["guarantee"]["epsilon"] == 1.0
+    assert jopeq["accounting"]["composed"]["epsilon"] == pytest.approx(3.0)  # 3 pure-eps rounds
+    assert jopeq["training"]["final"]["bits_per_coordinate"] < 4
+    assert {a["test"] for a in jopeq["distinguish"]["adaptive"]} == {"jopeq-scale-side-channel", "jopeq-overload"}
+    html = (out / "report.html").read_text()
+    assert "<script>alert" not in html and "&lt;script&gt;alert(&#39;x&#39;)" in html
+
+
+def test_same_config_and_seed_give_identical_results(reference, tmp_path):
+    out, _ = reference
+    run_audit(from_dict(TINY), out=tmp_path)
+    assert (tmp_path / "results.json").read_bytes() == (out / "results.json").read_bytes()
+    assert (tmp_path / "report.md").read_text() == (out / "report.md").read_text()
+
+
+@pytest.mark.parametrize("kill", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
+def test_a_killed_audit_resumes_without_recomputing_and_equals_an_uninterrupted_run(reference, tmp_path, kill):
+    config = tmp_path / "tiny.toml"
+    config.write_text(TINY_TOML)
+    out = tmp_path / "out"
+    process = _cli("audit", str(config), "--out", str(out))
+    marker = out / "stages" / "s01" / "train.json"
+    deadline = time.monotonic() + 300
+    while not marker.exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, "the audit finished before it could be interrupted"
+    process.send_signal(kill)
+    _, stderr = process.communicate(timeout=60)
+    if kill == signal.SIGINT:  # Ctrl-C: a one-line note on how to finish, exit status 130
+        assert process.returncode == 130 and "--resume" in stderr and "Traceback" not in stderr
+    assert not (out / "results.json").exists() and not (out / "report.html").exists()
+    finished = {p: (p.stat().st_mtime_ns, p.read_bytes()) for p in (out / "stages").rglob("*.json")}
+    assert (out / "stages" / "s00" / "distinguish.json") in finished and marker in finished
+
+    resumed = _cli("audit", str(config), "--out", str(out), "--resume")
+    stdout, stderr = resumed.communicate(timeout=600)
+    assert resumed.returncode == 0, stderr
+    for path, (mtime, content) in finished.items():  # finished stages were loaded, not recomputed
+        assert path.stat().st_mtime_ns == mtime and path.read_bytes() == content, path
+    assert len(list((out / "stages").rglob("*.json"))) == 3 * len(STAGES)
+    assert not list(out.rglob(".*.tmp*"))  # a temporary file the kill left behind is cleared on resume
+    assert (out / "results.json").read_bytes() == (reference[0] / "results.json").read_bytes()
+    assert (out / "report.html").is_file() and (out / "report.md").is_file()
+
+
+def test_resume_recomputes_a_stage_whose_inputs_changed(reference, tmp_path):
+    import shutil
+
+    shutil.copytree(reference[0], tmp_path, dirs_exist_ok=True)
+    changed = {**TINY, "distinguish": {"trials": 3000}}
+    stamps = {p: p.stat().st_mtime_ns for p in (tmp_path / "stages").rglob("*.json")}
+    seen = []
+    run_audit(from_dict(changed), out=tmp_path, resume=True,
+              on_event=lambda kind, **info: seen.append((info["stage"], info["status"])) if kind == "stage" else None)
+    assert {status for stage, status in seen if stage != "distinguish"} == {"resumed"}
+    assert {status for stage, status in seen if stage == "distinguish"} == {"start", "done"}
+    for path, stamp in stamps.items():
+        assert (path.stat().st_mtime_ns == stamp) == (path.stem != "distinguish"), path
+
+
+@pytest.mark.parametrize(("toml", "message"), [
+    ('[[mechanisms]]\nname = "none"\n[[mechanisms]]\nname = "bogus"\n', "mechanisms[1]: unknown mechanism 'bogus'"),
+    ('[[mechanisms]]\nname = "gaussian"\nsweep = { rate = [0.1, 1.0] }\n',
+     "mechanisms[0]: unknown parameter 'rate' for mechanism 'gaussian'"),
+    ('[[mechanisms]]\nname = "gaussian"\nsweep = { sigma = [0.1, -1.0] }\n', "mechanisms[0]: sigma"),
+    ('[inversion]\nattack = "gan"\n', "inversion.attack must be one of"),
+])
+def test_bad_configs_fail_before_any_training(tmp_path, toml, message):
+    config = tmp_path / "bad.toml"
+    config.write_text(toml)
+    result = subprocess.run([sys.executable, "-m", "auditkit.cli", "audit", str(config), "--out", str(tmp_path / "out")],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.count("\n") == 1 and result.stderr.startswith("error: ") and message in result.stderr
+    assert not (tmp_path / "out").exists()  # nothing written: no training started
+
+
+def test_an_output_path_that_is_a_file_is_refused_before_training(tmp_path):
+    target = tmp_path / "file"
+    target.write_text("kept")
+    with pytest.raises(ConfigError, match="is a file, not a folder"):
+        Audit(from_dict(TINY), out=target)
+    assert target.read_text() == "kept"
+
+
+def test_plan_ids_labels_and_the_test_family():
+    plans = plan_audit(from_dict(TINY))
+    assert [p.id for p in plans] == ["s00", "s01", "s02"]
+    assert [p.sweep for p in plans] == [{}, {"eps": 1.0}, {"eps": 4.0}]
+    assert all(p.config.mechanism == p.setting for p in plans)
+
+
+def test_report_rerenders_from_results_json_alone(reference, tmp_path):
+    out, _ = reference
+    target = tmp_path / "again"
+    result = subprocess.run([sys.executable, "-m", "auditkit.cli", "report", str(out / "results.json"),
+                             "--format", "md", "--out", str(target)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    again, original = (target / "report.md").read_text(), (out / "report.md").read_text()
+    assert again.split("## Figures")[0] == original.split("## Figures")[0]  # the same tables, recomputed nothing
+    links = re.findall(r"\]\(([^)]+\.png)\)", again)
+    assert len(links) == 4 + 3 and all((target / link).is_file() for link in links)  # figures and the grids
+    assert not (target / "report.html").exists() and not (target / "stages").exists()
+    bad = subprocess.run([sys.executable, "-m", "auditkit.cli", "report", str(out / "results.json"), "--format", "pdf"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and "--format must be one of html, md, both" in bad.stderr
+    missing = subprocess.run([sys.executable, "-m", "auditkit.cli", "report", str(tmp_path / "nope.json")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.startswith("error: ")

@@ -1,0 +1,97 @@
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from PIL import Image
+
+from reports import figures
+from reports.content import FIGURE_CAPTIONS
+from reports.render import FIGURES
+
+
+@pytest.fixture
+def drawn(monkeypatch):
+    """The figures the report figure functions would save (not written), for their axes to be inspected."""
+    kept = []
+    monkeypatch.setattr(figures, "_save", lambda figure, path: kept.append(figure) or Path(path))
+    yield kept
+    for figure in kept:
+        plt.close(figure)
+
+
+def _points(collections):
+    return [tuple(np.round(point, 4)) for collection in collections for point in collection.get_offsets()]
+
+
+def test_every_summary_figure_has_a_caption_in_report_order():
+    assert list(FIGURES) == list(FIGURE_CAPTIONS)
+
+
+@pytest.mark.parametrize("name", list(FIGURES))
+def test_each_figure_is_a_png_even_with_dollar_signs_in_labels(tmp_path, document, name):
+    assert "$\\notacommand$" in document["settings"][2]["label"]  # broken mathtext, were it parsed
+    path = FIGURES[name](document, tmp_path / f"{name}.png")
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.width > 300 and image.height > 200
+
+
+def test_accuracy_vs_round_draws_one_line_per_setting_in_percent(document, drawn):
+    figures.accuracy_vs_round(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert [list(line.get_ydata()) for line in axis.lines] == [
+        pytest.approx([50, 80, 91.23]), pytest.approx([40, 70, 81.23]), pytest.approx([30, 60, 70])]
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == [
+        "float32 (none)", "JoPEQ | eps=1", '<script>alert("x")</script> \\$\\notacommand\\$ gaussian']
+
+
+def test_ssim_vs_epsilon_keeps_settings_with_a_finite_claim_and_an_inversion(document, drawn):
+    figures.ssim_vs_epsilon(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert [(list(line.get_xdata()), list(line.get_ydata()), line.get_linestyle()) for line in axis.lines] == [
+        ([1.0], [0.0213], "-"), ([1.0], [0.412], "--")]
+    assert axis.get_xscale() == "log"
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == [
+        "jopeq-laplace (defended)", "jopeq-laplace (clean attack)"]
+
+
+def test_ssim_vs_epsilon_without_anything_to_plot_draws_a_note(document, drawn):
+    document["settings"] = document["settings"][:1]  # no claim
+    figures.ssim_vs_epsilon(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert not axis.lines
+    assert [text.get_text() for text in axis.texts] == [
+        "no setting has both a finite claimed epsilon and an inversion result"]
+
+
+def test_lower_bound_vs_epsilon_marks_verdicts_the_claim_line_and_the_cap(document, drawn):
+    figures.lower_bound_vs_epsilon(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert _points(axis.collections) == [(1.0, 1.83), (2.5, 0.4)]
+    assert [c.get_facecolor()[0][:3].round(3).tolist() for c in axis.collections] == [
+        np.round(plt.matplotlib.colors.to_rgb(c), 3).tolist() for c in ("tab:red", "tab:green")]
+    cap, claim_line = axis.lines
+    assert (list(cap.get_ydata()), cap.get_linestyle()) == ([4.61, 4.61], ":")
+    assert list(claim_line.get_xdata()) == list(claim_line.get_ydata()) == [0, 4.61]
+    assert [text.get_text() for text in axis.texts] == [
+        "JoPEQ | eps=1", '<script>alert("x")</script> \\$\\notacommand\\$ gaussian']
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == [
+        "violated", "consistent", "cap 4.61", "y = x (the claim)"]
+
+
+def test_lower_bound_vs_epsilon_without_distinguishing_draws_a_note(document, drawn):
+    for setting in document["settings"]:
+        setting["distinguish"] = None
+    figures.lower_bound_vs_epsilon(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert not axis.collections and not axis.lines
+    assert [text.get_text() for text in axis.texts] == [
+        "no setting has both a finite claimed epsilon and a distinguishing result"]
+
+
+def test_bits_vs_accuracy_puts_a_labelled_point_per_setting(document, drawn):
+    figures.bits_vs_accuracy(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert _points(axis.collections) == [(32.0, 91.23), (2.75, 81.23), (32.0, 70.0)]
+    assert [text.get_text() for text in axis.texts] == [
+        "float32 (none)", "JoPEQ | eps=1", '<script>alert("x")</script> \\$\\notacommand\\$ gaussian']

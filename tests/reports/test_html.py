@@ -1,0 +1,88 @@
+import base64
+import re
+from html.parser import HTMLParser
+
+import pytest
+
+from reports.html import png_data_uri, render_html
+from reports.render import FIGURES
+
+
+class _Tags(HTMLParser):
+    """Every start tag with its attributes, and the page's text."""
+
+    def __init__(self, page):
+        super().__init__()
+        self.tags, self.text = [], []
+        self.feed(page)
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+@pytest.fixture
+def page(results_folder):
+    folder, document = results_folder
+    figure_paths = {name: folder / "figures" / "reconstruction-s00.png" for name in FIGURES}  # any real PNG
+    return render_html(document, figure_paths, folder)
+
+
+def test_nothing_runs_and_nothing_is_fetched(page):
+    tags = _Tags(page).tags
+    names = {tag for tag, _ in tags}
+    assert "script" not in names and not names & {"link", "iframe", "object", "embed", "base", "form"}
+    assert "<script" not in page.lower()
+    assert not [attrs for _, attrs in tags if any(key.startswith("on") for key in attrs)]
+    urls = [value for _, attrs in tags for key, value in attrs.items() if key in ("src", "href", "srcset")]
+    assert urls and all(url.startswith("data:image/png;base64,") for url in urls)
+    assert not re.search(r"https?://|url\(|@import", page)
+
+
+def test_every_figure_and_reconstruction_grid_is_embedded(page, grid_png):
+    images = [attrs for tag, attrs in _Tags(page).tags if tag == "img"]
+    assert len(images) == len(FIGURES) + 2  # two settings ran the inversion
+    assert images[-1]["alt"].startswith("JoPEQ | eps=1: inverting_gradients on the server's view at round 3")
+    assert images[0]["src"] == "data:image/png;base64," + base64.b64encode(grid_png).decode()
+
+
+def test_user_strings_are_text_only(page):
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; $\\notacommand$ gaussian" in page
+    assert "note=&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<title>auditkit report: quickstart &lt;b&gt;</title>" in page
+    text = "".join(_Tags(page).text)
+    assert '<script>alert("x")</script>' in text  # what a reader sees
+
+
+def test_the_summary_table_carries_each_setting_with_units_and_badges(page):
+    summary = page[page.index('<table id="summary">'):page.index("</table>")]
+    rows = summary.split("<tr>")[2:]
+    assert len(rows) == 3
+    assert all(f"<td class=\"num\">{value}</td>" in rows[1] for value in
+               ("81.23 %", "2.75 bits/coord", "11.6x", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB"))
+    assert 'ε = 1, δ = 0 <span class="badge flag">claim-exceeded</span>' in rows[1]
+    assert "≥ 1.83 (95 % conf.)<br><span class=\"muted\">cap 4.61</span>" in rows[1]
+    assert '<span class="badge v-violated">violated</span>' in rows[1]
+    assert '<span class="badge v-none">not run</span>' in rows[0]
+    assert "<td class=\"num\">inf dB → inf dB</td>" in rows[0]
+    assert '<span class="badge v-consistent">consistent</span>' in rows[2]
+    assert "refused: the accountant needs the sampling rate" in rows[2]
+    assert "<td class=\"num\">-</td>" in rows[2]  # no compression ratio
+
+
+def test_sections_come_in_order(page):
+    headings = re.findall(r"<h2>(.*?)</h2>", page)
+    assert headings == ["Summary", "Adaptive tests", "Figures", "Reconstructions", "Claim details", "Provenance"]
+    assert page.count("<details>") == 3
+    assert "<dt>client sizes</dt><dd>120, 120, 120, 120, 120, 120, 120, 120, 120, 120 examples</dd>" in page
+    assert "<td>eavesdropper</td><td>the bitstreams</td>" in page
+    assert "&#34;label&#34;: &#34;&lt;script&gt;" in page[page.index("<pre>"):]
+
+
+def test_png_data_uri_refuses_other_files(tmp_path):
+    path = tmp_path / "figure.png"
+    path.write_text("<svg onload=alert(1)>")
+    with pytest.raises(ValueError, match="is not a PNG file"):
+        png_data_uri(path)
