@@ -72,11 +72,20 @@ def test_lower_bound_vs_epsilon_marks_verdicts_the_claim_line_and_the_cap(docume
         np.round(plt.matplotlib.colors.to_rgb(c), 3).tolist() for c in ("tab:red", "tab:green")]
     cap, claim_line = axis.lines
     assert (list(cap.get_ydata()), cap.get_linestyle()) == ([4.61, 4.61], ":")
-    assert list(claim_line.get_xdata()) == list(claim_line.get_ydata()) == [0, 4.61]
+    assert list(claim_line.get_xdata()) == list(claim_line.get_ydata()) == pytest.approx([0, 4.61 * 1.05])
+    assert axis.get_xscale() == "linear" and axis.get_ylim()[1] == pytest.approx(1.15 * 4.61)
     assert [text.get_text() for text in axis.texts] == [
         "JoPEQ | eps=1", '<script>alert("x")</script> \\$\\notacommand\\$ gaussian']
     assert [text.get_text() for text in axis.get_legend().get_texts()] == [
-        "violated", "consistent", "cap 4.61", "y = x (the claim)"]
+        "violated", "consistent", "cap (a perfect test)", "y = x (the claim)"]
+
+
+def test_lower_bound_vs_epsilon_goes_logarithmic_when_claims_span_decades(document, drawn):
+    document["settings"][2]["distinguish"]["claimed_epsilon"] = 2.0e4  # a vague claim beside a tight one
+    figures.lower_bound_vs_epsilon(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert axis.get_xscale() == "log" and axis.get_xlim()[1] == pytest.approx(4.0e4)
+    assert axis.get_ylim()[1] == pytest.approx(1.15 * 4.61)  # the y axis stops above the cap, not at 2e4
 
 
 def test_lower_bound_vs_epsilon_without_distinguishing_draws_a_note(document, drawn):
