@@ -89,6 +89,10 @@ def gaussian_over_rounds(
     return ComposedEpsilon(epsilon, delta, rounds, backend, event)
 
 
+# per-round eps above which the Laplace PLD is not built (its grid has 2 eps / 1e-4 points)
+PLD_MAX_ROUND_EPSILON = 20.0
+
+
 def laplace_over_rounds(
     noise_multiplier: float,
     rounds: int,
@@ -101,6 +105,8 @@ def laplace_over_rounds(
     The PLD accountant (``dp_accounting``) gives eps at delta > 0; basic composition gives
     T * eps_1 at any delta, with eps_1 = 1/noise_multiplier (or its Poisson-amplified value
     ln(1 + q(e^eps_1 - 1))). The smaller valid bound is returned, with its backend named.
+    Above eps_1 = ``PLD_MAX_ROUND_EPSILON`` the PLD grid (2 eps_1 / 1e-4 points, gigabytes for the
+    eps_1 ~ 1e4 of weak noise) is not built, and basic composition is the answer.
     """
     _check(rounds, delta, sample_rate)
     if not noise_multiplier > 0:
@@ -111,7 +117,7 @@ def laplace_over_rounds(
     event = f"Laplace(noise_multiplier={noise_multiplier:g}) x {rounds}" + (
         f", Poisson-sampled at rate {sample_rate:g}" if sample_rate < 1 else "")
     basic = ComposedEpsilon(rounds * eps_one, delta, rounds, "basic composition", event)
-    if delta == 0:
+    if delta == 0 or eps_one > PLD_MAX_ROUND_EPSILON:
         return basic
     import dp_accounting
 

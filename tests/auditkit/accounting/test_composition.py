@@ -35,6 +35,14 @@ def test_laplace_at_one_round_is_its_epsilon():
     assert accounting.laplace_over_rounds(2.0, 1, delta=1e-9).epsilon == pytest.approx(0.5, abs=1e-6)
 
 
+def test_weak_laplace_noise_composes_basically_without_building_a_huge_pld():
+    # scale 0.007 on an l1 clip of 50: eps_1 = 100 / 0.007 = 14286 per round (a PLD grid of 2.9e8 points)
+    result = accounting.laplace_over_rounds(0.007 / 100, 3, delta=1e-5)
+    assert result.backend == "basic composition" and result.epsilon == pytest.approx(3 * 100 / 0.007)
+    at_limit = accounting.laplace_over_rounds(1 / 20, 2, delta=1e-5)
+    assert at_limit.backend == "dp_accounting-pld" and at_limit.epsilon <= 40
+
+
 def test_unsupported_events_are_refused_not_numbered():
     with pytest.raises(accounting.UnsupportedEvent, match="subsampling with replacement"):
         accounting.refuse_sampling_with_replacement(80)
