@@ -58,6 +58,10 @@ BatchedMechanism = Callable[[torch.Tensor, int], torch.Tensor]
 
 _MAX_COORDINATES = 2**20  # coordinates per call of a tiled or batched path (memory, not correctness)
 _CODED_RANGE_COPIES = 2**12  # copies per call where the clip is also a coding range (CEPAM, jopeq-exact)
+# CEPAM codes indices up to clip / radius in 32 bits; the radius is the noise scale times a latent U with
+# P(U < u) ~ u^2 / 2 near 0. Keeping the tiled clip below this many noise scales keeps u >= 1.4e-5: a coder
+# overflow below 1e-10 per sub-vector, even for weak noise on a large clip (scale 0.007 on an l1 clip of 50).
+_CODED_RANGE_NOISE_SCALES = 6e4
 
 
 @dataclass(frozen=True)
@@ -67,12 +71,19 @@ class _TileRule:
 
     block: Callable[[Any], int]
     clip_norm: Callable[[Any], int | None] = lambda m: None
-    max_copies: int | None = None
+    max_copies: Callable[[Any], int] | None = None
     pinned: Callable[[Any], dict[str, Any]] = lambda m: {}
 
 
 def _cepam_norm(m: Any, norm: int) -> int:
     return 2 if m.params["compat"] == "paper000" else norm
+
+
+def _cepam_copies(m: Any, norm: int) -> int:
+    """Copies per call that keep the rescaled clip B^(1/p) clip within the coder's range for CEPAM's noise."""
+    noise = m.params["sigma"] if "sigma" in m.params else m.params["scale"]
+    within = int((_CODED_RANGE_NOISE_SCALES * noise / m.params["clip"]) ** _cepam_norm(m, norm))
+    return max(1, min(_CODED_RANGE_COPIES, within))
 
 
 _TILE_RULES: dict[type[Mechanism], _TileRule] = {
@@ -81,15 +92,17 @@ _TILE_RULES: dict[type[Mechanism], _TileRule] = {
     HexagonalSDQ: _TileRule(block=lambda m: 2),
     JoPEQLaplace: _TileRule(block=lambda m: 1),
     JoPEQT: _TileRule(block=lambda m: 2),
-    JoPEQExact: _TileRule(block=lambda m: m.params["n"], max_copies=_CODED_RANGE_COPIES),
+    JoPEQExact: _TileRule(block=lambda m: m.params["n"], max_copies=lambda m: _CODED_RANGE_COPIES),
     Gaussian: _TileRule(block=lambda m: 1, clip_norm=lambda m: 2),
     Laplace: _TileRule(block=lambda m: 1, clip_norm=lambda m: 1),
     GaussianSDQ: _TileRule(block=lambda m: 1, clip_norm=lambda m: 2),
     LaplaceSDQ: _TileRule(block=lambda m: 1, clip_norm=lambda m: 1),
     CEPAMGaussian: _TileRule(
-        block=lambda m: m.params["n"], clip_norm=lambda m: _cepam_norm(m, 2), max_copies=_CODED_RANGE_COPIES
+        block=lambda m: m.params["n"], clip_norm=lambda m: _cepam_norm(m, 2), max_copies=lambda m: _cepam_copies(m, 2)
     ),
-    CEPAMLaplace: _TileRule(block=lambda m: 1, clip_norm=lambda m: _cepam_norm(m, 1), max_copies=_CODED_RANGE_COPIES),
+    CEPAMLaplace: _TileRule(
+        block=lambda m: 1, clip_norm=lambda m: _cepam_norm(m, 1), max_copies=lambda m: _cepam_copies(m, 1)
+    ),
     TDist: _TileRule(block=lambda m: 2, clip_norm=lambda m: 2, pinned=lambda m: {"nu": m.nu, "s2": m.s2}),
     TDistSDQ: _TileRule(
         block=lambda m: 2,
@@ -176,7 +189,7 @@ class BulkSampler:
         padded = -(-d // block) * block
         copies = max(1, _MAX_COORDINATES // padded)
         if rule.max_copies is not None:
-            copies = min(copies, rule.max_copies)
+            copies = min(copies, rule.max_copies(self.mechanism))
         row = torch.zeros(padded, dtype=torch.float64)
         row[:d] = x
         chunks = []

@@ -96,3 +96,13 @@ def test_bad_mechanism_is_a_value_error():
         bulk_sampler("nope")
     with pytest.raises(ValueError, match="mechanism must be"):
         bulk_sampler(42)
+
+
+def test_weak_cepam_noise_on_a_large_clip_stays_in_the_coders_range():
+    # scale 0.007 on an l1 clip of 50: 4,096 tiled copies would put clip' / radius past 2^32 (a ValueError)
+    m = mechanisms.create("cepam-laplace", scale=0.007, clip=50.0, private_seed=0)
+    sampler = bulk_sampler(m, seed=0)
+    out = sampler(torch.tensor([0.5, -0.25]), 20_000, 0)
+    assert out.shape == (20_000, 2) and torch.isfinite(out).all()
+    assert (out - torch.tensor([0.5, -0.25], dtype=torch.float64)).std(0).mean() == pytest.approx(
+        0.007 * 2 ** 0.5, rel=0.05)  # Laplace(b) has std b sqrt(2)
