@@ -23,7 +23,6 @@ import dataclasses
 import json
 import platform
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -34,7 +33,6 @@ import mechanisms
 from auditkit import __version__
 from auditkit.config import AuditConfig, MechanismConfig
 from auditkit.pipeline import (
-    ACCOUNTING_DELTA,
     Experiment,
     build_mechanism,
     prepare_output,
@@ -214,13 +212,10 @@ class Audit:
         }
 
     def _account(self, plan: SettingPlan, rounds: int) -> dict[str, Any]:
-        from auditkit.accounting import account
+        from auditkit.pipeline import account_rounds
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # the accountants' numerical warnings are not the user's concern
-            report = account(build_mechanism(plan.config), rounds=rounds, delta=ACCOUNTING_DELTA).to_dict()
-        return {"rounds": rounds, "delta": ACCOUNTING_DELTA, "composed": report["composed"],
-                "refusal": report["refusal"], "composed_actual": report["composed_actual"]}
+        composed = account_rounds(build_mechanism(plan.config), rounds)
+        return {k: composed[k] for k in ("rounds", "delta", "composed", "refusal", "composed_actual")}
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
         from auditkit.inversion_audit import RecordedView, attack_recorded_view

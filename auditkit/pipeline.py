@@ -147,7 +147,7 @@ def results_document(run: TrainingRun, command: str) -> dict[str, Any]:
             "guarantee": guarantee.to_dict(),
             "guarantee_summary": guarantee.summary(),
         },
-        "accounting": _accounting(run.mechanism, last.round),
+        "accounting": account_rounds(run.mechanism, last.round),
         "rounds": rounds,
         "final": {
             "round": last.round,
@@ -167,7 +167,7 @@ def results_document(run: TrainingRun, command: str) -> dict[str, Any]:
     }
 
 
-def _accounting(mechanism: mechanisms.Mechanism, rounds: int) -> dict[str, Any]:
+def account_rounds(mechanism: mechanisms.Mechanism, rounds: int) -> dict[str, Any]:
     """The client-level claim composed over the rounds run (every round counted, no amplification by
     client sampling), or the refusal; beside it the realised noise's epsilon when the claim is exceeded."""
     import warnings
