@@ -52,3 +52,11 @@ from attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
 from attacks.output_density import LogDensity, output_log_density
 from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VERDICTS, VIOLATED, bonferroni_confidence, holm, verdict
 # --- end empirical DP distinguishing ---
+
+# --- model splitting (seed 004): the adaptive server's reconstruction from the consensus transcript ---
+from attacks.msp_reconstruction import (
+    MSPReconstruction,
+    first_residual_direction,
+    reconstruct_from_split_support,
+    reconstruct_msp,
+)

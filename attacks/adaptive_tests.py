@@ -41,12 +41,21 @@ with the mechanism's ``guarantee()``.
    spread ||y||^2 (classifier features y^2) separates them; in the ``message`` view ||x|| is read in clear.
    With ``compat=none`` the noise does not depend on x and the same test is a plain (passing) audit.
 
-``adaptive_tests_for(name)`` lists the tests the audit pipeline runs for a mechanism (``ADAPTIVE_TESTS``);
-DP-SQ and MSP-FL add theirs there with their issue.
+4. ``dpsq_cross_cell`` (``dpsq``, ``laplace-sq``). DP-SQ (seed 001) proves e^eps1 only for two inputs of one
+   quantizer cell and then applies it to the whole range [-C, C]. One coordinate: the ``in-cell`` pair -Delta/4
+   vs +Delta/4 (the claim's own unit, judged), Delta/2 -+ Delta/8 across the central cell's upper boundary,
+   and the range ends -C vs C. Q_{b,eps1} answers with an end of the input's cell, so inputs of different
+   cells have different output supports: a perfect test, bound = the cap, for b >= 2. LaplaceSQ with rho < 2C
+   (e.g. rho = Delta) has a finite whole-range epsilon eps1 2C / rho, which the range-ends pair approaches.
+   Verdict ``CELL_LOCAL_ONLY`` ("claim holds only cell-locally") when the in-cell pair is consistent and a
+   cross-cell pair violates eps1.
+
+``adaptive_tests_for(name)`` lists the tests the audit pipeline runs for a mechanism (``ADAPTIVE_TESTS``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -56,9 +65,10 @@ import torch
 import mechanisms
 from attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
 from attacks.distinguish import EpsilonEstimate, distinguish
-from attacks.verdicts import bonferroni_confidence, verdict
+from attacks.verdicts import CELL_LOCAL_ONLY, VIOLATED, bonferroni_confidence, verdict
 from mechanisms.base import Mechanism
 from mechanisms.cepam import CEPAMGaussian, CEPAMLaplace
+from mechanisms.dpsq import DPSQ, LaplaceSQ
 from mechanisms.jopeq import JoPEQLaplace, JoPEQMessage, JoPEQT
 from mechanisms.jopeq_exact import JoPEQExact
 from mechanisms.rsuq_coding import RSUQMessage
@@ -69,6 +79,7 @@ __all__ = [
     "AdaptiveTestResult",
     "adaptive_tests_for",
     "cepam_normalisation",
+    "dpsq_cross_cell",
     "jopeq_overload",
     "jopeq_scale_side_channel",
     "message_side_channel",
@@ -367,13 +378,64 @@ def cepam_normalisation(
     )
 
 
+def _dpsq_pairs(m: Mechanism) -> list[tuple[str, torch.Tensor, torch.Tensor, bool]]:
+    """The in-cell pair (the claim's own unit) and two cross-cell pairs, one coordinate each (module docstring,
+    test 4): x = -Delta/4 vs +Delta/4 in the central cell; Delta/2 -+ Delta/8 across its upper boundary; -C vs C."""
+    clip, step = m.params["clip"], m.cell_step
+    one = lambda v: torch.tensor([v], dtype=torch.float64)  # noqa: E731
+    if m.params["bits"] == 1:  # one cell: the whole range is the claim's domain
+        return [("one cell: -C vs C (b = 1)", one(-clip), one(clip), True)]
+    return [
+        ("in-cell: -Delta/4 vs +Delta/4 (the claim's unit)", one(-step / 4), one(step / 4), True),
+        ("cross-cell: Delta/2 -+ Delta/8, across one boundary", one(step / 2 - step / 8), one(step / 2 + step / 8), True),
+        ("cross-cell: range ends -C vs C", one(-clip), one(clip), True),
+    ]
+
+
+def dpsq_cross_cell(
+    mechanism: str | Mechanism,
+    *,
+    trials: int = DEFAULT_TRIALS,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> AdaptiveTestResult:
+    """DP-SQ's cell-local claim (module docstring, test 4): the in-cell pair and two cross-cell pairs of one
+    coordinate, each with ``trials`` outputs of the real mechanism, Bonferroni over the three. The verdict is
+    "claim holds only cell-locally" when the in-cell pair is consistent with eps1 and a cross-cell pair is not."""
+    _check(trials, confidence)
+    m = _resolve(mechanism, (DPSQ, LaplaceSQ), "dpsq_cross_cell", seed)
+    pairs = _dpsq_pairs(m)
+    result = _run(
+        "dpsq-cross-cell",
+        m,
+        "eps1 per coordinate for two values of one quantizer cell; the paper applies it to the whole range",
+        [(label, m, x0, x1, judged) for label, x0, x1, judged in pairs],
+        trials=trials,
+        confidence=confidence,
+        seed=seed,
+        findings={"cell_step": m.cell_step, "range_end": m.params["clip"]},
+        note=(
+            "Q_{b,eps1} answers with one of the two ends of the input's cell: inputs of different cells have "
+            "different output supports, so one output can tell them apart and the whole-range epsilon is "
+            "infinite for b >= 2 (LaplaceSQ with rho < 2C: eps1 2C / rho). The bound of a perfect test is the "
+            "sample-size cap; more trials raise it."
+        ),
+    )
+    if len(result.estimates) > 1 and "cell-local" in m.guarantee().flags:
+        in_cell = result.estimates[0]
+        if verdict(in_cell, m.guarantee()) != VIOLATED and result.verdict == VIOLATED:
+            result = dataclasses.replace(result, verdict=CELL_LOCAL_ONLY)
+    return result
+
+
 ADAPTIVE_TESTS: dict[str, tuple[AdaptiveTest, ...]] = {
     "jopeq-laplace": (jopeq_scale_side_channel, jopeq_overload),
     "jopeq-t": (jopeq_scale_side_channel, jopeq_overload),
     "jopeq-exact": (jopeq_scale_side_channel,),
     "cepam-gaussian": (cepam_normalisation,),
     "cepam-laplace": (cepam_normalisation,),
-    # DP-SQ (a pair straddling a cell boundary) and MSP-FL (least squares over the transcript) register here.
+    "dpsq": (dpsq_cross_cell,),
+    "laplace-sq": (dpsq_cross_cell,),
 }
 """Registered mechanism name -> the adaptive tests the audit runs for it (the one place to add tests)."""
 

@@ -13,12 +13,20 @@ and returns the ``AuditSetting`` whose ``pairs()`` are the candidates ``attacks.
 | jopeq-laplace, jopeq-t, jopeq-exact | 9 L | l2, 1 | the claim's shift, at most 2 | L | same norm |
 | none | 2 | l2, 1 | 2 | 2 | (no claim) |
 | sdq, sdq-hex | 1, 2 | l2, support/2 | support | d | quantizer pairs (sdq) |
+| dpsq (b >= 2), laplace-sq (rho < 2C) | 1 | l1, Delta/4 | Delta/2 | 1 | the central cell only (cell-local claim) |
+| dpsq (b = 1), laplace-sq (rho >= 2C) | 1 | l1, clip | 2 clip | 1 | beyond-clip (the claim covers the range) |
 
 JoPEQ: the claim is per scaled block zeta h_i in the unit ball, zeta = sqrt(M) / (3 ||h||). With M = 9 blocks
 and ||h|| = 1, zeta = 1 exactly and a block of norm 1 is on the unit sphere, so the pair -v, +v (||v|| = s/2,
 the rest of the norm filled into block 2) differs by the claimed shift s in one scaled block at the same
 zeta. Pairs with different norms would be told apart through zeta alone (the adaptive side-channel test).
 A shift above 2 cannot occur in the unit ball, so the pairs stop at 2.
+DP-SQ: the claim is eps1 per coordinate for two values of one quantizer cell (dpsq.md). The pairs -Delta/4 vs
++Delta/4 and 0 vs Delta/4 lie in the central cell [-Delta/2, Delta/2) on both sides of its midpoint (the nearer
+levels differ: the ratio is exactly e^eps1); pairs across cells are the adaptive test ``dpsq_cross_cell``.
+msp-laplace: Proposition 1 covers alpha_0 = clip_l1(w) + Laplace, the Laplace setting; msp and mspdq claim
+nothing (their split alpha_0 is audited with the generic setting; the transcript is the adaptive test
+``msp_transcript``).
 A mechanism without an entry gets the generic setting: d = 2, l2 ball of radius ``clip`` (1 if it has none),
 sensitivity 2 radius.
 """
@@ -31,6 +39,7 @@ from attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
 from mechanisms.additive import Gaussian, Laplace
 from mechanisms.base import Mechanism
 from mechanisms.cepam import CEPAMGaussian, CEPAMLaplace
+from mechanisms.dpsq import DPSQ, LaplaceSQ
 from mechanisms.identity import Identity
 from mechanisms.jopeq import JoPEQLaplace, JoPEQT
 from mechanisms.jopeq_exact import JoPEQExact
@@ -49,11 +58,14 @@ REFERENCE_PARAMS: dict[str, dict[str, float | int]] = {
     "laplace": {"scale": 1.0, "clip": 0.5},
     "laplace+sdq": {"scale": 1.0, "clip": 0.5, "support": 16.0},
     "cepam-laplace": {"scale": 1.0, "clip": 0.5},
+    "dpsq": {"eps": 1.0},
+    "laplace-sq": {"eps": 1.0},
 }
 """Parameters at which a registered mechanism's claim is within reach of an audit (other mechanisms: their
 defaults). The defaults of the mechanisms listed claim eps = 284 (Gaussian, sigma 0.1) or 20 (Laplace,
 scale 0.1), beyond what even 10^6 trials can certify (11.8): here the shift 2 clip = 1 with sigma = 1 claims
-4.38 at delta = 1e-5 and scale 1 claims 1. The quantizer supports keep overloads below 1e-6 per coordinate
+4.38 at delta = 1e-5 and scale 1 claims 1; DP-SQ's default eps1 = 0.1 is raised to 1 so that a
+cell-local excess would show. The quantizer supports keep overloads below 1e-6 per coordinate
 (post-processing either way). The defaults of the t and JoPEQ mechanisms claim eps = 4 and are kept."""
 
 
@@ -129,6 +141,14 @@ def audit_setting(mechanism: Mechanism) -> AuditSetting:
         return _jopeq(2, min(p["sensitivity"], 2.0))
     if kind is JoPEQExact:
         return _jopeq(p["n"], min(p["sensitivity"], 2.0))
+    if kind is DPSQ and p["bits"] >= 2 or kind is LaplaceSQ and mechanism.rho < 2 * p["clip"]:
+        step = mechanism.cell_step
+        return AuditSetting(
+            1, step / 2, "l1", step / 4, 1,
+            note="cell-local claim: one coordinate, both values in the central cell (cross-cell: adaptive test)",
+        )  # fmt: skip
+    if kind in (DPSQ, LaplaceSQ):
+        return _clipped(p["clip"], "l1", 1)
     if kind is Identity:
         return AuditSetting(2, 2.0, "l2", 1.0, 2, note="no claim: any pair is told apart")
     if kind is SDQ:

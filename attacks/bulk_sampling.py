@@ -23,6 +23,9 @@ fastest path that is faithful, i.e. whose B outputs have exactly the joint law o
   ``t-dist+sdq`` with the derived parameters that depend on clip (nu, s2, the quantizer support) pinned
   to the original's values. CEPAM with ``compat=paper000`` normalises in l2 instead: the same rescaling
   keeps the normalised copies and the side value ||x|| / clip.
+* DP-SQ (``dpsq``, ``laplace-sq``) tiles (block 1, private coins iid per coordinate) only with
+  ``clip_norm="none"`` and the literal range: their clip is also the quantizer's range, so it cannot be
+  rescaled, and the adaptive range is a per-call quantity. Otherwise they take the per-call path.
 * ``per call``: any other mechanism (including subclasses of the above, whose overrides may couple
   coordinates): one call per output, each with its own seed. Always faithful, about 1e3-1e5 outputs/s.
 
@@ -44,6 +47,7 @@ import mechanisms
 from mechanisms.additive import Gaussian, Laplace
 from mechanisms.base import Mechanism
 from mechanisms.cepam import CEPAMGaussian, CEPAMLaplace
+from mechanisms.dpsq import DPSQ, LaplaceSQ
 from mechanisms.identity import Identity
 from mechanisms.jopeq import JoPEQLaplace, JoPEQT
 from mechanisms.jopeq_exact import JoPEQExact
@@ -103,6 +107,8 @@ _TILE_RULES: dict[type[Mechanism], _TileRule] = {
     CEPAMLaplace: _TileRule(
         block=lambda m: 1, clip_norm=lambda m: _cepam_norm(m, 1), max_copies=lambda m: _cepam_copies(m, 1)
     ),
+    DPSQ: _TileRule(block=lambda m: 1),
+    LaplaceSQ: _TileRule(block=lambda m: 1),
     TDist: _TileRule(block=lambda m: 2, clip_norm=lambda m: 2, pinned=lambda m: {"nu": m.nu, "s2": m.s2}),
     TDistSDQ: _TileRule(
         block=lambda m: 2,
@@ -110,6 +116,14 @@ _TILE_RULES: dict[type[Mechanism], _TileRule] = {
         pinned=lambda m: {"nu": m.noise.nu, "s2": m.noise.s2, "support": m.quantizer.params["support"]},
     ),
 }
+
+
+def _tileable(m: Mechanism) -> bool:
+    """DP-SQ's clip is also its quantizer range, so a rescaled clip would move the grid: only its unclipped,
+    literal-range variant (clip_norm="none", per-coordinate clamp, fixed grid) tiles faithfully."""
+    if isinstance(m, (DPSQ, LaplaceSQ)):
+        return m.params["clip_norm"] == "none" and m.params.get("range", "literal") == "literal"
+    return True
 
 
 def resolve_mechanism(mechanism: str | Mechanism | BatchedMechanism, *, seed: int) -> Mechanism | BatchedMechanism:
@@ -135,7 +149,7 @@ class BulkSampler:
         self.mechanism = mechanism
         self.seed = seed
         tiled = isinstance(mechanism, Mechanism) and not per_call
-        self._rule = _TILE_RULES.get(type(mechanism)) if tiled else None
+        self._rule = _TILE_RULES.get(type(mechanism)) if tiled and _tileable(mechanism) else None
         self._rebuilt: dict[int, Mechanism] = {}
         if not isinstance(mechanism, Mechanism):
             self.path = "batched callable"

@@ -7,6 +7,9 @@
 * "inconclusive": the sample size cannot certify the claimed epsilon at all (``max_certifiable`` <= it);
 * "consistent": otherwise -- the test could have refuted the claim and did not.
 
+"claim holds only cell-locally" (``CELL_LOCAL_ONLY``) is the verdict of DP-SQ's adaptive test
+(``attacks.adaptive_tests.dpsq_cross_cell``): the claim's own in-cell pair is not violated, pairs across cells are.
+
 A bound computed at delta refutes an (eps, delta_claim) claim only if delta_claim <= delta (an (eps,
 delta_claim)-DP mechanism is (eps, delta)-DP for every delta >= delta_claim); ``verdict`` refuses the
 comparison otherwise.
@@ -26,6 +29,7 @@ from typing import Protocol
 from mechanisms.guarantee import PrivacyGuarantee
 
 __all__ = [
+    "CELL_LOCAL_ONLY",
     "CONSISTENT",
     "INCONCLUSIVE",
     "VACUOUS",
@@ -41,7 +45,8 @@ CONSISTENT = "consistent"
 VIOLATED = "violated"
 VACUOUS = "vacuous claim"
 INCONCLUSIVE = "inconclusive"
-VERDICTS = (CONSISTENT, VIOLATED, VACUOUS, INCONCLUSIVE)
+CELL_LOCAL_ONLY = "claim holds only cell-locally"
+VERDICTS = (CONSISTENT, VIOLATED, VACUOUS, INCONCLUSIVE, CELL_LOCAL_ONLY)
 
 _VACUOUS_FLAGS = frozenset({"no-privacy", "vacuous"})
 

@@ -52,6 +52,12 @@ THREAT_MODELS = {
 }
 _VERSIONED = ("torch", "numpy", "scipy", "scikit-image", "opacus", "dp-accounting")
 
+_ESTIMATES = {
+    "first-residual": "alpha_0 moved along the first consensus residual r[0] to the smallest update",
+    "alpha0": "the visible split alpha_0 alone",
+}
+"""The weaker server-side estimates of an MSP-FL transcript (``inversion_audit.msp_update_estimates``)."""
+
 Event = Callable[..., None]
 """on_event(kind, **info): kind is "stage" (setting, stage, status: "start" | "done" | "resumed"), or "round"
 (setting, record) during training."""
@@ -232,11 +238,15 @@ class Audit:
         rows = {"truth (clean match)": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
                 "truth (defended match)": done["defended"]["truth"].numpy(),
                 "defended": done["defended"]["reconstructions"].numpy()}
-        captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]] for run in ("clean", "defended")}
+        for name in done["extra"]:
+            rows[f"{name} (match)"] = done[name]["truth"].numpy()
+            rows[name] = done[name]["reconstructions"].numpy()
+        captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]]
+                    for run in ("clean", "defended", *done["extra"])}
         replace_atomically(self.out / figure, lambda tmp: image_grid(
             rows, tmp, captions=captions, title=f"{inv.attack}, server view, round {done['round']}: {plan.label}"))
         keep = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr")
-        return {
+        document = {
             "attack": inv.attack, "view": "server", "round": done["round"], "observation": done["observation"],
             "clients": done["clients"], "model": plan.config.training.model,
             "ssim_variant": done["clean"]["scores"]["ssim_variant"],
@@ -244,6 +254,12 @@ class Audit:
             "defended": {k: done["defended"]["scores"][k] for k in keep},
             "figure": figure,
         }
+        if done["extra"]:  # a transcript view: "defended" is the reconstruction, the weaker estimates beside it
+            document["views"] = [
+                {"name": name, "observation": _ESTIMATES[name], "defended": {k: done[name]["scores"][k] for k in keep}}
+                for name in done["extra"]
+            ]
+        return document
 
     def _distinguish(self, plan: SettingPlan) -> dict[str, Any]:
         d, seed = plan.config.distinguish, plan.config.seed

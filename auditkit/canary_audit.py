@@ -122,11 +122,12 @@ class CanaryProtocol:
         self.inner, self.first, self.updates, self.observe = inner, first, updates, observe
 
     def communicate(
-        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int
+        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
+        *, global_params: torch.Tensor | None = None,
     ) -> RoundOutcome:
         canary = self.updates(round_).to(updates.device, updates.dtype)
         if len(canary) == 0:
-            return self.inner.communicate(updates, clients, weights, round_)
+            return self.inner.communicate(updates, clients, weights, round_, global_params=global_params)
         share = weights.mean() / len(canary)  # the canary clients of a round weigh as one average client
         outcome = self.inner.communicate(
             torch.cat([updates, canary]),

@@ -314,12 +314,19 @@ def _command(command: str):
         delta: FloatOpt = None, bits: IntOpt = None, n: IntOpt = None, nu: FloatOpt = None,
         s2: FloatOpt = None, alpha: FloatOpt = None, support: FloatOpt = None, compat: StrOpt = None,
         sensitivity: FloatOpt = None, target: StrOpt = None,
+        clip_norm: StrOpt = None, rho: FloatOpt = None, eps_c: FloatOpt = None, eps_s: FloatOpt = None,
+        gamma: FloatOpt = None, consensus_rounds: IntOpt = None, m_max: IntOpt = None, split: StrOpt = None,
+        pi: FloatOpt = None, w_max: FloatOpt = None, start: StrOpt = None,
+        range_: Annotated[Optional[str], typer.Option("--range", help="dpsq: literal | adaptive quantizer range.")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="audit: keep the finished stages found in --out "
                                              "(same inputs) and run only the rest.")] = False,
     ) -> None:
         mech_params = dict(clip=clip, sigma=sigma, scale=scale, eps=eps, delta=delta, bits=bits, n=n,
                            nu=nu, s2=s2, alpha=alpha, support=support, compat=compat,
-                           sensitivity=sensitivity, target=target)
+                           sensitivity=sensitivity, target=target, **dict(  # DP-SQ, MSP-FL
+                               clip_norm=clip_norm, range=range_, rho=rho, eps_c=eps_c, eps_s=eps_s, gamma=gamma,
+                               consensus_rounds=consensus_rounds, m_max=m_max, split=split, pi=pi, w_max=w_max,
+                               start=start))
         overrides = _overrides(
             seed=seed, device=device, dataset=dataset, data_dir=data_dir, download=download,
             partition=partition, model=model, clients=clients, rounds=rounds, tau=tau,
@@ -393,10 +400,16 @@ def account_command(
     clip: FloatOpt = None, sigma: FloatOpt = None, scale: FloatOpt = None, eps: FloatOpt = None,
     bits: IntOpt = None, n: IntOpt = None, nu: FloatOpt = None, s2: FloatOpt = None, alpha: FloatOpt = None,
     support: FloatOpt = None, compat: StrOpt = None, sensitivity: FloatOpt = None, target: StrOpt = None,
+    clip_norm: StrOpt = None, rho: FloatOpt = None, eps_c: FloatOpt = None, eps_s: FloatOpt = None,
+    gamma: FloatOpt = None, consensus_rounds: IntOpt = None, m_max: IntOpt = None, split: StrOpt = None,
+    pi: FloatOpt = None, w_max: FloatOpt = None, start: StrOpt = None,
+    range_: Annotated[Optional[str], typer.Option("--range", help="dpsq: literal | adaptive quantizer range.")] = None,
 ) -> None:
     """Print a mechanism's claimed guarantee: one round, the paper's FL claim, and T rounds composed."""
     params = dict(clip=clip, sigma=sigma, scale=scale, eps=eps, bits=bits, n=n, nu=nu, s2=s2, alpha=alpha,
-                  support=support, compat=compat, sensitivity=sensitivity, target=target)
+                  support=support, compat=compat, sensitivity=sensitivity, target=target, **dict(  # DP-SQ, MSP-FL
+                      clip_norm=clip_norm, range=range_, rho=rho, eps_c=eps_c, eps_s=eps_s, gamma=gamma,
+                      consensus_rounds=consensus_rounds, m_max=m_max, split=split, pi=pi, w_max=w_max, start=start))
     _run_guarded(_account, mechanism, {k: v for k, v in params.items() if v is not None}, rounds=rounds,
                  delta=delta, backend=backend, tau=tau, dataset_size=dataset_size, clients=clients,
                  eps_tilde=eps_tilde, paper_compat=paper_compat, solve=solve, target_eps=target_eps,

@@ -43,10 +43,11 @@ from pathlib import Path
 from typing import Any
 
 from auditkit.data import DATASETS, PARTITION_SCHEMES, dataset_available
+from auditkit.fl.device_groups import CLUSTER_MODES, FUSION_MODES
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.models import MODEL_NAMES
 
-PRESETS = ("quickstart", "cepam", "jopeq")
+PRESETS = ("quickstart", "cepam", "jopeq", "dpsq", "msp")
 CLIENT_WEIGHTS = ("data", "uniform")
 
 
@@ -89,6 +90,25 @@ class TrainingConfig:
 
 
 @dataclass(frozen=True)
+class GroupsConfig:
+    """DP-SQ's devices of diverse precision (seed 001, ``../shared/spec/dpsq.md``): group m has ``sizes[m]``
+    clients quantizing with ``bits[m]`` bits over a link with noise std ``link_sigma[m]``; each round
+    ``per_round`` devices (N) are heard, within ``bandwidth`` (B) bits per coordinate when the cluster sizes
+    are optimised. Absent (empty ``sizes``): every client alike, the mechanism's own ``bits``."""
+
+    sizes: tuple[int, ...] = ()
+    bits: tuple[int, ...] = ()
+    link_sigma: tuple[float, ...] = ()
+    per_round: int = 0
+    bandwidth: int | None = None
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.sizes)
+
+
+
+@dataclass(frozen=True)
 class MechanismConfig:
     """A registered mechanism's name and its parameters (validated by ``mechanisms.create``).
 
@@ -100,6 +120,8 @@ class MechanismConfig:
     params: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
     sweep: dict[str, tuple[Any, ...]] = field(default_factory=dict)
+    fusion: str | None = None  # with [groups]: "mean", or SNR weights (DP-SQ's FWO) from "central-cell", "bound", "oracle"
+    clusters: str | None = None  # with [groups]: "random", "proportional" or "optimal" (DP-SQ's CSO)
 
     def grid(self) -> list["MechanismConfig"]:
         """One sweep-free setting per combination of the sweep's values (itself when there is no sweep)."""
@@ -110,7 +132,7 @@ class MechanismConfig:
         for values in itertools.product(*(self.sweep[a] for a in axes)):
             chosen = dict(zip(axes, values))
             label = None if self.label is None else f"{self.label} {_describe(chosen)}"
-            points.append(MechanismConfig(self.name, {**self.params, **chosen}, label, {}))
+            points.append(dataclasses.replace(self, params={**self.params, **chosen}, label=label, sweep={}))
         return points
 
     @property
@@ -164,6 +186,7 @@ class AuditConfig:
     title: str | None = None
     data: DataConfig = field(default_factory=DataConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
+    groups: GroupsConfig = field(default_factory=GroupsConfig)
     mechanisms: tuple[MechanismConfig, ...] = (MechanismConfig(),)
     inversion: InversionConfig = field(default_factory=InversionConfig)
     distinguish: DistinguishConfig = field(default_factory=DistinguishConfig)
@@ -193,13 +216,18 @@ class AuditConfig:
         out.pop("mechanisms")
         out["mechanisms"] = [_mechanism_table(m) for m in self.mechanisms]
         out["training"]["checkpoints"] = list(out["training"]["checkpoints"])
+        if self.groups.enabled:
+            out["groups"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["groups"].items() if v is not None}
+        else:
+            del out["groups"]
         return {k: v for k, v in out.items() if v is not None}
 
 
 def _mechanism_table(m: MechanismConfig) -> dict[str, Any]:
     table: dict[str, Any] = {"name": m.name, **m.params}
-    if m.label is not None:
-        table["label"] = m.label
+    for key in ("label", "fusion", "clusters"):
+        if getattr(m, key) is not None:
+            table[key] = getattr(m, key)
     if m.sweep:
         table["sweep"] = {k: list(v) for k, v in m.sweep.items()}
     return table
@@ -237,7 +265,8 @@ def load_preset(name: str) -> AuditConfig:
 
 def from_dict(raw: dict[str, Any]) -> AuditConfig:
     """Validate raw config tables (as read from TOML) into an `AuditConfig`."""
-    top_allowed = {"seed", "device", "title", "data", "training", "mechanism", "mechanisms", "inversion", "distinguish"}
+    top_allowed = {"seed", "device", "title", "data", "training", "groups", "mechanism", "mechanisms", "inversion",
+                   "distinguish"}
     _reject_unknown(raw, top_allowed, "")
     seed = _integer(raw.get("seed", 0), "seed", minimum=0)
     device = _device(raw.get("device", "auto"))
@@ -247,7 +276,8 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     data = _section(raw.get("data", {}), DataConfig, "data")
     training = _section(raw.get("training", {}), TrainingConfig, "training")
     config = AuditConfig(
-        seed=seed, device=device, title=title, data=data, training=training, mechanisms=_mechanisms(raw),
+        seed=seed, device=device, title=title, data=data, training=training,
+        groups=_section(raw.get("groups", {}), GroupsConfig, "groups"), mechanisms=_mechanisms(raw),
         inversion=_section(raw.get("inversion", {}), InversionConfig, "inversion"),
         distinguish=_section(raw.get("distinguish", {}), DistinguishConfig, "distinguish"),
     )
@@ -318,8 +348,12 @@ def _coerce(value: Any, annotation: Any, name: str) -> Any:
         return None
     kind = kinds[0]
     if typing.get_origin(kind) is tuple:
+        element = typing.get_args(kind)[0]
+        what = "integers" if element is int else "numbers"
         if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{name} must be a list of integers, got {value!r}")
+            raise ConfigError(f"{name} must be a list of {what}, got {value!r}")
+        if element is float:
+            return tuple(_number(v, name) for v in value)
         return tuple(_integer(v, name, minimum=1) for v in value)
     if kind is bool:
         if not isinstance(value, bool):
@@ -371,7 +405,11 @@ def _mechanism(table: Any, where: str) -> MechanismConfig:
     if label is not None and not isinstance(label, str):
         raise ConfigError(f"{where}.label must be a string, got {label!r}")
     sweep = _sweep(table.pop("sweep", {}), table, where)
-    setting = MechanismConfig(name=name, params=table, label=label, sweep=sweep)
+    protocol = {key: table.pop(key, None) for key in ("fusion", "clusters")}
+    for key, allowed in (("fusion", FUSION_MODES), ("clusters", CLUSTER_MODES)):
+        if protocol[key] is not None and protocol[key] not in allowed:
+            raise ConfigError(f"{where}.{key} must be one of {', '.join(allowed)}; got {protocol[key]!r}")
+    setting = MechanismConfig(name=name, params=table, label=label, sweep=sweep, **protocol)
     for point in setting.grid():
         try:
             mechanisms.create(name, **point.params)
@@ -438,7 +476,37 @@ def _check_values(config: AuditConfig) -> None:
         raise ConfigError(f"training.checkpoints must be rounds in [1, {t.rounds}], got {late[0]}")
     if d.prefer is not None:
         _choice(d.prefer, DATASETS, "data.prefer")
+    _check_groups(config)
     _check_audit_stages(config)
+
+
+def _check_groups(config: AuditConfig) -> None:
+    """[groups] must describe the training clients exactly; fusion and clusters need it."""
+    g, t = config.groups, config.training
+    if not g.enabled:
+        for i, m in enumerate(config.mechanisms):
+            for key in ("fusion", "clusters"):
+                if getattr(m, key) is not None:
+                    raise ConfigError(f"mechanisms[{i}].{key} needs a [groups] table (devices of diverse precision)")
+        return
+    if len(g.bits) != len(g.sizes) or len(g.link_sigma) not in (0, len(g.sizes)):
+        raise ConfigError(
+            f"groups.bits (and groups.link_sigma, if given) must have one entry per group: {len(g.sizes)} groups"
+        )
+    if sum(g.sizes) != t.clients:
+        raise ConfigError(f"groups.sizes must add up to training.clients = {t.clients}, got {sum(g.sizes)}")
+    if any(s < 0 for s in g.link_sigma):
+        raise ConfigError(f"groups.link_sigma must be numbers >= 0, got {list(g.link_sigma)}")
+    if not len(g.sizes) <= g.per_round <= t.clients:
+        raise ConfigError(
+            f"groups.per_round must be an integer in [{len(g.sizes)}, {t.clients}] (at least one device per group), "
+            f"got {g.per_round}"
+        )
+    if g.bandwidth is not None:
+        _at_least(g.bandwidth, 1, "groups.bandwidth")
+    for i, m in enumerate(config.mechanisms):
+        if m.clusters == "optimal" and g.bandwidth is None:
+            raise ConfigError(f"mechanisms[{i}].clusters = 'optimal' needs groups.bandwidth (B, bits per coordinate)")
 
 
 def _check_audit_stages(config: AuditConfig) -> None:

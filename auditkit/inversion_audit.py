@@ -176,11 +176,39 @@ def run_inversion(
     }
 
 
+def msp_update_estimates(transcript: Any, global_before: torch.Tensor) -> dict[str, torch.Tensor]:
+    """The server's estimates of each client's update w_i - g from an MSP-FL consensus transcript, strongest
+    first (``../shared/spec/msp.md``, "Adaptive server attack"):
+
+    * ``reconstructed``: the least-squares reconstruction w_hat_i (``attacks.reconstruct_msp``) minus g;
+    * ``first-residual``: only alpha_i[0] and the direction d_i of the first consensus residual r_i[0], which
+      points along w_i - alpha_i[0]: w_i = alpha_i[0] + c d_i with c unknown; the server takes the c that makes
+      the update smallest, c = -<alpha_i[0] - g, d_i> (updates are small next to the split's noise, so this c
+      is close to ||w_i - alpha_i[0]||);
+    * ``alpha0``: the visible split alpha_i[0] alone (unbiased for w_i), minus g.
+    """
+    from attacks.msp_reconstruction import first_residual_direction, reconstruct_msp
+
+    g = global_before.to(torch.float64)
+    alpha0 = transcript.alpha[0].to(torch.float64)
+    direction = first_residual_direction(transcript).to(torch.float64)
+    scale = -((alpha0 - g) * direction).sum(dim=1, keepdim=True)
+    return {
+        "reconstructed": reconstruct_msp(transcript).w_hat.to(torch.float64) - g,
+        "first-residual": alpha0 + scale * direction - g,
+        "alpha0": alpha0 - g,
+    }
+
+
 @dataclass(frozen=True)
 class RecordedView:
     """What the pipeline keeps of one checkpoint round for inversion: the server's decoded updates of the
     attacked clients, their true updates (ground truth, never shown to the attacker), the images each client
-    trained on in that round (S x tau*B x C x H x W), the global model before the round, lr and tau."""
+    trained on in that round (S x tau*B x C x H x W), the global model before the round, lr and tau.
+
+    ``extra``: further server-side estimates of the same updates, attacked beside ``server`` (a protocol whose
+    server view is a transcript, MSP-FL: ``server`` is the strongest estimate, see ``msp_update_estimates``).
+    """
 
     round: int
     clients: list[int]
@@ -190,18 +218,26 @@ class RecordedView:
     images_used: torch.Tensor
     lr: float
     tau: int
+    extra: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def from_observation(cls, observation: Any, train_images: torch.Tensor, count: int) -> "RecordedView":
         """The first ``count`` clients of an ``auditkit.fl.simulation.Observation``."""
         count = min(count, len(observation.clients))
         used = observation.ground_truth["batch_indices"][:count].reshape(count, -1)
+        server = observation.views["server"]
+        extra: dict[str, torch.Tensor] = {}
+        if not isinstance(server, torch.Tensor):  # a consensus transcript: the server's estimates of the updates
+            estimates = msp_update_estimates(server, observation.global_before)
+            server = estimates.pop("reconstructed")
+            extra = {name: e[:count].detach().float().clone() for name, e in estimates.items()}
         return cls(
             round=observation.round, clients=list(observation.clients[:count]),
             global_before=observation.global_before.detach().float().clone(),
-            server=observation.views["server"][:count].detach().float().clone(),
+            server=server[:count].detach().float().clone(),
             truth=observation.ground_truth["updates"][:count].detach().float().clone(),
             images_used=train_images[used].detach().float().clone(), lr=observation.lr, tau=observation.tau,
+            extra=extra,
         )
 
     def to_tensors(self) -> dict[str, Any]:
@@ -245,7 +281,7 @@ def attack_recorded_view(
         settings.update(observation="update", local_steps=view.tau, local_lr=view.lr)
     shape = tuple(view.images_used.shape[2:])
     runs: dict[str, Any] = {}
-    for name, updates in (("clean", view.truth), ("defended", view.server)):
+    for name, updates in (("clean", view.truth), ("defended", view.server), *view.extra.items()):
         observed = updates if unroll else attacks.update_to_gradient(updates, lr=view.lr, local_steps=view.tau)
         result = attacks.invert(attack, model, observed, input_shape=shape, **settings)
         truth = _best_matches(result.images, view.images_used)
@@ -261,6 +297,7 @@ def attack_recorded_view(
         "lr": view.lr,
         "images_per_client": int(view.images_used.shape[1]),
         "settings": {**attacks.preset_settings(attack), **settings},
+        "extra": list(view.extra),
         **runs,
     }
 

@@ -21,7 +21,7 @@ import mechanisms
 from auditkit import __version__
 from auditkit.config import AuditConfig, ConfigError
 from auditkit.data import Split, load_dataset, partition, train_validation_split
-from auditkit.fl.aggregation import UplinkProtocol
+from auditkit.fl.aggregation import RoundProtocol, UplinkProtocol
 from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord, SimulationResult
 from auditkit.models import create_model
 from auditkit.stage_store import replace_atomically
@@ -88,6 +88,42 @@ def build_mechanism(config: AuditConfig):
     )
 
 
+GROUPED_MECHANISMS = ("dpsq", "laplace-sq")
+"""Mechanisms that [groups] applies to (the other settings of a grouped config train with plain FedAvg)."""
+
+
+def build_protocol(mechanism: mechanisms.Mechanism, config: AuditConfig) -> RoundProtocol:
+    """How the clients' updates reach the server for ``mechanism``:
+
+    * MSP-FL's family (``mechanism.protocol == "consensus"``): the splitting and consensus rounds
+      (``auditkit.fl.consensus.ConsensusProtocol``), K_t + 1 uploads per round;
+    * ``dpsq`` / ``laplace-sq`` with a ``[groups]`` table: DP-SQ's device groups, clusters and fusion
+      (``auditkit.fl.device_groups.DeviceGroupProtocol``);
+    * anything else: one encoded upload per client, FedAvg at the server (``UplinkProtocol``).
+    """
+    if getattr(mechanism, "protocol", None) == "consensus":
+        from auditkit.fl.consensus import ConsensusProtocol
+
+        return ConsensusProtocol(mechanism, config.seed)
+    groups = config.groups
+    if groups.enabled and mechanism.name in GROUPED_MECHANISMS:
+        from auditkit.fl.device_groups import DeviceGroupProtocol, DeviceGroups
+
+        setting = config.mechanism
+        devices = DeviceGroups(sizes=groups.sizes, bits=groups.bits,
+                               link_sigma=groups.link_sigma or tuple(0.0 for _ in groups.sizes))
+        params = {k: v for k, v in mechanism.params.items() if k != "bits"}
+        try:
+            return DeviceGroupProtocol(
+                mechanism.name, devices, seed=config.seed, params=params,
+                cluster_sizes=setting.clusters or "random", total=groups.per_round, bandwidth=groups.bandwidth,
+                fusion=setting.fusion or "central-cell",
+            )
+        except ValueError as err:
+            raise ConfigError(f"[groups]: {err}") from None
+    return UplinkProtocol(mechanism, config.seed)
+
+
 class Experiment:
     """A config turned into ready-to-run objects: device, mechanism, data, model, simulation.
 
@@ -102,7 +138,7 @@ class Experiment:
         data, input_shape, num_classes, self.data_summary = prepare_data(config)
         model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
         self.simulation = FederatedSimulation(
-            model, data, UplinkProtocol(self.mechanism, config.seed), config.training,
+            model, data, build_protocol(self.mechanism, config), config.training,
             seed=config.seed, device=self.device,
         )
 
@@ -158,6 +194,7 @@ def results_document(run: TrainingRun, command: str) -> dict[str, Any]:
             "float32_bits_per_coordinate": FLOAT32_BITS,
             "compression_vs_float32": FLOAT32_BITS / bits_per_coordinate if bits_per_coordinate else None,
             "uplink_bits_total": int(sum(sum(r.bits) for r in run.result.rounds)),
+            "uploads_per_round": float(np.mean([r.stats.get("uploads", 1.0) for r in sent])) if sent else 0.0,
         },
         "observations": [
             {"round": o.round, "clients": o.clients, "views": sorted(o.views) + ["public"]}

@@ -27,7 +27,7 @@ SUMMARY_COLUMNS = (
 )
 ADAPTIVE_COLUMNS = ("setting", "test", "claim", "certified ε lower bound", "verdict", "note")
 VERDICT_CLASSES = {"consistent": "consistent", "violated": "violated", "vacuous claim": "vacuous",
-                   "inconclusive": "inconclusive"}
+                   "inconclusive": "inconclusive", "claim holds only cell-locally": "violated"}
 NOT_RUN = "not run"
 
 
@@ -98,6 +98,13 @@ def _composed(accounting: dict[str, Any], epsilon: float | None) -> str:
     return text
 
 
+def _bits(final: dict[str, Any]) -> str:
+    """Bits per coordinate per round, with the uploads per round when a protocol sends more than one."""
+    text = number(final["bits_per_coordinate"], ".3g", " bits/coord")
+    uploads = final.get("uploads_per_round", 1.0)
+    return text if uploads <= 1 else f"{text} ({number(uploads, '.3g')} uploads/round)"
+
+
 def summary_row(setting: dict[str, Any]) -> SummaryRow:
     """The summary table's cells for one setting, each number with its unit."""
     mechanism, final, test = setting["mechanism"], setting["training"]["final"], setting["distinguish"]
@@ -108,7 +115,7 @@ def summary_row(setting: dict[str, Any]) -> SummaryRow:
         mechanism=mechanism["name"],
         params=_params(mechanism["params"]),
         accuracy=percent(final["test_accuracy"]),
-        bits=number(final["bits_per_coordinate"], ".3g", " bits/coord"),
+        bits=_bits(final),
         compression="-" if ratio is None else number(ratio, ".1f", "x"),
         claim=claim(guarantee["epsilon"], guarantee["delta"]),
         flags=list(guarantee["flags"]),

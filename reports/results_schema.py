@@ -14,11 +14,14 @@ Each setting (one mechanism setting, a grid point of a sweep):
 - ``mechanism``: ``name``, ``params``, ``guarantee`` (the one-round claim: ``epsilon`` or null for no claim,
   ``delta``, relation, unit, scope, threat_model, sensitivity, assumptions, caveats, flags, summary);
 - ``training``: ``rounds`` (per round: lr, losses, test_accuracy in [0, 1], bits_per_coordinate), ``final``
-  (accuracy, loss, bits, ``compression_vs_float32`` or null, uplink bits) and ``checkpoints``;
+  (accuracy, loss, bits, ``compression_vs_float32`` or null, uplink bits, optionally ``uploads_per_round`` for
+  protocols with several uploads per round, e.g. MSP-FL's K_t + 1) and ``checkpoints``;
 - ``accounting``: the claim composed over the rounds run (``composed`` or null with a ``refusal``;
   ``composed_actual``: the realised noise when the claim is exceeded);
 - ``inversion`` (null when switched off): the attack on the server's view, clean and defended SSIM / MSE /
-  PSNR, and ``figure``, the reconstruction grid's path relative to the results folder;
+  PSNR, and ``figure``, the reconstruction grid's path relative to the results folder; optionally ``views``,
+  further server-side estimates attacked the same way (MSP-FL: alpha_0, the first consensus residual, the
+  least-squares reconstruction), each with its name, observation and defended scores;
 - ``distinguish`` (null when switched off): the certified epsilon lower bound at a confidence, its cap
   ``max_certifiable``, the verdict on the claim and the adaptive tests.
 
@@ -38,6 +41,13 @@ SCHEMA_VERSION = 2
 
 class _Nullable:
     """A value that is either null or matches ``spec``."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+
+
+class _Optional:
+    """A key that may be absent; when present its value matches ``spec``."""
 
     def __init__(self, spec: Any) -> None:
         self.spec = spec
@@ -66,7 +76,8 @@ _SETTING = {
                     "test_accuracy": _NUMBER, "bits_per_coordinate": _NUMBER}],
         "final": {"round": int, "test_accuracy": _NUMBER, "best_test_accuracy": _NUMBER, "test_loss": _NUMBER,
                   "bits_per_coordinate": _NUMBER, "float32_bits_per_coordinate": _NUMBER,
-                  "compression_vs_float32": _Nullable(_NUMBER), "uplink_bits_total": int},
+                  "compression_vs_float32": _Nullable(_NUMBER), "uplink_bits_total": int,
+                  "uploads_per_round": _Optional(_NUMBER)},
         "checkpoints": [int],
     },
     "accounting": {"rounds": int, "delta": _NUMBER, "composed": _Nullable(_RUN), "refusal": _Nullable(str),
@@ -74,6 +85,7 @@ _SETTING = {
     "inversion": _Nullable({
         "attack": str, "view": str, "round": int, "observation": str, "clients": [int], "model": str,
         "ssim_variant": str, "clean": _SCORES, "defended": _SCORES, "figure": str,
+        "views": _Optional([{"name": str, "observation": str, "defended": _SCORES}]),
     }),
     "distinguish": _Nullable({
         "trials": int, "confidence": _NUMBER, "tests": int, "claimed_epsilon": _Nullable(_NUMBER),
@@ -121,6 +133,10 @@ def _check(value: Any, spec: Any, where: str) -> None:
         if not isinstance(value, dict):
             raise ValueError(f"{where} must be an object, got {type(value).__name__}")
         for key, item in spec.items():
+            if isinstance(item, _Optional):
+                if key in value:
+                    _check(value[key], item.spec, f"{where}.{key}")
+                continue
             if key not in value:
                 raise ValueError(f"{where}.{key} is missing")
             _check(value[key], item, f"{where}.{key}")

@@ -52,10 +52,17 @@ class RoundOutcome:
 
 
 class RoundProtocol(Protocol):
-    """One round of client -> server communication."""
+    """One round of client -> server communication.
+
+    ``global_params`` is the model the clients started the round from (w_i = global_params + updates[i]);
+    protocols that act on models rather than updates (MSP-FL's splitting) need it. A protocol that also
+    decides who takes part (DP-SQ's per-group clusters) has a ``select_clients(round_) -> list[int]``
+    method, which the training loop then calls instead of its own participation rule.
+    """
 
     def communicate(
-        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int
+        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
+        *, global_params: torch.Tensor,
     ) -> RoundOutcome: ...
 
 
@@ -74,7 +81,8 @@ class UplinkProtocol:
         self.aggregator = aggregator or FedAvg()
 
     def communicate(
-        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int
+        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
+        *, global_params: torch.Tensor | None = None,
     ) -> RoundOutcome:
         decoded, payloads, overloads = [], [], 0
         for update, client in zip(updates, clients):

@@ -148,10 +148,13 @@ class FederatedSimulation:
         """One FL round; returns its metrics and, at a checkpoint, the observation."""
         t = self.training
         lr = self.schedule.lr
-        clients = select_clients(
-            t.clients, round_, seed=self.seed, participation=t.participation,
-            clients_per_round=t.clients_per_round, sample_rate=t.sample_rate,
-        )
+        if hasattr(self.protocol, "select_clients"):  # the protocol's own sampling (DP-SQ's clusters)
+            clients = self.protocol.select_clients(round_)
+        else:
+            clients = select_clients(
+                t.clients, round_, seed=self.seed, participation=t.participation,
+                clients_per_round=t.clients_per_round, sample_rate=t.sample_rate,
+            )
         before = self.params.clone()
         record_views = round_ in t.checkpoints
         bits: list[int] = []
@@ -165,7 +168,9 @@ class FederatedSimulation:
             local = self._train_locally(clients, batches, lr, round_)
             self.momentum[clients] = local.momentum
             updates = local.params - before
-            outcome = self.protocol.communicate(updates, clients, self.client_weights[clients], round_)
+            outcome = self.protocol.communicate(
+                updates, clients, self.client_weights[clients], round_, global_params=before
+            )
             self.params = before + outcome.aggregate.to(self.device, before.dtype)
             bits, stats = outcome.bits, outcome.stats
             train_loss = float(local.loss.mean())

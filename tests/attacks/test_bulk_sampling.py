@@ -22,6 +22,9 @@ CHEAP = {  # settings where the noise is not negligible next to the input, so th
     "laplace+sdq": {"scale": 0.5, "clip": 0.5, "support": 8.0},
     "cepam-gaussian": {"sigma": 0.5, "clip": 0.5, "n": 3},
     "cepam-laplace": {"scale": 0.5, "clip": 0.5},
+    # DP-SQ tiles only unclipped (clip_norm="none"); a coarse grid with strong coins and rounding shows the input
+    "dpsq": {"clip_norm": "none", "clip": 1.0, "bits": 2, "eps": 1.0},
+    "laplace-sq": {"clip_norm": "none", "clip": 1.0, "bits": 2, "eps": 5.0},
 }
 PATHS = {
     "none": "tiled",
@@ -30,6 +33,8 @@ PATHS = {
     "jopeq-laplace": "tiled",
     "jopeq-t": "tiled",
     "jopeq-exact": "tiled",
+    "dpsq": "per call",  # the default l1 clip is also the quantizer range: it cannot be rescaled
+    "laplace-sq": "per call",
 }
 
 
@@ -43,6 +48,13 @@ def _input(name: str) -> torch.Tensor:
 def test_every_registered_mechanism_gets_a_fast_path():
     for name in mechanisms.names():
         assert bulk_sampler(name).path == PATHS.get(name, "tiled, clip rescaled"), name
+
+
+@pytest.mark.parametrize("name", ["dpsq", "laplace-sq"])
+def test_dpsq_tiles_only_without_the_l1_clip_and_on_the_literal_range(name):
+    assert bulk_sampler(mechanisms.create(name, clip_norm="none")).path == "tiled"
+    if name == "dpsq":
+        assert bulk_sampler(mechanisms.create(name, clip_norm="none", range="adaptive")).path == "per call"
 
 
 def test_a_subclass_falls_back_to_one_call_per_output():
