@@ -50,6 +50,13 @@ with the mechanism's ``guarantee()``.
    Verdict ``CELL_LOCAL_ONLY`` ("claim holds only cell-locally") when the in-cell pair is consistent and a
    cross-cell pair violates eps1.
 
+5. ``msp_transcript`` (``msp``, ``msp-laplace``, ``mspdq``). MSP+Lap's Proposition 1 protects the first upload
+   alpha_0 = w + Laplace(2 clip / eps_dp); MSP-FL claims that hidden m_i keep w_i secret. Client 0's model is
+   -clip e_1 or +clip e_1 (d = 2) beside two fixed peers; the ``alpha0`` view is its first upload, the
+   ``transcript`` view the server's least-squares reconstruction (``attacks.reconstruct_msp``) from all
+   K_t + 1 uploads. alpha_0 stays within eps_dp; the transcript recovers the model to float32 precision and is
+   told apart perfectly (bound = the cap), so the verdict against eps_dp is "violated".
+
 ``adaptive_tests_for(name)`` lists the tests the audit pipeline runs for a mechanism (``ADAPTIVE_TESTS``).
 """
 
@@ -71,6 +78,7 @@ from mechanisms.cepam import CEPAMGaussian, CEPAMLaplace
 from mechanisms.dpsq import DPSQ, LaplaceSQ
 from mechanisms.jopeq import JoPEQLaplace, JoPEQMessage, JoPEQT
 from mechanisms.jopeq_exact import JoPEQExact
+from mechanisms.msp import MSP, MSPDQ, MSPLaplace, MSPTranscript
 from mechanisms.rsuq_coding import RSUQMessage
 
 __all__ = [
@@ -83,6 +91,7 @@ __all__ = [
     "jopeq_overload",
     "jopeq_scale_side_channel",
     "message_side_channel",
+    "msp_transcript",
 ]
 
 DEFAULT_TRIALS = 10_000  # per view or pair: 2,500 held-out outputs per side, cap ~6.5 at 95%
@@ -91,6 +100,7 @@ JOPEQ_BLOCKS = 9  # M = 9 blocks with ||h|| = 1 give zeta = 1 (``attacks.audit_s
 SPIKE_BLOCKS = 144  # a one-coordinate update in M = 144 blocks is scaled to sqrt(M)/3 = 4
 CEPAM_DIMENSION = 16
 CEPAM_NORM_RATIO = 4.0  # ||x1|| / ||x0|| in the CEPAM pair
+MSP_PEERS = torch.tensor([[0.3, -0.2], [0.1, 0.4]], dtype=torch.float64)  # the other clients' models (test 5)
 
 
 @dataclass(frozen=True)
@@ -428,6 +438,81 @@ def dpsq_cross_cell(
     return result
 
 
+def _msp_views(m: Mechanism) -> dict[str, BatchedMechanism]:
+    """The ``alpha0`` and ``transcript`` views of client 0 in a consensus round with the fixed ``MSP_PEERS``, as
+    batched callables: row b of x (B, d) is client 0's model in trial b. Trials are tiled along the coordinates
+    of ONE consensus run (faithful: the split, the noise, the rounding and the consensus act coordinate by
+    coordinate, the clip is applied per trial before tiling, and with m_max = 1 every m_i is 1 in every trial);
+    with m_max > 1 each trial runs its own consensus. The transcript view is the least-squares reconstruction
+    of client 0's model from its trial's slice of the transcript (``attacks.reconstruct_msp``)."""
+    from attacks.msp_reconstruction import reconstruct_msp
+
+    def run(x: torch.Tensor, seed: int) -> tuple[MSPTranscript, int]:
+        rows, d = x.shape
+        clipped = torch.stack([m.clip_update(row) for row in x])
+        peers = MSP_PEERS[:, :d].repeat(1, rows)
+        return m.run_consensus(torch.cat([clipped.reshape(1, -1), peers]), seed), d
+
+    def trials(x: torch.Tensor, seed: int) -> list[tuple[MSPTranscript, int]]:
+        if m.params["m_max"] == 1:
+            return [run(x, seed)]
+        return [run(row[None], mechanisms.derive_seed(seed, i)) for i, row in enumerate(x)]
+
+    def alpha0(x: torch.Tensor, seed: int) -> torch.Tensor:
+        return torch.cat([t.alpha[0, 0].view(-1, d) for t, d in trials(x, seed)])
+
+    def transcript(x: torch.Tensor, seed: int) -> torch.Tensor:
+        out = []
+        for t, d in trials(x, seed):
+            for b in range(t.alpha.shape[2] // d):
+                block = slice(b * d, (b + 1) * d)
+                part = dataclasses.replace(t, alpha=t.alpha[:, :, block], broadcast=t.broadcast[:, block],
+                                           aggregate=t.aggregate[block], hidden=None)
+                out.append(reconstruct_msp(part).w_hat[0])
+        return torch.stack(out)
+
+    return {"alpha0": alpha0, "transcript": transcript}
+
+
+def msp_transcript(
+    mechanism: str | Mechanism,
+    *,
+    trials: int = DEFAULT_TRIALS,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> AdaptiveTestResult:
+    """MSP-FL's transcript (module docstring, test 5): client 0's model -clip e_1 vs +clip e_1 (d = 2) among
+    two fixed peers, observed through its first upload alpha_0 and through the whole consensus transcript
+    (the server's least-squares reconstruction), each with ``trials`` outputs, Bonferroni over the two."""
+    _check(trials, confidence)
+    m = _resolve(mechanism, (MSP, MSPLaplace, MSPDQ), "msp_transcript", seed)
+    if m.params["consensus_rounds"] < 2:
+        raise ValueError("msp_transcript needs consensus_rounds >= 2 (the reconstruction solves for m and gamma)")
+    clip = m.params.get("clip", 1.0)
+    x0 = torch.tensor([-clip, 0.0], dtype=torch.float64)
+    views = _msp_views(m)
+    return _run(
+        "msp-transcript",
+        m,
+        "client 0's model, l1 distance 2 clip apart, as the server sees it: alpha_0 alone, then every upload",
+        [
+            ("alpha_0 view: the first upload", views["alpha0"], x0, -x0, True),
+            ("transcript view: least-squares reconstruction from all K_t + 1 uploads", views["transcript"], x0, -x0,
+             True),
+        ],
+        trials=trials,
+        confidence=confidence,
+        seed=seed,
+        findings={"consensus_rounds": float(m.params["consensus_rounds"])},
+        note=(
+            "Each consensus residual r[k] = alpha[k+1] - alpha[k] - eps_c (w[k] - alpha[k]) is linear in the "
+            "hidden (S_0, m, 1/gamma), so least squares over K_t > m rounds recovers the model exactly: the noise "
+            "(MSP+Lap: Laplace; MSP-FL: the split) protecting alpha_0 is cancelled by what later uploads reveal. "
+            "A transcript bound at max_certifiable means a perfect test; alpha_0 alone stays within eps_dp."
+        ),
+    )
+
+
 ADAPTIVE_TESTS: dict[str, tuple[AdaptiveTest, ...]] = {
     "jopeq-laplace": (jopeq_scale_side_channel, jopeq_overload),
     "jopeq-t": (jopeq_scale_side_channel, jopeq_overload),
@@ -436,6 +521,9 @@ ADAPTIVE_TESTS: dict[str, tuple[AdaptiveTest, ...]] = {
     "cepam-laplace": (cepam_normalisation,),
     "dpsq": (dpsq_cross_cell,),
     "laplace-sq": (dpsq_cross_cell,),
+    "msp": (msp_transcript,),
+    "msp-laplace": (msp_transcript,),
+    "mspdq": (msp_transcript,),
 }
 """Registered mechanism name -> the adaptive tests the audit runs for it (the one place to add tests)."""
 

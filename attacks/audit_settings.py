@@ -6,7 +6,7 @@ and returns the ``AuditSetting`` whose ``pairs()`` are the candidates ``attacks.
 | mechanism | d | ball (norm, radius) | sensitivity | block | options |
 |---|---|---|---|---|---|
 | gaussian, gaussian+sdq, t-dist, t-dist+sdq | 2 | l2, clip | 2 clip | 2 | beyond-clip |
-| laplace, laplace+sdq | 2 | l1, clip | 2 clip | 2 | beyond-clip |
+| laplace, laplace+sdq, msp-laplace | 2 | l1, clip | 2 clip | 2 | beyond-clip |
 | cepam-gaussian (compat none) | max(2, n) | l2, clip | 2 clip | d | beyond-clip |
 | cepam-laplace (compat none) | 2 | l1, clip | 2 clip | 2 | beyond-clip |
 | cepam-* compat=paper000 | as above | l2, clip | 2 clip | d - 1 | same norm (the claim covers the normalised update) |
@@ -43,6 +43,7 @@ from mechanisms.dpsq import DPSQ, LaplaceSQ
 from mechanisms.identity import Identity
 from mechanisms.jopeq import JoPEQLaplace, JoPEQT
 from mechanisms.jopeq_exact import JoPEQExact
+from mechanisms.msp import MSPLaplace
 from mechanisms.noisy_sdq import GaussianSDQ, LaplaceSDQ, TDistSDQ
 from mechanisms.sdq import SDQ, HexagonalSDQ
 from mechanisms.tdist import TDist
@@ -60,12 +61,13 @@ REFERENCE_PARAMS: dict[str, dict[str, float | int]] = {
     "cepam-laplace": {"scale": 1.0, "clip": 0.5},
     "dpsq": {"eps": 1.0},
     "laplace-sq": {"eps": 1.0},
+    "msp-laplace": {"eps": 1.0},
 }
 """Parameters at which a registered mechanism's claim is within reach of an audit (other mechanisms: their
 defaults). The defaults of the mechanisms listed claim eps = 284 (Gaussian, sigma 0.1) or 20 (Laplace,
 scale 0.1), beyond what even 10^6 trials can certify (11.8): here the shift 2 clip = 1 with sigma = 1 claims
 4.38 at delta = 1e-5 and scale 1 claims 1; DP-SQ's default eps1 = 0.1 is raised to 1 so that a
-cell-local excess would show. The quantizer supports keep overloads below 1e-6 per coordinate
+cell-local excess would show; MSP+Lap's default eps_dp = 10 is lowered to 1, within reach. The quantizer supports keep overloads below 1e-6 per coordinate
 (post-processing either way). The defaults of the t and JoPEQ mechanisms claim eps = 4 and are kept."""
 
 
@@ -129,7 +131,7 @@ def audit_setting(mechanism: Mechanism) -> AuditSetting:
     p, kind = mechanism.params, type(mechanism)
     if kind in (Gaussian, GaussianSDQ, TDist, TDistSDQ):
         return _clipped(p["clip"], "l2")
-    if kind in (Laplace, LaplaceSDQ):
+    if kind in (Laplace, LaplaceSDQ, MSPLaplace):
         return _clipped(p["clip"], "l1")
     if kind is CEPAMGaussian:
         return _cepam(mechanism, "l2", max(2, p["n"]))

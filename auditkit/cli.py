@@ -40,7 +40,7 @@ def _fail(message: str) -> None:
 # ------------------------------------------------------------------ shared options
 
 ConfigArg = Annotated[Optional[Path], typer.Argument(help="TOML config file (default: the quickstart preset).", show_default=False)]
-PresetOpt = Annotated[Optional[str], typer.Option(help="Bundled preset: quickstart (default), cepam or jopeq.")]
+PresetOpt = Annotated[Optional[str], typer.Option(help="Bundled preset: quickstart (default), cepam, jopeq, dpsq or msp.")]
 OutOpt = Annotated[Path, typer.Option(help="Output folder.")]
 MechOpt = Annotated[Optional[str], typer.Option("--mechanism", "-m", help="Registered mechanism (see `auditkit mechanisms`).")]
 IntOpt = Annotated[Optional[int], typer.Option()]

@@ -259,7 +259,8 @@ def preset_dict(name: str, *, mechanisms: bool = True) -> dict[str, Any]:
 
 
 def load_preset(name: str) -> AuditConfig:
-    """A bundled preset: ``quickstart`` (the default), ``cepam`` or ``jopeq`` (the papers' comparisons)."""
+    """A bundled preset: ``quickstart`` (the default), ``cepam``, ``jopeq``, ``dpsq`` or ``msp`` (the papers'
+    comparisons)."""
     return from_dict(preset_dict(name))
 
 

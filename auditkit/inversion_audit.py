@@ -186,6 +186,8 @@ def msp_update_estimates(transcript: Any, global_before: torch.Tensor) -> dict[s
       the update smallest, c = -<alpha_i[0] - g, d_i> (updates are small next to the split's noise, so this c
       is close to ||w_i - alpha_i[0]||);
     * ``alpha0``: the visible split alpha_i[0] alone (unbiased for w_i), minus g.
+
+    With K_t = 1 there is no least-squares reconstruction (it needs K_t >= 2): the first two are returned.
     """
     from attacks.msp_reconstruction import first_residual_direction, reconstruct_msp
 
@@ -193,11 +195,10 @@ def msp_update_estimates(transcript: Any, global_before: torch.Tensor) -> dict[s
     alpha0 = transcript.alpha[0].to(torch.float64)
     direction = first_residual_direction(transcript).to(torch.float64)
     scale = -((alpha0 - g) * direction).sum(dim=1, keepdim=True)
-    return {
-        "reconstructed": reconstruct_msp(transcript).w_hat.to(torch.float64) - g,
-        "first-residual": alpha0 + scale * direction - g,
-        "alpha0": alpha0 - g,
-    }
+    estimates = {"first-residual": alpha0 + scale * direction - g, "alpha0": alpha0 - g}
+    if transcript.rounds >= 2:
+        estimates = {"reconstructed": reconstruct_msp(transcript).w_hat.to(torch.float64) - g, **estimates}
+    return estimates
 
 
 @dataclass(frozen=True)
@@ -229,7 +230,7 @@ class RecordedView:
         extra: dict[str, torch.Tensor] = {}
         if not isinstance(server, torch.Tensor):  # a consensus transcript: the server's estimates of the updates
             estimates = msp_update_estimates(server, observation.global_before)
-            server = estimates.pop("reconstructed")
+            server = estimates.pop(next(iter(estimates)))  # the strongest estimate is the defended view
             extra = {name: e[:count].detach().float().clone() for name, e in estimates.items()}
         return cls(
             round=observation.round, clients=list(observation.clients[:count]),

@@ -11,7 +11,7 @@ This package imports nothing from the rest of the toolkit. To add a mechanism, w
 """
 
 # Registered mechanisms: importing a module registers its classes.
-from mechanisms import additive, cepam, dpsq, identity, jopeq, jopeq_exact, noisy_sdq, sdq, tdist  # noqa: F401
+from mechanisms import additive, cepam, dpsq, identity, jopeq, jopeq_exact, msp, noisy_sdq, sdq, tdist  # noqa: F401
 from mechanisms.base import Mechanism, Param
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.message import FloatMessage, Message

@@ -177,7 +177,8 @@ def reconstructions(settings: list[dict[str, Any]]) -> list[Reconstruction]:
         Reconstruction(
             path=s["inversion"]["figure"],
             caption=f"{s['label']}: {s['inversion']['attack']} on the {s['inversion']['view']}'s view at round "
-                    f"{s['inversion']['round']} (rows: ground truth, clean, defended).",
+                    f"{s['inversion']['round']} (rows: ground truth, clean, defended"
+                    + "".join(f", {v['name']}" for v in s["inversion"].get("views", [])) + ").",
         )
         for s in settings if s["inversion"] is not None
     ]
@@ -208,6 +209,9 @@ def _stage_facts(setting: dict[str, Any]) -> list[tuple[str, str]]:
                   f"{inversion['attack']} on the {inversion['view']}'s view at round {inversion['round']}, "
                   f"clients {', '.join(map(str, inversion['clients']))}, model {inversion['model']}; observation: "
                   f"{inversion['observation']}; SSIM: {inversion['ssim_variant']}"))
+    for view in (inversion or {}).get("views", []):  # a transcript's weaker estimates, attacked the same way
+        facts.append((f"inversion of {view['name']}", f"{view['observation']}: mean SSIM "
+                      f"{number(view['defended']['ssim_mean'], '.3g')}, MSE {number(view['defended']['mse_mean'], '.3g')}"))
     return facts
 
 

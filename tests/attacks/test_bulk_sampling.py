@@ -35,6 +35,9 @@ PATHS = {
     "jopeq-exact": "tiled",
     "dpsq": "per call",  # the default l1 clip is also the quantizer range: it cannot be rescaled
     "laplace-sq": "per call",
+    "msp": "per call",  # the split draws the hidden m_i per call
+    "msp-laplace": "per call",  # the Laplace scale 2 clip / eps moves with the clip
+    "mspdq": "per call",
 }
 
 

@@ -192,3 +192,35 @@ def test_report_rerenders_from_results_json_alone(reference, tmp_path):
     missing = subprocess.run([sys.executable, "-m", "auditkit.cli", "report", str(tmp_path / "nope.json")],
                              capture_output=True, text=True, timeout=120)
     assert missing.returncode == 2 and missing.stderr.startswith("error: ")
+
+
+SEED_MECHANISMS_II = {
+    "seed": 1,
+    "device": "cpu",
+    "training": {"model": "cnn", "clients": 6, "rounds": 2, "tau": 2, "checkpoints": [1],
+                 "participation": "uniform", "clients_per_round": 4},
+    "groups": {"sizes": [3, 3], "bits": [2, 4], "link_sigma": [0.0, 1e-3], "per_round": 4, "bandwidth": 12},
+    "mechanisms": [
+        {"name": "dpsq", "eps": 1.0, "fusion": "central-cell", "clusters": "optimal"},
+        {"name": "msp-laplace", "eps": 1.0, "consensus_rounds": 4},
+    ],
+    "inversion": {"clients": 2, "iterations": 5},
+    "distinguish": {"trials": 2000},
+}
+
+
+def test_dpsq_groups_and_msp_transcript_run_through_the_whole_pipeline(tmp_path):
+    document = run_audit(from_dict(SEED_MECHANISMS_II), out=tmp_path)
+    validate_results(document)
+    dpsq, msp = document["settings"]
+    assert dpsq["distinguish"]["adaptive"][0]["verdict"] == "claim holds only cell-locally"
+    assert "cell-local" in dpsq["mechanism"]["guarantee"]["flags"]
+    assert msp["training"]["final"]["uploads_per_round"] == 5  # K_t + 1
+    assert msp["distinguish"]["verdict"] == "consistent"  # alpha_0 alone: Proposition 1 holds
+    assert msp["distinguish"]["adaptive"][0]["verdict"] == "violated"  # the transcript does not
+    views = [v["name"] for v in msp["inversion"]["views"]]
+    assert views == ["first-residual", "alpha0"]  # "defended" is the least-squares reconstruction
+    # the reconstruction hands the attacker the true update: the same attack scores alike on both
+    assert abs(msp["inversion"]["defended"]["ssim_mean"] - msp["inversion"]["clean"]["ssim_mean"]) < 0.02
+    report = (tmp_path / "report.md").read_text(encoding="utf-8")
+    assert "5 uploads/round" in report and "inversion of alpha0" in report

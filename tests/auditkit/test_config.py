@@ -29,6 +29,39 @@ def test_cepam_preset_has_the_papers_settings_and_prefers_mnist(tmp_path, make_m
     assert with_mnist.data.dataset == "mnist" and with_mnist.data.prefer is None
 
 
+def test_dpsq_and_msp_presets_have_the_papers_systems():
+    dpsq = load_preset("dpsq")
+    g = dpsq.groups
+    assert (g.sizes, g.bits, g.link_sigma, g.per_round, g.bandwidth) == ((50, 50), (2, 4), (6.25e-4, 0.125), 10, 30)
+    assert (dpsq.training.model, dpsq.training.clients, dpsq.training.rounds) == ("mlp200", 100, 20)
+    grouped = [(s.label, s.fusion, s.clusters, s.params.get("range")) for s in dpsq.settings() if s.name == "dpsq"]
+    assert grouped[0] == ("Alg. 1 range=literal", "mean", "random", "literal")
+    assert grouped[-1] == ("Alg. 1 + FWO + CSO range=adaptive", "central-cell", "optimal", "adaptive")
+    assert from_dict(dpsq.to_dict()) == dpsq  # groups, fusion and clusters round-trip
+    msp = load_preset("msp")
+    assert [s.name for s in msp.settings()] == ["none", "msp", *["mspdq"] * 4, "msp-laplace", "jopeq-laplace"]
+    assert (msp.training.clients, msp.training.clients_per_round) == (100, 20)
+
+
+@pytest.mark.parametrize(("groups", "mechanisms", "message"), [
+    ({"sizes": [5, 4], "bits": [2, 4], "per_round": 4}, [{"name": "dpsq"}],
+     "groups.sizes must add up to training.clients = 10, got 9"),
+    ({"sizes": [5, 5], "bits": [2], "per_round": 4}, [{"name": "dpsq"}], "groups.bits .* one entry per group"),
+    ({"sizes": [5, 5], "bits": [2, 4], "per_round": 1}, [{"name": "dpsq"}], r"groups.per_round must be an integer in \[2, 10\]"),
+    ({"sizes": [5, 5], "bits": [2, 4], "per_round": 4}, [{"name": "dpsq", "clusters": "optimal"}],
+     "clusters = 'optimal' needs groups.bandwidth"),
+    ({"sizes": [5, 5], "bits": [2, 4], "per_round": 4}, [{"name": "dpsq", "fusion": "snr"}],
+     r"mechanisms\[0\].fusion must be one of central-cell, oracle, bound, mean; got 'snr'"),
+    (None, [{"name": "dpsq", "fusion": "mean"}], r"mechanisms\[0\].fusion needs a \[groups\] table"),
+])
+def test_groups_errors_name_the_key(groups, mechanisms, message):
+    raw = {"training": {"clients": 10}, "mechanisms": mechanisms}
+    if groups is not None:
+        raw["groups"] = groups
+    with pytest.raises(ConfigError, match=message):
+        from_dict(raw)
+
+
 def test_mechanism_settings_sweeps_and_labels():
     config = from_dict({"mechanisms": [
         {"name": "none"},
