@@ -88,10 +88,6 @@ def build_mechanism(config: AuditConfig):
     )
 
 
-GROUPED_MECHANISMS = ("dpsq", "laplace-sq")
-"""Mechanisms that [groups] applies to (the other settings of a grouped config train with plain FedAvg)."""
-
-
 def build_protocol(mechanism: mechanisms.Mechanism, config: AuditConfig) -> RoundProtocol:
     """How the clients' updates reach the server for ``mechanism``:
 
@@ -105,9 +101,10 @@ def build_protocol(mechanism: mechanisms.Mechanism, config: AuditConfig) -> Roun
         from auditkit.fl.consensus import ConsensusProtocol
 
         return ConsensusProtocol(mechanism, config.seed)
+    from auditkit.fl.device_groups import GROUPED_MECHANISMS, DeviceGroupProtocol, DeviceGroups
+
     groups = config.groups
-    if groups.enabled and mechanism.name in GROUPED_MECHANISMS:
-        from auditkit.fl.device_groups import DeviceGroupProtocol, DeviceGroups
+    if groups.enabled and mechanism.name in GROUPED_MECHANISMS:  # other settings train with plain FedAvg
 
         setting = config.mechanism
         devices = DeviceGroups(sizes=groups.sizes, bits=groups.bits,

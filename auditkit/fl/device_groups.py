@@ -32,6 +32,7 @@ __all__ = [
     "DeviceGroups",
     "DeviceGroupProtocol",
     "FUSION_MODES",
+    "GROUPED_MECHANISMS",
     "CLUSTER_MODES",
     "cluster_sizes",
     "random_cluster_sizes",
@@ -40,7 +41,7 @@ __all__ = [
 
 FUSION_MODES = ("central-cell", "oracle", "bound", "mean")
 CLUSTER_MODES = ("random", "optimal", "proportional")
-_MECHANISMS = ("dpsq", "laplace-sq")
+GROUPED_MECHANISMS = ("dpsq", "laplace-sq")  # the mechanisms whose bits a device group sets
 
 
 @dataclass(frozen=True)
@@ -286,8 +287,8 @@ class DeviceGroupProtocol:
         bandwidth: float | None = None,
         fusion: str = "central-cell",
     ) -> None:
-        if mechanism not in _MECHANISMS:
-            raise ValueError(f"mechanism must be one of: {', '.join(_MECHANISMS)}, got {mechanism!r}")
+        if mechanism not in GROUPED_MECHANISMS:
+            raise ValueError(f"mechanism must be one of: {', '.join(GROUPED_MECHANISMS)}, got {mechanism!r}")
         if fusion not in FUSION_MODES:
             raise ValueError(f"fusion must be one of: {', '.join(FUSION_MODES)}, got {fusion!r}")
         params = dict(params or {})
