@@ -6,8 +6,13 @@ a ``torch.nn.Module``; they never import ``auditkit``.
 * gradient inversion: ``dlg``, ``idlg``, ``inverting_gradients`` (``gradient_inversion``, with
   ``batched_lbfgs``, ``gradient_matching``, ``label_extraction``, ``observations``) and ``metrics``;
 * empirical DP: ``distinguish`` (bulk sampling, statistics, held-out Clopper-Pearson bounds in
-  ``epsilon_bounds``), ``neighbouring_pairs``, ``audit_mechanism``, ``verdicts``, and the
-  mechanism-specific ``adaptive_tests``.
+  ``epsilon_bounds``), ``neighbouring_pairs``, ``audit_settings``, ``audit_mechanism``, ``verdicts``, and the
+  registry of ``adaptive_tests``;
+* attacks on specific mechanisms: ``targeted`` (JoPEQ's side channel and overload, CEPAM's normalisation,
+  DP-SQ's cross-cell test, MSP-FL's transcript reconstruction), registered for the mechanisms they target.
+
+The generic code knows a mechanism only through the ``mechanisms.Mechanism`` protocol and what it declares
+(``mechanisms.capabilities``); it imports no mechanism class.
 """
 
 # --- gradient inversion (issue 5): attacks, label extraction, observations, metrics ---
@@ -23,20 +28,21 @@ from attacks.gradient_inversion import (
 )
 from attacks.gradient_matching import per_image_gradients
 from attacks.label_extraction import extract_labels
-from attacks.observations import update_to_gradient
+from attacks.observations import update_estimator, update_estimator_for, update_to_gradient
 # --- end gradient inversion ---
 
 # --- empirical DP distinguishing (issue 6): epsilon bounds, bulk sampling, tests, pairs, verdicts ---
 from attacks.adaptive_tests import (
-    ADAPTIVE_TESTS,
     AdaptiveTestResult,
+    adaptive_test,
     adaptive_tests_for,
-    cepam_normalisation,
-    jopeq_overload,
-    jopeq_scale_side_channel,
+    message_side_channel,
+    registered_adaptive_tests,
+    resolve_for,
+    run_views,
 )
 from attacks.audit_mechanism import MechanismAudit, audit_mechanism
-from attacks.audit_settings import AuditSetting, audit_setting
+from attacks.audit_settings import AuditSetting, audit_setting, setting_pairs
 from attacks.bulk_sampling import BatchedMechanism, BulkSampler, bulk_sampler
 from attacks.distinguish import EpsilonEstimate, distinguish
 from attacks.distinguishing_statistics import STATISTICS
@@ -49,14 +55,18 @@ from attacks.epsilon_bounds import (
     one_run_p_value,
 )
 from attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
-from attacks.output_density import LogDensity, output_log_density
 from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VERDICTS, VIOLATED, bonferroni_confidence, holm, verdict
 # --- end empirical DP distinguishing ---
 
-# --- model splitting (seed 004): the adaptive server's reconstruction from the consensus transcript ---
-from attacks.msp_reconstruction import (
+# --- attacks on specific mechanisms (registered for the mechanisms they target) ---
+from attacks.targeted.cepam import cepam_normalisation
+from attacks.targeted.dpsq import dpsq_cross_cell
+from attacks.targeted.jopeq import jopeq_overload, jopeq_scale_side_channel
+from attacks.targeted.msp_reconstruction import (
     MSPReconstruction,
     first_residual_direction,
+    msp_update_estimates,
     reconstruct_from_split_support,
     reconstruct_msp,
 )
+from attacks.targeted.msp_transcript import msp_transcript

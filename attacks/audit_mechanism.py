@@ -1,6 +1,6 @@
 """Audit one mechanism: distinguish over its neighbouring pairs, keep the worst, judge it against the claim.
 
-``audit_mechanism(m, trials=N)`` runs ``attacks.distinguish`` on every pair of ``audit_setting(m).pairs()``
+``audit_mechanism(m, trials=N)`` runs ``attacks.distinguish`` on every pair of ``setting_pairs(audit_setting(m))``
 (or the given pairs), each at the Bonferroni confidence 1 - (1 - confidence)/tests, so that the largest bound
 over the pairs -- the worst pair, which is what the claim must survive -- holds at ``confidence`` jointly
 (``attacks.verdicts``). ``tests`` may be raised above the number of pairs when the audit is part of a larger
@@ -14,15 +14,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import mechanisms
-from attacks.audit_settings import audit_setting
+from attacks.audit_settings import audit_setting, setting_pairs
 from attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
 from attacks.distinguish import EpsilonEstimate, distinguish
 from attacks.distinguishing_statistics import STATISTICS
 from attacks.neighbouring_pairs import NeighbouringPair
-from attacks.output_density import LogDensity
 from attacks.verdicts import bonferroni_confidence, verdict
-from mechanisms.base import Mechanism
-from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms import Mechanism, PrivacyGuarantee
+from mechanisms import LogDensity
 
 __all__ = ["MechanismAudit", "audit_mechanism"]
 
@@ -91,7 +90,7 @@ def audit_mechanism(
         setting = audit_setting(resolved)
         name, params, note = resolved.name, dict(resolved.params), setting.note
         if pairs is None:
-            pairs = setting.pairs(random_directions=random_directions, seed=seed)
+            pairs = setting_pairs(setting, random_directions=random_directions, seed=seed)
     else:
         if pairs is None:
             raise ValueError("pairs: auditing a callable needs its neighbouring pairs (attacks.neighbouring_pairs)")

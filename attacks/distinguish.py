@@ -36,8 +36,8 @@ from attacks.bulk_sampling import BatchedMechanism, BulkSampler, resolve_mechani
 from attacks.distinguishing_statistics import STATISTICS, best_threshold, dense_ranks, fit_scorer, projection_direction
 from attacks.epsilon_bounds import distinguishing_p_value, epsilon_lower_bound
 from attacks.neighbouring_pairs import NeighbouringPair
-from attacks.output_density import LogDensity, output_log_density
-from mechanisms.base import Mechanism
+from mechanisms import Mechanism, capability
+from mechanisms import LogDensity
 
 __all__ = ["MIN_TRIALS", "EpsilonEstimate", "distinguish"]
 
@@ -167,7 +167,7 @@ def distinguish(
     confidence:  probability that the bound holds, in (0, 1); delta: the delta of the bound, in [0, 1).
     claimed_eps: the claim to compare with (defaults to ``mechanism.guarantee().epsilon`` for a mechanism).
     statistics:  which statistics compete on the selection half; "llr" needs a known output density
-                 (``attacks.output_density``) or ``log_density`` f(y, x) -> ln p(y | x).
+                 (``Mechanism.output_log_density``) or ``log_density`` f(y, x) -> ln p(y | x).
     label:       how the pair was built (reported); seed: seeds the sampling and the classifier.
     """
     _validate(trials, confidence, delta, claimed_eps, statistics)
@@ -176,7 +176,7 @@ def distinguish(
         raise ValueError(f"x0 and x1 must have the same shape, got {tuple(x0_t.shape)} and {tuple(x1_t.shape)}")
     resolved = resolve_mechanism(mechanism, seed=seed)
     if log_density is None and isinstance(resolved, Mechanism):
-        log_density = output_log_density(resolved)
+        log_density = capability(resolved, "output_log_density")
     if claimed_eps is None and isinstance(resolved, Mechanism):
         claimed_eps = resolved.guarantee().epsilon
     if set(statistics) == {"llr"} and log_density is None:

@@ -5,7 +5,7 @@ Every statistic is a score s(y), larger meaning "more like x1", fitted on the se
 * ``projection``: <y, x1 - x0> (onto the difference of the selection means when the output does not live in
   the input space). Optimal for additive Gaussian noise; a threshold far in the tail is optimal for
   Laplace noise.
-* ``llr``: ln p(y | x1) - ln p(y | x0) from a known output density (``attacks.output_density`` or a
+* ``llr``: ln p(y | x1) - ln p(y | x0) from a known output density (``Mechanism.output_log_density`` or a
   user-supplied one), the Neyman-Pearson statistic. Rounded to 1e-9 so that its plateaus (Laplace: constant
   beyond the pair) are exact ties, which the projection then orders.
 * ``classifier``: a logistic regression on the features [y, y^2, |y|] per coordinate (standardised; for
@@ -32,7 +32,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
 from attacks.epsilon_bounds import epsilon_lower_bounds
-from attacks.output_density import LogDensity
+from mechanisms import LogDensity
 
 __all__ = [
     "STATISTICS",

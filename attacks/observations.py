@@ -8,15 +8,42 @@ An observation is accepted in any of the shapes FL code produces, for P = the mo
   (N x parameter shape), or an N x P matrix.
 
 :func:`observation_matrix` turns all of them into the N x P matrix the attacks work on.
+
+A protocol whose server view is not the clients' decoded updates (MSP-FL's consensus transcript) has an *update
+estimator*, registered for its round protocol with ``@update_estimator("consensus")`` by the module that attacks
+it (``attacks.targeted.msp_reconstruction``): it turns the view into the server's estimates of each client's
+update, strongest first, and gradient inversion attacks those.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor
 
 Observation = Tensor | Sequence[Tensor]
+
+UpdateEstimator = Callable[[Any, Tensor], dict[str, tuple[Tensor, str]]]
+"""estimate(view, global_before) -> {name: (the clients' estimated updates (S, P), what the estimate observes)},
+strongest first."""
+
+_ESTIMATORS: dict[str, UpdateEstimator] = {}
+
+
+def update_estimator(round_protocol: str) -> Callable[[UpdateEstimator], UpdateEstimator]:
+    """Decorator registering the update estimator of a round protocol's server view (module docstring)."""
+
+    def register(estimator: UpdateEstimator) -> UpdateEstimator:
+        _ESTIMATORS[round_protocol] = estimator
+        return estimator
+
+    return register
+
+
+def update_estimator_for(round_protocol: str) -> UpdateEstimator | None:
+    """The update estimator registered for ``round_protocol`` (None: its server view holds decoded updates)."""
+    return _ESTIMATORS.get(round_protocol)
 
 
 def observation_matrix(observed: Observation, shapes: Sequence[torch.Size]) -> Tensor:

@@ -26,7 +26,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms import PrivacyGuarantee
 
 __all__ = [
     "CELL_LOCAL_ONLY",

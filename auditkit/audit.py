@@ -52,12 +52,6 @@ THREAT_MODELS = {
 }
 _VERSIONED = ("torch", "numpy", "scipy", "scikit-image", "opacus", "dp-accounting")
 
-_ESTIMATES = {
-    "first-residual": "alpha_0 moved along the first consensus residual r[0] to the smallest update",
-    "alpha0": "the visible split alpha_0 alone",
-}
-"""The weaker server-side estimates of an MSP-FL transcript (``inversion_audit.msp_update_estimates``)."""
-
 Event = Callable[..., None]
 """on_event(kind, **info): kind is "stage" (setting, stage, status: "start" | "done" | "resumed"), or "round"
 (setting, record) during training."""
@@ -93,9 +87,9 @@ def plan_audit(config: AuditConfig) -> list[SettingPlan]:
 def _distinguish_tests(mechanism: mechanisms.Mechanism, adaptive: bool, seed: int) -> tuple[list[Any], list[Any]]:
     """The neighbouring pairs and the adaptive tests the distinguish stage runs on ``mechanism``."""
     from attacks.adaptive_tests import adaptive_tests_for
-    from attacks.audit_settings import audit_setting
+    from attacks.audit_settings import audit_setting, setting_pairs
 
-    pairs = audit_setting(mechanism).pairs(seed=seed)
+    pairs = setting_pairs(audit_setting(mechanism), seed=seed)
     return pairs, (adaptive_tests_for(mechanism.name) if adaptive else [])
 
 
@@ -203,7 +197,7 @@ class Audit:
         observed = [o for o in run.result.observations if o.round == inversion_round]
         if plan.config.inversion.enabled and observed:
             view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
-                                                 plan.config.inversion.clients)
+                                                 plan.config.inversion.clients, run.mechanism.round_protocol)
             self.store.save_tensors(plan.id, "train", view.to_tensors())
         keep = ("round", "lr", "train_loss", "test_loss", "test_accuracy", "bits_per_coordinate")
         return {
@@ -256,7 +250,8 @@ class Audit:
         }
         if done["extra"]:  # a transcript view: "defended" is the reconstruction, the weaker estimates beside it
             document["views"] = [
-                {"name": name, "observation": _ESTIMATES[name], "defended": {k: done[name]["scores"][k] for k in keep}}
+                {"name": name, "observation": view.observations[name],
+                 "defended": {k: done[name]["scores"][k] for k in keep}}
                 for name in done["extra"]
             ]
         return document

@@ -176,31 +176,6 @@ def run_inversion(
     }
 
 
-def msp_update_estimates(transcript: Any, global_before: torch.Tensor) -> dict[str, torch.Tensor]:
-    """The server's estimates of each client's update w_i - g from an MSP-FL consensus transcript, strongest
-    first (``../shared/spec/msp.md``, "Adaptive server attack"):
-
-    * ``reconstructed``: the least-squares reconstruction w_hat_i (``attacks.reconstruct_msp``) minus g;
-    * ``first-residual``: only alpha_i[0] and the direction d_i of the first consensus residual r_i[0], which
-      points along w_i - alpha_i[0]: w_i = alpha_i[0] + c d_i with c unknown; the server takes the c that makes
-      the update smallest, c = -<alpha_i[0] - g, d_i> (updates are small next to the split's noise, so this c
-      is close to ||w_i - alpha_i[0]||);
-    * ``alpha0``: the visible split alpha_i[0] alone (unbiased for w_i), minus g.
-
-    With K_t = 1 there is no least-squares reconstruction (it needs K_t >= 2): the first two are returned.
-    """
-    from attacks.msp_reconstruction import first_residual_direction, reconstruct_msp
-
-    g = global_before.to(torch.float64)
-    alpha0 = transcript.alpha[0].to(torch.float64)
-    direction = first_residual_direction(transcript).to(torch.float64)
-    scale = -((alpha0 - g) * direction).sum(dim=1, keepdim=True)
-    estimates = {"first-residual": alpha0 + scale * direction - g, "alpha0": alpha0 - g}
-    if transcript.rounds >= 2:
-        estimates = {"reconstructed": reconstruct_msp(transcript).w_hat.to(torch.float64) - g, **estimates}
-    return estimates
-
-
 @dataclass(frozen=True)
 class RecordedView:
     """What the pipeline keeps of one checkpoint round for inversion: the server's decoded updates of the
@@ -208,7 +183,9 @@ class RecordedView:
     trained on in that round (S x tau*B x C x H x W), the global model before the round, lr and tau.
 
     ``extra``: further server-side estimates of the same updates, attacked beside ``server`` (a protocol whose
-    server view is a transcript, MSP-FL: ``server`` is the strongest estimate, see ``msp_update_estimates``).
+    server view is not the decoded updates, MSP-FL's consensus transcript: ``server`` is the strongest estimate
+    of its registered update estimator, ``attacks.update_estimator_for``); ``observations`` says what each of
+    ``extra`` observes.
     """
 
     round: int
@@ -220,25 +197,31 @@ class RecordedView:
     lr: float
     tau: int
     extra: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
+    observations: dict[str, str] = dataclasses.field(default_factory=dict)
 
     @classmethod
-    def from_observation(cls, observation: Any, train_images: torch.Tensor, count: int) -> "RecordedView":
-        """The first ``count`` clients of an ``auditkit.fl.simulation.Observation``."""
+    def from_observation(cls, observation: Any, train_images: torch.Tensor, count: int,
+                         round_protocol: str = "uplink") -> "RecordedView":
+        """The first ``count`` clients of an ``auditkit.fl.simulation.Observation`` of a run whose mechanism has
+        ``round_protocol``; a protocol with an update estimator has its server view turned into estimates."""
         count = min(count, len(observation.clients))
         used = observation.ground_truth["batch_indices"][:count].reshape(count, -1)
         server = observation.views["server"]
         extra: dict[str, torch.Tensor] = {}
-        if not isinstance(server, torch.Tensor):  # a consensus transcript: the server's estimates of the updates
-            estimates = msp_update_estimates(server, observation.global_before)
-            server = estimates.pop(next(iter(estimates)))  # the strongest estimate is the defended view
-            extra = {name: e[:count].detach().float().clone() for name, e in estimates.items()}
+        observations: dict[str, str] = {}
+        estimator = attacks.update_estimator_for(round_protocol)
+        if estimator is not None:
+            estimates = estimator(server, observation.global_before)
+            server = estimates.pop(next(iter(estimates)))[0]  # the strongest estimate is the defended view
+            extra = {name: e[:count].detach().float().clone() for name, (e, _) in estimates.items()}
+            observations = {name: observed for name, (_, observed) in estimates.items()}
         return cls(
             round=observation.round, clients=list(observation.clients[:count]),
             global_before=observation.global_before.detach().float().clone(),
             server=server[:count].detach().float().clone(),
             truth=observation.ground_truth["updates"][:count].detach().float().clone(),
             images_used=train_images[used].detach().float().clone(), lr=observation.lr, tau=observation.tau,
-            extra=extra,
+            extra=extra, observations=observations,
         )
 
     def to_tensors(self) -> dict[str, Any]:

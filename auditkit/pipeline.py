@@ -89,22 +89,23 @@ def build_mechanism(config: AuditConfig):
 
 
 def build_protocol(mechanism: mechanisms.Mechanism, config: AuditConfig) -> RoundProtocol:
-    """How the clients' updates reach the server for ``mechanism``:
+    """How the clients' updates reach the server for ``mechanism``, as it declares:
 
-    * MSP-FL's family (``mechanism.protocol == "consensus"``): the splitting and consensus rounds
+    * ``round_protocol == "consensus"`` (MSP-FL's family): the splitting and consensus rounds
       (``auditkit.fl.consensus.ConsensusProtocol``), K_t + 1 uploads per round;
-    * ``dpsq`` / ``laplace-sq`` with a ``[groups]`` table: DP-SQ's device groups, clusters and fusion
-      (``auditkit.fl.device_groups.DeviceGroupProtocol``);
-    * anything else: one encoded upload per client, FedAvg at the server (``UplinkProtocol``).
+    * ``device_groups`` (``dpsq``, ``laplace-sq``) with a ``[groups]`` table: DP-SQ's device groups, clusters
+      and fusion (``auditkit.fl.device_groups.DeviceGroupProtocol``);
+    * anything else: one encoded upload per client, FedAvg at the server (``UplinkProtocol``); with a
+      ``[groups]`` table, a mechanism without ``device_groups`` trains this way (``protocol_name`` says so).
     """
-    if getattr(mechanism, "protocol", None) == "consensus":
+    if mechanism.round_protocol == "consensus":
         from auditkit.fl.consensus import ConsensusProtocol
 
         return ConsensusProtocol(mechanism, config.seed)
-    from auditkit.fl.device_groups import GROUPED_MECHANISMS, DeviceGroupProtocol, DeviceGroups
+    from auditkit.fl.device_groups import DeviceGroupProtocol, DeviceGroups
 
     groups = config.groups
-    if groups.enabled and mechanism.name in GROUPED_MECHANISMS:  # other settings train with plain FedAvg
+    if groups.enabled and mechanism.device_groups:
 
         setting = config.mechanism
         devices = DeviceGroups(sizes=groups.sizes, bits=groups.bits,

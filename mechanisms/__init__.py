@@ -6,29 +6,68 @@
     x_hat = m.decode(enc, seed)          # server: float32 CPU tensor, same length as x
     m.guarantee().summary()              # the analytic claim
 
-This package imports nothing from the rest of the toolkit. To add a mechanism, write its module with a
-``@register``-ed ``Mechanism`` subclass and add the module to the first import line below.
+This package imports nothing from the rest of the toolkit. Every module in it is imported here, so a mechanism
+is added by writing one module with a ``@register``-ed ``Mechanism`` subclass (and its tests): nothing else
+changes. Mechanisms outside the package are plugins (``mechanisms.registry``: ``load_plugins`` and the
+``auditkit.mechanisms`` entry points).
 """
 
-# Registered mechanisms: importing a module registers its classes.
-from mechanisms import additive, cepam, dpsq, identity, jopeq, jopeq_exact, msp, noisy_sdq, sdq, tdist  # noqa: F401
+import importlib
+import pkgutil
+
 from mechanisms.base import Mechanism, Param
+from mechanisms.capabilities import (
+    AuditSetting,
+    LogDensity,
+    Tiling,
+    capability,
+    claim_event,
+    declared,
+    pure_epsilon_event,
+    refused,
+)
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.message import FloatMessage, Message
 from mechanisms.randomness import derive_seed, generator
-from mechanisms.registry import MechanismInfo, create, describe, names, reference_update, register
+from mechanisms.registry import (
+    MechanismInfo,
+    PluginError,
+    create,
+    describe,
+    load_plugins,
+    mechanism_class,
+    names,
+    origin,
+    reference_update,
+    register,
+)
+
+for _module in pkgutil.iter_modules(__path__):  # importing a module registers its mechanisms
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
+    "AuditSetting",
+    "LogDensity",
     "Mechanism",
     "Param",
     "PrivacyGuarantee",
     "Message",
     "FloatMessage",
     "MechanismInfo",
+    "PluginError",
+    "Tiling",
+    "capability",
+    "claim_event",
     "create",
+    "declared",
     "describe",
+    "load_plugins",
+    "mechanism_class",
     "reference_update",
     "names",
+    "origin",
+    "pure_epsilon_event",
+    "refused",
     "register",
     "derive_seed",
     "generator",

@@ -9,18 +9,20 @@ from __future__ import annotations
 import abc
 import math
 
+import dp_accounting
 import numpy as np
 import torch
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
 from mechanisms.base import Mechanism, as_update, open_unit_interval, positive_float
-from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, rescaled_clip
+from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from mechanisms.message import FloatMessage
 from mechanisms.randomness import private_generator
 from mechanisms.registry import register
 
-__all__ = ["Gaussian", "Laplace", "analytic_gaussian_epsilon", "clip_l1", "clip_l2", "laplace_noise"]
+__all__ = ["Gaussian", "Laplace", "analytic_gaussian_epsilon", "clip_l1", "clip_l2", "clipped_input", "laplace_noise"]
 
 _FLOAT_NOISE_CAVEAT = (
     "noise is sampled in floating point from torch's CPU generator (Mersenne Twister): neither an exact "
@@ -72,10 +74,31 @@ def analytic_gaussian_epsilon(sensitivity: float, sigma: float, delta: float) ->
     return brentq(lambda eps: log_delta(eps) - target, 0.0, high, xtol=1e-12, rtol=1e-12)
 
 
+def clipped_input(x: np.ndarray, clip: float, norm: str) -> np.ndarray:
+    """The NumPy input x clipped as the mechanisms clip it (``clip_l2`` or ``clip_l1``), for output densities."""
+    return (clip_l2 if norm == "l2" else clip_l1)(torch.from_numpy(x), clip).numpy()
+
+
 class _AdditiveNoise(Mechanism):
-    """Clip, add private noise, send the result as float32 (32 bits per coordinate + 5-byte header)."""
+    """Clip, add private noise, send the result as float32 (32 bits per coordinate + 5-byte header).
+
+    Audit: coordinates are independent given the clipped update, so B copies tile in one call on a copy whose
+    clip is rescaled to B^(1/p) clip (``rescaled_clip``); the claim is tested at replace-one pairs 2 clip apart in
+    the clip ball (and beyond it).
+    """
 
     message_type = FloatMessage
+    clip_norm = "l2"
+
+    def tiling(self) -> Tiling:
+        p = 2 if self.clip_norm == "l2" else 1
+        return Tiling(
+            block=1, for_copies=rescaled_clip(self, p),
+            why=f"iid noise per coordinate; the {self.clip_norm} clip of B copies is rescaled to B^(1/{p}) clip",
+        )  # fmt: skip
+
+    def audit_setting(self) -> AuditSetting:
+        return AuditSetting.clipped(self.params["clip"], self.clip_norm)
 
     @abc.abstractmethod
     def _clip(self, x: torch.Tensor) -> torch.Tensor: ...
@@ -106,6 +129,7 @@ class Gaussian(_AdditiveNoise):
 
     name = "gaussian"
     summary = "l2 clipping + Gaussian noise added by the client (DP baseline)"
+    reference_params = {"sigma": 1.0, "clip": 0.5}  # shift 2 clip = 1 with sigma 1: eps 4.38 at delta 1e-5
     params_spec = (
         positive_float("sigma", 0.1, "standard deviation of the noise per coordinate"),
         positive_float("clip", 1.0, "l2 clipping norm of the update"),
@@ -118,12 +142,21 @@ class Gaussian(_AdditiveNoise):
     def _noise(self, n: int, gen: torch.Generator) -> torch.Tensor:
         return self.params["sigma"] * torch.randn(n, generator=gen, dtype=torch.float64)
 
+    def output_log_density(self) -> LogDensity:
+        """y - clip(x) ~ N(0, sigma^2 I): ln p = -||y - clip(x)||^2 / (2 sigma^2) + const."""
+        sigma, clip = self.params["sigma"], self.params["clip"]
+        return lambda y, x: -((y - clipped_input(x, clip, "l2")) ** 2).sum(axis=1) / (2 * sigma**2)
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """GaussianDpEvent(sigma / clip) under REPLACE_ONE (dp_accounting: replacing moves the input by 2 clip)."""
+        return dp_accounting.GaussianDpEvent(self.params["sigma"] / self.params["clip"])
+
     def guarantee(self) -> PrivacyGuarantee:
         clip, sigma, delta = self.params["clip"], self.params["sigma"], self.params["delta"]
         return PrivacyGuarantee(
             epsilon=analytic_gaussian_epsilon(2 * clip, sigma, delta),
             delta=delta,
-            relation="replace-one",
+            relation=REPLACE_ONE,
             sensitivity=f"l2 clip {clip}",
             assumptions=(
                 f"the whole update is clipped to l2 norm {clip:g}, so replacing it moves the input by <= {2 * clip:g}",
@@ -145,6 +178,8 @@ class Laplace(_AdditiveNoise):
 
     name = "laplace"
     summary = "l1 clipping + Laplace noise added by the client (pure DP baseline)"
+    clip_norm = "l1"
+    reference_params = {"scale": 1.0, "clip": 0.5}  # eps = 2 clip / scale = 1
     params_spec = (
         positive_float("scale", 0.1, "Laplace scale b of the noise per coordinate (variance 2 b^2)"),
         positive_float("clip", 1.0, "l1 clipping norm of the update"),
@@ -156,12 +191,21 @@ class Laplace(_AdditiveNoise):
     def _noise(self, n: int, gen: torch.Generator) -> torch.Tensor:
         return laplace_noise(n, self.params["scale"], gen)
 
+    def output_log_density(self) -> LogDensity:
+        """y - clip(x) iid Laplace(b): ln p = -||y - clip(x)||_1 / b + const."""
+        scale, clip = self.params["scale"], self.params["clip"]
+        return lambda y, x: -np.abs(y - clipped_input(x, clip, "l1")).sum(axis=1) / scale
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """LaplaceDpEvent(scale / clip) under REPLACE_ONE (replacing moves the input by 2 clip in l1)."""
+        return dp_accounting.LaplaceDpEvent(self.params["scale"] / self.params["clip"])
+
     def guarantee(self) -> PrivacyGuarantee:
         clip, scale = self.params["clip"], self.params["scale"]
         return PrivacyGuarantee(
             epsilon=2 * clip / scale,
             delta=0.0,
-            relation="replace-one",
+            relation=REPLACE_ONE,
             sensitivity=f"l1 clip {clip}",
             assumptions=(
                 f"the whole update is clipped to l1 norm {clip:g}, so replacing it moves the input by <= {2 * clip:g}",

@@ -1,8 +1,12 @@
 """The mechanism interface and its declarative parameters.
 
 A mechanism class declares its parameters as ``Param`` specs; ``Mechanism.__init__`` validates keyword
-arguments against them in one place, so ``create``, ``describe`` and the CLI can list, check and
-document any mechanism without knowing it.
+arguments against them in one place, so ``create``, ``describe``, configs and the CLI (whose flags are generated
+from the specs) can list, check and document any mechanism without knowing it.
+
+Beyond encode / decode / guarantee, a mechanism declares what an audit needs to know about it through optional
+methods and class attributes with sound generic defaults (``mechanisms.capabilities``), so that a mechanism
+written outside this package (a plugin) is audited exactly like a built-in one.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ import math
 import numbers
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
+import dp_accounting
 import torch
 
+from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, claim_event
 from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.message import MAX_LENGTH, Message
+from mechanisms.message import MAX_LENGTH, Message, reports_decode_errors
 
 __all__ = [
     "Param",
@@ -58,6 +64,19 @@ class Param:
         if converted is None or not self.check(converted):
             raise ValueError(f"{self.name} must be {self.allowed}, got {value!r}")
         return converted
+
+    def parse(self, text: str) -> Any:
+        """The value of a command-line word: "1e-5" for a float, "3" for an int, the word itself for a str;
+        then ``validate``. ``ValueError`` naming the parameter and what is allowed."""
+        value: Any = text
+        try:
+            if self.type is float:
+                value = float(text)
+            elif self.type is int:
+                value = int(text)
+        except ValueError:
+            raise ValueError(f"{self.name} must be {self.allowed}, got {text!r}") from None
+        return self.validate(value)
 
     def _convert(self, value: Any) -> Any:
         if isinstance(value, bool):
@@ -122,12 +141,38 @@ class Mechanism(abc.ABC):
 
     ``seed`` (per client and round, from ``derive_seed``) keys the randomness shared with the server;
     ``private_seed`` keys the client-only randomness (None: fresh OS entropy on every call).
+
+    Optional, with generic defaults (``mechanisms.capabilities`` says what each default means):
+
+    * class attributes ``round_protocol`` ("uplink" or "consensus"), ``device_groups``, ``clip_norm``,
+      ``reference_params``;
+    * methods ``tiling``, ``audit_setting``, ``output_log_density``, ``dp_event``, ``true_epsilon``.
     """
 
     name: ClassVar[str]
     summary: ClassVar[str]
     params_spec: ClassVar[tuple[Param, ...]] = ()
     message_type: ClassVar[type[Message]]
+
+    round_protocol: ClassVar[str] = "uplink"
+    """How an FL round runs with this mechanism: "uplink" (each client sends one message per round, the server
+    aggregates the decoded updates) or "consensus" (MSP-FL's splitting and consensus rounds, which need
+    ``run_consensus`` and ``local_models``; ``auditkit.fl.consensus``)."""
+    device_groups: ClassVar[bool] = False
+    """True when the mechanism can run in DP-SQ's devices of diverse precision (``auditkit.fl.device_groups``):
+    group m creates it with ``bits`` = b_m; it then provides ``clip_update`` (the vector it quantizes),
+    ``range_bound`` (C of its quantizer range [-C, C]) and ``added_noise_variance`` (per coordinate)."""
+    clip_norm: ClassVar[str | None] = None
+    """The norm ``clip`` is measured in ("l2" or "l1"), None without a clip; reports show it beside ``clip``."""
+    reference_params: ClassVar[dict[str, Any]] = {}
+    """Parameters at which the claim is within reach of a distinguishing audit (benchmarks and soundness tests
+    audit the mechanism there; empty: its defaults)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        decode = cls.__dict__.get("decode")
+        if callable(decode):  # a message that does not decode raises MessageDecodeError (mechanisms.message)
+            cls.decode = reports_decode_errors(decode)
 
     def __init__(self, *, private_seed: int | None = None, **params: Any) -> None:
         specs = {p.name: p for p in self.params_spec}
@@ -150,7 +195,12 @@ class Mechanism(abc.ABC):
 
     @abc.abstractmethod
     def decode(self, enc: Message, seed: int) -> torch.Tensor:
-        """Server side: the estimate of the update, a 1-D float32 CPU tensor."""
+        """Server side: the estimate of the update, a 1-D float32 CPU tensor.
+
+        ``MessageDecodeError`` (a ValueError, ``mechanisms.message``) when ``enc`` does not decode under this
+        seed and configuration: the ``decode`` of every subclass is wrapped in ``reports_decode_errors`` when
+        the class is created, so whatever ValueError it raises arrives as one. A wrong seed is not always
+        detectable: where the decoder only subtracts a dither, it gives a wrong estimate instead."""
 
     @abc.abstractmethod
     def guarantee(self) -> PrivacyGuarantee:
@@ -158,6 +208,34 @@ class Mechanism(abc.ABC):
 
     def __call__(self, x: torch.Tensor, seed: int) -> torch.Tensor:
         return self.decode(self.encode(x, seed), seed)
+
+    def with_params(self, **changes: Any) -> Self:
+        """A mechanism of the same class and ``private_seed`` with ``changes`` applied to its parameters."""
+        return type(self)(private_seed=self.private_seed, **{**self.params, **changes})
+
+    # --- optional capabilities: generic defaults (mechanisms.capabilities) ---------------------------------------
+
+    def tiling(self) -> Tiling | None:
+        """How to draw many outputs for one input in one call on tiled copies; None: one call per output."""
+        return None
+
+    def audit_setting(self) -> AuditSetting | None:
+        """Where a distinguishing audit tests the claim; None: the generic setting (``attacks.audit_settings``)."""
+        return None
+
+    def output_log_density(self) -> LogDensity | None:
+        """ln p(y | x) of the output, where known (the likelihood-ratio statistic); None: unknown."""
+        return None
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """One round of the claim as a ``dp_accounting`` event, under ``guarantee().relation`` in dp_accounting's
+        convention (a noise multiplier is relative to the per-input norm bound ``clip``; under REPLACE_ONE two
+        inputs may then differ by twice that). Default: ``claim_event(guarantee())``."""
+        return claim_event(self.guarantee())
+
+    def true_epsilon(self) -> float | None:
+        """The epsilon of the noise the code really adds, where computed (claims flagged "claim-exceeded")."""
+        return None
 
     def _check_message(self, enc: Message) -> None:
         if not isinstance(enc, self.message_type):

@@ -12,6 +12,11 @@ of two formats is smaller, so a stream is never longer than fixed-width coding p
   rANS coder (Duda 2009; stack ``AnsCoder``, 32-bit words, 24-bit probabilities) under the empirical
   distribution ``count / n``, which both sides rebuild from the table, so the payload is within a few
   words of ``n * H_empirical`` bits.
+
+Neither format stores the number of symbols: the caller knows it (``categorical_count_range`` bounds it from
+a stream's framing alone, for containers that check their framing before they can decode). Symbols outside
+``[0, alphabet_size)`` are refused; a container whose values may exceed an alphabet of 2^32 reserves an
+escape symbol and sends those values beside the stream (``mechanisms.rsuq_coding``).
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ __all__ = [
     "unpack_fixed",
     "encode_categorical",
     "decode_categorical",
+    "categorical_count_range",
 ]
 
 _POWERS_OF_TWO = np.uint64(1) << np.arange(64, dtype=np.uint64)
@@ -92,11 +98,15 @@ def pack_fixed(values: np.ndarray, width: int) -> bytes:
 
 
 def unpack_fixed(data: bytes, count: int, width: int) -> np.ndarray:
-    """Inverse of ``pack_fixed``: ``count`` values of ``width`` bits (int64). ``data`` must fit exactly."""
+    """Inverse of ``pack_fixed``: ``count`` values of ``width`` bits (int64). ``data`` must fit exactly,
+    its padding zero."""
     expected = (count * width + 7) // 8
     if len(data) != expected:
         raise ValueError(f"fixed-width stream: expected {expected} bytes for {count} x {width} bits, got {len(data)}")
-    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8))[: count * width].reshape(count, width)
+    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8))
+    if bits[count * width :].any():
+        raise ValueError("fixed-width stream: non-zero padding after the last value")
+    bits = bits[: count * width].reshape(count, width)
     weights = np.uint64(1) << np.arange(width - 1, -1, -1, dtype=np.uint64)
     return (bits.astype(np.uint64) * weights).sum(axis=1, dtype=np.uint64).astype(np.int64)
 
@@ -121,21 +131,30 @@ def _encode_ans(symbols: np.ndarray) -> bytes:
     return _ANS_HEADER.pack(0, lo, counts.size, words.size) + table + words.astype("<u4").tobytes()
 
 
-def _decode_ans(data: bytes, count: int) -> np.ndarray:
+def _ans_table(data: bytes) -> tuple[int, np.ndarray, int, int]:
+    """The header and frequency table of an entropy-coded stream: lo, the counts, where the words start
+    and how many there are; ``ValueError`` if they do not parse or do not fill ``data`` exactly."""
     if len(data) < _ANS_HEADER.size:
         raise ValueError("entropy-coded stream: truncated header")
     _, lo, span, n_words = _ANS_HEADER.unpack_from(data)
     if span == 0 or lo + span > 2**32:
         raise ValueError(f"entropy-coded stream: invalid symbol range lo={lo}, span={span}")
     # Each table entry takes at most 2 * 62 + 1 bits; never unpack more than that.
-    table_region = np.frombuffer(data, dtype=np.uint8, offset=_ANS_HEADER.size)[: (span * 125 + 7) // 8]
-    counts, table_bits = elias_gamma_decode(np.unpackbits(table_region), span)
-    counts = counts.astype(np.int64) - 1
-    if counts.sum() != count:
-        raise ValueError(f"entropy-coded stream: frequency table counts {counts.sum()} symbols, expected {count}")
+    table = np.unpackbits(np.frombuffer(data, dtype=np.uint8, offset=_ANS_HEADER.size)[: (span * 125 + 7) // 8])
+    counts, table_bits = elias_gamma_decode(table, span)
+    if table[table_bits : -(-table_bits // 8) * 8].any():
+        raise ValueError("entropy-coded stream: non-zero padding after the frequency table")
     words_at = _ANS_HEADER.size + (table_bits + 7) // 8
     if len(data) != words_at + 4 * n_words:
         raise ValueError(f"entropy-coded stream: expected {words_at + 4 * n_words} bytes, got {len(data)}")
+    return lo, counts.astype(np.int64) - 1, words_at, n_words
+
+
+def _decode_ans(data: bytes, count: int) -> np.ndarray:
+    lo, counts, words_at, n_words = _ans_table(data)
+    span = counts.size
+    if counts.sum() != count:
+        raise ValueError(f"entropy-coded stream: frequency table counts {counts.sum()} symbols, expected {count}")
     if span == 1:
         return np.full(count, lo, dtype=np.int64)
     words = np.frombuffer(data, dtype="<u4", offset=words_at).astype(np.uint32)
@@ -183,3 +202,19 @@ def decode_categorical(data: bytes, count: int) -> np.ndarray:
     if mode <= _MAX_FIXED_WIDTH:
         return unpack_fixed(data[1:], count, mode)
     raise ValueError(f"categorical stream: unknown mode byte {mode}")
+
+
+def categorical_count_range(data: bytes) -> tuple[int, int]:
+    """The fewest and the most symbols a stream of ``encode_categorical`` can hold, from its framing alone
+    (the entropy-coded table gives the count exactly; a fixed-width payload of P > 0 bytes at width w
+    holds floor(8 (P - 1) / w) + 1 .. floor(8 P / w) symbols); ``ValueError`` if the framing is malformed."""
+    if not data:
+        raise ValueError("categorical stream: empty")
+    mode = data[0]
+    if mode == 0:
+        count = int(_ans_table(data)[1].sum())
+        return count, count
+    if mode > _MAX_FIXED_WIDTH:
+        raise ValueError(f"categorical stream: unknown mode byte {mode}")
+    payload = len(data) - 1
+    return (0, 0) if payload == 0 else ((8 * payload - 8) // mode + 1, 8 * payload // mode)

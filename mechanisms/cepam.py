@@ -19,12 +19,14 @@ from __future__ import annotations
 import abc
 import math
 
+import dp_accounting
 import numpy as np
 import torch
 
-from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
+from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2, clipped_input
 from mechanisms.base import Mechanism, as_update, choice, int_range, open_unit_interval, positive_float
-from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, refused, rescaled_clip
+from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from mechanisms.lattice import from_blocks, to_blocks
 from mechanisms.registry import register
 from mechanisms.rsuq import GaussianTarget, LaplaceTarget, Target
@@ -52,6 +54,11 @@ _PAPER000_CAVEAT = (
     "revealed: the claim covers the normalised update only, not x (000 Algorithm 2)"
 )
 _COMPAT = ("none", "paper000")
+_CODED_RANGE_COPIES = 2**12  # copies per tiled call: the clip is also the coding range of M
+# The coder's range of M grows with clip / radius; the radius is the noise scale times a latent U with
+# P(U < u) ~ u^2 / 2 near 0. Keeping the tiled clip below this many noise scales keeps u >= 1.4e-5 typical,
+# so tiled calls code like single ones, even for weak noise on a large clip (scale 0.007 on an l1 clip of 50).
+_CODED_RANGE_NOISE_SCALES = 6e4
 
 
 class _CEPAM(Mechanism):
@@ -107,6 +114,53 @@ class _CEPAM(Mechanism):
         with the range of M set by |x_i| <= clip (003 Section V-B)."""
         return bits_bound(self.target, -(-m // self.target.n), self.params["clip"])
 
+    # --- audit capabilities (mechanisms.capabilities) -------------------------------------------------------------
+
+    @property
+    def _normalises(self) -> bool:
+        return self.params["compat"] == "paper000"
+
+    @property
+    def _audit_norm(self) -> str:
+        """The norm of the ball the claim covers: the clip's, or l2 for 000's normalisation."""
+        return "l2" if self._normalises else self.clip_norm
+
+    def tiling(self) -> Tiling:
+        """Sub-vectors are quantized with their own dithers and latent, so copies of whole sub-vectors tile on a
+        copy with the clip rescaled (000's normalisation by B^(1/2) as well: the normalised copies and the side
+        value ||x|| / clip are unchanged); the clip is also the coding range, hence ``max_copies``."""
+        p = 2 if self._audit_norm == "l2" else 1
+        noise = self.target_scale
+        within = int((_CODED_RANGE_NOISE_SCALES * noise / self.params["clip"]) ** p)
+        return Tiling(
+            block=self.target.n, max_copies=max(1, min(_CODED_RANGE_COPIES, within)),
+            for_copies=rescaled_clip(self, p),
+            why=f"LRSUQ per sub-vector of {self.target.n} with its own latent and dithers; the {self._audit_norm} "
+                f"clip of B copies is rescaled to B^(1/{p}) clip",
+        )  # fmt: skip
+
+    def audit_setting(self) -> AuditSetting:
+        clip, dimension = self.params["clip"], max(2, self.target.n)
+        if not self._normalises:
+            return AuditSetting.clipped(clip, self.clip_norm, dimension)
+        return AuditSetting(
+            dimension + 1, 2 * clip, "l2", clip, dimension, same_norm=True,
+            note="compat=paper000: the claim covers the normalised update, so the pairs share ||x|| = clip",
+        )  # fmt: skip
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        if self._normalises:
+            return refused("compat=paper000 scales the noise with ||x||: no per-round bound to compose")
+        return self._noise_event()
+
+    @abc.abstractmethod
+    def _noise_event(self) -> dp_accounting.DpEvent: ...
+
+    @property
+    @abc.abstractmethod
+    def target_scale(self) -> float:
+        """The target noise's scale (sigma or b)."""
+
     def _guarantee(self, epsilon: float, delta: float, sensitivity: str, assumption: str) -> PrivacyGuarantee:
         caveats = [TRUSTED_SERVER_CAVEAT, _PER_ROUND_CAVEAT, FLOAT_SAMPLING_CAVEAT]
         flags = {"trusted-server"}
@@ -116,7 +170,7 @@ class _CEPAM(Mechanism):
         return PrivacyGuarantee(
             epsilon=epsilon,
             delta=delta,
-            relation="replace-one",
+            relation=REPLACE_ONE,
             threat_model=WITHOUT_SEED,
             sensitivity=sensitivity,
             assumptions=(assumption, "the shared seed is known only to the client and the server"),
@@ -144,6 +198,8 @@ class CEPAMGaussian(_CEPAM):
 
     name = "cepam-gaussian"
     summary = "CEPAM: l2 clipping + layered RSUQ whose error is exactly N(0, sigma^2) (joint DP + compression)"
+    clip_norm = "l2"
+    reference_params = {"sigma": 1.0, "clip": 0.5, "n": 3}
     params_spec = (
         positive_float("sigma", 0.1, "standard deviation of the error per coordinate"),
         int_range("n", 1, 8, 1, "sub-vector (lattice) dimension; the papers use 1, 2, 3"),
@@ -156,8 +212,23 @@ class CEPAMGaussian(_CEPAM):
     def target(self) -> GaussianTarget:
         return GaussianTarget(self.params["n"], self.params["sigma"])
 
+    @property
+    def target_scale(self) -> float:
+        return self.params["sigma"]
+
     def _clip(self, x: torch.Tensor) -> torch.Tensor:
         return clip_l2(x, self.params["clip"])
+
+    def output_log_density(self) -> LogDensity | None:
+        """compat=none: y - clip(x) ~ N(0, sigma^2 I) exactly (003 Lemma 14); paper000: the noise scales with
+        ||x|| (no density declared)."""
+        if self._normalises:
+            return None
+        sigma, clip = self.params["sigma"], self.params["clip"]
+        return lambda y, x: -((y - clipped_input(x, clip, "l2")) ** 2).sum(axis=1) / (2 * sigma**2)
+
+    def _noise_event(self) -> dp_accounting.DpEvent:
+        return dp_accounting.GaussianDpEvent(self.params["sigma"] / self.params["clip"])
 
     def guarantee(self) -> PrivacyGuarantee:
         clip, sigma, delta = self.params["clip"], self.params["sigma"], self.params["delta"]
@@ -182,6 +253,8 @@ class CEPAMLaplace(_CEPAM):
 
     name = "cepam-laplace"
     summary = "CEPAM: l1 clipping + layered RSUQ whose error is exactly Laplace(b) (joint pure DP + compression)"
+    clip_norm = "l1"
+    reference_params = {"scale": 1.0, "clip": 0.5}
     params_spec = (
         positive_float("scale", 0.1, "Laplace scale b of the error per coordinate (variance 2 b^2)"),
         positive_float("clip", 1.0, "l1 clipping norm (compat=paper000: the normalised l2 norm)"),
@@ -192,8 +265,22 @@ class CEPAMLaplace(_CEPAM):
     def target(self) -> LaplaceTarget:
         return LaplaceTarget(1, self.params["scale"])
 
+    @property
+    def target_scale(self) -> float:
+        return self.params["scale"]
+
     def _clip(self, x: torch.Tensor) -> torch.Tensor:
         return clip_l1(x, self.params["clip"])
+
+    def output_log_density(self) -> LogDensity | None:
+        """compat=none: y - clip(x) iid Laplace(b) exactly (003 Lemma 15); paper000: none declared."""
+        if self._normalises:
+            return None
+        scale, clip = self.params["scale"], self.params["clip"]
+        return lambda y, x: -np.abs(y - clipped_input(x, clip, "l1")).sum(axis=1) / scale
+
+    def _noise_event(self) -> dp_accounting.DpEvent:
+        return dp_accounting.LaplaceDpEvent(self.params["scale"] / self.params["clip"])
 
     def guarantee(self) -> PrivacyGuarantee:
         clip, scale = self.params["clip"], self.params["scale"]

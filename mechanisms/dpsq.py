@@ -3,7 +3,9 @@
 Hashemi, Perrins, Vorobyov, Love, Kim; seed 001), Section II.
 
 Grid (Sec. II-B): 2^b levels q_j = lo + (j - 1) Delta, j = 1..2^b, Delta = (hi - lo) / (2^b - 1). An input a
-(clamped to [lo, hi]) lies in the cell [q_i, q_{i+1}) (a = hi belongs to the last cell).
+(clamped to [lo, hi]) lies in the cell [q_i, q_{i+1}) (a = hi belongs to the last cell). The paper's device
+l1-clips its update to C and quantizes on [-C, C]: here ``bound`` is C, the literal range [-bound, bound], and
+``clip`` the l1 clipping norm (0: the same C, as in the paper).
 
 * ``dpsq`` (Lemma 3, eq. 6): binary randomized response inside the cell: the nearer endpoint with probability
   e^eps1 / (e^eps1 + 1), the farther with 1 / (e^eps1 + 1) (a tie counts the lower level as nearer).
@@ -29,8 +31,9 @@ from scipy.special import expit
 
 from mechanisms.additive import clip_l1, laplace_noise
 from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float, zero_or_above
+from mechanisms.capabilities import AuditSetting, Tiling, rescaled_clip
 from mechanisms.bitstream import decode_categorical, encode_categorical
-from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from mechanisms.message import MAX_LENGTH, FloatMessage, Message
 from mechanisms.randomness import private_generator
 from mechanisms.registry import register
@@ -169,9 +172,10 @@ def _outward_float32(lo: float, hi: float) -> tuple[float, float]:
 
 _BITS = int_range("bits", 1, 16, 4, "b: 2^b quantization levels on the range")
 _EPS = positive_float("eps", 0.1, "eps1: the per-coordinate privacy parameter")
-_CLIP = positive_float("clip", 10.0, "C: the range is [-C, C] (l1 clipping norm with clip_norm=l1)")
+_BOUND = positive_float("bound", 10.0, "C: the literal quantizer range is [-C, C]")
+_CLIP = zero_or_above("clip", 0, "l1 clipping norm of the update; 0: C, the range bound (the paper clips to C)")
 _CLIP_NORM = choice(
-    "clip_norm", ("l1", "none"), "l1", "l1: rescale the update into the l1 ball of radius C (paper); none: only clamp"
+    "clip_norm", ("l1", "none"), "l1", "l1: rescale the update into the l1 ball of radius clip (paper); none: do not"
 )
 _PER_UPDATE = (
     "per-coordinate claim: the whole d-coordinate update is d*eps1-DP by sequential composition over its "
@@ -186,25 +190,68 @@ _TORCH_COINS = (
 
 
 class _GridQuantizer(Mechanism):
-    """Clip, then quantize each coordinate on the 2^b-level grid of [-C, C]; the subclasses pick the rounding."""
+    """Clip, then quantize each coordinate on the 2^b-level grid of [-C, C]; the subclasses pick the rounding.
+
+    Audit: with the literal range the grid is fixed and the coins are iid per coordinate, so copies tile, the l1
+    clip rescaled to B clip for B copies (``rescaled_clip``). Device groups (``auditkit.fl.device_groups``): group
+    m creates the mechanism with ``bits`` = b_m.
+    """
+
+    device_groups = True
+    reference_params = {"eps": 1.0}  # the default eps1 = 0.1 raised to 1, so that a cell-local excess would show
+
+    @property
+    def clip_norm(self) -> str | None:  # type: ignore[override]
+        return None if self.params["clip_norm"] == "none" else "l1"
 
     @property
     def levels(self) -> int:
         return 2 ** self.params["bits"]
 
     @property
+    def l1_clip(self) -> float:
+        """The l1 clipping norm in force: ``clip``, or the range bound C when it is 0."""
+        return self.params["clip"] or self.params["bound"]
+
+    @property
+    def range_bound(self) -> float:
+        """C: the literal quantizer range is [-C, C]."""
+        return self.params["bound"]
+
+    @property
     def cell_step(self) -> float:
         """Delta = 2C / (2^b - 1): the cell width of the literal range [-C, C]."""
-        return _step(self.params["bits"], -self.params["clip"], self.params["clip"])
+        return _step(self.params["bits"], -self.params["bound"], self.params["bound"])
+
+    @property
+    def added_noise_variance(self) -> float:
+        """Per-coordinate variance of noise added after the rounding (0: none)."""
+        return 0.0
 
     def clip_update(self, x: torch.Tensor) -> torch.Tensor:
-        """The float64 vector that is quantized: l1-rescaled into radius C (clip_norm="l1") or not, then
-        clamped to the literal range [-C, C] (a no-op after the l1 rescaling, up to rounding)."""
+        """The float64 vector that is quantized: l1-rescaled into radius ``clip`` (clip_norm="l1") or not, then
+        clamped to the literal range [-C, C] (a no-op after the l1 rescaling when clip <= C, up to rounding)."""
         x = as_update(x)
-        clip = self.params["clip"]
         if self.params["clip_norm"] == "l1":
-            x = clip_l1(x, clip)
-        return x.clamp(-clip, clip)
+            x = clip_l1(x, self.l1_clip)
+        return x.clamp(-self.params["bound"], self.params["bound"])
+
+    def tiling(self) -> Tiling | None:
+        if self.params.get("range", "literal") != "literal":
+            return None  # declared: the adaptive range [min v, max v] is a per-call quantity
+        if self.params["clip_norm"] == "none":
+            return Tiling(block=1, why="fixed grid, per-coordinate clamp and private coins iid per coordinate")
+        return Tiling(
+            block=1, for_copies=rescaled_clip(self, 1, clip=self.l1_clip),
+            why="fixed grid and private coins iid per coordinate; the l1 clip of B copies is rescaled to B clip",
+        )  # fmt: skip
+
+    def _cell_local_setting(self) -> AuditSetting:
+        step = self.cell_step
+        return AuditSetting(
+            1, step / 2, "l1", step / 4, 1,
+            note="cell-local claim: one coordinate, both values in the central cell (cross-cell: adaptive test)",
+        )  # fmt: skip
 
 
 @register
@@ -222,6 +269,7 @@ class DPSQ(_GridQuantizer):
     params_spec = (
         _BITS,
         _EPS,
+        _BOUND,
         _CLIP,
         _CLIP_NORM,
         choice(
@@ -236,7 +284,16 @@ class DPSQ(_GridQuantizer):
         if self.params["range"] == "literal":
             return super().clip_update(x)
         x = as_update(x)
-        return clip_l1(x, self.params["clip"]) if self.params["clip_norm"] == "l1" else x
+        return clip_l1(x, self.l1_clip) if self.params["clip_norm"] == "l1" else x
+
+    def audit_setting(self) -> AuditSetting:
+        """b >= 2: the claim is eps1 per coordinate for two values of one cell (dpsq.md); the pairs -Delta/4 vs
+        +Delta/4 and 0 vs Delta/4 lie in the central cell [-Delta/2, Delta/2) on both sides of its midpoint (the
+        nearer levels differ: the ratio is exactly e^eps1); pairs across cells are the adaptive test
+        ``dpsq_cross_cell``. b = 1: one cell, the claim covers the whole range."""
+        if self.params["bits"] >= 2:
+            return self._cell_local_setting()
+        return AuditSetting.clipped(self.params["bound"], "l1", 1)
 
     @property
     def near_probability(self) -> float:
@@ -245,7 +302,7 @@ class DPSQ(_GridQuantizer):
 
     def _range(self, v: torch.Tensor) -> tuple[float, float]:
         if self.params["range"] == "literal":
-            return -self.params["clip"], self.params["clip"]
+            return -self.params["bound"], self.params["bound"]
         if v.numel() == 0:
             return 0.0, 0.0
         return _outward_float32(v.min().item(), v.max().item())
@@ -267,7 +324,7 @@ class DPSQ(_GridQuantizer):
         if enc.bits != self.params["bits"]:
             raise ValueError(f"message has {enc.bits} bits, this dpsq configuration uses {self.params['bits']}")
         if self.params["range"] == "literal":
-            lo, hi = -self.params["clip"], self.params["clip"]
+            lo, hi = -self.params["bound"], self.params["bound"]
             if (enc.lo, enc.hi) != (float(np.float32(lo)), float(np.float32(hi))):
                 raise ValueError(f"message range [{enc.lo:g}, {enc.hi:g}] is not this configuration's [{lo:g}, {hi:g}]")
         else:
@@ -276,7 +333,7 @@ class DPSQ(_GridQuantizer):
         return (lo + step * torch.from_numpy(enc.indices).to(torch.float64)).to(torch.float32)
 
     def guarantee(self) -> PrivacyGuarantee:
-        bits, eps, clip = self.params["bits"], self.params["eps"], self.params["clip"]
+        bits, eps, bound = self.params["bits"], self.params["eps"], self.params["bound"]
         adaptive = self.params["range"] == "adaptive"
         caveats = [_PER_UPDATE, _NO_ROUNDS, _TORCH_COINS]
         flags: set[str] = set()
@@ -300,12 +357,12 @@ class DPSQ(_GridQuantizer):
             ))  # fmt: skip
         else:
             sensitivity = (
-                f"randomized response in one cell, Delta = 2C/(2^b - 1) = {self.cell_step:.4g} on [-{clip:g}, {clip:g}]"
+                f"randomized response in one cell, Delta = 2C/(2^b - 1) = {self.cell_step:.4g} on [-{bound:g}, {bound:g}]"
             )
         return PrivacyGuarantee(
             epsilon=eps,
             delta=0.0,
-            relation="replace-one",
+            relation=REPLACE_ONE,
             unit=unit,
             scope="one round",
             sensitivity=sensitivity,
@@ -335,6 +392,7 @@ class LaplaceSQ(_GridQuantizer):
     params_spec = (
         _BITS,
         _EPS,
+        _BOUND,
         _CLIP,
         _CLIP_NORM,
         zero_or_above("rho", 0, "Laplace sensitivity rho; 0: the range width 2C (DP on the whole range)"),
@@ -344,20 +402,32 @@ class LaplaceSQ(_GridQuantizer):
     @property
     def rho(self) -> float:
         """The sensitivity the noise is calibrated to: the ``rho`` parameter, or 2C when it is 0."""
-        return self.params["rho"] or 2 * self.params["clip"]
+        return self.params["rho"] or 2 * self.params["bound"]
 
     @property
     def noise_scale(self) -> float:
         """Laplace scale rho / eps1 (variance 2 rho^2 / eps1^2)."""
         return self.rho / self.params["eps"]
 
+    @property
+    def added_noise_variance(self) -> float:
+        """The Laplace noise's variance 2 (rho / eps1)^2 per coordinate."""
+        return 2 * self.noise_scale**2
+
     def whole_range_epsilon(self) -> float:
         """Per-coordinate eps over the whole range [-C, C]: eps1 * max(1, 2C / rho)."""
-        return self.params["eps"] * max(1.0, 2 * self.params["clip"] / self.rho)
+        return self.params["eps"] * max(1.0, 2 * self.params["bound"] / self.rho)
+
+    def audit_setting(self) -> AuditSetting:
+        """rho < 2C: the claim is cell-local (levels at most rho apart), tested in the central cell as ``dpsq``'s;
+        rho >= 2C: the claim covers the whole range [-C, C]."""
+        if self.rho < 2 * self.params["bound"]:
+            return self._cell_local_setting()
+        return AuditSetting.clipped(self.params["bound"], "l1", 1)
 
     def encode(self, x: torch.Tensor, seed: int) -> FloatMessage:
         v = self.clip_update(x)
-        clip = self.params["clip"]
+        clip = self.params["bound"]
         cell, position = _cells(v, -clip, clip, self.levels)
         coins = torch.rand(v.numel(), generator=private_generator(self.private_seed, seed, "rounding"),
                            dtype=torch.float64)  # fmt: skip
@@ -371,7 +441,7 @@ class LaplaceSQ(_GridQuantizer):
         return enc.to_tensor()
 
     def guarantee(self) -> PrivacyGuarantee:
-        eps, clip, rho = self.params["eps"], self.params["clip"], self.rho
+        eps, clip, rho = self.params["eps"], self.params["bound"], self.rho
         caveats = [_PER_UPDATE, _NO_ROUNDS, _TORCH_COINS]
         flags: set[str] = set()
         if rho >= 2 * clip:
@@ -386,7 +456,7 @@ class LaplaceSQ(_GridQuantizer):
         return PrivacyGuarantee(
             epsilon=eps,
             delta=0.0,
-            relation="replace-one",
+            relation=REPLACE_ONE,
             unit=unit,
             scope="one round",
             sensitivity=f"rho = {rho:g} per coordinate, Laplace scale rho/eps1 = {self.noise_scale:.4g}",

@@ -1,4 +1,9 @@
-"""The analytic privacy claim a mechanism makes about one use of itself."""
+"""The analytic privacy claim a mechanism makes about one use of itself.
+
+The neighbouring relation is Google ``dp_accounting``'s ``NeighboringRelation`` (``REPLACE_ONE``: one input
+replaced by any other; ``ADD_OR_REMOVE_ONE``; ``REPLACE_SPECIAL``), the same object its accountants take, so a
+claim and its composition speak of one relation. ``REPLACE_ONE`` is re-exported here for mechanisms.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["PrivacyGuarantee", "CLAIM_EXCEEDED"]
+from dp_accounting import NeighboringRelation
 
-_RELATIONS = ("replace-one", "add-remove", "none")
+__all__ = ["PrivacyGuarantee", "CLAIM_EXCEEDED", "NeighboringRelation", "REPLACE_ONE", "relation_name"]
+
+REPLACE_ONE = NeighboringRelation.REPLACE_ONE
 CLAIM_EXCEEDED = "claim-exceeded"  # flag: the mechanism as implemented has a larger epsilon than it claims
 
 
@@ -18,7 +25,7 @@ class PrivacyGuarantee:
 
     epsilon:      the claimed epsilon, or None when the mechanism claims no privacy at all.
     delta:        the claimed delta; 1.0 (the trivial bound) when epsilon is None.
-    relation:     neighbouring relation: "replace-one", "add-remove", or "none" (no claim).
+    relation:     the neighbouring relation (``dp_accounting.NeighboringRelation``), None when there is no claim.
     unit:         what a neighbour changes, e.g. "client update" (one client's whole update).
     scope:        over what the claim holds, e.g. "one round" (no composition over rounds).
     threat_model: the view it protects, e.g. "server" (the aggregator sees the decoded update).
@@ -31,7 +38,7 @@ class PrivacyGuarantee:
 
     epsilon: float | None
     delta: float
-    relation: str
+    relation: NeighboringRelation | None
     unit: str = "client update"
     scope: str = "one round"
     threat_model: str = "server"
@@ -41,8 +48,10 @@ class PrivacyGuarantee:
     flags: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:
-        if self.relation not in _RELATIONS:
-            raise ValueError(f"relation must be one of {', '.join(_RELATIONS)}, got {self.relation!r}")
+        if not (self.relation is None or isinstance(self.relation, NeighboringRelation)):
+            raise ValueError(f"relation must be a dp_accounting.NeighboringRelation or None, got {self.relation!r}")
+        if (self.relation is None) != (self.epsilon is None):
+            raise ValueError("relation must be None exactly when epsilon is None (no claim)")
         if self.epsilon is not None and not (math.isfinite(self.epsilon) and self.epsilon >= 0):
             raise ValueError(f"epsilon must be None or a finite number >= 0, got {self.epsilon!r}")
         if not 0.0 <= self.delta <= 1.0:
@@ -55,28 +64,29 @@ class PrivacyGuarantee:
     @classmethod
     def no_privacy(cls, *caveats: str) -> PrivacyGuarantee:
         """The claim of a mechanism that offers no differential privacy."""
-        return cls(epsilon=None, delta=1.0, relation="none", caveats=caveats, flags={"no-privacy"})
+        return cls(epsilon=None, delta=1.0, relation=None, caveats=caveats, flags={"no-privacy"})
 
     def summary(self) -> str:
-        """One line, e.g. "(eps=4.84, delta=1e-05)-DP for one round, replace-one, l2 clip 1.0".
+        """One line, e.g. "(eps=4.84, delta=1e-05)-DP for one round, REPLACE_ONE, l2 clip 1.0".
 
         Flags other than "no-privacy" follow in brackets ("[flags: claim-exceeded]"), so a number
         that must not be read at face value never travels without its warning.
         """
         if self.epsilon is None:
             return "no privacy guarantee"
-        parts = [f"(eps={self.epsilon:.3g}, delta={self.delta:.3g})-DP for {self.scope}", self.relation]
+        parts = [f"(eps={self.epsilon:.3g}, delta={self.delta:.3g})-DP for {self.scope}", relation_name(self.relation)]
         if self.sensitivity:
             parts.append(self.sensitivity)
         text = ", ".join(parts)
         return f"{text} [flags: {', '.join(sorted(self.flags))}]" if self.flags else text
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly dict: tuples become lists, flags a sorted list, no epsilon becomes None."""
+        """JSON-friendly dict: tuples become lists, flags a sorted list, the relation its name (None without a
+        claim), no epsilon becomes None."""
         return {
             "epsilon": self.epsilon,
             "delta": self.delta,
-            "relation": self.relation,
+            "relation": relation_name(self.relation),
             "unit": self.unit,
             "scope": self.scope,
             "threat_model": self.threat_model,
@@ -86,3 +96,8 @@ class PrivacyGuarantee:
             "flags": sorted(self.flags),
             "summary": self.summary(),
         }
+
+
+def relation_name(relation: NeighboringRelation | None) -> str | None:
+    """The relation as dp_accounting names it ("REPLACE_ONE"), or None for no relation."""
+    return None if relation is None else relation.name

@@ -6,6 +6,7 @@ import numpy as np
 import torch
 
 from mechanisms.base import Mechanism, as_update
+from mechanisms.capabilities import AuditSetting, Tiling
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.message import FloatMessage
 from mechanisms.registry import register
@@ -28,3 +29,9 @@ class Identity(Mechanism):
 
     def guarantee(self) -> PrivacyGuarantee:
         return PrivacyGuarantee.no_privacy("the server sees the exact update")
+
+    def tiling(self) -> Tiling:
+        return Tiling(block=1, why="deterministic per coordinate")
+
+    def audit_setting(self) -> AuditSetting:
+        return AuditSetting(2, 2.0, "l2", 1.0, 2, note="no claim: any pair is told apart")

@@ -41,7 +41,8 @@ from scipy.special import gammaln, roots_legendre
 
 from mechanisms.additive import _FLOAT_NOISE_CAVEAT, _PER_ROUND_CAVEAT, laplace_noise
 from mechanisms.base import Mechanism, as_update, int_range, positive_float, zero_or_above
-from mechanisms.guarantee import CLAIM_EXCEEDED, PrivacyGuarantee
+from mechanisms.capabilities import AuditSetting, LogDensity, Tiling
+from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
 from mechanisms.lattice import HexagonalLattice, from_blocks, to_blocks
 from mechanisms.message import Message
 from mechanisms.randomness import private_generator
@@ -53,6 +54,8 @@ __all__ = [
     "JoPEQLaplace",
     "JoPEQT",
     "JoPEQMessage",
+    "JOPEQ_AUDIT_BLOCKS",
+    "jopeq_audit_setting",
     "jopeq_scaling",
     "laplace_uniform_logpdf",
     "privacy_loss_sup",
@@ -86,6 +89,11 @@ class JoPEQMessage(Message):
     def overloads(self) -> int:
         return self.quantized.overloads
 
+    @property
+    def side_value(self) -> float:
+        """zeta, sent in clear."""
+        return self.zeta
+
     def __len__(self) -> int:
         return len(self.quantized)
 
@@ -98,6 +106,22 @@ class JoPEQMessage(Message):
         message = cls(zeta, LatticeSDQMessage.from_bytes(data[cls._HEADER.size :]))
         message._wire = bytes(data)
         return message
+
+
+JOPEQ_AUDIT_BLOCKS = 9  # M = 9 blocks with ||h|| = 1 give zeta = sqrt(9) / 3 = 1
+
+
+def jopeq_audit_setting(block: int, sensitivity: float) -> AuditSetting:
+    """The claim is per scaled block zeta h_i in the unit ball, zeta = sqrt(M) / (3 ||h||). With M = 9 blocks and
+    ||h|| = 1, zeta = 1 exactly and a block of norm 1 is on the unit sphere, so the pair -v, +v (||v|| = s/2, the
+    rest of the norm filled into block 2) differs by the claimed shift s in one scaled block at the same zeta.
+    Pairs with different norms are told apart through zeta alone (the adaptive side-channel test). A shift above 2
+    cannot occur in the unit ball, so the pairs stop at 2."""
+    return AuditSetting(
+        JOPEQ_AUDIT_BLOCKS * block, min(sensitivity, 2.0), "l2", 1.0, block, same_norm=True,
+        note=f"{JOPEQ_AUDIT_BLOCKS} blocks of {block} with ||h|| = 1: zeta = 1, one scaled block moves by "
+             f"{min(sensitivity, 2.0):g}",
+    )  # fmt: skip
 
 
 def jopeq_scaling(h: torch.Tensor, blocks: int) -> float:
@@ -230,6 +254,14 @@ class _JoPEQ(Mechanism):
     def dimension(self) -> int:
         return self.quantizer.lattice.dimension
 
+    def tiling(self) -> Tiling:
+        """zeta = sqrt(M) / (3 ||h||) is unchanged by tiling: sqrt(B M) / (3 sqrt(B) ||h||) = zeta (up to the last
+        bit of a float64 before zeta is rounded to float32); dither and PPN are iid per block."""
+        return Tiling(block=self.dimension, why="zeta unchanged by tiling; dither and PPN iid per block")
+
+    def audit_setting(self) -> AuditSetting:
+        return jopeq_audit_setting(self.dimension, self.params.get("sensitivity", 2.0))
+
     @property
     def levels(self) -> int:
         return self.quantizer.levels
@@ -261,7 +293,7 @@ class _JoPEQ(Mechanism):
         return PrivacyGuarantee(
             epsilon=eps,
             delta=0.0,
-            relation="replace-one",
+            relation=REPLACE_ONE,
             unit=unit,
             sensitivity=sensitivity,
             assumptions=("the quantizer is not overloaded", _PRIVATE_PPN),
@@ -310,6 +342,17 @@ class JoPEQLaplace(_JoPEQ):
 
     def _ppn(self, blocks: int, gen: torch.Generator) -> torch.Tensor:
         return laplace_noise(blocks, self.ppn_scale, gen).view(-1, 1)
+
+    def output_log_density(self) -> LogDensity:
+        """In the scaled domain z = zeta (y - x) (zeta = ``jopeq_scaling(x)``) per coordinate Laplace(b') +
+        Unif(+-Delta/2) without overload, plus the Jacobian d ln zeta."""
+
+        def log_density(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+            zeta = jopeq_scaling(torch.from_numpy(x), x.size)
+            z = zeta * (y - x)
+            return laplace_uniform_logpdf(z, self.ppn_scale, self.step).sum(axis=1) + x.size * math.log(zeta)
+
+        return log_density
 
     def true_epsilon(self) -> float:
         """sup_z ln f(z)/f(z - 2) for the density f of Laplace(b') + Unif(+-Delta/2), on a grid of 4001 points

@@ -21,17 +21,19 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
 from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float
+from mechanisms.capabilities import AuditSetting, LogDensity, Tiling
 from mechanisms.cepam import FLOAT_SAMPLING_CAVEAT, TRUSTED_SERVER_CAVEAT, WITHOUT_SEED
-from mechanisms.guarantee import CLAIM_EXCEEDED, PrivacyGuarantee
-from mechanisms.jopeq import jopeq_scaling
+from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
+from mechanisms.jopeq import jopeq_audit_setting, jopeq_scaling
 from mechanisms.lattice import from_blocks, to_blocks
 from mechanisms.registry import register
 from mechanisms.rsuq import LaplaceTarget, StudentTTarget, Target
 from mechanisms.rsuq_coding import RSUQMessage, decode_message, encode_message
-from mechanisms.tdist import T_NOISE_PARAMS, minimum_variance_t, t_epsilon, t_scale_for_epsilon
+from mechanisms.tdist import T_NOISE_PARAMS, minimum_variance_t, t_blocks_logpdf, t_epsilon, t_scale_for_epsilon
 
 __all__ = ["JoPEQExact"]
 
@@ -98,6 +100,30 @@ class JoPEQExact(Mechanism):
             return self.params["sensitivity"] / self.target.scale
         return t_epsilon(self.target.nu, self.target.s2, self.params["sensitivity"], self.target.n)
 
+    def tiling(self) -> Tiling:
+        """zeta is unchanged by tiling and every sub-vector has its own latent and dithers; the coding range
+        sqrt(M) / 3 grows with the copies, which changes how M is coded, not the decoded value."""
+        return Tiling(block=self.target.n, max_copies=2**12,
+                      why="zeta unchanged by tiling; LRSUQ per sub-vector with its own latent and dithers")
+
+    def audit_setting(self) -> AuditSetting:
+        return jopeq_audit_setting(self.target.n, self.params["sensitivity"])
+
+    def output_log_density(self) -> LogDensity:
+        """z = zeta (y - x) is exactly Laplace(b) or t_nu(0, s2 I_n) per sub-vector, plus the Jacobian d ln zeta."""
+        target = self.target
+
+        def log_density(y: np.ndarray, x: np.ndarray) -> np.ndarray:
+            zeta = jopeq_scaling(torch.from_numpy(x), -(-x.size // target.n))
+            z = zeta * (y - x)
+            if isinstance(target, LaplaceTarget):
+                core = -np.abs(z).sum(axis=1) / target.scale
+            else:
+                core = t_blocks_logpdf(z, target.nu, target.s2, target.n)
+            return core + x.size * math.log(zeta)
+
+        return log_density
+
     def _bound(self, rows: int) -> float:
         """|zeta h_i| <= ||zeta h|| = sqrt(M) / 3: the range of every scaled coordinate."""
         return math.sqrt(rows) / 3
@@ -127,7 +153,7 @@ class JoPEQExact(Mechanism):
         return PrivacyGuarantee(
             epsilon=eps,
             delta=0.0,
-            relation="replace-one",
+            relation=REPLACE_ONE,
             unit=f"one scaled sub-vector zeta h_i of length {n} (local DP)",
             threat_model=WITHOUT_SEED,
             sensitivity=f"scaled sub-vector shift <= {sensitivity:g} (l2)",

@@ -2,21 +2,71 @@
 
 Every message starts with a one-byte tag naming its class, so bytes of one kind are never parsed as
 another. ``to_bytes`` is the wire format and ``num_bits`` its exact size; ``from_bytes`` validates the
-input completely (tag, lengths, trailing bytes) and raises ``ValueError`` on anything malformed.
+input completely (tag, lengths, trailing bytes) and raises ``MessageDecodeError`` on anything malformed;
+``Message.from_bytes`` parses any message, dispatching on the tag.
+
+``MessageDecodeError`` (a ``ValueError``) is the one error of a message that cannot be read: bytes that do
+not parse, or a message that does not decode under the decoder's seed and configuration (the decoder of a
+seeded mechanism cannot tell a wrong seed from corruption). Its text is one line, ``DECODE_ERROR`` and the
+specific reason in parentheses. Every ``from_bytes`` of a ``Message`` subclass, and every ``decode`` of a
+``mechanisms.base.Mechanism`` subclass, is wrapped by ``reports_decode_errors`` when the class is created,
+so the ValueError, IndexError, OverflowError or struct.error raised inside (by the parser, NumPy or the
+entropy coder) reaches the caller as a ``MessageDecodeError``.
 """
 
 from __future__ import annotations
 
 import abc
+import functools
 import struct
-from typing import ClassVar, Self
+from collections.abc import Callable
+from typing import ClassVar, ParamSpec, Self, TypeVar
 
 import numpy as np
 import torch
 
-__all__ = ["Message", "FloatMessage", "MAX_LENGTH"]
+__all__ = ["Message", "FloatMessage", "MAX_LENGTH", "DECODE_ERROR", "MessageDecodeError", "reports_decode_errors"]
 
 MAX_LENGTH = 2**32 - 1  # coordinates per message: lengths are uint32 fields
+DECODE_ERROR = "message does not decode under this seed, or is corrupted"
+# What parsing or decoding malformed data raises (constriction reports bad rANS words as ValueError).
+_DECODE_FAILURES = (ValueError, IndexError, OverflowError, struct.error)
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+class MessageDecodeError(ValueError):
+    """A message that does not parse, or does not decode under this seed and configuration.
+
+    ``str(err)`` is one line: ``DECODE_ERROR`` followed by ``reason`` (whitespace collapsed) in parentheses.
+    """
+
+    def __init__(self, reason: object) -> None:
+        self.reason = " ".join(str(reason).split()) or "no details"
+        super().__init__(f"{DECODE_ERROR} ({self.reason})")
+
+    def __reduce__(self) -> tuple:
+        return type(self), (self.reason,)
+
+
+def reports_decode_errors(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function`` with the ValueError, IndexError, OverflowError and struct.error it raises turned into
+    ``MessageDecodeError`` (whose reason is the original text); a ``MessageDecodeError`` passes unchanged."""
+    if getattr(function, "_reports_decode_errors", False):
+        return function
+
+    @functools.wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        try:
+            return function(*args, **kwargs)
+        except MessageDecodeError:
+            raise
+        except _DECODE_FAILURES as err:
+            raise MessageDecodeError(str(err) or type(err).__name__) from err
+
+    wrapper._reports_decode_errors = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 class Message(abc.ABC):
@@ -32,6 +82,9 @@ class Message(abc.ABC):
         if taken is not None:
             raise TypeError(f"message tag {cls.TAG} of {cls.__name__} is already used by {taken.__name__}")
         Message._classes_by_tag[cls.TAG] = cls
+        parse = cls.__dict__.get("from_bytes")
+        if isinstance(parse, classmethod):  # every parse error surfaces as a MessageDecodeError
+            cls.from_bytes = classmethod(reports_decode_errors(parse.__func__))
 
     def to_bytes(self) -> bytes:
         """The serialised message (computed once, then cached)."""
@@ -44,13 +97,31 @@ class Message(abc.ABC):
         """Exact size of the serialised message in bits (always a multiple of 8)."""
         return 8 * len(self.to_bytes())
 
+    @property
+    def side_value(self) -> float | None:
+        """A scalar the message carries in clear beside its payload (JoPEQ's zeta, CEPAM 000's ||x||), which the
+        adaptive side-channel tests read; None when it carries none."""
+        return None
+
     @abc.abstractmethod
     def _serialize(self) -> bytes: ...
 
     @classmethod
     @abc.abstractmethod
     def from_bytes(cls, data: bytes) -> Self:
-        """Parse and validate ``data``; ``ValueError`` when it is truncated or malformed."""
+        """Parse and validate ``data``; ``MessageDecodeError`` when it is truncated or malformed.
+
+        Subclasses implement it for their own tag; ``Message.from_bytes`` parses a message of any class,
+        chosen by its tag byte.
+        """
+        if cls is not Message:
+            raise NotImplementedError(f"{cls.__name__}.from_bytes")
+        if not data:
+            raise MessageDecodeError("empty message")
+        parser = Message._classes_by_tag.get(data[0])
+        if parser is None:
+            raise MessageDecodeError(f"unknown message tag {data[0]}")
+        return parser.from_bytes(data)
 
     @classmethod
     def _check_tag(cls, data: bytes, header: struct.Struct) -> tuple:

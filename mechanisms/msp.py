@@ -59,12 +59,13 @@ from __future__ import annotations
 import dataclasses
 import struct
 from collections.abc import Sequence
-from typing import Any, ClassVar, Self
+from typing import Any, Self
 
+import dp_accounting
 import numpy as np
 import torch
 
-from mechanisms.additive import clip_l1, laplace_noise
+from mechanisms.additive import clip_l1, clipped_input, laplace_noise
 from mechanisms.base import (
     Mechanism,
     as_update,
@@ -75,7 +76,8 @@ from mechanisms.base import (
     zero_or_above,
 )
 from mechanisms.bitstream import pack_fixed, unpack_fixed
-from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.capabilities import AuditSetting, LogDensity, Tiling
+from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from mechanisms.message import MAX_LENGTH, FloatMessage, Message
 from mechanisms.randomness import derive_seed, private_generator
 from mechanisms.registry import register
@@ -302,11 +304,25 @@ class _ModelSplitting(Mechanism):
     """The protocol shared by the three mechanisms; subclasses choose the split and the uplink coding.
 
     Per-update use (``encode``/``decode``, the ``auditkit mechanisms`` table and the per-update distinguisher)
-    is the client's FIRST upload alpha[0] of the vector x only; ``protocol = "consensus"`` tells the harness to
-    run the whole protocol (``auditkit.fl.consensus.ConsensusProtocol``) instead of per-update uploads.
+    is the client's FIRST upload alpha[0] of the vector x only; ``round_protocol = "consensus"`` tells the harness
+    to run the whole protocol (``auditkit.fl.consensus.ConsensusProtocol``) instead of per-update uploads.
     """
 
-    protocol: ClassVar[str] = "consensus"
+    round_protocol = "consensus"
+
+    def tiling(self) -> Tiling | None:
+        """The unbiased split draws alpha_0 = w (eps_s + (2 - 2 eps_s) u) with u iid per coordinate, whatever m
+        (mspdq then rounds each coordinate with its own uniform); paper004's upper end 1 + m - eps_s shares the
+        client's m across coordinates, so it tiles only with m_max = 1 (or mspdq's public knot start)."""
+        if self.params["split"] != "unbiased" and self.params["m_max"] > 1 and self.params.get("start") != "knot":
+            return None
+        return Tiling(block=1, why="alpha_0 drawn (and rounded) with iid uniforms per coordinate, independent of m")
+
+    def audit_setting(self) -> AuditSetting:
+        return AuditSetting(
+            2, 2.0, "l2", 1.0, 2,
+            note="no claim: the split alpha_0 in the l2 unit ball (the transcript is the adaptive test msp-transcript)",
+        )  # fmt: skip
 
     def __init__(self, *, private_seed: int | None = None, **params: Any) -> None:
         super().__init__(private_seed=private_seed, **params)
@@ -446,7 +462,7 @@ class MSP(_ModelSplitting):
 
     def guarantee(self) -> PrivacyGuarantee:
         return PrivacyGuarantee(
-            epsilon=None, delta=1.0, relation="none",
+            epsilon=None, delta=1.0, relation=None,
             caveats=(_THEOREM1, _RECONSTRUCTION, _BIAS, _COST),
             flags={"no-privacy", TRANSCRIPT_FLAG},
         )
@@ -470,10 +486,34 @@ class MSPLaplace(_ModelSplitting):
     )
     message_type = FloatMessage
 
+    clip_norm = "l1"
+    reference_params = {"eps": 1.0}  # the default eps_dp = 10 lowered to 1, within reach of an audit
+
     @property
     def scale(self) -> float:
         """Laplace scale b = Delta_f / eps_DP = 2 clip / eps."""
         return 2.0 * self.params["clip"] / self.params["eps"]
+
+    def tiling(self) -> Tiling:
+        """alpha_0 = clip(w) + iid Laplace(2 clip / eps) per coordinate: B copies are clipped like one call with
+        clip' = B clip, and eps' = B eps keeps the Laplace scale 2 clip' / eps' = 2 clip / eps."""
+        return Tiling(
+            block=1, for_copies=lambda copies: self.with_params(clip=self.params["clip"] * copies,
+                                                                eps=self.params["eps"] * copies),
+            why="alpha_0 = clip(w) + iid Laplace per coordinate; B copies: clip and eps times B (same scale)",
+        )  # fmt: skip
+
+    def audit_setting(self) -> AuditSetting:
+        """Proposition 1 covers alpha_0 = clip_l1(w) + Laplace: the Laplace setting."""
+        return AuditSetting.clipped(self.params["clip"], "l1")
+
+    def output_log_density(self) -> LogDensity:
+        """alpha_0 - clip(w) iid Laplace(2 clip / eps)."""
+        return lambda y, x: -np.abs(y - clipped_input(x, self.params["clip"], "l1")).sum(axis=1) / self.scale
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """alpha_0's Laplace(2 clip / eps) as LaplaceDpEvent(scale / clip) under REPLACE_ONE (shift 2 clip)."""
+        return dp_accounting.LaplaceDpEvent(self.scale / self.params["clip"])
 
     def clip_update(self, update: torch.Tensor) -> torch.Tensor:
         """clip_l1(update, clip): bounds Delta_f (the global model the update is added to is public)."""
@@ -487,7 +527,7 @@ class MSPLaplace(_ModelSplitting):
         return PrivacyGuarantee(
             epsilon=eps,
             delta=0.0,
-            relation="replace-one",
+            relation=REPLACE_ONE,
             scope="the first upload alpha_0 only",
             sensitivity=f"l1 clip {clip}",
             assumptions=(
@@ -614,7 +654,7 @@ class MSPDQ(_ModelSplitting):
             "2^B - 1 >= sqrt(M d) pi_t) asks B ~ 18+ bits for CNN sizes: the paper's B = 4..8 lie outside it"
         )
         return PrivacyGuarantee(
-            epsilon=None, delta=1.0, relation="none",
+            epsilon=None, delta=1.0, relation=None,
             caveats=(_THEOREM1, _RECONSTRUCTION + " (under mspdq a noisy least squares)", proposition4,
                      dimension_note, _BIAS, _COST),
             flags={"no-privacy", TRANSCRIPT_FLAG},

@@ -14,17 +14,32 @@ import dataclasses
 import math
 from typing import Any, ClassVar
 
+import dp_accounting
+import numpy as np
 import torch
+from scipy.special import log_ndtr
 
-from mechanisms.additive import Gaussian, Laplace, _AdditiveNoise
+from mechanisms.additive import Gaussian, Laplace, _AdditiveNoise, clipped_input
 from mechanisms.base import Mechanism, zero_or_above
+from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, rescaled_clip
 from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.jopeq import laplace_uniform_logpdf
 from mechanisms.message import Message
 from mechanisms.registry import register
 from mechanisms.sdq import SDQ, HexagonalSDQ, _FiniteSDQ
 from mechanisms.tdist import TDist
 
-__all__ = ["GaussianSDQ", "LaplaceSDQ", "TDistSDQ"]
+__all__ = ["GaussianSDQ", "LaplaceSDQ", "TDistSDQ", "gaussian_uniform_logpdf"]
+
+
+def gaussian_uniform_logpdf(z: np.ndarray, sigma: float, width: float) -> np.ndarray:
+    """ln of the density of N(0, sigma^2) + Unif(-w/2, w/2) at z, up to -ln w: ln[Phi(a) - Phi(b)] with
+    a = (w/2 - |z|)/sigma > b = (-w/2 - |z|)/sigma (symmetry puts both in the lower tail, where
+    ``log_ndtr`` is accurate), written ln Phi(a) + ln(1 - exp(ln Phi(b) - ln Phi(a)))."""
+    z = np.abs(z)
+    log_a = log_ndtr((width / 2 - z) / sigma)
+    log_b = log_ndtr((-width / 2 - z) / sigma)
+    return log_a + np.log(-np.expm1(log_b - log_a))
 
 _QUANTIZER_PARAMS = ("bits", "support", "compat")
 
@@ -57,6 +72,26 @@ class _NoisySDQ(Mechanism):
     def decode(self, enc: Message, seed: int) -> torch.Tensor:
         return self.quantizer.decode(enc, seed)
 
+    def _pinned(self) -> dict[str, Any]:
+        """Derived parameters that depend on clip, kept at this instance's values when the clip is rescaled."""
+        return {}
+
+    def tiling(self) -> Tiling:
+        p = 2 if self.clip_norm == "l2" else 1
+        block = max(self.noise.tiling().block, self.quantizer.lattice.dimension)
+        return Tiling(
+            block=block, for_copies=rescaled_clip(self, p, **self._pinned()),
+            why=f"noise and shared dither iid per block of {block}, overloads per block; the {self.clip_norm} "
+                f"clip of B copies is rescaled to B^(1/{p}) clip",
+        )  # fmt: skip
+
+    def audit_setting(self) -> AuditSetting:
+        return self.noise.audit_setting()
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """The noise's event: the quantizer is post-processing."""
+        return self.noise.dp_event()
+
     def guarantee(self) -> PrivacyGuarantee:
         claim = self.noise.guarantee()
         return dataclasses.replace(
@@ -79,6 +114,13 @@ class GaussianSDQ(_NoisySDQ):
     noise_class = Gaussian
     quantizer_class = SDQ
     message_type = SDQ.message_type
+    clip_norm = "l2"
+    reference_params = {"sigma": 1.0, "clip": 0.5, "support": 8.0}  # no overload beyond 1e-6 per coordinate
+
+    def output_log_density(self) -> LogDensity:
+        """Per coordinate y - clip(x) ~ N(0, sigma^2) + Unif(+-Delta/2) without overload."""
+        sigma, clip, step = self.params["sigma"], self.params["clip"], self.quantizer.step
+        return lambda y, x: gaussian_uniform_logpdf(y - clipped_input(x, clip, "l2"), sigma, step).sum(axis=1)
 
 
 @register
@@ -91,6 +133,13 @@ class LaplaceSDQ(_NoisySDQ):
     noise_class = Laplace
     quantizer_class = SDQ
     message_type = SDQ.message_type
+    clip_norm = "l1"
+    reference_params = {"scale": 1.0, "clip": 0.5, "support": 16.0}  # no overload beyond 1e-6 per coordinate
+
+    def output_log_density(self) -> LogDensity:
+        """Per coordinate y - clip(x) ~ Laplace(b) + Unif(+-Delta/2) without overload."""
+        scale, clip, step = self.params["scale"], self.params["clip"], self.quantizer.step
+        return lambda y, x: laplace_uniform_logpdf(y - clipped_input(x, clip, "l1"), scale, step).sum(axis=1)
 
 
 @register
@@ -113,6 +162,10 @@ class TDistSDQ(_NoisySDQ):
     noise_class = TDist
     quantizer_class = HexagonalSDQ
     message_type = HexagonalSDQ.message_type
+    clip_norm = "l2"
+
+    def _pinned(self) -> dict[str, Any]:
+        return {"nu": self.noise.nu, "s2": self.noise.s2, "support": self.quantizer.params["support"]}
 
     def _quantizer_params(self) -> dict[str, Any]:
         params = super()._quantizer_params()

@@ -1,8 +1,23 @@
-"""Name -> mechanism class. A mechanism module decorates its class with ``@register``; importing the
-module (one line in ``mechanisms/__init__.py``) makes it available to ``create``, the CLI and reports."""
+"""Name -> mechanism class, for the built-in mechanisms and for plugins.
+
+A mechanism module decorates its class with ``@register``. The built-in modules of this package are imported by
+``mechanisms/__init__.py`` (every module of the package, so adding one touches nothing else). A mechanism defined
+outside the package is a *plugin*: a module that registers its classes when imported, loaded by
+
+* ``load_plugins(["my_pkg.my_mech"])`` (what ``plugins = [...]`` in a config and ``--plugin`` on the command
+  line do), or
+* the entry-point group ``auditkit.mechanisms`` of an installed package (``[project.entry-points.
+  "auditkit.mechanisms"] my_mech = "my_pkg.my_mech"``), loaded the first time the registry is read.
+
+A plugin that fails to import, registers a name already taken, or declares a parameter whose default fails its
+own check raises ``PluginError`` naming the plugin, and registers nothing.
+"""
 
 from __future__ import annotations
 
+import importlib
+import importlib.metadata
+import sys
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -10,11 +25,34 @@ import torch
 
 from mechanisms.base import Mechanism, Param
 
-__all__ = ["MechanismInfo", "register", "names", "create", "describe", "reference_update"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "MechanismInfo",
+    "PluginError",
+    "create",
+    "describe",
+    "load_entry_points",
+    "load_plugins",
+    "mechanism_class",
+    "names",
+    "origin",
+    "reference_update",
+    "register",
+    "registered_classes",
+]
+
+ENTRY_POINT_GROUP = "auditkit.mechanisms"
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
+_ORIGIN: dict[str, str] = {}  # mechanism name -> the plugin (module or entry point) that registered it
+_loading: list[str] = []  # the plugin being imported, while it is
+_entry_points_loaded = False
 
 M = TypeVar("M", bound=type[Mechanism])
+
+
+class PluginError(ValueError):
+    """A plugin could not be loaded; the message names the plugin and says why, in one line."""
 
 
 @dataclass(frozen=True)
@@ -27,6 +65,7 @@ class MechanismInfo:
     guarantee: ``PrivacyGuarantee.summary()`` of the default configuration.
     bits_per_coordinate: measured size of the default configuration's message for the
                ``reference_update()`` (float32 = 32).
+    origin:    "built-in", or the plugin that registered it.
     """
 
     name: str
@@ -34,24 +73,99 @@ class MechanismInfo:
     params: tuple[Param, ...]
     guarantee: str
     bits_per_coordinate: float
+    origin: str = "built-in"
 
 
 def register(cls: M) -> M:
     """Class decorator adding a ``Mechanism`` subclass under ``cls.name``."""
-    if cls.name in _REGISTRY:
-        raise ValueError(f"mechanism {cls.name!r} is already registered by {_REGISTRY[cls.name].__name__}")
+    if not (isinstance(cls, type) and issubclass(cls, Mechanism)):
+        raise TypeError(f"register takes a Mechanism subclass, got {cls!r}")
+    name = getattr(cls, "name", None)
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"mechanism class {cls.__qualname__} must set a non-empty string `name`")
+    if name in _REGISTRY:
+        taken = _REGISTRY[name]
+        raise ValueError(
+            f"mechanism {name!r} is already registered by {taken.__module__}.{taken.__qualname__} "
+            f"({origin(name)}); choose another name"
+        )
     for p in cls.params_spec:  # a default that fails its own constraint is a bug in the mechanism
-        p.validate(p.default)
-    _REGISTRY[cls.name] = cls
+        try:
+            p.validate(p.default)
+        except ValueError as err:
+            raise ValueError(f"mechanism {name!r}: the default of parameter {p.name!r} fails its own check: {err}")
+    _REGISTRY[name] = cls
+    if _loading:
+        _ORIGIN[name] = _loading[-1]
     return cls
 
 
+def load_plugins(modules: list[str] | tuple[str, ...]) -> list[str]:
+    """Import each plugin module (a dotted name) once; returns the mechanism names they registered.
+
+    ``PluginError`` (one line, naming the plugin) if a module fails to import or registers badly; what the failed
+    plugin had registered is removed again.
+    """
+    added: list[str] = []
+    for module in modules:
+        if not isinstance(module, str) or not module.strip():
+            raise PluginError(f"plugin must be a module name such as 'my_pkg.my_mech', got {module!r}")
+        added += _import_plugin(module.strip(), module.strip())
+    return added
+
+
+def _import_plugin(label: str, module: str, attribute: str | None = None) -> list[str]:
+    if module in sys.modules and attribute is None:
+        return [n for n, o in _ORIGIN.items() if o == label]
+    before = set(_REGISTRY)
+    _loading.append(label)
+    try:
+        loaded = importlib.import_module(module)
+        if attribute is not None:
+            getattr(loaded, attribute)
+    except Exception as err:  # noqa: BLE001 -- any failure of foreign code is reported as the plugin's
+        for name in set(_REGISTRY) - before:
+            del _REGISTRY[name]
+            _ORIGIN.pop(name, None)
+        sys.modules.pop(module, None)
+        reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise PluginError(f"plugin {label!r} failed to load: {reason}") from None
+    finally:
+        _loading.pop()
+    return sorted(set(_REGISTRY) - before)
+
+
+def load_entry_points() -> list[str]:
+    """Load every installed plugin of the entry-point group ``auditkit.mechanisms`` (once per process)."""
+    global _entry_points_loaded
+    if _entry_points_loaded:
+        return []
+    _entry_points_loaded = True
+    added: list[str] = []
+    for entry in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        label = f"entry point {entry.name} = {entry.value}"
+        added += _import_plugin(label, entry.module, entry.attr)
+    return added
+
+
+def origin(name: str) -> str:
+    """"built-in", or the plugin (module name, or "entry point NAME = VALUE") that registered ``name``."""
+    return _ORIGIN.get(name, "built-in")
+
+
+def registered_classes() -> set[type[Mechanism]]:
+    """Every registered mechanism class."""
+    return set(_REGISTRY.values())
+
+
 def names() -> list[str]:
-    """Sorted names of all registered mechanisms."""
+    """Sorted names of all registered mechanisms (installed plugins included)."""
+    load_entry_points()
     return sorted(_REGISTRY)
 
 
 def _lookup(name: str) -> type[Mechanism]:
+    load_entry_points()
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -61,6 +175,11 @@ def _lookup(name: str) -> type[Mechanism]:
 def create(name: str, **params: Any) -> Mechanism:
     """Instantiate mechanism ``name``; ``ValueError`` on an unknown name, parameter or invalid value."""
     return _lookup(name)(**params)
+
+
+def mechanism_class(name: str) -> type[Mechanism]:
+    """The class registered under ``name`` (``ValueError`` naming the valid names if none)."""
+    return _lookup(name)
 
 
 REFERENCE_DIMENSION = 10_000
@@ -80,4 +199,4 @@ def describe(name: str) -> MechanismInfo:
     mechanism = cls(private_seed=0)
     x = reference_update()
     bits = mechanism.encode(x, REFERENCE_SEED).num_bits / x.numel()
-    return MechanismInfo(cls.name, cls.summary, cls.params_spec, mechanism.guarantee().summary(), bits)
+    return MechanismInfo(cls.name, cls.summary, cls.params_spec, mechanism.guarantee().summary(), bits, origin(name))

@@ -10,20 +10,30 @@ M may be coded with a model that depends on U (CEPAM 003 Section V-B, "compress 
 * Range of M given U. For inputs with every |x_i| <= ``bound`` (clip for CEPAM), t = x / (alpha beta) lies
   in [-a, a] with a = (bound / beta) / alpha = bound / (2 r), so k_i = floor(t_i + u_i) lies in
   [-ceil(a), ceil(a)]: |M(U)| = (2 ceil(a) + 1)^n points per sub-vector (the cube X = [-bound, bound]^n in
-  003's M = (X + L_U - beta(U) P) intersected with the lattice).
+  003's M = (X + L_U - beta(U) P) intersected with the lattice). ceil(a) is clamped to 2^62 - 1 (radii
+  below bound * 2^-63), which keeps 2 ceil(a) + 1 in int64. The indices are int64: ``encode_message``
+  refuses an input with some |t_i| >= 2^62 (the only remaining range limit; far beyond it float64 cannot
+  even resolve the dither, |t| >= 2^53), so every index has |k| <= 2^62.
 * Fixed-length coding of M over that range: each row's index in mixed radix (first coordinate most
   significant) in ceil(log2 |M(U_j)|) bits, so the payload is sum_j ceil(log2 |M(U_j)|) bits. Rows whose
   |M(U)| reaches 2^62.5 (only for radii below bound * 2^-(62.5/n)) are written coordinate by coordinate,
   ceil(log2(2 ceil(a) + 1)) bits each, after all other rows.
 * Entropy coding of M given U: rows are grouped into B buckets by log2(r_j) (equal widths between the
   1/(2B) and 1 - 1/(2B) quantiles of a fixed subsample, the tails in the end buckets;
-  B = min(32, rows // 2048), at least 1), and each bucket's indices, shifted by the bucket's largest
-  ceil(a) + 1, go through ``mechanisms.bitstream.encode_categorical`` (rANS under the bucket's empirical
-  frequencies, or fixed width when smaller). Both sides compute the buckets from the same r, so encoder
-  and decoder must run the same numeric libraries.
+  B = min(32, rows // 2048), at least 1), and each bucket's indices, shifted by the bucket's offset
+  o = largest ceil(a) + 1, go through ``mechanisms.bitstream.encode_categorical`` over the alphabet
+  2 o + 1 (rANS under the bucket's empirical frequencies, or fixed width when smaller). Both sides compute
+  the buckets from the same r, so encoder and decoder must run the same numeric libraries.
+* Escapes. When some bucket's offset exceeds 2^31 - 1 (its alphabet would pass the coder's 2^32: radii
+  below about bound * 2^-32) or some index lies outside [-o, o] (an input beyond ``bound``), the section is
+  escaped: every bucket's offset becomes o' = min(o, 2^31 - 1), its alphabet 2 o' + 2, the indices k in
+  [-o', o'] are sent as k + o' and every other index as the escape symbol 2 o' + 1, its value following
+  the streams as a raw int64 (escape count E, then the E values in the order of their escape symbols).
+  Escapes are flagged in the section's first byte; a section without them is exactly as above.
 * The encoder sends whichever M section is smaller, so it is never longer than the fixed-length section
-  (8-byte bit count + payload) -- unless an index leaves its range, which only inputs beyond ``bound``
-  or a rounding at the very edge of the range can cause, and then the entropy-coded section is sent.
+  (8-byte bit count + payload) -- unless an index leaves its (clamped) range, which only inputs beyond
+  ``bound``, a rounding at the very edge of the range or a clamped ceil(a) can cause, and then the
+  entropy-coded section (escaped) is sent.
 
 Papers' bound (003 Section V-B, 000 eq. before Section VI): N (H(Geom(p)) + E[ceil(log2 |M(U)|)]) bits
 with N = ceil(m / n) rows; ``bits_bound`` evaluates E[ceil(log2 |M(U)|)] exactly from the radius CDF.
@@ -40,7 +50,7 @@ from typing import Self
 import numpy as np
 import torch
 
-from mechanisms.bitstream import decode_categorical, encode_categorical
+from mechanisms.bitstream import categorical_count_range, decode_categorical, encode_categorical
 from mechanisms.message import MAX_LENGTH, Message
 from mechanisms.rsuq import RSUQCode, Target, acceptance_probability, rsuq_decode, rsuq_encode, shared_stream
 
@@ -65,9 +75,12 @@ __all__ = [
 
 _MAX_BUCKETS = 32
 _ROWS_PER_BUCKET = 2048  # a bucket's frequency table and stream header cost a few hundred bits
-_MAX_HALFWIDTH = 2**31 - 2  # bucket alphabets 2 (ceil(a) + 1) + 1 must fit encode_categorical's 2^32
+_MAX_HALFWIDTH = 2**62 - 1  # ceil(a) is clamped here, so 2 ceil(a) + 1 and the fixed-length fields fit int64
+_MAX_REACH = 2.0**62  # every |t| = |x| / (alpha beta) stays below, so the int64 indices k have |k| <= 2^62
+_MAX_OFFSET = 2**31 - 1  # bucket offsets o up to here have 2 o + 2 <= 2^32 symbols; larger ones escape
 _NARROW_LOG2 = 62.5  # rows with |M(U)| below 2^62.5 are coded as one mixed-radix integer (exact in int64)
-_SECTION = struct.Struct("<B")  # bucket count of an entropy-coded M section
+_SECTION = struct.Struct("<B")  # bucket count of an entropy-coded M section, + _ESCAPES if escaped
+_ESCAPES = 0x80
 _LENGTH = struct.Struct("<I")
 _FIXED = struct.Struct("<Q")  # payload bits of a fixed-length M section
 LATENT_PURPOSE = "lrsuq-latent"  # shared-stream purposes of ``encode_message`` / ``decode_message``
@@ -75,19 +88,18 @@ DITHER_PURPOSE = "lrsuq-dither"
 
 
 def index_halfwidth(radius: torch.Tensor, bound: float, alpha: float = 1.0) -> np.ndarray:
-    """ceil(a_j) per row (int64), a_j = (bound / beta_j) / alpha = bound / (2 r_j): every index of row j
-    lies in [-ceil(a_j), ceil(a_j)] when every input coordinate is at most ``bound`` in absolute value.
+    """min(ceil(a_j), 2^62 - 1) per row (int64), a_j = (bound / beta_j) / alpha = bound / (2 r_j): every
+    index of row j lies in [-ceil(a_j), ceil(a_j)] when every input coordinate is at most ``bound`` in
+    absolute value (the clamp, for radii below bound * 2^-63, keeps 2 ceil(a) + 1 in int64).
 
     Computed with the encoder's own rounding (t = (x / beta) / alpha), so |t| <= a holds in floating point.
     """
     beta = 2 * radius.numpy() / alpha
     a = np.ceil(bound / beta / alpha)
-    if a.size and a.max() > _MAX_HALFWIDTH:
-        raise ValueError(
-            f"a sub-vector's noise radius is below bound * 2^-32 (bound {bound:g}): its indices exceed the "
-            "32-bit range of the coder; use a larger noise scale or a smaller clip"
-        )
-    return a.astype(np.int64)
+    clamped = ~(a < _MAX_HALFWIDTH)  # compared as float (2^62), infinities included
+    half = np.where(clamped, 0.0, a).astype(np.int64)
+    half[clamped] = _MAX_HALFWIDTH
+    return half
 
 
 def encode_iterations(iterations: np.ndarray) -> bytes:
@@ -163,11 +175,15 @@ def _pack_fields(values: np.ndarray, widths: np.ndarray) -> bytes:
 
 
 def _unpack_fields(data: bytes, widths: np.ndarray) -> np.ndarray:
-    """Inverse of ``_pack_fields`` (uint64 values); ``data`` holds exactly ceil(sum(widths) / 8) bytes."""
+    """Inverse of ``_pack_fields`` (uint64 values); ``data`` holds exactly ceil(sum(widths) / 8) bytes, the
+    padding zero (else ``ValueError``)."""
     span = int(widths.max(initial=0))
     inside = np.arange(span) < widths[:, None]
     matrix = np.zeros(inside.shape, dtype=np.uint8)
-    matrix[inside] = np.unpackbits(np.frombuffer(data, dtype=np.uint8))[: int(widths.sum())]
+    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8))
+    if bits[int(widths.sum()) :].any():
+        raise ValueError("fixed-length indices: non-zero padding after the payload")
+    matrix[inside] = bits[: int(widths.sum())]
     values = np.zeros(widths.size, dtype=np.uint64)
     for j in range(span):
         values += matrix[:, j].astype(np.uint64) << np.maximum(widths - 1 - j, 0).astype(np.uint64)
@@ -225,46 +241,93 @@ def _bucket_slices(radius: np.ndarray, halfwidth: np.ndarray) -> tuple[np.ndarra
 def _encode_buckets(k: np.ndarray, halfwidth: np.ndarray, radius: np.ndarray) -> bytes:
     order, slices = _bucket_slices(radius, halfwidth)
     grouped = np.take(k, order, axis=0)
-    streams = []
+    # Escape only when needed (module docstring): an alphabet beyond 2^32, or an input beyond the bound.
+    escapes = any(
+        offset > _MAX_OFFSET or (stop > start and np.abs(grouped[start:stop]).max() > offset)
+        for start, stop, offset in slices
+    )
+    streams, escaped = [], []
     for start, stop, offset in slices:
         if stop == start:
             streams.append(b"")
             continue
-        # encode_categorical refuses symbols outside [0, 2 offset]: inputs beyond the bound.
-        streams.append(encode_categorical(grouped[start:stop].ravel() + offset, 2 * offset + 1))
+        symbols = grouped[start:stop].ravel()
+        if not escapes:
+            streams.append(encode_categorical(symbols + offset, 2 * offset + 1))
+            continue
+        offset = min(offset, _MAX_OFFSET)
+        outside = np.abs(symbols) > offset
+        escaped.append(symbols[outside])
+        streams.append(encode_categorical(np.where(outside, 2 * offset + 1, symbols + offset), 2 * offset + 2))
     lengths = b"".join(_LENGTH.pack(len(s)) for s in streams)
-    return _SECTION.pack(len(streams)) + lengths + b"".join(streams)
+    section = _SECTION.pack(len(streams) | (_ESCAPES if escapes else 0)) + lengths + b"".join(streams)
+    if escapes:
+        values = np.concatenate(escaped) if escaped else np.zeros(0, dtype=np.int64)
+        section += _LENGTH.pack(values.size) + values.astype("<i8").tobytes()
+    return section
 
 
-def _section_streams(data: bytes, rows: int) -> list[bytes]:
-    """Split an entropy-coded M section into its bucket streams, checking the framing."""
+def _section_streams(data: bytes, rows: int, n: int) -> tuple[list[bytes], np.ndarray | None]:
+    """Split an entropy-coded M section into its bucket streams and its escaped indices (int64; None when
+    the section has no escapes), checking the framing and that the streams can hold the rows x n indices."""
     if len(data) < _SECTION.size:
         raise ValueError("entropy-coded indices: truncated header")
-    (count,) = _SECTION.unpack_from(data)
+    (first,) = _SECTION.unpack_from(data)
+    count = first & ~_ESCAPES
     if count != _bucket_count(rows):
         raise ValueError(f"entropy-coded indices: {count} buckets, expected {_bucket_count(rows)} for {rows} rows")
     start = _SECTION.size + count * _LENGTH.size
     if len(data) < start:
         raise ValueError("entropy-coded indices: truncated bucket table")
     lengths = [_LENGTH.unpack_from(data, _SECTION.size + i * _LENGTH.size)[0] for i in range(count)]
-    if len(data) != start + sum(lengths):
-        raise ValueError(f"entropy-coded indices: expected {start + sum(lengths)} bytes, got {len(data)}")
+    end = start + sum(lengths)
+    if first & _ESCAPES:
+        if len(data) < end + _LENGTH.size:
+            raise ValueError("entropy-coded indices: truncated escape count")
+        (number,) = _LENGTH.unpack_from(data, end)
+        values_at = end + _LENGTH.size
+        end = values_at + 8 * number
+    if len(data) != end:
+        raise ValueError(f"entropy-coded indices: expected {end} bytes, got {len(data)}")
+    escaped = None
+    if first & _ESCAPES:
+        escaped = np.frombuffer(data, dtype="<i8", count=number, offset=values_at).astype(np.int64)
     bounds = np.cumsum([start, *lengths])
-    return [data[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    streams = [data[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    # Framing only: a section whose streams cannot hold the rows x n indices is refused before decoding.
+    ranges = [categorical_count_range(s) if s else (0, 0) for s in streams]
+    fewest, most = sum(r[0] for r in ranges), sum(r[1] for r in ranges)
+    if not fewest <= rows * n <= most:
+        raise ValueError(f"entropy-coded indices: the bucket streams hold {fewest}..{most} indices, not {rows * n}")
+    return streams, escaped
 
 
 def _decode_buckets(data: bytes, halfwidth: np.ndarray, radius: np.ndarray, n: int) -> np.ndarray:
     order, slices = _bucket_slices(radius, halfwidth)
+    streams, escaped = _section_streams(data, radius.size, n)
     grouped = np.empty((radius.size, n), dtype=np.int64)
-    for (start, stop, offset), stream in zip(slices, _section_streams(data, radius.size), strict=True):
+    used = 0  # escaped indices consumed
+    for (start, stop, offset), stream in zip(slices, streams, strict=True):
         if stop == start:
             if stream:
                 raise ValueError("entropy-coded indices: data for an empty bucket")
             continue
         symbols = decode_categorical(stream, (stop - start) * n)
-        if symbols.max() > 2 * offset:
+        if escaped is not None:
+            offset = min(offset, _MAX_OFFSET)
+        if symbols.max() > 2 * offset + (escaped is not None):
             raise ValueError("entropy-coded indices: a symbol is outside the bucket's alphabet")
-        grouped[start:stop] = (symbols - offset).reshape(-1, n)
+        values = symbols - offset
+        if escaped is not None:
+            outside = symbols == 2 * offset + 1
+            chunk = escaped[used : used + int(outside.sum())]
+            if chunk.size < outside.sum() or (np.abs(chunk) <= offset).any():
+                raise ValueError("entropy-coded indices: the escaped indices do not match the escape symbols")
+            values[outside] = chunk
+            used += chunk.size
+        grouped[start:stop] = values.reshape(-1, n)
+    if escaped is not None and used != escaped.size:
+        raise ValueError(f"entropy-coded indices: {escaped.size} escaped indices for {used} escape symbols")
     position = np.empty(order.size, dtype=np.int64)
     position[order] = np.arange(order.size)
     return np.take(grouped, position, axis=0)
@@ -347,11 +410,14 @@ class RSUQMessage(Message):
     * flag 2: the H section is present (n >= 2): the unary codes of the N = ceil(m / n) values H_j,
       zero-padded to a whole byte; without it every H_j is 1;
     * flag 4: the M section is fixed-length: payload bits (uint64) | the payload (``rsuq_coding`` docstring);
-      otherwise it is entropy-coded: bucket count B (uint8) | B stream lengths (uint32) | B categorical streams.
+      otherwise it is entropy-coded: bucket count B (uint8, + 128 when escaped) | B stream lengths (uint32) |
+      B categorical streams | [escape count E (uint32) | E escaped indices (int64), when escaped]. A section
+      without escapes ends after its streams; escapes appear only where an index needs them (module docstring).
 
-    ``from_bytes`` checks the header, decodes the H section and checks the framing of the M section; the
-    M section itself depends on the radii, so ``decode_indices`` (run by the decoder, which regenerates U)
-    checks its contents.
+    ``from_bytes`` checks the header, decodes the H section and checks the framing of the M section (for an
+    entropy-coded one, also that its streams can hold the N n indices); the M section itself depends on the
+    radii, so ``decode_indices`` (run by the decoder, which regenerates U) checks its contents.
+    ``MessageDecodeError`` (``mechanisms.message``) on anything malformed.
     """
 
     TAG = 10
@@ -383,6 +449,11 @@ class RSUQMessage(Message):
         self.iterations = iterations
         self.fixed = bool(fixed)
         self.indices = bytes(indices)
+
+    @property
+    def side_value(self) -> float | None:
+        """The float32 side value sent in clear (CEPAM ``compat=paper000``: ||x||; jopeq-exact: zeta)."""
+        return self.side
 
     @property
     def rows(self) -> int:
@@ -428,7 +499,7 @@ class RSUQMessage(Message):
             if len(indices) != _FIXED.size + (nbits + 7) // 8:
                 raise ValueError(f"RSUQMessage: fixed-length index section of {nbits} bits has {len(indices)} bytes")
         else:
-            _section_streams(indices, rows)
+            _section_streams(indices, rows, block)
         message = cls(length, block, side, iterations, bool(flags & cls._FLAG_FIXED), indices)
         message._wire = bytes(data)
         return message
@@ -441,8 +512,18 @@ def encode_message(
 
     The latent radii come from ``shared_stream(seed, LATENT_PURPOSE)``, the dithers from (seed, DITHER_PURPOSE).
     Returns the message and the encoder's ``RSUQCode`` (whose ``output`` is what the decoder will rebuild).
+    ``ValueError`` if an index would reach 2^62 in magnitude (beyond the int64 indices, module docstring).
     """
     radius = target.radius(rows.shape[0], shared_stream(seed, LATENT_PURPOSE))
+    if rows.numel():
+        x = rows.numpy()
+        # max |t| per row, t = (x / beta) / alpha with beta = 2 r / alpha as in rsuq_encode (same rounding).
+        reach = float((np.maximum(x.max(axis=1), -x.min(axis=1)) / (2 * radius.numpy() / alpha) / alpha).max())
+        if not reach < _MAX_REACH:
+            raise ValueError(
+                f"an LRSUQ index would reach {reach:.3g} = |x| / (2 r) for a noise radius r, beyond the int64 "
+                "indices (at most 2^62); use a larger noise scale or a smaller clip"
+            )
     code = rsuq_encode(rows, radius, seed, norm=target.norm, purpose=DITHER_PURPOSE, alpha=alpha)
     fixed, indices = encode_indices(code.indices, radius, bound, alpha)
     iterations = code.iterations.numpy() if target.n > 1 else None

@@ -15,6 +15,7 @@ import torch
 
 from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float
 from mechanisms.bitstream import decode_categorical, encode_categorical
+from mechanisms.capabilities import AuditSetting, Tiling
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.lattice import HexagonalLattice, IntegerLattice, Lattice, from_blocks, sdq_decode, sdq_encode, to_blocks
 from mechanisms.message import MAX_LENGTH, Message
@@ -167,6 +168,10 @@ class _FiniteSDQ(Mechanism):
             "quantizer cell; quantization alone gives no differential privacy",
         )
 
+    def tiling(self) -> Tiling:
+        block = self.lattice.dimension
+        return Tiling(block=block, why=f"shared dither iid per block of {block}, overloads counted per block")
+
 
 _COMPAT = choice("compat", ("none", "jopeq-code"), "none", "jopeq-code: the reference code's 2^R + 1 levels")
 _SUPPORT = positive_float("support", 1.0, "range radius gamma: levels cover [-support, support]")
@@ -193,6 +198,14 @@ class SDQ(_FiniteSDQ):
     )
     message_type = SDQMessage
     lattice = IntegerLattice(1)
+
+    def audit_setting(self) -> AuditSetting:
+        support, step = self.params["support"], self.step
+        boundary = -support + round(support / step) * step  # the cell boundary nearest 0
+        return AuditSetting(
+            1, support, "l2", support / 2, 1, quantizer_step=step, quantizer_offset=boundary,
+            note="no claim: pairs in one cell and across a cell boundary",
+        )  # fmt: skip
 
     def dither(self, n: int, seed: int) -> torch.Tensor:
         """The shared dither V ~ Unif[-Delta/2, Delta/2)^n (float64, 1-D) of ``n`` coordinates."""
@@ -234,6 +247,9 @@ class HexagonalSDQ(_FiniteSDQ):
     )
     message_type = LatticeSDQMessage
     lattice = HexagonalLattice()
+
+    def audit_setting(self) -> AuditSetting:
+        return AuditSetting(2, self.params["support"], "l2", self.params["support"] / 2, 2, note="no claim")
 
     def encode(self, x: torch.Tensor, seed: int) -> LatticeSDQMessage:
         x = as_update(x)

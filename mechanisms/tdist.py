@@ -21,13 +21,22 @@ from __future__ import annotations
 import functools
 import math
 
+import numpy as np
 import torch
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import gammaincinv
 
-from mechanisms.additive import _FLOAT_NOISE_CAVEAT, _PER_ROUND_CAVEAT, _PRIVATE_NOISE, _AdditiveNoise, clip_l2
+from mechanisms.additive import (
+    _FLOAT_NOISE_CAVEAT,
+    _PER_ROUND_CAVEAT,
+    _PRIVATE_NOISE,
+    _AdditiveNoise,
+    clip_l2,
+    clipped_input,
+)
 from mechanisms.base import positive_float, zero_or_above
-from mechanisms.guarantee import CLAIM_EXCEEDED, PrivacyGuarantee
+from mechanisms.capabilities import LogDensity, Tiling, rescaled_clip
+from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
 from mechanisms.registry import register
 
 __all__ = [
@@ -37,6 +46,7 @@ __all__ = [
     "minimum_variance_t",
     "resolve_t_noise",
     "sample_t",
+    "t_blocks_logpdf",
     "t_claim",
     "T_NOISE_PARAMS",
 ]
@@ -110,6 +120,17 @@ def sample_t(blocks: int, dimension: int, nu: float, s2: float, gen: torch.Gener
     return z * math.sqrt(s2) / torch.sqrt(w / nu)[:, None]
 
 
+def t_blocks_logpdf(z: np.ndarray, nu: float, s2: float, block: int) -> np.ndarray:
+    """ln of the t_nu(0, s2 I) density, up to a constant, summed over contiguous blocks of ``block`` coordinates
+    of each row of z (B, d): -(nu + k)/2 ln(1 + ||z_b||^2 / (nu s2)) per block of k coordinates (a shorter last
+    block is the marginal of the same law: t of its own dimension)."""
+    total = np.zeros(z.shape[0])
+    for start in range(0, z.shape[1], block):
+        part = z[:, start : start + block]
+        total -= (nu + part.shape[1]) / 2 * np.log1p((part**2).sum(axis=1) / (nu * s2))
+    return total
+
+
 def t_claim(
     eps: float, actual: float, sensitivity: str, assumptions: tuple[str, ...], caveats: tuple[str, ...]
 ) -> PrivacyGuarantee:
@@ -117,7 +138,7 @@ def t_claim(
     return PrivacyGuarantee(
         epsilon=eps,
         delta=0.0,
-        relation="replace-one",
+        relation=REPLACE_ONE,
         unit="one 2-coordinate block of the update",
         sensitivity=sensitivity,
         assumptions=assumptions,
@@ -165,6 +186,17 @@ class TDist(_AdditiveNoise):
 
     def _noise(self, n: int, gen: torch.Generator) -> torch.Tensor:
         return sample_t(-(-n // 2), 2, self.nu, self.s2, gen).reshape(-1)[:n]
+
+    def tiling(self) -> Tiling:
+        return Tiling(
+            block=2, for_copies=rescaled_clip(self, 2, nu=self.nu, s2=self.s2),
+            why="iid t noise per pair; the l2 clip of B copies is rescaled to sqrt(B) clip, (nu, s2) pinned",
+        )  # fmt: skip
+
+    def output_log_density(self) -> LogDensity:
+        """Per pair z = y - clip(x) ~ t_nu(0, s2 I_2) (``t_blocks_logpdf``)."""
+        clip = self.params["clip"]
+        return lambda y, x: t_blocks_logpdf(y - clipped_input(x, clip, "l2"), self.nu, self.s2, 2)
 
     def guarantee(self) -> PrivacyGuarantee:
         clip, eps = self.params["clip"], self.params["eps"]

@@ -1,18 +1,20 @@
 """Analytic privacy accounting: each paper's claim as it states it, checked, and composed over rounds.
 
 * `cepam` — CEPAM-Gaussian (003 Lemma 9 / Theorem 12) and CEPAM-Laplace (Theorem 13), their inverses,
-  the no-noise delta floor, and the ``paper003`` compat mode that reproduces 003's printed numbers.
-* `report` — `account(mechanism, rounds=T, ...)`: a mechanism's own claim, its paper's FL claim, and
-  the claim over T rounds (or the reason there is none).
+  the no-noise delta floor, and ``formula="paper003"``, which reproduces 003's printed numbers; registered
+  as the CEPAM mechanisms' paper claim.
+* `report` — `account(mechanism, rounds=T, ...)`: a mechanism's own claim, its paper's FL claim (functions
+  registered with ``@paper_claim``), and its one-round event composed over T rounds (or the reason there is none).
 * `additive` — the analytic Gaussian, Laplace and multivariate-t claims (and the t mechanism's
   (nu, s2) for a target eps), callable without building a mechanism.
 * `jopeq` — JoPEQ's claims as the paper states them, flagged against the realised noise's epsilon.
-* `composition` — T rounds through Opacus (RDP, PRV) and Google's dp_accounting (PLD, RDP), with the
-  backend named in every result and a refusal for events no backend supports.
+* `composition` — a mechanism's ``dp_accounting`` event over T rounds through Opacus (RDP, PRV) and Google's
+  dp_accounting (PLD, RDP), with the backend named in every result and a refusal for events no backend supports.
 
     from auditkit import accounting
     accounting.cepam_gaussian(sigma=0.1, eps_tilde=5.9, tau=15, dataset_size=1666, clients=30, clip=1.0)
 """
+from auditkit.accounting.report import AccountReport, FLSetting, account, paper_claim
 from auditkit.accounting.cepam import (
     amplified_epsilon,
     base_epsilon,
@@ -25,11 +27,12 @@ from auditkit.accounting.cepam import (
 )
 from auditkit.accounting.additive import gaussian, laplace, solve_t, t_mechanism
 from auditkit.accounting.jopeq import jopeq_laplace, jopeq_t, true_epsilon
-from auditkit.accounting.report import AccountReport, account
 from auditkit.accounting.composition import (
+    BACKENDS,
     GAUSSIAN_BACKENDS,
     ComposedEpsilon,
     UnsupportedEvent,
+    compose,
     gaussian_over_rounds,
     laplace_over_rounds,
     refuse_sampling_with_replacement,
@@ -37,7 +40,11 @@ from auditkit.accounting.composition import (
 
 __all__ = [
     "AccountReport",
+    "BACKENDS",
+    "FLSetting",
     "account",
+    "compose",
+    "paper_claim",
     "GAUSSIAN_BACKENDS",
     "ComposedEpsilon",
     "UnsupportedEvent",

@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 
 import mechanisms
-from mechanisms.guarantee import CLAIM_EXCEEDED, PrivacyGuarantee
+from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
 from mechanisms.tdist import minimum_variance_t, t_epsilon, t_scale_for_epsilon
 
 
@@ -58,7 +58,7 @@ def t_mechanism(
     return PrivacyGuarantee(
         epsilon=claimed,
         delta=0.0,
-        relation="replace-one",
+        relation=REPLACE_ONE,
         unit=f"one {dimension}-coordinate block",
         sensitivity=f"l2 shift <= {sensitivity:g} (Delta = {sensitivity / math.sqrt(s2):.4g})",
         assumptions=(f"t noise nu = {nu:g}, s2 = {s2:g}: eq. (11) gives eps = {actual:.6g}",),

@@ -27,14 +27,16 @@ for an l1 clip (what the `laplace` mechanisms of this toolkit do); the caveat sa
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, log_ndtr, logsumexp
 
-from mechanisms.guarantee import PrivacyGuarantee
+from auditkit.accounting.report import FLSetting, paper_claim
+from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 
-COMPAT = ("none", "paper003")
+FORMULAS = ("exact", "paper003")  # how Theorem 12 is evaluated: as derived, or as 003 printed it
 
 _SAMPLING = (
     "each local step samples one record uniformly with replacement from the client's data "
@@ -124,24 +126,24 @@ def cepam_gaussian(
     dataset_size: int,
     clients: int,
     clip: float = 1.0,
-    compat: str = "none",
+    formula: str = "exact",
 ) -> PrivacyGuarantee:
     """CEPAM-Gaussian's one-round (eps, delta) claim (003 Theorem 12).
 
-    ``compat="paper003"`` reproduces the numbers 003 prints (delta = 2.48e-2 at sigma = 0.001 and
+    ``formula="paper003"`` reproduces the numbers 003 prints (delta = 2.48e-2 at sigma = 0.001 and
     its sigma lists), which only come out of eq. (16) with sigma <-> eps_tilde and n_k <-> K swapped
     in the call; the guarantee is then flagged ``paper-compat``: it is the paper's number, not a
     bound this toolkit stands behind.
     """
-    if compat not in COMPAT:
-        raise ValueError(f"compat must be one of {', '.join(COMPAT)}; got {compat!r}")
+    if formula not in FORMULAS:
+        raise ValueError(f"formula must be one of {', '.join(FORMULAS)}; got {formula!r}")
     _check(tau, dataset_size, clients, clip)
     eps = amplified_epsilon(eps_tilde, tau=tau, dataset_size=dataset_size)
     flags, caveats = set(), [_ROUND_CAVEAT]
-    if compat == "paper003":
+    if formula == "paper003":
         delta = gaussian_delta(eps_tilde, sigma, tau=tau, dataset_size=clients, clients=dataset_size, clip=clip)
         flags.add("paper-compat")
-        caveats.append("paper003 compat: sigma<->eps_tilde and n_k<->K swapped in eq. (16), as the printed numbers imply")
+        caveats.append("formula paper003: sigma<->eps_tilde and n_k<->K swapped in eq. (16), as the printed numbers imply")
     else:
         delta = gaussian_delta(sigma, eps_tilde, tau=tau, dataset_size=dataset_size, clients=clients, clip=clip)
         floor = delta_floor(eps_tilde, tau=tau, dataset_size=dataset_size)
@@ -154,7 +156,7 @@ def cepam_gaussian(
     return PrivacyGuarantee(
         epsilon=eps,
         delta=min(delta, 1.0),
-        relation="replace-one",
+        relation=REPLACE_ONE,
         unit="record (one training sample of a client)",
         scope="one round",
         threat_model="server sees the average of K clients (trusted aggregation of noisy updates)",
@@ -171,17 +173,17 @@ def cepam_gaussian(
 
 def solve_sigma(
     *, eps: float, delta: float, tau: int, dataset_size: int, clients: int, clip: float = 1.0,
-    compat: str = "none",
+    formula: str = "exact",
 ) -> float:
     """The smallest sigma meeting (eps, delta) under eq. (16) (bisection on log sigma).
 
     Returns 0.0 when the target is vacuous (delta at or above the no-noise floor). Raises
-    ValueError when no sigma meets the target (only possible in ``paper003`` compat mode).
+    ValueError when no sigma meets the target (only possible with ``formula="paper003"``).
     """
     if not 0 < delta < 1:
         raise ValueError(f"delta must be in (0, 1), got {delta!r}")
     eps_tilde = base_epsilon(eps, tau=tau, dataset_size=dataset_size)
-    if compat == "paper003":
+    if formula == "paper003":
         f = lambda ls: gaussian_delta(  # noqa: E731
             eps_tilde, math.exp(ls), tau=tau, dataset_size=clients, clients=dataset_size, clip=clip) - delta
         lo, hi = math.log(1e-12), math.log(eps_tilde * 0.999999)  # swapped: sigma plays eps_tilde
@@ -218,7 +220,7 @@ def cepam_laplace(
     return PrivacyGuarantee(
         epsilon=amplified_epsilon(eps_tilde, tau=tau, dataset_size=dataset_size),
         delta=0.0,
-        relation="replace-one",
+        relation=REPLACE_ONE,
         unit="record (one training sample of a client)",
         scope="one round",
         threat_model="server sees each client's decoded update",
@@ -230,3 +232,19 @@ def cepam_laplace(
             "sensitivity up to sqrt(m) times larger; the bound holds as stated only for an l1 clip",
         ),
     )
+
+
+@paper_claim("cepam-gaussian", "cepam-laplace")
+def cepam_paper_claim(mechanism: Any, fl: FLSetting) -> PrivacyGuarantee | None:
+    """003's record-level claim for a configured CEPAM mechanism: Theorem 12 (Gaussian: needs tau, dataset_size,
+    clients and eps_tilde) or Theorem 13 (Laplace: tau and dataset_size); None without tau and dataset_size."""
+    if fl.tau is None or fl.dataset_size is None:
+        return None
+    params = mechanism.params
+    if mechanism.name == "cepam-gaussian":
+        if fl.eps_tilde is None or fl.clients is None:
+            raise ValueError("cepam-gaussian's Theorem 12 needs eps_tilde, tau, dataset_size and clients")
+        return cepam_gaussian(sigma=params["sigma"], eps_tilde=fl.eps_tilde, tau=fl.tau, dataset_size=fl.dataset_size,
+                              clients=fl.clients, clip=params["clip"], formula=fl.formula)
+    return cepam_laplace(scale=params["scale"], tau=fl.tau, dataset_size=fl.dataset_size, clip=params["clip"],
+                         eps_tilde=fl.eps_tilde)

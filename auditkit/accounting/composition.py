@@ -1,22 +1,58 @@
-"""Privacy over T rounds, through existing accountants (never a home-made sum).
+"""Privacy over T rounds: a mechanism's one-round ``dp_accounting`` event composed by an existing accountant.
 
-* Gaussian events (optionally Poisson-subsampled): Opacus's RDP and PRV accountants, or Google's
-  ``dp_accounting`` PLD / RDP accountants.
-* Laplace events (optionally Poisson-subsampled): ``dp_accounting``'s PLD accountant; the result is
-  never worse than basic composition T * eps, which is reported instead when it is smaller.
+A mechanism states one round of its claim as a ``dp_accounting`` event (``Mechanism.dp_event()``) under the
+claim's neighbouring relation (``PrivacyGuarantee.relation``, a ``dp_accounting.NeighboringRelation``), in
+dp_accounting's convention: a noise multiplier is the noise scale over the per-input norm bound (``clip``), and
+under ``REPLACE_ONE`` two inputs may differ by twice that bound. ``compose(event, rounds, ...)`` asks the chosen
+accountant whether it supports ``SelfComposedDpEvent(event, rounds)`` and returns its epsilon, with the backend
+and the event named; an event no accountant supports (``UnsupportedDpEvent``, e.g. a refusal carrying its reason,
+``mechanisms.refused``) raises ``UnsupportedEvent`` with the reason instead of returning a number.
 
-Every result names the backend that produced it. Events that no backend supports, such as
-subsampling *with replacement* composed over rounds, raise `UnsupportedEvent` instead of
-returning a number.
+Backends: Opacus's PRV and RDP accountants (Gaussian rounds only) and Google's ``dp_accounting`` PLD and RDP
+accountants. Three known gaps of the libraries are bridged here, each exactly:
+
+* Opacus accountants take an add/remove noise multiplier: an unsampled REPLACE_ONE Gaussian round with multiplier
+  z moves the input by 2 clip, which is the add/remove round with multiplier z / 2. The same rewriting serves the
+  dp_accounting accountants for every unsampled Gaussian or Laplace round: dp_accounting's RDP accountant does not
+  double the sensitivity under REPLACE_ONE (google/differential-privacy issue #378, so it would understate eps
+  four-fold in RDP terms), and its PLD accountant refuses Laplace events under REPLACE_ONE. For an unsampled round
+  the privacy loss depends only on the shift (dp_accounting's own PLD gives the same numbers under REPLACE_ONE
+  with z as under ADD_OR_REMOVE_ONE with z / 2, as the tests check).
+* A round of a pure eps-DP claim is ``RandomizedResponseDpEvent`` (``mechanisms.pure_epsilon_event``), which
+  dp_accounting's PLD accountant composes under REPLACE_ONE but, in dp_accounting 0.6, ignores the count of a
+  ``SelfComposedDpEvent`` of it (composing T rounds gives one round's eps): T rounds of it are composed as a
+  ``ComposedDpEvent`` of T copies instead.
+* Above a per-round pure eps of ``PLD_MAX_ROUND_EPSILON`` (weak noise: eps ~ 1e4) the PLD grid would need
+  gigabytes; basic composition T eps, valid for any T pure eps-DP rounds, is returned and named.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
 
-GAUSSIAN_BACKENDS = ("opacus-prv", "opacus-rdp", "dp_accounting-pld", "dp_accounting-rdp")
-LAPLACE_BACKENDS = ("dp_accounting-pld",)
+import dp_accounting
+from dp_accounting import NeighboringRelation
+
+__all__ = [
+    "BACKENDS",
+    "GAUSSIAN_BACKENDS",
+    "PLD_MAX_ROUND_EPSILON",
+    "ComposedEpsilon",
+    "UnsupportedEvent",
+    "compose",
+    "describe_event",
+    "gaussian_over_rounds",
+    "laplace_over_rounds",
+    "refuse_sampling_with_replacement",
+]
+
+BACKENDS = ("opacus-prv", "opacus-rdp", "dp_accounting-pld", "dp_accounting-rdp")
+GAUSSIAN_BACKENDS = BACKENDS  # every backend composes Gaussian rounds; only dp_accounting's compose the others
+PLD_MAX_ROUND_EPSILON = 20.0  # one round's pure eps above which its PLD is not built (~2 eps / 1e-4 grid points)
+
+_REPLACE, _ADD_OR_REMOVE = NeighboringRelation.REPLACE_ONE, NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
 class UnsupportedEvent(ValueError):
@@ -34,13 +70,130 @@ class ComposedEpsilon:
     event: str
 
 
-def _check(rounds: int, delta: float, sample_rate: float) -> None:
+def describe_event(event: dp_accounting.DpEvent, relation: NeighboringRelation | None = None) -> str:
+    """The event as text, e.g. "GaussianDpEvent(noise_multiplier=0.5) under REPLACE_ONE"."""
+    text = repr(event)
+    return text if relation is None else f"{text} under {relation.name}"
+
+
+def _check(rounds: int, delta: float) -> None:
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise ValueError(f"rounds must be an integer >= 1, got {rounds!r}")
     if not 0 <= delta < 1:
         raise ValueError(f"delta must be in [0, 1), got {delta!r}")
-    if not 0 < sample_rate <= 1:
-        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
+
+
+def _as_add_or_remove(event: dp_accounting.DpEvent, relation: NeighboringRelation) -> dp_accounting.DpEvent | None:
+    """The ADD_OR_REMOVE_ONE event with the same privacy loss as an unsampled Gaussian or Laplace round under
+    ``relation`` (module docstring); None for any other event."""
+    halve = 2.0 if relation is _REPLACE else 1.0
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return dp_accounting.GaussianDpEvent(event.noise_multiplier / halve)
+    if isinstance(event, dp_accounting.LaplaceDpEvent):
+        return dp_accounting.LaplaceDpEvent(event.noise_multiplier / halve)
+    return None
+
+
+def _pure_epsilon(event: dp_accounting.DpEvent) -> float | None:
+    """The pure eps of one pure-DP round (Laplace add/remove event, or binary randomized response); else None."""
+    if isinstance(event, dp_accounting.LaplaceDpEvent):
+        return math.inf if event.noise_multiplier == 0 else 1.0 / event.noise_multiplier
+    if isinstance(event, dp_accounting.RandomizedResponseDpEvent) and event.num_buckets == 2:
+        p = event.noise_parameter
+        return math.inf if p == 0 else math.log(2.0 / p - 1.0)
+    return None
+
+
+def _refusal(event: dp_accounting.DpEvent) -> str | None:
+    """The reason no accountant composes ``event``, or None."""
+    if isinstance(event, dp_accounting.NonPrivateDpEvent):
+        return "the mechanism claims no privacy: there is nothing to compose"
+    if isinstance(event, dp_accounting.UnsupportedDpEvent):
+        return getattr(event, "reason", None) or "the mechanism's event is unsupported by every accountant"
+    return None
+
+
+def compose(
+    event: dp_accounting.DpEvent,
+    rounds: int,
+    *,
+    delta: float,
+    relation: NeighboringRelation | None = _REPLACE,
+    backend: str = "opacus-prv",
+) -> ComposedEpsilon:
+    """eps of ``rounds`` rounds of ``event`` (one round of a claim under ``relation``) at ``delta``, by ``backend``.
+
+    Opacus backends compose Gaussian rounds only; any other event goes to dp_accounting's PLD accountant and the
+    result names it. ``UnsupportedEvent`` (with the reason) when no accountant supports the event.
+    """
+    _check(rounds, delta)
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+    refusal = _refusal(event)
+    if refusal is not None:
+        raise UnsupportedEvent(refusal)
+    relation = relation or _REPLACE
+    label = describe_event(event, relation)
+    unsampled = _as_add_or_remove(event, relation)
+    if unsampled is not None:
+        if relation is not _ADD_OR_REMOVE:
+            label += f", composed as {describe_event(unsampled, _ADD_OR_REMOVE)}"
+        event, relation = unsampled, _ADD_OR_REMOVE
+    if backend.startswith("opacus") and isinstance(event, dp_accounting.GaussianDpEvent) and relation is _ADD_OR_REMOVE:
+        return _opacus(event.noise_multiplier, rounds, delta, backend, f"{label} x {rounds}")
+    if backend.startswith("opacus"):
+        backend = "dp_accounting-pld"  # Opacus composes Gaussian rounds only
+    one_round = _pure_epsilon(event)
+    if one_round is not None and (delta == 0 or one_round > PLD_MAX_ROUND_EPSILON):
+        return ComposedEpsilon(rounds * one_round, delta, rounds, "basic composition",
+                               f"{label} x {rounds}: {rounds} x pure eps {one_round:.6g}")
+    return _dp_accounting(event, relation, rounds, delta, backend, f"{label} x {rounds}")
+
+
+def _dp_accounting(event: dp_accounting.DpEvent, relation: NeighboringRelation, rounds: int, delta: float,
+                   backend: str, label: str) -> ComposedEpsilon:
+    if backend == "dp_accounting-pld":
+        accountant = dp_accounting.pld.PLDAccountant(neighboring_relation=relation)
+    else:
+        accountant = dp_accounting.rdp.RdpAccountant(neighboring_relation=relation)
+    if isinstance(event, dp_accounting.RandomizedResponseDpEvent):
+        composed = dp_accounting.ComposedDpEvent([event] * rounds)  # PLD ignores a SelfComposedDpEvent's count
+    else:
+        composed = dp_accounting.SelfComposedDpEvent(event, rounds)
+    if not accountant.supports(composed):
+        raise UnsupportedEvent(f"{backend} does not support {label} (dp_accounting refuses the event)")
+    if delta == 0 and isinstance(event, dp_accounting.GaussianDpEvent):
+        raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
+    accountant.compose(composed)
+    epsilon = float(accountant.get_epsilon(delta))
+    if not math.isfinite(epsilon):
+        raise UnsupportedEvent(f"{backend} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
+    one_round = _pure_epsilon(event)
+    if one_round is not None and rounds * one_round < epsilon:  # never worse than basic composition
+        return ComposedEpsilon(rounds * one_round, delta, rounds, "basic composition", label)
+    return ComposedEpsilon(epsilon, delta, rounds, backend, label)
+
+
+def _opacus(noise_multiplier: float, rounds: int, delta: float, backend: str, label: str) -> ComposedEpsilon:
+    if delta == 0:
+        raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
+    from opacus.accountants import PRVAccountant, RDPAccountant
+
+    accountant = PRVAccountant() if backend == "opacus-prv" else RDPAccountant()
+    accountant.history = [(noise_multiplier, 1.0, rounds)]
+    with warnings.catch_warnings():  # PRV's grid logs 0 where the mass is 0; harmless
+        warnings.simplefilter("ignore", RuntimeWarning)
+        try:
+            epsilon = float(accountant.get_epsilon(delta))
+        except (MemoryError, RuntimeError):  # PRV's grid grows as 1/noise_multiplier^2 and loses accuracy
+            epsilon = math.nan
+    if backend == "opacus-prv" and not math.isfinite(epsilon):
+        # PRV's grid cannot resolve very small noise; RDP can (a looser bound), and is named as the backend.
+        composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label)
+        return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it)")
+    if not math.isfinite(epsilon):
+        raise UnsupportedEvent(f"{backend} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
+    return ComposedEpsilon(epsilon, delta, rounds, backend, label)
 
 
 def gaussian_over_rounds(
@@ -51,46 +204,31 @@ def gaussian_over_rounds(
     sample_rate: float = 1.0,
     backend: str = "opacus-prv",
 ) -> ComposedEpsilon:
-    """eps of `rounds` Gaussian mechanisms with std = noise_multiplier * sensitivity, each applied
+    """eps of `rounds` Gaussian mechanisms with std = noise_multiplier * sensitivity (add/remove), each applied
     to a Poisson sample of rate `sample_rate` (1 = everyone, every round)."""
-    _check(rounds, delta, sample_rate)
+    _check(rounds, delta)
     if not noise_multiplier > 0:
         raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier!r}")
+    if not 0 < sample_rate <= 1:
+        raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
+    if backend not in BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
     if delta == 0:
         raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
-    event = f"Gaussian(noise_multiplier={noise_multiplier:g}) x {rounds}" + (
-        f", Poisson-sampled at rate {sample_rate:g}" if sample_rate < 1 else "")
-    if backend in ("opacus-prv", "opacus-rdp"):
+    single = dp_accounting.GaussianDpEvent(noise_multiplier)
+    if sample_rate == 1:
+        return compose(single, rounds, delta=delta, relation=_ADD_OR_REMOVE, backend=backend)
+    label = f"{describe_event(dp_accounting.PoissonSampledDpEvent(sample_rate, single), _ADD_OR_REMOVE)} x {rounds}"
+    if backend.startswith("opacus"):
         from opacus.accountants import PRVAccountant, RDPAccountant
 
         accountant = PRVAccountant() if backend == "opacus-prv" else RDPAccountant()
         accountant.history = [(noise_multiplier, sample_rate, rounds)]
-        with warnings.catch_warnings():  # PRV's grid logs 0 where the mass is 0; harmless
+        with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            try:
-                epsilon = float(accountant.get_epsilon(delta))
-            except (MemoryError, RuntimeError):  # PRV's grid grows as 1/noise_multiplier^2 and loses accuracy
-                raise UnsupportedEvent(
-                    f"{backend} cannot evaluate {event}: the noise is too small for its numerical grid; "
-                    "try backend opacus-rdp"
-                ) from None
-    elif backend in ("dp_accounting-pld", "dp_accounting-rdp"):
-        import dp_accounting
-
-        single = dp_accounting.GaussianDpEvent(noise_multiplier)
-        if sample_rate < 1:
-            single = dp_accounting.PoissonSampledDpEvent(sample_rate, single)
-        accountant = (dp_accounting.pld.PLDAccountant() if backend == "dp_accounting-pld"
-                      else dp_accounting.rdp.RdpAccountant())
-        accountant.compose(single, rounds)
-        epsilon = float(accountant.get_epsilon(delta))
-    else:
-        raise ValueError(f"backend must be one of {', '.join(GAUSSIAN_BACKENDS)}; got {backend!r}")
-    return ComposedEpsilon(epsilon, delta, rounds, backend, event)
-
-
-# per-round eps above which the Laplace PLD is not built (its grid has 2 eps / 1e-4 points)
-PLD_MAX_ROUND_EPSILON = 20.0
+            return ComposedEpsilon(float(accountant.get_epsilon(delta)), delta, rounds, backend, label)
+    return _dp_accounting(dp_accounting.PoissonSampledDpEvent(sample_rate, single), _ADD_OR_REMOVE, rounds, delta,
+                          backend, label)
 
 
 def laplace_over_rounds(
@@ -98,36 +236,13 @@ def laplace_over_rounds(
     rounds: int,
     *,
     delta: float = 0.0,
-    sample_rate: float = 1.0,
 ) -> ComposedEpsilon:
-    """eps of `rounds` Laplace mechanisms with scale = noise_multiplier * l1 sensitivity.
-
-    The PLD accountant (``dp_accounting``) gives eps at delta > 0; basic composition gives
-    T * eps_1 at any delta, with eps_1 = 1/noise_multiplier (or its Poisson-amplified value
-    ln(1 + q(e^eps_1 - 1))). The smaller valid bound is returned, with its backend named.
-    Above eps_1 = ``PLD_MAX_ROUND_EPSILON`` the PLD grid (2 eps_1 / 1e-4 points, gigabytes for the
-    eps_1 ~ 1e4 of weak noise) is not built, and basic composition is the answer.
-    """
-    _check(rounds, delta, sample_rate)
+    """eps of `rounds` Laplace mechanisms with scale = noise_multiplier * l1 sensitivity (add/remove): the PLD
+    accountant at delta > 0, never above basic composition T / noise_multiplier (``compose``)."""
     if not noise_multiplier > 0:
         raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier!r}")
-    eps_one = 1.0 / noise_multiplier
-    if sample_rate < 1:
-        eps_one = math.log1p(sample_rate * math.expm1(eps_one))
-    event = f"Laplace(noise_multiplier={noise_multiplier:g}) x {rounds}" + (
-        f", Poisson-sampled at rate {sample_rate:g}" if sample_rate < 1 else "")
-    basic = ComposedEpsilon(rounds * eps_one, delta, rounds, "basic composition", event)
-    if delta == 0 or eps_one > PLD_MAX_ROUND_EPSILON:
-        return basic
-    import dp_accounting
-
-    single = dp_accounting.LaplaceDpEvent(noise_multiplier)
-    if sample_rate < 1:
-        single = dp_accounting.PoissonSampledDpEvent(sample_rate, single)
-    accountant = dp_accounting.pld.PLDAccountant()
-    accountant.compose(single, rounds)
-    pld = ComposedEpsilon(float(accountant.get_epsilon(delta)), delta, rounds, "dp_accounting-pld", event)
-    return pld if pld.epsilon < basic.epsilon else basic
+    return compose(dp_accounting.LaplaceDpEvent(noise_multiplier), rounds, delta=delta, relation=_ADD_OR_REMOVE,
+                   backend="dp_accounting-pld")
 
 
 def refuse_sampling_with_replacement(rounds: int) -> None:

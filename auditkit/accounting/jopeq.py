@@ -39,8 +39,8 @@ def true_epsilon(name: str, **params: object) -> float:
     bound over the hexagon's dither. ``jopeq-exact``: its target's epsilon. ``t-dist``: eq. (11) at the
     configured (nu, s2).
     """
-    mechanism = mechanisms.create(name, **params)
-    if not hasattr(mechanism, "true_epsilon"):
-        raise ValueError(f"name must be a mechanism with a realised-noise epsilon (jopeq-laplace, jopeq-t, "
-                         f"jopeq-exact, t-dist), got {name!r}")
-    return float(mechanism.true_epsilon())
+    actual = mechanisms.capability(mechanisms.create(name, **params), "true_epsilon")
+    if actual is None:
+        with_one = [n for n in mechanisms.names() if mechanisms.capability(mechanisms.create(n), "true_epsilon") is not None]
+        raise ValueError(f"name must be a mechanism with a realised-noise epsilon ({', '.join(with_one)}), got {name!r}")
+    return float(actual)

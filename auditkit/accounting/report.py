@@ -4,37 +4,66 @@
 
 * ``per_round`` — the mechanism's own one-round claim (``mechanism.guarantee()``: client-level,
   the whole update is the unit);
-* ``paper_claim`` — the paper's record-level FL claim where the paper makes one and the FL
-  settings are given (CEPAM: 003 Theorem 12 / 13);
-* ``composed`` — the client-level claim over `rounds` rounds from an existing accountant, or
+* ``paper_claim`` — the paper's record-level FL claim, where a paper makes one (a function registered for the
+  mechanism with ``@paper_claim("name")``; CEPAM: 003 Theorem 12 / 13, ``auditkit.accounting.cepam``) and the FL
+  settings it needs are given;
+* ``composed`` — the client-level claim over `rounds` rounds: the mechanism's one-round event
+  (``mechanism.dp_event()``) composed by an existing accountant (``auditkit.accounting.composition``), or
   ``refusal``, the reason no sound number exists;
 * ``composed_actual`` — for a claim flagged "claim-exceeded" (JoPEQ's moment-matched noise, a t pair
-  set by hand): the realised noise's pure epsilon (``true_epsilon``) over `rounds` rounds, beside
+  set by hand): the realised noise's pure epsilon (``mechanism.true_epsilon()``) over `rounds` rounds, beside
   the claim's.
-
-The noise a mechanism adds decides the accountant: Gaussian noise of std sigma on an update whose
-replace-one l2 sensitivity is 2 clip is a Gaussian event with noise multiplier sigma / (2 clip);
-Laplace noise of scale b with l1 sensitivity 2 clip is a Laplace event with multiplier b / (2 clip);
-any other pure eps-DP round composes by basic composition (T eps).
 """
 from __future__ import annotations
 
-import dataclasses
-import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from auditkit.accounting.cepam import cepam_gaussian, cepam_laplace
-from auditkit.accounting.composition import (
-    ComposedEpsilon,
-    UnsupportedEvent,
-    gaussian_over_rounds,
-    laplace_over_rounds,
-)
-from mechanisms.guarantee import CLAIM_EXCEEDED, PrivacyGuarantee
+import mechanisms
+from auditkit.accounting.composition import ComposedEpsilon, UnsupportedEvent, compose
+from mechanisms import PrivacyGuarantee
 
-GAUSSIAN_NOISE = ("gaussian", "gaussian+sdq", "cepam-gaussian")
-LAPLACE_NOISE = ("laplace", "laplace+sdq", "cepam-laplace")
+__all__ = ["AccountReport", "FLSetting", "account", "paper_claim", "paper_claim_for"]
+
+CLAIM_EXCEEDED = "claim-exceeded"
+
+
+@dataclass(frozen=True)
+class FLSetting:
+    """The FL settings a paper's record-level claim needs (None: not given).
+
+    tau: local steps per round; dataset_size: records per client n_k; clients: clients K averaged per round;
+    eps_tilde: CEPAM's base epsilon; formula: "exact" or a paper's printed variant (e.g. "paper003").
+    """
+
+    tau: int | None = None
+    dataset_size: int | None = None
+    clients: int | None = None
+    eps_tilde: float | None = None
+    formula: str = "exact"
+
+
+PaperClaim = Callable[[mechanisms.Mechanism, FLSetting], PrivacyGuarantee | None]
+"""claim(mechanism, fl) -> the paper's FL claim, or None when ``fl`` lacks what it needs."""
+
+_PAPER_CLAIMS: dict[str, PaperClaim] = {}
+
+
+def paper_claim(*mechanism_names: str) -> Callable[[PaperClaim], PaperClaim]:
+    """Decorator registering the function that states a paper's FL claim for the mechanisms named."""
+
+    def register(claim: PaperClaim) -> PaperClaim:
+        for name in mechanism_names:
+            _PAPER_CLAIMS[name] = claim
+        return claim
+
+    return register
+
+
+def paper_claim_for(name: str) -> PaperClaim | None:
+    """The paper-claim function registered for mechanism ``name``, or None."""
+    return _PAPER_CLAIMS.get(name)
 
 
 @dataclass(frozen=True)
@@ -58,73 +87,33 @@ class AccountReport:
 
 
 def account(
-    mechanism,
+    mechanism: mechanisms.Mechanism,
     *,
     rounds: int = 1,
-    delta: float = 1e-5,
+    composition_delta: float = 1e-5,
     backend: str = "opacus-prv",
-    tau: int | None = None,
-    dataset_size: int | None = None,
-    clients: int | None = None,
-    eps_tilde: float | None = None,
-    compat: str = "none",
+    fl: FLSetting | None = None,
 ) -> AccountReport:
-    """Account a configured mechanism (see the module docstring); `delta` is the target of the composition."""
-    name, params = mechanism.name, mechanism.params
+    """Account a configured mechanism (see the module docstring); `composition_delta` is the delta at which the
+    composed epsilon is stated."""
     per_round = mechanism.guarantee()
-    paper_claim = _paper_claim(name, params, tau, dataset_size, clients, eps_tilde, compat)
+    claim = paper_claim_for(mechanism.name)
+    paper = None if claim is None or fl is None else claim(mechanism, fl)
     composed, refusal = None, None
     try:
-        composed = _compose(name, params, per_round, rounds, delta, backend)
+        composed = compose(mechanisms.capability(mechanism, "dp_event"), rounds, delta=composition_delta, relation=per_round.relation,
+                           backend=backend)
     except UnsupportedEvent as err:
         refusal = str(err)
-    return AccountReport(name, per_round, paper_claim, composed, refusal, _compose_actual(mechanism, rounds))
+    return AccountReport(mechanism.name, per_round, paper, composed, refusal, _compose_actual(mechanism, rounds))
 
 
-def _compose_actual(mechanism, rounds: int) -> ComposedEpsilon | None:
-    """T times the realised noise's pure epsilon, for a claim its own noise exceeds (else None)."""
-    if CLAIM_EXCEEDED not in mechanism.guarantee().flags or not hasattr(mechanism, "true_epsilon"):
+def _compose_actual(mechanism: mechanisms.Mechanism, rounds: int) -> ComposedEpsilon | None:
+    """T rounds of the realised noise's pure epsilon, for a claim its own noise exceeds (else None)."""
+    if CLAIM_EXCEEDED not in mechanism.guarantee().flags:
         return None
-    actual = mechanism.true_epsilon()
-    return ComposedEpsilon(rounds * actual, 0.0, rounds, "basic composition",
-                           f"{mechanism.name} realised noise, pure eps {actual:.6g} per round x {rounds}")
-
-
-def _paper_claim(name, params, tau, dataset_size, clients, eps_tilde, compat) -> PrivacyGuarantee | None:
-    if name not in ("cepam-gaussian", "cepam-laplace") or tau is None or dataset_size is None:
+    actual = mechanisms.capability(mechanism, "true_epsilon")
+    if actual is None:
         return None
-    if name == "cepam-gaussian":
-        if eps_tilde is None or clients is None:
-            raise ValueError("cepam-gaussian's Theorem 12 needs eps_tilde, tau, dataset_size and clients")
-        return cepam_gaussian(sigma=params["sigma"], eps_tilde=eps_tilde, tau=tau, dataset_size=dataset_size,
-                              clients=clients, clip=params["clip"], compat=compat)
-    return cepam_laplace(scale=params["scale"], tau=tau, dataset_size=dataset_size, clip=params["clip"],
-                         eps_tilde=eps_tilde)
-
-
-def _compose(name, params, per_round: PrivacyGuarantee, rounds, delta, backend) -> ComposedEpsilon:
-    if per_round.epsilon is None:
-        raise UnsupportedEvent(f"{name} claims no privacy: there is nothing to compose")
-    if params.get("compat") == "paper000":
-        raise UnsupportedEvent("compat=paper000 scales the noise with ||x||: no per-round bound to compose")
-    if name in GAUSSIAN_NOISE:
-        multiplier = params["sigma"] / (2 * params["clip"])
-        try:
-            composed = gaussian_over_rounds(multiplier, rounds, delta=delta, backend=backend)
-        except UnsupportedEvent as err:
-            if backend != "opacus-prv" or "numerical grid" not in str(err):
-                raise
-            # PRV's grid cannot resolve very small noise; RDP can (a looser bound), and is named as the backend.
-            composed = gaussian_over_rounds(multiplier, rounds, delta=delta, backend="opacus-rdp")
-            composed = dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it)")
-        if not math.isfinite(composed.epsilon):
-            raise UnsupportedEvent(
-                f"{backend} gives no finite epsilon for {composed.event} at delta {delta:g}: the noise is too small"
-            )
-        return composed
-    if name in LAPLACE_NOISE:
-        return laplace_over_rounds(params["scale"] / (2 * params["clip"]), rounds, delta=delta)
-    if per_round.delta == 0:
-        return ComposedEpsilon(rounds * per_round.epsilon, 0.0, rounds, "basic composition",
-                               f"{name} pure eps-DP round x {rounds}")
-    raise UnsupportedEvent(f"no accountant here composes {name}'s (eps, delta) rounds")
+    event = mechanisms.pure_epsilon_event(actual)
+    return compose(event, rounds, delta=0.0, relation=mechanism.guarantee().relation, backend="dp_accounting-pld")

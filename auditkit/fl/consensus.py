@@ -31,7 +31,7 @@ def _relative(error: torch.Tensor, reference: torch.Tensor) -> float:
 
 
 class ConsensusProtocol:
-    """The ``RoundProtocol`` of a mechanism with ``protocol = "consensus"`` (msp, msp-laplace, mspdq).
+    """The ``RoundProtocol`` of a mechanism with ``round_protocol = "consensus"`` (msp, msp-laplace, mspdq).
 
     Args:
         mechanism: the model-splitting mechanism (its ``run_consensus`` and ``local_models``).
@@ -47,7 +47,7 @@ class ConsensusProtocol:
     """
 
     def __init__(self, mechanism, seed: int) -> None:
-        if getattr(mechanism, "protocol", None) != "consensus":
+        if mechanism.round_protocol != "consensus":
             raise ValueError(
                 f"ConsensusProtocol needs a consensus mechanism (msp, msp-laplace, mspdq), got {mechanism!r}"
             )

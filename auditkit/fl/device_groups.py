@@ -6,7 +6,8 @@ Sec. III-IV): device groups with different bit widths, per-group clusters, noisy
 * Each round the server samples a cluster of c_m devices uniformly without replacement from each group
   (Alg. 1 step 3), sum c_m = N, under the uplink budget sum c_m b_m <= B (eq. 9).
 * A device l1-clips its update to C and quantizes it with its group's mechanism (``dpsq`` with bits = b_m,
-  Alg. 1 steps 10-12); the channel adds n ~ N(0, sigma_m^2 I) (Sec. III-B).
+  Alg. 1 steps 10-12; any mechanism declaring ``device_groups``, see ``mechanisms.Mechanism``); the channel adds
+  n ~ N(0, sigma_m^2 I) (Sec. III-B).
 * Fusion (Alg. 1 step 15): w_{t+1} = w_t + sum_{m,u} omega_{m,u} (q_{m,u} + n_{m,u}), sum omega = 1, with the
   SNR-optimal weights of eq. (14), omega = theta / sum theta, theta = 1 / (E||Q(v) - v||^2 + d sigma^2).
 * Cluster sizes (CSO, eq. 27): the integer program minimising the learning-error term of eq. (25).
@@ -32,7 +33,6 @@ __all__ = [
     "DeviceGroups",
     "DeviceGroupProtocol",
     "FUSION_MODES",
-    "GROUPED_MECHANISMS",
     "CLUSTER_MODES",
     "cluster_sizes",
     "random_cluster_sizes",
@@ -41,7 +41,6 @@ __all__ = [
 
 FUSION_MODES = ("central-cell", "oracle", "bound", "mean")
 CLUSTER_MODES = ("random", "optimal", "proportional")
-GROUPED_MECHANISMS = ("dpsq", "laplace-sq")  # the mechanisms whose bits a device group sets
 
 
 @dataclass(frozen=True)
@@ -99,10 +98,10 @@ def _is_real(value: Any) -> bool:
     return isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool)
 
 
-def _kappa(groups: DeviceGroups, clip: float) -> np.ndarray:
+def _kappa(groups: DeviceGroups, bound: float) -> np.ndarray:
     """kappa_m = 8 C^2 / (2^{b_m} - 1)^2 + sigma_m^2: the per-device, per-coordinate cost of eq. (25)/(27a)."""
     bits = np.asarray(groups.bits, dtype=np.float64)
-    return 8 * clip**2 / (2**bits - 1) ** 2 + np.asarray(groups.link_sigma) ** 2
+    return 8 * bound**2 / (2**bits - 1) ** 2 + np.asarray(groups.link_sigma) ** 2
 
 
 def _check_cluster_inputs(groups: DeviceGroups, total: int, bandwidth: float | None) -> None:
@@ -129,7 +128,7 @@ def _check_cluster_inputs(groups: DeviceGroups, total: int, bandwidth: float | N
         )
 
 
-def cluster_sizes(groups: DeviceGroups, *, total: int, bandwidth: float, clip: float) -> tuple[int, ...]:
+def cluster_sizes(groups: DeviceGroups, *, total: int, bandwidth: float, bound: float) -> tuple[int, ...]:
     """The optimal cluster sizes of the integer program (27) (CSO), solved with ``scipy.optimize.milp``:
 
         minimise   sum_m kappa_m c_m,   kappa_m = 8 C^2 / (2^{b_m} - 1)^2 + mean_u sigma_{m,u}^2
@@ -140,14 +139,14 @@ def cluster_sizes(groups: DeviceGroups, *, total: int, bandwidth: float, clip: f
     devices are far cheaper, and the budget 2 c_1 + 4 c_2 <= 30 with c_1 + c_2 = 10 forces c_1 >= 5.
     ``ValueError`` with the smallest sufficient bandwidth when no c is feasible.
     """
-    if not _is_real(clip) or not (math.isfinite(clip) and clip > 0):
-        raise ValueError(f"clip must be a finite number > 0, got {clip!r}")
+    if not _is_real(bound) or not (math.isfinite(bound) and bound > 0):
+        raise ValueError(f"bound must be a finite number > 0 (C of the range [-C, C]), got {bound!r}")
     if bandwidth is None:
         raise ValueError("bandwidth must be a number > 0 (bits per round), got None")
     _check_cluster_inputs(groups, total, bandwidth)
     m = len(groups.sizes)
     result = milp(
-        c=_kappa(groups, clip),
+        c=_kappa(groups, bound),
         constraints=[
             LinearConstraint(np.asarray(groups.bits, dtype=np.float64)[None, :], -np.inf, bandwidth),
             LinearConstraint(np.ones((1, m)), total, total),
@@ -202,7 +201,7 @@ def fusion_weights(
     group_ids: Sequence[int],
     *,
     dimension: int,
-    clip: float,
+    bound: float,
     noise_variance: float = 0.0,
     oracle_distortions: Sequence[float] | None = None,
 ) -> torch.Tensor:
@@ -236,7 +235,7 @@ def fusion_weights(
     if mode == "mean":
         return torch.full((ids.size,), 1.0 / ids.size, dtype=torch.float64)
     bits = np.asarray(groups.bits, dtype=np.float64)[ids]
-    step_sq = (2 * clip / (2**bits - 1)) ** 2
+    step_sq = (2 * bound / (2**bits - 1)) ** 2
     if mode == "oracle":
         if oracle_distortions is None or len(oracle_distortions) != ids.size:
             raise ValueError(f"oracle_distortions must hold one measured ||Q(v) - v||^2 per device ({ids.size})")
@@ -252,7 +251,8 @@ class DeviceGroupProtocol:
     """Alg. 1 of seed 001 as a ``RoundProtocol`` with its own client selection.
 
     Args:
-        mechanism: "dpsq" (Alg. 1) or "laplace-sq" (the LaplaceSQ-FL baseline).
+        mechanism: "dpsq" (Alg. 1), "laplace-sq" (the LaplaceSQ-FL baseline), or any registered mechanism
+            declaring ``device_groups`` (its ``range_bound``, ``added_noise_variance`` and ``clip_update``).
         groups: the device groups; the simulation must have ``groups.total`` clients.
         seed: the experiment seed; keys the clusters, the shared seeds, the link noise and the device coins.
         params: the mechanism's parameters (eps, clip, ...) except ``bits``, which is b_m in group m.
@@ -287,8 +287,9 @@ class DeviceGroupProtocol:
         bandwidth: float | None = None,
         fusion: str = "central-cell",
     ) -> None:
-        if mechanism not in GROUPED_MECHANISMS:
-            raise ValueError(f"mechanism must be one of: {', '.join(GROUPED_MECHANISMS)}, got {mechanism!r}")
+        if not mechanisms.mechanism_class(mechanism).device_groups:
+            grouped = [n for n in mechanisms.names() if mechanisms.mechanism_class(n).device_groups]
+            raise ValueError(f"mechanism must declare device_groups ({', '.join(grouped)}), got {mechanism!r}")
         if fusion not in FUSION_MODES:
             raise ValueError(f"fusion must be one of: {', '.join(FUSION_MODES)}, got {fusion!r}")
         params = dict(params or {})
@@ -301,8 +302,8 @@ class DeviceGroupProtocol:
         self.fusion = fusion
         self.total = total
         self.bandwidth = bandwidth
-        self.clip: float = self.mechanisms[0].params["clip"]
-        self.noise_variance = 2 * self.mechanisms[0].noise_scale ** 2 if mechanism == "laplace-sq" else 0.0
+        self.bound: float = self.mechanisms[0].range_bound
+        self.noise_variance: float = self.mechanisms[0].added_noise_variance
         self.cluster_mode = cluster_sizes if isinstance(cluster_sizes, str) else "fixed"
         self.fixed_sizes = self._resolve_sizes(cluster_sizes)
 
@@ -318,7 +319,7 @@ class DeviceGroupProtocol:
             if sizes == "optimal":
                 if self.bandwidth is None:
                     raise ValueError('cluster_sizes="optimal" needs bandwidth (B)')
-                return cluster_sizes(self.groups, total=self.total, bandwidth=self.bandwidth, clip=self.clip)
+                return cluster_sizes(self.groups, total=self.total, bandwidth=self.bandwidth, bound=self.bound)
             _check_cluster_inputs(self.groups, self.total, self.bandwidth if sizes == "random" else None)
             return None
         sizes = tuple(sizes)
@@ -371,7 +372,7 @@ class DeviceGroupProtocol:
             payloads.append(payload)
         server_view = torch.stack(received)
         omega = fusion_weights(
-            self.fusion, self.groups, group_ids, dimension=updates.shape[1], clip=self.clip,
+            self.fusion, self.groups, group_ids, dimension=updates.shape[1], bound=self.bound,
             noise_variance=self.noise_variance, oracle_distortions=distortions,
         )
         stats = {

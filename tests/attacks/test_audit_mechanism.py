@@ -15,7 +15,7 @@ import torch
 
 import mechanisms
 from attacks.audit_mechanism import audit_mechanism
-from attacks.audit_settings import REFERENCE_PARAMS, audit_setting
+from attacks.audit_settings import audit_setting, setting_pairs
 from attacks.neighbouring_pairs import neighbouring_pairs
 from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED
 from mechanisms.cepam import CEPAMLaplace
@@ -74,12 +74,12 @@ def test_bad_input_is_a_value_error_naming_the_parameter(kwargs, match):
 
 
 def test_no_correct_mechanism_is_violated():
-    claims = {n: mechanisms.create(n, **REFERENCE_PARAMS.get(n, {})).guarantee() for n in mechanisms.names()}
+    claims = {n: mechanisms.create(n, **mechanisms.mechanism_class(n).reference_params).guarantee() for n in mechanisms.names()}
     correct = [n for n, g in claims.items() if g.epsilon is not None and "claim-exceeded" not in g.flags]
     assert len(correct) == 12  # 9 + dpsq and laplace-sq (cell-local pairs) + msp-laplace (alpha_0)
     family = 6 * len(correct)  # at most 6 pairs per mechanism: one family-wise level
     for name in correct:
-        m = mechanisms.create(name, private_seed=0, **REFERENCE_PARAMS.get(name, {}))
+        m = mechanisms.create(name, private_seed=0, **mechanisms.mechanism_class(name).reference_params)
         audit = audit_mechanism(m, trials=10_000, tests=family)
         assert audit.verdict == CONSISTENT, name  # reachable (cap 6.5 > every claim) and not exceeded
 
@@ -119,14 +119,14 @@ def test_a_decoder_that_does_not_subtract_the_dither_is_violated():
     # holds: the bound is limited by the sample size only (measured 5.24-5.29 at 20,000 trials over seeds
     # 0-2, 6.9 at 10^5, cap 6.82 / 8.43), while the real decoder's Laplace error stays under eps = 1
     # (0.88-0.91 at 20,000 trials, 0.95-0.97 at 10^5).
-    params = REFERENCE_PARAMS["cepam-laplace"]  # scale 1, l1 clip 0.5: eps = 1 claimed
+    params = mechanisms.mechanism_class("cepam-laplace").reference_params  # scale 1, l1 clip 0.5: eps = 1 claimed
     real = CEPAMLaplace(private_seed=0, **params)
     weak = _UnditheredCEPAMLaplace(private_seed=0, **params)
     x = torch.tensor([0.3, -0.2])
     assert weak.encode(x, 5).to_bytes() == real.encode(x, 5).to_bytes()  # the same message, only decoding differs
     claim = real.guarantee()
     assert weak.guarantee().epsilon == claim.epsilon == 1.0 and claim.delta == 0.0
-    pairs = audit_setting(real).pairs()
+    pairs = setting_pairs(audit_setting(real))
     weak_audit = audit_mechanism(_tiled(weak), trials=20_000, claimed_eps=claim.epsilon, pairs=pairs)
     assert weak_audit.verdict == VIOLATED and weak_audit.worst.epsilon_lower_bound > 4.0
     assert min(weak_audit.worst.fp, weak_audit.worst.fn) == 0  # disjoint supports: no error on one side

@@ -1,10 +1,12 @@
-"""Audit settings: every registered mechanism's pairs fit its claim's ball, and JoPEQ's pairs test its claim."""
+"""Audit settings: every registered mechanism declares one, its pairs fit its claim's ball, JoPEQ's pairs test its
+claim, and a mechanism that declares none gets the generic setting, marked as such."""
 
 import pytest
 import torch
 
 import mechanisms
-from attacks.audit_settings import audit_setting
+from attacks.audit_settings import audit_setting, is_generic, setting_pairs
+from mechanisms.additive import Laplace
 from mechanisms.jopeq import jopeq_scaling
 from mechanisms.lattice import to_blocks
 
@@ -13,7 +15,8 @@ from mechanisms.lattice import to_blocks
 def test_pairs_fit_the_ball_and_reach_the_sensitivity(name):
     setting = audit_setting(mechanisms.create(name))
     p = 1 if setting.norm == "l1" else 2
-    pairs = setting.pairs()
+    assert not is_generic(setting)
+    pairs = setting_pairs(setting)
     assert pairs and pairs[0].label == "axis"
     for pair in pairs:
         assert pair.x0.numel() == setting.dimension
@@ -26,7 +29,7 @@ def test_pairs_fit_the_ball_and_reach_the_sensitivity(name):
 @pytest.mark.parametrize(("name", "block"), [("jopeq-laplace", 1), ("jopeq-t", 2), ("jopeq-exact", 1)])
 def test_jopeq_pairs_move_one_scaled_block_by_two_at_the_same_zeta(name, block):
     setting = audit_setting(mechanisms.create(name))
-    for pair in setting.pairs():
+    for pair in setting_pairs(setting):
         zetas = [jopeq_scaling(x, to_blocks(x, block).shape[0]) for x in (pair.x0, pair.x1)]
         assert zetas == [1.0, 1.0]
         scaled0, scaled1 = to_blocks(pair.x0, block), to_blocks(pair.x1, block)
@@ -39,4 +42,14 @@ def test_clipping_mechanisms_get_beyond_clip_pairs_and_paper000_same_norm_pairs(
     assert audit_setting(mechanisms.create("laplace", clip=0.5)).beyond_clip
     paper = audit_setting(mechanisms.create("cepam-gaussian", compat="paper000"))
     assert paper.same_norm and not paper.beyond_clip
-    assert all(p.x0.norm().item() == pytest.approx(p.x1.norm().item()) for p in paper.pairs())
+    assert all(p.x0.norm().item() == pytest.approx(p.x1.norm().item()) for p in setting_pairs(paper))
+
+
+def test_a_mechanism_declaring_no_setting_gets_the_generic_one_and_it_says_so():
+    class Subclass(Laplace):  # inherits nothing from a registered mechanism: it must declare its own setting
+        pass
+
+    setting = audit_setting(Subclass(scale=1.0, clip=0.25))
+    assert is_generic(setting) and setting.note.startswith("generic default")
+    assert (setting.dimension, setting.norm, setting.radius, setting.sensitivity) == (2, "l1", 0.25, 0.5)
+    assert any(p.label == "beyond-clip" for p in setting_pairs(setting))

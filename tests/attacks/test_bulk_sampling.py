@@ -22,22 +22,10 @@ CHEAP = {  # settings where the noise is not negligible next to the input, so th
     "laplace+sdq": {"scale": 0.5, "clip": 0.5, "support": 8.0},
     "cepam-gaussian": {"sigma": 0.5, "clip": 0.5, "n": 3},
     "cepam-laplace": {"scale": 0.5, "clip": 0.5},
-    # DP-SQ tiles only unclipped (clip_norm="none"); a coarse grid with strong coins and rounding shows the input
-    "dpsq": {"clip_norm": "none", "clip": 1.0, "bits": 2, "eps": 1.0},
-    "laplace-sq": {"clip_norm": "none", "clip": 1.0, "bits": 2, "eps": 5.0},
-}
-PATHS = {
-    "none": "tiled",
-    "sdq": "tiled",
-    "sdq-hex": "tiled",
-    "jopeq-laplace": "tiled",
-    "jopeq-t": "tiled",
-    "jopeq-exact": "tiled",
-    "dpsq": "per call",  # the default l1 clip is also the quantizer range: it cannot be rescaled
-    "laplace-sq": "per call",
-    "msp": "per call",  # the split draws the hidden m_i per call
-    "msp-laplace": "per call",  # the Laplace scale 2 clip / eps moves with the clip
-    "mspdq": "per call",
+    # a coarse grid with strong coins and rounding shows the input; an l1 clip of 0.5 on a range of 1 is active
+    "dpsq": {"clip": 0.5, "bound": 1.0, "bits": 2, "eps": 1.0},
+    "laplace-sq": {"clip": 0.5, "bound": 1.0, "bits": 2, "eps": 5.0},
+    "msp-laplace": {"clip": 0.5, "eps": 1.0},
 }
 
 
@@ -48,25 +36,28 @@ def _input(name: str) -> torch.Tensor:
     return x
 
 
-def test_every_registered_mechanism_gets_a_fast_path():
+def test_every_registered_mechanism_gets_a_fast_path_at_its_defaults():
     for name in mechanisms.names():
-        assert bulk_sampler(name).path == PATHS.get(name, "tiled, clip rescaled"), name
+        sampler = bulk_sampler(name)
+        assert sampler.path == "tiled" and not sampler.generic_default, name
 
 
-@pytest.mark.parametrize("name", ["dpsq", "laplace-sq"])
-def test_dpsq_tiles_only_without_the_l1_clip_and_on_the_literal_range(name):
-    assert bulk_sampler(mechanisms.create(name, clip_norm="none")).path == "tiled"
-    if name == "dpsq":
-        assert bulk_sampler(mechanisms.create(name, clip_norm="none", range="adaptive")).path == "per call"
+def test_configurations_declared_untileable_take_one_call_per_output_and_say_why():
+    adaptive = bulk_sampler(mechanisms.create("dpsq", range="adaptive"))  # [min v, max v] is a per-call quantity
+    paper_split = bulk_sampler(mechanisms.create("msp", split="paper004", m_max=3))  # the split shares m
+    for sampler in (adaptive, paper_split):
+        assert sampler.path == "per call" and not sampler.generic_default
+        assert "declares it cannot be tiled" in sampler.description
 
 
-def test_a_subclass_falls_back_to_one_call_per_output():
+def test_a_subclass_of_a_registered_mechanism_does_not_inherit_its_tiling():
     class NoClip(Laplace):
         def _clip(self, x):
             return x
 
     sampler = bulk_sampler(NoClip(scale=1.0, private_seed=0))
-    assert sampler.path == "per call"
+    assert sampler.path == "per call" and sampler.generic_default
+    assert "generic default: the mechanism declares no tiling" in sampler.description
     out = sampler(torch.tensor([5.0]), 200, 0)
     assert out.shape == (200, 1) and abs(out.mean().item() - 5.0) < 0.5  # the clip is really skipped
 
@@ -74,6 +65,7 @@ def test_a_subclass_falls_back_to_one_call_per_output():
 @pytest.mark.parametrize("name", mechanisms.names())
 def test_fast_path_has_the_law_of_separate_calls(name):
     m = mechanisms.create(name, private_seed=3, **CHEAP.get(name, {}))
+    assert bulk_sampler(m).path == "tiled"
     x = _input(name)
     fast = bulk_sampler(m, seed=1)(x, 20_000, 0).numpy()
     slow = BulkSampler(m, seed=2, per_call=True)(x, 300, 0).numpy()

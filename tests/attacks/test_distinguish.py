@@ -26,7 +26,7 @@ def test_laplace_eps_1_certifies_at_least_0_8_with_a_million_trials():
     estimate = distinguish(m, [-0.5], [0.5], trials=1_000_000)
     assert 0.8 <= estimate.epsilon_lower_bound <= 1.0
     assert estimate.claimed_epsilon == 1.0 and verdict(estimate, m.guarantee()) == CONSISTENT
-    assert estimate.sampling.startswith("tiled, clip rescaled")
+    assert estimate.sampling.startswith("tiled") and "rescaled to B^(1/1) clip" in estimate.sampling
 
 
 def test_gaussian_sigma_1_certifies_at_least_3_with_a_million_trials_per_side():

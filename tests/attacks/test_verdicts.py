@@ -7,6 +7,7 @@ from attacks.distinguish import EpsilonEstimate
 from attacks.neighbouring_pairs import NeighbouringPair
 from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED, bonferroni_confidence, holm, verdict
 from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.guarantee import REPLACE_ONE
 
 
 def _estimate(bound: float, cap: float, *, delta: float = 0.0, claimed: float | None = None) -> EpsilonEstimate:
@@ -22,7 +23,7 @@ def _estimate(bound: float, cap: float, *, delta: float = 0.0, claimed: float | 
 def _claim(eps: float | None, delta: float = 0.0, flags: frozenset = frozenset()) -> PrivacyGuarantee:
     if eps is None:
         return PrivacyGuarantee.no_privacy()
-    return PrivacyGuarantee(epsilon=eps, delta=delta, relation="replace-one", flags=flags)
+    return PrivacyGuarantee(epsilon=eps, delta=delta, relation=REPLACE_ONE, flags=flags)
 
 
 def test_verdicts_in_order():

@@ -14,6 +14,7 @@ from scipy import stats
 
 import mechanisms
 from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
+from mechanisms.guarantee import REPLACE_ONE
 
 N = 200_000
 SIGMA = 0.05
@@ -94,7 +95,7 @@ def _delta_of_eps(eps, sensitivity, sigma):
 @pytest.mark.parametrize(("clip", "sigma", "delta"), [(1.0, 1.0, 1e-5), (1.0, 2.0, 1e-5), (0.5, 0.3, 1e-3)])
 def test_gaussian_epsilon_solves_the_analytic_condition(clip, sigma, delta):
     g = mechanisms.create("gaussian", sigma=sigma, clip=clip, delta=delta).guarantee()
-    assert g.delta == delta and g.relation == "replace-one"
+    assert g.delta == delta and g.relation is REPLACE_ONE
     assert _delta_of_eps(g.epsilon, 2 * clip, sigma) == pytest.approx(delta, rel=1e-6)
     # The classical bound sigma = D sqrt(2 ln(1.25/delta)) / eps is valid (for eps < 1) and never tighter.
     classical = 2 * clip * math.sqrt(2 * math.log(1.25 / delta)) / sigma
@@ -113,7 +114,7 @@ def test_gaussian_epsilon_edge_cases():
     eps = [analytic_gaussian_epsilon(1.0, s, 1e-5) for s in (1e-4, 1e-2, 1.0, 1e2)]
     assert all(math.isfinite(e) for e in eps) and eps == sorted(eps, reverse=True)
     assert mechanisms.create("gaussian", sigma=1.0, clip=0.5).guarantee().summary() == (
-        "(eps=4.38, delta=1e-05)-DP for one round, replace-one, l2 clip 0.5"
+        "(eps=4.38, delta=1e-05)-DP for one round, REPLACE_ONE, l2 clip 0.5"
     )
 
 

@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from mechanisms.bitstream import (
+    categorical_count_range,
     decode_categorical,
     elias_gamma_decode,
     elias_gamma_encode,
@@ -70,3 +71,43 @@ def test_categorical_rejects_bad_input():
         decode_categorical(b"", 3)
     with pytest.raises(ValueError):
         decode_categorical(bytes([200]), 3)
+
+
+@pytest.mark.parametrize(
+    ("symbols", "alphabet"),
+    [
+        (np.random.default_rng(1).binomial(20, 0.5, 10_000), 256),  # entropy coded: the table gives the count
+        (np.random.default_rng(2).integers(0, 256, 1001), 256),  # fixed width 8: exact
+        (np.random.default_rng(3).integers(0, 9, 50), 9),  # fixed width 4: 50 or 51 symbols fill 26 bytes
+        (np.zeros(0, dtype=np.int64), 4),
+    ],
+)
+def test_categorical_count_range_brackets_the_count_from_the_framing(symbols, alphabet):
+    data = encode_categorical(symbols, alphabet)
+    fewest, most = categorical_count_range(data)
+    assert fewest <= symbols.size <= most
+    if data[0] == 0:
+        assert fewest == most == symbols.size
+    else:  # exactly the counts that fill the payload: one fewer or one more changes its byte count
+        width = data[0]
+        assert (fewest * width + 7) // 8 == (most * width + 7) // 8 == len(data) - 1
+        assert fewest == 0 or ((fewest - 1) * width + 7) // 8 < len(data) - 1 < ((most + 1) * width + 7) // 8
+    with pytest.raises(ValueError):
+        categorical_count_range(b"")
+    with pytest.raises(ValueError):
+        categorical_count_range(bytes([40]) + data[1:])
+
+
+def test_non_zero_padding_is_rejected():
+    data = bytearray(pack_fixed(np.array([1, 2, 3]), 5))  # 15 bits: one padding bit
+    assert np.array_equal(unpack_fixed(bytes(data), 3, 5), [1, 2, 3])
+    data[-1] |= 1
+    with pytest.raises(ValueError, match="padding"):
+        unpack_fixed(bytes(data), 3, 5)
+    coded = bytearray(encode_categorical(np.random.default_rng(1).binomial(20, 0.5, 10_000), 256))
+    assert coded[0] == 0
+    table_bits = elias_gamma_encode(np.bincount(np.random.default_rng(1).binomial(20, 0.5, 10_000))[1:] + 1).size
+    assert table_bits % 8  # the table ends inside a byte: set its first padding bit
+    coded[13 + table_bits // 8] |= 0x80 >> (table_bits % 8)
+    with pytest.raises(ValueError, match="padding"):
+        decode_categorical(bytes(coded), 10_000)

@@ -9,6 +9,7 @@ float32, so errors carry its rounding (relative 6e-8 of |x_hat|), far below ever
 """
 
 import math
+import struct
 
 import numpy as np
 import pytest
@@ -16,14 +17,23 @@ import torch
 from scipy import stats
 
 import mechanisms
+from mechanisms.guarantee import REPLACE_ONE
 from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
+from mechanisms.base import as_update
+from mechanisms.bitstream import encode_categorical
 from mechanisms.lattice import from_blocks, to_blocks
-from mechanisms.rsuq import GaussianTarget
+from mechanisms.rsuq import GaussianTarget, shared_stream
 from mechanisms.rsuq_coding import (
+    LATENT_PURPOSE,
     RSUQMessage,
+    _bucket_slices,
     _decode_fixed,
+    _encode_buckets,
     _encode_fixed,
+    _section_streams,
     bits_bound,
+    decode_indices,
+    encode_indices,
     encode_message,
     index_halfwidth,
 )
@@ -207,6 +217,124 @@ def test_fixed_length_rows_beyond_63_bits_are_coded_per_coordinate():
         _decode_fixed(_encode_fixed(k, half), half, 3)
 
 
+def _encoders_view(m, x, seed):
+    """The message, the encoder's LRSUQ code and its output as the decoder must rebuild it (float32): the
+    reconstruction in float64 arithmetic, with no coder involved."""
+    quantized, side = m._preprocess(x)
+    enc, code = encode_message(
+        to_blocks(quantized, m.target.n), x.numel(), m.target, seed, bound=m.params["clip"], alpha=m.params["alpha"],
+        side=side,
+    )  # fmt: skip
+    assert side is None
+    return enc, code, from_blocks(code.output, x.numel()).to(torch.float32)
+
+
+def test_a_huge_clip_over_the_noise_scale_escapes_and_decodes_exactly():
+    # clip / scale = 2e7: rows with a small latent have ceil(a) = clip / (2 r) beyond 2^31 - 2, the bucket coder's
+    # 32-bit alphabet (this encode used to be refused); the offsets are capped and the section is escaped.
+    m = mechanisms.create("cepam-laplace", scale=0.05, clip=1e6, private_seed=0)
+    x = torch.randn(60_000, generator=torch.Generator().manual_seed(0))
+    x = x / x.abs().sum() * 1e6
+    assert index_halfwidth(m.target.radius(60_000, shared_stream(7, LATENT_PURPOSE)), 1e6).max() > 2**31
+    enc, code, expected = _encoders_view(m, as_update(x), 7)
+    assert enc == m.encode(x, 7) and not enc.fixed
+    assert enc.indices[0] == 0x80 | 29  # escaped section of 60,000 // 2048 buckets
+    assert enc.indices[-4:] == bytes(4)  # escape count 0: every index lies within its capped offset
+    data = enc.to_bytes()
+    assert enc.num_bits == 8 * len(data)
+    back = RSUQMessage.from_bytes(data)
+    assert back == enc and back.to_bytes() == data
+    assert torch.equal(m.decode(back, 7), expected)
+    assert np.abs(m.decode(back, 7).double().numpy() - x.double().numpy()).max() < 4.0  # Laplace(0.05) noise
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "fixed"),
+    [
+        ("cepam-laplace", {"scale": 1e-6, "clip": 1e6}, False),  # escaped entropy-coded section
+        ("cepam-gaussian", {"sigma": 1e-9, "clip": 1e3, "n": 3}, True),  # fixed-length: fields up to 63 bits
+    ],
+)
+def test_indices_beyond_32_bits_round_trip_exactly(name, params, fixed):
+    m = mechanisms.create(name, **params)
+    x = params["clip"] * _direction(3000, seed=16)
+    enc, code, expected = _encoders_view(m, x, 5)
+    k = code.indices.numpy()
+    assert np.abs(k).max() > 2**32 and enc.fixed == fixed
+    if not fixed:
+        streams, escaped = _section_streams(enc.indices, enc.rows, m.target.n)
+        assert enc.indices[0] & 0x80 and len(streams) == 1
+        # One bucket, its offset capped at 2^31 - 1: exactly the larger indices are escaped, in row order.
+        assert np.array_equal(escaped, k.ravel()[np.abs(k.ravel()) > 2**31 - 1])
+    data = enc.to_bytes()
+    back = RSUQMessage.from_bytes(data)
+    assert enc.num_bits == 8 * len(data) and back == enc
+    assert torch.equal(m.decode(back, 5), expected)
+
+
+def test_indices_outside_their_range_are_escaped():
+    # Inputs beyond the bound: indices 5 and -2^62 outside a range of [-2, 2]; their values follow the streams.
+    radius = torch.tensor([0.3, 0.2, 0.25, 0.4], dtype=torch.float64)
+    assert index_halfwidth(radius, 1.0).max() <= 3
+    k = torch.tensor([[0], [5], [-1], [-(2**62)]])
+    fixed, data = encode_indices(k, radius, 1.0)
+    assert not fixed and data[0] == 0x80 | 1
+    assert data[-20:] == struct.pack("<Iqq", 2, 5, -(2**62))
+    assert torch.equal(decode_indices(data, False, radius, 1, 1.0), k)
+    inside = data[:-16] + struct.pack("<qq", 1, -(2**62))  # an escaped value inside the range: not canonical
+    with pytest.raises(ValueError, match="escaped indices do not match"):
+        decode_indices(inside, False, radius, 1, 1.0)
+    for bad in (data[:-8], data + bytes(8)):  # an escaped value missing, or one too many
+        with pytest.raises(ValueError):
+            decode_indices(bad, False, radius, 1, 1.0)
+    # A radius below bound * 2^-63: ceil(a) is clamped to 2^62 - 1, the offset to 2^31 - 1; nothing to escape.
+    tiny = torch.tensor([1e-300, 0.3], dtype=torch.float64)
+    assert index_halfwidth(tiny, 1.0).tolist() == [2**62 - 1, 2]
+    k = torch.tensor([[2**31 - 1], [-2]])
+    fixed, data = encode_indices(k, tiny, 1.0)
+    assert fixed and len(data) == 8 + 9  # 63 + 3 bits
+    assert torch.equal(decode_indices(data, True, tiny, 1, 1.0), k)
+    section = _encode_buckets(k.numpy(), index_halfwidth(tiny, 1.0), tiny.numpy())
+    assert section[0] == 0x80 | 1 and section[-4:] == bytes(4)
+    assert torch.equal(decode_indices(section, False, tiny, 1, 1.0), k)
+
+
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("cepam-gaussian", {"n": 1}),
+        ("cepam-gaussian", {"n": 2, "sigma": 0.01}),
+        ("cepam-laplace", {}),
+        ("cepam-gaussian", {"n": 3, "sigma": 0.001}),  # fixed-length M for 30 coordinates
+    ],
+)
+@pytest.mark.parametrize("m_", [30, 5000])
+def test_without_escapes_the_m_section_is_exactly_the_plain_one(name, params, m_):
+    # The layout from before escapes existed, rebuilt here: fixed-length, or bucket count | lengths | streams.
+    m = mechanisms.create(name, **params)
+    quantized, _ = m._preprocess(_direction(m_, seed=17))
+    enc, code = encode_message(
+        to_blocks(quantized, m.target.n), m_, m.target, 3, bound=m.params["clip"], alpha=1.0, side=None
+    )
+    radius = m.target.radius(enc.rows, shared_stream(3, LATENT_PURPOSE))
+    half = index_halfwidth(radius, m.params["clip"])
+    k = code.indices.numpy()
+    if enc.fixed:
+        assert enc.indices == _encode_fixed(k, half)
+        return
+    order, slices = _bucket_slices(radius.numpy(), half)
+    grouped = k[order]
+    streams = [encode_categorical(grouped[a:b].ravel() + o, 2 * o + 1) if b > a else b"" for a, b, o in slices]
+    lengths = b"".join(struct.pack("<I", len(s)) for s in streams)
+    assert enc.indices == bytes([len(streams)]) + lengths + b"".join(streams)
+
+
+def test_an_index_beyond_int64_is_refused():
+    m = mechanisms.create("cepam-laplace", scale=1e-300, clip=1.0)
+    with pytest.raises(ValueError, match="beyond the int64 indices"):
+        m.encode(torch.tensor([1.0, 0.0]), 0)
+
+
 MESSAGE_CONFIGS = [
     ("cepam-gaussian", {"n": 1}),
     ("cepam-gaussian", {"n": 2, "sigma": 0.01}),
@@ -267,7 +395,7 @@ def test_corrupted_index_section_or_wrong_configuration_is_rejected():
 def test_guarantees():
     g = mechanisms.create("cepam-gaussian", sigma=0.5, clip=2.0, delta=1e-6).guarantee()
     assert g.epsilon == pytest.approx(analytic_gaussian_epsilon(4.0, 0.5, 1e-6)) and g.delta == 1e-6
-    assert g.relation == "replace-one" and g.scope == "one round" and "l2 clip 2" in g.sensitivity
+    assert g.relation is REPLACE_ONE and g.scope == "one round" and "l2 clip 2" in g.sensitivity
     assert "trusted-server" in g.flags and any("against the server" in c for c in g.caveats)
     assert "without the shared seed" in g.threat_model
     lap = mechanisms.create("cepam-laplace", scale=0.1, clip=1.5).guarantee()

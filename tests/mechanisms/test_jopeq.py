@@ -267,7 +267,7 @@ NAMES = ["jopeq-laplace", "jopeq-t"]
 def test_guarantee_states_the_claim_and_its_caveats(name):
     g = mechanisms.create(name).guarantee()
     d = g.to_dict()
-    assert d["epsilon"] == 4.0 and d["delta"] == 0.0 and d["relation"] == "replace-one" and d["scope"] == "one round"
+    assert d["epsilon"] == 4.0 and d["delta"] == 0.0 and d["relation"] == "REPLACE_ONE" and d["scope"] == "one round"
     assert "scaled" in d["unit"] and "claim-exceeded" in d["flags"]
     text = " ".join(d["caveats"])
     for needle in ("learns ||h||", "overloaded", "unit ball", "M times", "one round only"):

@@ -14,6 +14,7 @@ import torch
 from scipy import stats
 
 import mechanisms
+from mechanisms.guarantee import REPLACE_ONE
 import mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
 from mechanisms.additive import clip_l1
 from mechanisms.msp import (
@@ -235,7 +236,7 @@ def test_guarantees():
     assert plain.epsilon is None and plain.flags == {"no-privacy", TRANSCRIPT_FLAG}
     assert any("Theorem 1" in c and "guaranteed accuracy" in c for c in plain.caveats)
     lap = mechanisms.create("msp-laplace", eps=2.0, clip=0.5).guarantee()
-    assert lap.epsilon == 2.0 and lap.delta == 0.0 and lap.relation == "replace-one"
+    assert lap.epsilon == 2.0 and lap.delta == 0.0 and lap.relation is REPLACE_ONE
     assert lap.scope == "the first upload alpha_0 only" and lap.flags == {TRANSCRIPT_FLAG}
     assert lap.summary().startswith("(eps=2, delta=0)-DP for the first upload alpha_0 only")
     dq = mechanisms.create("mspdq", bits=8, consensus_rounds=10)
@@ -246,4 +247,4 @@ def test_guarantees():
     assert dq.proposition4_delta(spacing / 2, 0) == pytest.approx(0.5)
     assert dq.proposition4_delta(spacing / 2, 9) == 1.0  # the interval shrank 10x: capped at 1
     for name in NAMES:
-        assert mechanisms.create(name).protocol == "consensus"
+        assert mechanisms.create(name).round_protocol == "consensus"

@@ -33,7 +33,7 @@ def _training(accuracies: list[float], bits: float, ratio: float | None) -> dict
 
 
 def _guarantee(epsilon: float | None, delta: float, flags: list[str], summary: str) -> dict[str, Any]:
-    return {"epsilon": epsilon, "delta": delta, "relation": "replace-one", "unit": "one client update",
+    return {"epsilon": epsilon, "delta": delta, "relation": "REPLACE_ONE", "unit": "one client update",
             "scope": "per round", "threat_model": "server sees each update", "sensitivity": "l1 clip 1",
             "assumptions": ["private randomness per client"], "caveats": ["the quantizer's dither is shared"],
             "flags": flags, "summary": summary}
@@ -115,7 +115,7 @@ def results_document() -> dict[str, Any]:
             "threat_models": {"server": "every client's message", "eavesdropper": "the bitstreams",
                               "peer": "the aggregate", "public": "the final model"},
             "accountant_backends": ["basic composition"],
-            "neighbouring_relations": ["replace-one"],
+            "neighbouring_relations": ["REPLACE_ONE"],
         },
         "settings": _settings(),
     }

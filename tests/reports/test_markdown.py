@@ -75,7 +75,7 @@ def test_user_strings_cannot_inject_markup(text):
 def test_claim_details_and_provenance(text):
     assert "- **accounting**: refused: the accountant needs the sampling rate" in text
     assert "- **inversion**: not run" in text
-    assert "- **neighbouring relations**: replace-one" in text
+    assert "- **neighbouring relations**: REPLACE_ONE" in text
     assert "| eavesdropper | the bitstreams |" in text
     assert '"label": "<script>alert(\\"x\\")</script> $\\\\notacommand$ gaussian"' in text  # inside ```json
 

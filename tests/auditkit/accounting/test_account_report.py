@@ -3,7 +3,7 @@ import warnings
 import pytest
 
 import mechanisms
-from auditkit.accounting import account
+from auditkit.accounting import FLSetting, account
 
 
 @pytest.fixture(autouse=True)
@@ -14,10 +14,11 @@ def quiet():
 
 
 def test_gaussian_rounds_compose_through_the_named_backend():
-    report = account(mechanisms.create("gaussian", sigma=2.0, clip=1.0), rounds=80, delta=1e-5)
+    report = account(mechanisms.create("gaussian", sigma=2.0, clip=1.0), rounds=80, composition_delta=1e-5)
     assert report.composed.backend == "opacus-prv"
-    assert report.composed.event == "Gaussian(noise_multiplier=1) x 80"
-    one = account(mechanisms.create("gaussian", sigma=2.0, clip=1.0), rounds=1, delta=1e-5).composed.epsilon
+    assert report.composed.event == ("GaussianDpEvent(noise_multiplier=2.0) under REPLACE_ONE, composed as "
+                                     "GaussianDpEvent(noise_multiplier=1.0) under ADD_OR_REMOVE_ONE x 80")
+    one = account(mechanisms.create("gaussian", sigma=2.0, clip=1.0), rounds=1, composition_delta=1e-5).composed.epsilon
     assert one == pytest.approx(report.per_round.epsilon, rel=0.01)  # one round = the analytic Gaussian claim
     assert report.composed.epsilon < 80 * one  # better than basic composition
 
@@ -25,11 +26,12 @@ def test_gaussian_rounds_compose_through_the_named_backend():
 def test_cepam_paper_claim_needs_the_fl_settings_and_is_flagged_vacuous():
     m = mechanisms.create("cepam-gaussian", sigma=0.1, clip=1.0)
     assert account(m).paper_claim is None
-    report = account(m, tau=15, dataset_size=1666, clients=30, eps_tilde=5.9)
+    assert account(m, fl=FLSetting(clients=30)).paper_claim is None  # tau and dataset_size missing
+    report = account(m, fl=FLSetting(tau=15, dataset_size=1666, clients=30, eps_tilde=5.9))
     assert report.paper_claim.epsilon == pytest.approx(1.450187, abs=1e-6)
     assert "vacuous" in report.paper_claim.flags
     with pytest.raises(ValueError, match="needs eps_tilde"):
-        account(m, tau=15, dataset_size=1666, clients=30)
+        account(m, fl=FLSetting(tau=15, dataset_size=1666, clients=30))
 
 
 def test_refusals_instead_of_numbers():
@@ -38,16 +40,19 @@ def test_refusals_instead_of_numbers():
     assert "scales the noise" in normalised.refusal
 
 
-def test_pure_dp_rounds_compose_basically_and_laplace_through_pld():
+def test_pure_dp_rounds_compose_as_randomized_response_and_laplace_through_pld():
     jopeq = account(mechanisms.create("jopeq-laplace", eps=4, bits=8), rounds=10)
-    assert (jopeq.composed.epsilon, jopeq.composed.backend) == (40.0, "basic composition")
-    laplace = account(mechanisms.create("laplace", scale=0.5, clip=1.0), rounds=10, delta=1e-5)
+    assert jopeq.composed.backend == "dp_accounting-pld" and "RandomizedResponseDpEvent" in jopeq.composed.event
+    assert 39.99 < jopeq.composed.epsilon <= 40.0  # optimal composition of 10 eps = 4 rounds at delta 1e-5
+    exact = account(mechanisms.create("jopeq-laplace", eps=4, bits=8), rounds=10, composition_delta=0.0).composed
+    assert (exact.epsilon, exact.backend) == (40.0, "basic composition")  # at delta = 0: exactly T eps
+    laplace = account(mechanisms.create("laplace", scale=0.5, clip=1.0), rounds=10, composition_delta=1e-5)
     assert laplace.composed.backend == "dp_accounting-pld" and laplace.composed.epsilon <= 40.0
 
 
 def test_a_claim_its_noise_exceeds_is_composed_both_ways():
     report = account(mechanisms.create("t-dist", nu=5, s2=1e-4), rounds=10)
-    assert report.composed.epsilon == pytest.approx(40.0)  # the claim, as stated
+    assert report.composed.epsilon == pytest.approx(40.0, abs=0.01)  # the claim, as stated
     assert report.composed_actual.epsilon == pytest.approx(314.56, abs=0.01)  # the noise really added
     assert report.to_dict()["composed_actual"]["backend"] == "basic composition"
     assert account(mechanisms.create("laplace"), rounds=10).composed_actual is None

@@ -37,8 +37,8 @@ def test_solve_sigma_inverts_the_delta():
     assert 3 < sigma < 6
 
 
-def test_paper003_numbers_only_in_compat_mode():
-    printed = accounting.cepam_gaussian(sigma=0.001, eps_tilde=5.9, compat="paper003", **SETTING)
+def test_paper003_numbers_only_with_the_paper003_formula():
+    printed = accounting.cepam_gaussian(sigma=0.001, eps_tilde=5.9, formula="paper003", **SETTING)
     assert printed.delta == pytest.approx(2.4647e-2, rel=1e-4) and "paper-compat" in printed.flags
     as_written = accounting.cepam_gaussian(sigma=0.001, eps_tilde=5.9, **SETTING)
     assert as_written.delta < 9.69e-3  # the formula's maximum is the floor; 003's 2.48e-2 exceeds it
@@ -49,7 +49,7 @@ def test_paper003_numbers_only_in_compat_mode():
     (0.015, [0.085675, 0.044468, 0.023616, 0.010111, 0.000517]),
 ])
 def test_paper003_sigma_lists(delta, sigmas):
-    solved = [accounting.solve_sigma(eps=e, delta=delta, compat="paper003", **SETTING) for e in range(1, len(sigmas) + 1)]
+    solved = [accounting.solve_sigma(eps=e, delta=delta, formula="paper003", **SETTING) for e in range(1, len(sigmas) + 1)]
     assert solved == pytest.approx(sigmas, abs=1.5e-6)
 
 

@@ -31,8 +31,8 @@ PAPER = DeviceGroups(sizes=(50, 50), bits=(2, 4), link_sigma=(6.25e-4, 0.125))
 PAPER_D = 159_010  # the paper's 784-200-10 model
 
 
-def _brute_force(groups, total, bandwidth, clip):
-    kappa = [8 * clip**2 / (2**b - 1) ** 2 + s**2 for b, s in zip(groups.bits, groups.link_sigma)]
+def _brute_force(groups, total, bandwidth, bound):
+    kappa = [8 * bound**2 / (2**b - 1) ** 2 + s**2 for b, s in zip(groups.bits, groups.link_sigma)]
     feasible = [
         c for c in itertools.product(*(range(1, g + 1) for g in groups.sizes))
         if sum(c) == total and sum(b * n for b, n in zip(groups.bits, c)) <= bandwidth
@@ -68,7 +68,7 @@ def test_clients_are_numbered_group_by_group():
 
 
 def test_cluster_program_gives_the_papers_five_and_five():
-    assert cluster_sizes(PAPER, total=10, bandwidth=30, clip=10.0) == (5, 5)
+    assert cluster_sizes(PAPER, total=10, bandwidth=30, bound=10.0) == (5, 5)
 
 
 @pytest.mark.parametrize(
@@ -82,7 +82,7 @@ def test_cluster_program_gives_the_papers_five_and_five():
     ],
 )
 def test_cluster_program_matches_brute_force(groups, total, bandwidth, expected):
-    got = cluster_sizes(groups, total=total, bandwidth=bandwidth, clip=10.0)
+    got = cluster_sizes(groups, total=total, bandwidth=bandwidth, bound=10.0)
     assert got == _brute_force(groups, total, bandwidth, 10.0)
     if expected is not None:
         assert got == expected
@@ -90,19 +90,19 @@ def test_cluster_program_matches_brute_force(groups, total, bandwidth, expected)
 
 def test_infeasible_cluster_program_says_why():
     with pytest.raises(ValueError) as err:
-        cluster_sizes(PAPER, total=10, bandwidth=12, clip=10.0)
+        cluster_sizes(PAPER, total=10, bandwidth=12, bound=10.0)
     assert str(err.value) == (
         "no cluster sizes satisfy sum c_m = 10 with sum b_m c_m <= 12: the smallest bandwidth needed is 22"
     )
-    assert cluster_sizes(PAPER, total=10, bandwidth=22, clip=10.0) == (9, 1)  # exactly enough
+    assert cluster_sizes(PAPER, total=10, bandwidth=22, bound=10.0) == (9, 1)  # exactly enough
     with pytest.raises(ValueError, match=r"total must be an integer in 2..100 \(at least one device per group"):
-        cluster_sizes(PAPER, total=1, bandwidth=30, clip=10.0)
+        cluster_sizes(PAPER, total=1, bandwidth=30, bound=10.0)
     with pytest.raises(ValueError, match="total must be an integer in 2..100"):
-        cluster_sizes(PAPER, total=101, bandwidth=1000, clip=10.0)
+        cluster_sizes(PAPER, total=101, bandwidth=1000, bound=10.0)
     with pytest.raises(ValueError, match="bandwidth must be a number > 0"):
-        cluster_sizes(PAPER, total=10, bandwidth=-1, clip=10.0)
-    with pytest.raises(ValueError, match="clip must be a finite number > 0"):
-        cluster_sizes(PAPER, total=10, bandwidth=30, clip=0.0)
+        cluster_sizes(PAPER, total=10, bandwidth=-1, bound=10.0)
+    with pytest.raises(ValueError, match="bound must be a finite number > 0"):
+        cluster_sizes(PAPER, total=10, bandwidth=30, bound=0.0)
 
 
 def test_random_cluster_sizes_are_uniform_over_the_feasible_ones():
@@ -119,7 +119,7 @@ def test_fusion_weights_sum_to_one_and_order_by_mode():
     ids = [0] * 5 + [1] * 5
     share = {}
     for mode in ("mean", "central-cell", "bound"):
-        w = fusion_weights(mode, PAPER, ids, dimension=PAPER_D, clip=10.0)
+        w = fusion_weights(mode, PAPER, ids, dimension=PAPER_D, bound=10.0)
         assert w.dtype == torch.float64 and w.sum().item() == pytest.approx(1.0, abs=1e-12)
         assert torch.equal(w[:5], w[:1].expand(5)) and torch.equal(w[5:], w[5:6].expand(5))
         share[mode] = w[5:].sum().item()
@@ -131,21 +131,21 @@ def test_fusion_weights_sum_to_one_and_order_by_mode():
     # without link noise central-cell and bound are both proportional to 1/Delta_m^2
     quiet = DeviceGroups((50, 50), (2, 4), (0.0, 0.0))
     assert torch.allclose(
-        fusion_weights("central-cell", quiet, ids, dimension=10, clip=1.0),
-        fusion_weights("bound", quiet, ids, dimension=10, clip=1.0),
+        fusion_weights("central-cell", quiet, ids, dimension=10, bound=1.0),
+        fusion_weights("bound", quiet, ids, dimension=10, bound=1.0),
     )
 
 
 def test_oracle_fusion_uses_the_measured_distortions():
-    w = fusion_weights("oracle", PAPER, [0, 1, 1], dimension=4, clip=10.0, oracle_distortions=[1.0, 2.0, 6.0])
+    w = fusion_weights("oracle", PAPER, [0, 1, 1], dimension=4, bound=10.0, oracle_distortions=[1.0, 2.0, 6.0])
     theta = 1 / (np.array([1.0, 2.0, 6.0]) + 4 * np.array([6.25e-4, 0.125, 0.125]) ** 2)
     assert np.allclose(w.numpy(), theta / theta.sum())
     with pytest.raises(ValueError, match="oracle_distortions must hold one measured"):
-        fusion_weights("oracle", PAPER, [0, 1], dimension=4, clip=10.0)
+        fusion_weights("oracle", PAPER, [0, 1], dimension=4, bound=10.0)
     with pytest.raises(ValueError, match="mode must be one of: central-cell, oracle, bound, mean"):
-        fusion_weights("snr", PAPER, [0, 1], dimension=4, clip=10.0)
+        fusion_weights("snr", PAPER, [0, 1], dimension=4, bound=10.0)
     with pytest.raises(ValueError, match="group_ids must be a non-empty sequence of group indices in 0..1"):
-        fusion_weights("mean", PAPER, [2], dimension=4, clip=10.0)
+        fusion_weights("mean", PAPER, [2], dimension=4, bound=10.0)
 
 
 GROUPS = DeviceGroups(sizes=(4, 4), bits=(2, 4), link_sigma=(0.01, 0.05))
@@ -153,7 +153,7 @@ DIM = 20_000
 
 
 def _protocol(**kwargs):
-    options = {"params": {"eps": 0.5, "clip": 1.0}, "cluster_sizes": (2, 2), "fusion": "central-cell", **kwargs}
+    options = {"params": {"eps": 0.5, "bound": 1.0}, "cluster_sizes": (2, 2), "fusion": "central-cell", **kwargs}
     return DeviceGroupProtocol("dpsq", GROUPS, seed=3, **options)
 
 
@@ -168,7 +168,7 @@ def test_protocol_is_deterministic_for_a_seed():
     x = _updates(len(clients))
     oa, ob = (p.communicate(x, clients, torch.ones(4), 1, global_params=torch.zeros(DIM)) for p in (a, b))
     assert torch.equal(oa.aggregate, ob.aggregate) and oa.views["eavesdropper"] == ob.views["eavesdropper"]
-    other = DeviceGroupProtocol("dpsq", GROUPS, seed=4, params={"eps": 0.5, "clip": 1.0}, cluster_sizes=(2, 2))
+    other = DeviceGroupProtocol("dpsq", GROUPS, seed=4, params={"eps": 0.5, "bound": 1.0}, cluster_sizes=(2, 2))
     assert not torch.equal(other.communicate(x, clients, torch.ones(4), 1, global_params=torch.zeros(DIM)).aggregate,
                            oa.aggregate)  # fmt: skip
 
@@ -187,7 +187,7 @@ def test_clusters_have_the_requested_sizes_and_are_uniform():
 
 def test_cluster_modes_optimal_random_proportional():
     big = DeviceGroups(sizes=(50, 50), bits=(2, 4), link_sigma=(6.25e-4, 0.125))
-    params = {"eps": 1e-6, "clip": 10.0}
+    params = {"eps": 1e-6, "bound": 10.0}
     optimal = DeviceGroupProtocol("dpsq", big, seed=0, params=params, cluster_sizes="optimal", total=10, bandwidth=30)
     assert optimal.fixed_sizes == (5, 5)
     assert sum(c < 50 for c in optimal.select_clients(7)) == 5
@@ -222,7 +222,7 @@ def test_communicate_adds_link_noise_and_fuses_with_weights_summing_to_one():
         rows = [u for u, c in enumerate(clients) if GROUPS.group_of(c) == m]
         assert noise[rows].var().item() == pytest.approx(sigma**2, rel=0.03)
         assert abs(noise[rows].mean().item()) < 5 * sigma / np.sqrt(noise[rows].numel())
-    omega = fusion_weights("central-cell", GROUPS, [GROUPS.group_of(c) for c in clients], dimension=DIM, clip=1.0)
+    omega = fusion_weights("central-cell", GROUPS, [GROUPS.group_of(c) for c in clients], dimension=DIM, bound=1.0)
     assert omega.sum().item() == pytest.approx(1.0)
     assert torch.allclose(out.aggregate.double(), omega @ server, atol=1e-7)  # the FedAvg weights are ignored
     assert out.stats["fusion_weight_group_0"] + out.stats["fusion_weight_group_1"] == pytest.approx(1.0)
@@ -244,7 +244,7 @@ def test_oracle_fusion_matches_central_cell_for_small_updates_and_mean_is_equal_
 
 
 def test_laplace_sq_protocol_counts_its_noise_in_the_weights():
-    p = DeviceGroupProtocol("laplace-sq", GROUPS, seed=0, params={"eps": 1.0, "clip": 1.0}, cluster_sizes=(1, 1))
+    p = DeviceGroupProtocol("laplace-sq", GROUPS, seed=0, params={"eps": 1.0, "bound": 1.0}, cluster_sizes=(1, 1))
     assert p.noise_variance == pytest.approx(2 * 2.0**2)  # rho = 2C = 2, scale rho/eps1 = 2
     out = p.communicate(_updates(2), [0, 4], torch.ones(2), 1, global_params=torch.zeros(DIM))
     # the Laplace variance 8 per coordinate swamps Delta^2/4 and sigma^2: the weights are nearly equal
@@ -255,7 +255,7 @@ def test_laplace_sq_protocol_counts_its_noise_in_the_weights():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"mechanism": "gaussian"}, "mechanism must be one of: dpsq, laplace-sq"),
+        ({"mechanism": "gaussian"}, "mechanism must declare device_groups \\(dpsq, laplace-sq\\)"),
         ({"fusion": "snr"}, "fusion must be one of: central-cell, oracle, bound, mean"),
         ({"params": {"bits": 3}}, "params must not set bits"),
         ({"params": {"eps": -1}}, "eps must be a finite number > 0"),
@@ -268,7 +268,7 @@ def test_laplace_sq_protocol_counts_its_noise_in_the_weights():
     ],
 )
 def test_bad_protocol_arguments(kwargs, message):
-    options = {"mechanism": "dpsq", "params": {"clip": 1.0}, "cluster_sizes": (2, 2), **kwargs}
+    options = {"mechanism": "dpsq", "params": {"bound": 1.0}, "cluster_sizes": (2, 2), **kwargs}
     with pytest.raises(ValueError, match=message):
         DeviceGroupProtocol(options.pop("mechanism"), GROUPS, seed=0, **options)
 
@@ -284,7 +284,7 @@ def _data(clients=4, per_client=10):
 
 def test_training_loop_uses_the_protocols_clusters():
     groups = DeviceGroups(sizes=(2, 2), bits=(2, 4), link_sigma=(1e-3, 1e-2))
-    protocol = DeviceGroupProtocol("dpsq", groups, seed=0, params={"eps": 1.0, "clip": 1.0, "range": "adaptive"},
+    protocol = DeviceGroupProtocol("dpsq", groups, seed=0, params={"eps": 1.0, "bound": 1.0, "range": "adaptive"},
                                    cluster_sizes=(1, 1), fusion="oracle")  # fmt: skip
     config = TrainingConfig(model="cnn", clients=4, rounds=2, tau=2, lr=0.05, checkpoints=(2,))
     result = FederatedSimulation(create_model("cnn"), _data(), protocol, config, seed=0).run()

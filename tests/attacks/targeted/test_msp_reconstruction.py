@@ -11,7 +11,7 @@ import torch
 import mechanisms
 import mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
 from attacks import first_residual_direction, reconstruct_from_split_support, reconstruct_msp
-from attacks.msp_reconstruction import pull_residuals
+from attacks.targeted.msp_reconstruction import pull_residuals
 from mechanisms.additive import clip_l1
 
 

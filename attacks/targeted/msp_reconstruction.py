@@ -1,6 +1,7 @@
 """The adaptive server attack on model splitting (seed 004, MSP-FL / MSP+Lap / MSPDQ-FL; spec msp.md).
 
-The server sees every upload alpha_i[k], k = 0..K, and its own broadcasts w[k] (``mechanisms.msp.MSPTranscript``).
+The server sees every upload alpha_i[k], k = 0..K, and its own broadcasts w[k] (the consensus transcript,
+``mechanisms.msp.MSPTranscript``; read here by its fields ``alpha``, ``broadcast``, ``eps_c`` and ``rounds``).
 It knows the public consensus gain eps_c, so it computes the client's private pull
 
     r_i[k] = alpha_i[k+1] - alpha_i[k] - eps_c (w[k] - alpha_i[k]) = a[k] (S_i[k] - m_i alpha_i[k])      (3a)
@@ -23,18 +24,31 @@ Under MSPDQ-FL the uploads are stochastic knots and the same solve is a noisy le
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 
-from mechanisms.msp import MSPTranscript
+from attacks.observations import update_estimator
 
 __all__ = [
+    "ConsensusTranscript",
     "MSPReconstruction",
+    "msp_update_estimates",
     "reconstruct_msp",
     "pull_residuals",
     "first_residual_direction",
     "reconstruct_from_split_support",
 ]
+
+
+class ConsensusTranscript(Protocol):
+    """What the server records of one consensus round: uploads ``alpha`` (K + 1, M, P), its broadcasts
+    ``broadcast`` (K, P), the public gain ``eps_c`` and the number of consensus rounds ``rounds`` = K."""
+
+    alpha: torch.Tensor
+    broadcast: torch.Tensor
+    eps_c: float
+    rounds: int
 
 
 @dataclass(frozen=True)
@@ -59,14 +73,14 @@ class MSPReconstruction:
     residual: torch.Tensor
 
 
-def pull_residuals(transcript: MSPTranscript) -> torch.Tensor:
+def pull_residuals(transcript: ConsensusTranscript) -> torch.Tensor:
     """r_i[k] = alpha_i[k+1] - alpha_i[k] - eps_c (w[k] - alpha_i[k]) for k = 0..K-1: (K, M, P) float64."""
     alpha = transcript.alpha.to(torch.float64)
     broadcast = transcript.broadcast.to(torch.float64)[:, None, :]
     return alpha[1:] - alpha[:-1] - transcript.eps_c * (broadcast - alpha[:-1])
 
 
-def first_residual_direction(transcript: MSPTranscript) -> torch.Tensor:
+def first_residual_direction(transcript: ConsensusTranscript) -> torch.Tensor:
     """Unit vectors (M, P) along r_i[0] = gamma (S_0 - m alpha[0]) = gamma (1 + m_i) (w_i - alpha_i[0]).
 
     The direction of w_i - alpha_i[0] for every m_i (exactly for msp, up to the rounding noise for mspdq):
@@ -95,7 +109,7 @@ def _solve_client(alpha: torch.Tensor, r: torch.Tensor, round_tol: float) -> tup
     return s0, m_hat, m_raw, rounded, 1.0 / inv_gamma, residual
 
 
-def reconstruct_msp(transcript: MSPTranscript, *, round_tol: float = 0.1) -> MSPReconstruction:
+def reconstruct_msp(transcript: ConsensusTranscript, *, round_tol: float = 0.1) -> MSPReconstruction:
     """Recover every client's model from the transcript by the least squares of the module docstring.
 
     round_tol: m_raw within this distance of an integer >= 1 is rounded to it (the exact solve is off by ~1e-7
@@ -123,7 +137,7 @@ def reconstruct_msp(transcript: MSPTranscript, *, round_tol: float = 0.1) -> MSP
     )
 
 
-def reconstruct_from_split_support(transcript: MSPTranscript, low: float, high: float) -> torch.Tensor:
+def reconstruct_from_split_support(transcript: ConsensusTranscript, low: float, high: float) -> torch.Tensor:
     """K_t = 1 reconstruction from the public split law alpha[0] = u w, u ~ U[low, high] elementwise (low < 1 < high).
 
     r[0] gives w = alpha[0] + t r[0] for one unknown t > 0 (``first_residual_direction``). Every coordinate must
@@ -142,3 +156,33 @@ def reconstruct_from_split_support(transcript: MSPTranscript, low: float, high: 
     caps = torch.where(ratio > 0, (1 / low - 1) / ratio, (1 - 1 / high) / ratio.abs())
     t = torch.where(usable, caps, torch.inf).min(dim=1).values
     return alpha0 + t[:, None] * r0
+
+
+@update_estimator("consensus")
+def msp_update_estimates(transcript: ConsensusTranscript, global_before: torch.Tensor) -> dict[str, tuple[torch.Tensor, str]]:
+    """The server's estimates of each client's update w_i - g from an MSP-FL consensus transcript, strongest
+    first, each with what it observes (``../shared/spec/msp.md``, "Adaptive server attack"):
+
+    * ``reconstructed``: the least-squares reconstruction w_hat_i (``reconstruct_msp``) minus g;
+    * ``first-residual``: only alpha_i[0] and the direction d_i of the first consensus residual r_i[0], which
+      points along w_i - alpha_i[0]: w_i = alpha_i[0] + c d_i with c unknown; the server takes the c that makes
+      the update smallest, c = -<alpha_i[0] - g, d_i> (updates are small next to the split's noise, so this c
+      is close to ||w_i - alpha_i[0]||);
+    * ``alpha0``: the visible split alpha_i[0] alone (unbiased for w_i), minus g.
+
+    With K_t = 1 there is no least-squares reconstruction (it needs K_t >= 2): the last two are returned.
+    """
+    g = global_before.to(torch.float64)
+    alpha0 = transcript.alpha[0].to(torch.float64)
+    direction = first_residual_direction(transcript).to(torch.float64)
+    scale = -((alpha0 - g) * direction).sum(dim=1, keepdim=True)
+    estimates = {
+        "first-residual": (alpha0 + scale * direction - g,
+                           "alpha_0 moved along the first consensus residual r[0] to the smallest update"),
+        "alpha0": (alpha0 - g, "the visible split alpha_0 alone"),
+    }
+    if transcript.rounds >= 2:
+        reconstructed = reconstruct_msp(transcript).w_hat.to(torch.float64) - g
+        estimates = {"reconstructed": (reconstructed, "the least-squares reconstruction from every upload"),
+                     **estimates}
+    return estimates

@@ -1,0 +1,195 @@
+"""What a mechanism may declare so that it is audited like any other, built in or plugin.
+
+``Mechanism`` (``mechanisms.base``) has one optional method per capability. Each has a sound generic default,
+and ``declared(mechanism, name)`` says whether the mechanism overrides it, so a report can say where a
+generic default stood in:
+
+| method | returns | generic default |
+|---|---|---|
+| ``tiling()`` | ``Tiling``: B independent outputs from one call on B copies laid end to end | None: one call per output |
+| ``audit_setting()`` | ``AuditSetting``: the input dimension, ball and shift at which the claim is tested | None: the generic 2-D setting |
+| ``output_log_density()`` | ``LogDensity``: ln p(y given x), up to a constant in x | None: no likelihood-ratio statistic |
+| ``dp_event()`` | a ``dp_accounting`` event for one round of the claim | ``claim_event(guarantee())`` |
+| ``true_epsilon()`` | the epsilon of the noise the code really adds | None: not computed |
+
+A capability counts as declared by the class that defines it, or by a private base class it inherits from; one
+inherited from *another registered mechanism* does not count (a subclass that changes how the mechanism behaves
+would otherwise inherit, e.g., a tiling that is no longer faithful): ``capability(mechanism, name)`` then gives the
+generic default, and a subclass that keeps its parent's behaviour re-declares it (``tiling = Parent.tiling``).
+
+Class attributes complete the picture: ``round_protocol`` ("uplink": one message per client and round;
+"consensus": MSP-FL's consensus rounds), ``device_groups`` (group m sets ``bits`` = b_m, DP-SQ's devices of
+diverse precision), ``clip_norm`` (the norm ``clip`` is measured in) and ``reference_params`` (parameters at
+which the claim is within reach of a distinguishing audit).
+
+This module holds the plain data of those answers; it imports nothing of the toolkit but ``dp_accounting``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import attr
+import dp_accounting
+import numpy as np
+
+if TYPE_CHECKING:
+    from mechanisms.base import Mechanism
+    from mechanisms.guarantee import PrivacyGuarantee
+
+__all__ = [
+    "CAPABILITIES",
+    "AuditSetting",
+    "LogDensity",
+    "RefusedDpEvent",
+    "Tiling",
+    "capability",
+    "claim_event",
+    "declared",
+    "pure_epsilon_event",
+    "refused",
+    "rescaled_clip",
+]
+
+CAPABILITIES = ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
+
+LogDensity = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""f(y, x): outputs y (B, d_out) and input x (d,), NumPy float64 -> ln p(y | x) of shape (B,), up to a constant
+in x. A model of the mechanism taken from its claim: a wrong model only weakens a test, never a bound."""
+
+@dataclass(frozen=True)
+class Tiling:
+    """How B outputs of the mechanism for one input x come from ONE call on B copies of x laid end to end.
+
+    Faithful when the B outputs have exactly the joint law of B separate calls with independent seeds: the
+    mechanism acts block by block with randomness iid across blocks, and no per-call quantity couples the copies.
+
+    block:      each copy is zero-padded to a multiple of this many coordinates (the mechanism's block length).
+    why:        one line saying why tiling is faithful for this mechanism (shown in reports).
+    max_copies: the most copies per call (e.g. where the clip is also a coding range); None: no limit.
+    for_copies: the mechanism to call on B copies (e.g. a copy whose clip is rescaled so that clipping the tiled
+                vector scales every copy as one call would; see ``rescaled_clip``); None: the mechanism itself.
+    """
+
+    block: int
+    why: str
+    max_copies: int | None = None
+    for_copies: Callable[[int], Mechanism] | None = None
+
+
+@dataclass(frozen=True)
+class AuditSetting:
+    """Where a claim is tested: the neighbouring pairs a distinguishing audit tries are built in ``dimension``
+    coordinates, ``sensitivity`` apart in ``norm``, inside the ball of ``radius`` (``attacks.neighbouring_pairs``).
+
+    block:            the leading coordinates a pair may differ in (the unit a per-block claim covers).
+    same_norm:        both inputs of a pair have the same l2 norm (for mechanisms that reveal ||x||).
+    beyond_clip:      also try inputs outside the ball, which the clip must pull back.
+    quantizer_step, quantizer_offset: also try pairs inside one quantizer cell and across its boundary.
+    note:             one line saying why this setting tests the claim (shown in reports).
+    """
+
+    dimension: int
+    sensitivity: float
+    norm: str
+    radius: float
+    block: int
+    same_norm: bool = False
+    beyond_clip: bool = False
+    quantizer_step: float | None = None
+    quantizer_offset: float = 0.0
+    note: str = ""
+
+    @classmethod
+    def clipped(cls, clip: float, norm: str, dimension: int = 2, block: int | None = None) -> AuditSetting:
+        """Replace-one inside the ``norm`` ball of radius ``clip``: pairs 2 clip apart, and inputs beyond the clip."""
+        return cls(dimension, 2 * clip, norm, clip, dimension if block is None else block, beyond_clip=True,
+                   note=f"replace-one within the {norm} ball of radius clip {clip:g}: shift 2 clip")
+
+
+@attr.define(frozen=True)
+class RefusedDpEvent(dp_accounting.UnsupportedDpEvent):
+    """An ``UnsupportedDpEvent`` that says why no accountant can compose it (every accountant refuses it)."""
+
+    reason: str
+
+
+def refused(reason: str) -> RefusedDpEvent:
+    """The event of a round no accountant composes, with the reason shown instead of a number."""
+    return RefusedDpEvent(reason)
+
+
+def pure_epsilon_event(epsilon: float) -> dp_accounting.DpEvent:
+    """The dp_accounting event of one eps-DP round whatever the mechanism: binary randomized response with
+    P(truth) = e^eps / (1 + e^eps), i.e. ``RandomizedResponseDpEvent(noise_parameter=2 / (1 + e^eps),
+    num_buckets=2)``. Its privacy region contains that of every eps-DP mechanism (Kairouz, Oh & Viswanath, ICML
+    2015, Thm 2.4), so composing it composes any eps-DP round, and optimally (their Thm 3.3). eps = 0 is a no-op.
+    """
+    if not (math.isfinite(epsilon) and epsilon >= 0):
+        raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
+    if epsilon == 0:
+        return dp_accounting.NoOpDpEvent()
+    return dp_accounting.RandomizedResponseDpEvent(noise_parameter=2 / (1 + math.exp(epsilon)), num_buckets=2)
+
+
+def claim_event(claim: PrivacyGuarantee) -> dp_accounting.DpEvent:
+    """The generic one-round event of a claim (``Mechanism.dp_event``'s default): ``NonPrivateDpEvent`` for no
+    claim, ``pure_epsilon_event(eps)`` for an eps-DP claim, and a refusal for an (eps, delta) claim with
+    delta > 0, which needs the mechanism's own noise model to compose."""
+    if claim.epsilon is None:
+        return dp_accounting.NonPrivateDpEvent()
+    if claim.delta == 0:
+        return pure_epsilon_event(claim.epsilon)
+    return refused(
+        f"an (eps, delta) claim with delta > 0 composes only through its noise model, which this mechanism does "
+        f"not declare (dp_event); eps = {claim.epsilon:.4g}, delta = {claim.delta:.3g} per round"
+    )
+
+
+def declared(mechanism: Mechanism, capability: str) -> bool:
+    """Whether ``mechanism`` declares ``capability``: its class or a private base defines it, not ``Mechanism``'s
+    generic default and not another registered mechanism it subclasses (module docstring)."""
+    from mechanisms.base import Mechanism
+    from mechanisms.registry import registered_classes
+
+    if capability not in CAPABILITIES:
+        raise ValueError(f"capability must be one of {', '.join(CAPABILITIES)}, got {capability!r}")
+    mro = type(mechanism).__mro__
+    owner = next(cls for cls in mro if capability in cls.__dict__)
+    if owner is Mechanism:
+        return False
+    others = registered_classes() - {type(mechanism)}
+    return not any(cls in others for cls in mro[1 : mro.index(owner) + 1])
+
+
+def capability(mechanism: Mechanism, name: str) -> Any:
+    """What ``mechanism`` declares for capability ``name`` (calling its method), or the generic default when it
+    declares nothing (``declared``)."""
+    from mechanisms.base import Mechanism
+
+    method = getattr(type(mechanism) if declared(mechanism, name) else Mechanism, name)
+    return method(mechanism)
+
+
+def rescaled_clip(
+    mechanism: Mechanism, p: int, *, clip: float | None = None, **pinned: Any
+) -> Callable[[int], Mechanism]:
+    """``Tiling.for_copies`` for a mechanism that clips the whole update in the lp norm: B copies laid end to end
+    have ||tile_B(x)||_p = B^(1/p) ||x||_p, so a copy of the mechanism with clip' = B^(1/p) clip scales every
+    copy exactly as one call would scale it (to rounding in the last bit). ``clip``: the clipping norm in force
+    (default ``params["clip"]``); ``pinned``: derived parameters that depend on clip and must keep the original's
+    values (e.g. the t noise's nu and s2). Copies are cached."""
+    cache: dict[int, Mechanism] = {}
+    base = mechanism.params["clip"] if clip is None else clip
+
+    def for_copies(copies: int) -> Mechanism:
+        if copies == 1:
+            return mechanism
+        if copies not in cache:
+            cache[copies] = mechanism.with_params(**pinned, clip=base * copies ** (1 / p))
+        return cache[copies]
+
+    return for_copies
