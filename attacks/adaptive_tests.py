@@ -13,16 +13,20 @@ live in ``attacks.targeted`` (one module per mechanism family), and a plugin reg
     import attacks
 
     @attacks.adaptive_test("my-mech")
-    def my_side_channel(mechanism, *, trials, confidence, seed):
-        m = attacks.resolve_for(mechanism, ("my-mech",), "my_side_channel", seed)
+    def my_side_channel(m, *, trials, confidence, seed):
         return attacks.run_views("my-side-channel", m, "what the claim says", [(label, view, x0, x1, True)],
                                  trials=trials, confidence=confidence, seed=seed, findings={}, note="...")
+
+The decorator gives every test one calling convention, ``test(mechanism, *, trials=DEFAULT_TRIALS,
+confidence=0.95, seed=0)``: it checks the arguments, accepts a mechanism's name or instance, refuses one the test
+does not target, and calls the function with the configured mechanism.
 
 ``adaptive_tests_for(name)`` lists the tests the audit runs for a mechanism, in registration order.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -118,16 +122,21 @@ _REGISTRY: dict[str, list[AdaptiveTest]] = {}
 
 def adaptive_test(*mechanism_names: str) -> Callable[[AdaptiveTest], AdaptiveTest]:
     """Decorator registering an adaptive test for the mechanisms named (registered or not yet: a plugin may
-    register its test before or after its mechanism)."""
+    register its test before or after its mechanism), with the calling convention of the module docstring."""
     if not mechanism_names or not all(isinstance(n, str) and n for n in mechanism_names):
         raise ValueError(f"adaptive_test needs one or more mechanism names, got {mechanism_names!r}")
 
     def register(test: AdaptiveTest) -> AdaptiveTest:
+        @functools.wraps(test)
+        def run(mechanism: str | Mechanism, *, trials: int = DEFAULT_TRIALS, confidence: float = 0.95,
+                seed: int = 0) -> AdaptiveTestResult:
+            check_test_inputs(trials, confidence)
+            configured = resolve_for(mechanism, mechanism_names, test.__name__, seed)
+            return test(configured, trials=trials, confidence=confidence, seed=seed)
+
         for name in mechanism_names:
-            tests = _REGISTRY.setdefault(name, [])
-            if test not in tests:
-                tests.append(test)
-        return test
+            _REGISTRY.setdefault(name, []).append(run)
+        return run
 
     return register
 

@@ -26,7 +26,8 @@ def audit_setting(mechanism: Mechanism) -> AuditSetting:
     if declared is not None:
         return declared
     radius = float(mechanism.params.get("clip", 1.0) or 1.0)
-    norm = mechanism.clip_norm or "l2"
+    # pairs in the l2 ball of radius clip also lie in the l-infinity ball of a per-coordinate clip
+    norm = mechanism.clip_norm if mechanism.clip_norm in ("l1", "l2") else "l2"
     return AuditSetting(2, 2 * radius, norm, radius, 2, beyond_clip=True,
                         note=f"{GENERIC_NOTE}: d = 2, the {norm} ball of radius {radius:g}, pairs 2 radius apart")
 

@@ -13,7 +13,7 @@ rewarded for leaving the valid range.
 * Batches: :func:`match_batch` pairs reconstructions with true images by the Hungarian algorithm
   (``scipy.optimize.linear_sum_assignment``) on the MSE cost, for attacks whose output order is arbitrary.
 
-``compat="jopeq"`` reproduces the evaluation code of JoPEQ's leakage experiments (the DLG/iDLG script of the
+``scoring="jopeq-code"`` reproduces the evaluation code of JoPEQ's leakage experiments (the DLG/iDLG script of the
 JoPEQ-DLG repository, Lang et al.): the reconstruction goes through ``ToPILImage`` of the raw dummy tensor,
 i.e. ``(x * 255).byte()`` -- truncation toward zero and an *unclamped* cast that wraps modulo 256 (-0.1 ->
 -25 -> 231); the true image is the dataset's own uint8 image, here ``round(x_true * 255)``. SSIM is
@@ -39,7 +39,7 @@ JOPEQ_SSIM_VARIANT = (
     "skimage.structural_similarity on uint8 H x W x C (data_range=255, channel_axis=2, win_size=7) after "
     "JoPEQ's unclamped (x * 255).byte() cast"
 )
-COMPAT_MODES = ("jopeq",)
+SCORINGS = ("standard", "jopeq-code")  # how reconstructions are scored: as stated above, or as JoPEQ's code
 
 
 def ssim(reconstructed: Tensor, truth: Tensor) -> Tensor:
@@ -95,16 +95,16 @@ def score(
     labels: Any = None,
     true_labels: Any = None,
     align: bool = False,
-    compat: str | None = None,
+    scoring: str = "standard",
 ) -> dict[str, Any]:
     """Per-image and mean SSIM, MSE and PSNR (and label accuracy when both label sets are given), JSON-friendly.
 
     ``align=True`` first reorders the reconstructions (and ``labels``) by :func:`match_batch`; the permutation
-    is returned. ``compat="jopeq"`` scores as JoPEQ's code does (see the module docstring); the output names
+    is returned. ``scoring="jopeq-code"`` scores as JoPEQ's code does (see the module docstring); the output names
     the SSIM variant and the MSE scale either way.
     """
-    if compat is not None and compat not in COMPAT_MODES:
-        raise ValueError(f"compat must be None or one of {', '.join(COMPAT_MODES)}, got {compat!r}")
+    if scoring not in SCORINGS:
+        raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
     if not isinstance(align, bool):
         raise ValueError(f"align must be True or False, got {align!r}")
     rec, true = _as_batch(reconstructed, "reconstructed"), _as_batch(truth, "truth")
@@ -115,7 +115,7 @@ def score(
         rec = rec[permutation]
         if labels is not None:
             labels = torch.as_tensor(labels).reshape(-1)[permutation]
-    if compat == "jopeq":
+    if scoring == "jopeq-code":
         ssim_values, mse_values, psnr_values = _jopeq_scores(rec, true)
         variant, mse_unit = JOPEQ_SSIM_VARIANT, "sum over channels of squared uint8 differences, per pixel"
     else:
@@ -132,7 +132,7 @@ def score(
         "ssim_variant": variant,
         "mse_unit": mse_unit,
         "psnr_unit": "dB",
-        "compat": compat,
+        "scoring": scoring,
         "aligned": align,
         "permutation": None if permutation is None else permutation.tolist(),
         "label_accuracy": None,

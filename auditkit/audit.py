@@ -13,44 +13,28 @@ For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.s
                   called violated.
 
 Each stage's result is stored atomically as it finishes (``auditkit.stage_store``); ``resume=True`` loads
-finished stages instead of recomputing them. Results are a pure function of the config and seed (timings are
+finished stages instead of recomputing them. A stage's key hashes its inputs and the fingerprint of the code that
+computes it (``auditkit.results.code_fingerprint``: the toolkit's and the plugins' sources), so a resumed audit
+never reuses results computed by other code. Results are a pure function of the config and seed (timings are
 kept in the stage files, never in ``results.json``), so a resumed audit equals an uninterrupted one. Everything
 that can fail on user input is checked before the first stage starts.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
-import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any
 
 import mechanisms
-from auditkit import __version__
+from auditkit import __version__, results
 from auditkit.config import AuditConfig, MechanismConfig
-from auditkit.pipeline import (
-    Experiment,
-    build_mechanism,
-    prepare_output,
-    results_document,
-    write_atomic,
-)
+from auditkit.pipeline import Experiment, build_mechanism, data_provenance, prepare_output
 from auditkit.stage_store import StageStore, replace_atomically, stage_key
 
 STAGES = ("train", "account", "inversion", "distinguish")
-RESULTS_SCHEMA = "auditkit/results"
-RESULTS_SCHEMA_VERSION = 2
-THREAT_MODELS = {
-    "server": "the aggregator: each client's decoded update and the side information sent in clear",
-    "eavesdropper": "someone on the uplink without the shared seed: the encoded messages only",
-    "peer": "an honest-but-curious client: the aggregate / next global model",
-    "public": "anyone after training: the final model",
-}
-_VERSIONED = ("torch", "numpy", "scipy", "scikit-image", "opacus", "dp-accounting")
 
 Event = Callable[..., None]
 """on_event(kind, **info): kind is "stage" (setting, stage, status: "start" | "done" | "resumed"), or "round"
@@ -134,6 +118,7 @@ class Audit:
         self.family = family_size(self.plans)
         Experiment(self.plans[0].config)  # data files, device: every input checked before any stage runs
         self.store = StageStore(self.out, resume=resume)
+        self.code = results.code_fingerprint(config.plugins)
 
     @property
     def stage_count(self) -> int:
@@ -146,7 +131,7 @@ class Audit:
         notify = on_event or (lambda kind, **info: None)
         settings = [self._run_setting(plan, notify) for plan in self.plans]
         document = self._results(settings)
-        write_atomic(self.out / "results.json", json.dumps(document, indent=2, allow_nan=True) + "\n")
+        results.write_results(document, self.out)
         render_report(document, self.out)
         return document
 
@@ -154,7 +139,7 @@ class Audit:
 
     def _stage(self, plan: SettingPlan, stage: str, inputs: Any, compute: Callable[[], dict[str, Any]],
                notify: Event) -> tuple[dict[str, Any], str]:
-        key = stage_key({"auditkit": __version__, "stage": stage, "inputs": inputs})
+        key = stage_key({"auditkit": __version__, "code": self.code, "stage": stage, "inputs": inputs})
         stored = self.store.load(plan.id, stage, key)
         if stored is not None:
             notify("stage", setting=plan, stage=stage, status="resumed")
@@ -168,14 +153,15 @@ class Audit:
 
     def _run_setting(self, plan: SettingPlan, notify: Event) -> dict[str, Any]:
         config = plan.config
-        training_inputs = {k: v for k, v in config.to_dict().items() if k not in ("inversion", "distinguish", "title")}
+        training_inputs = {k: v for k, v in config.to_dict().items()
+                           if k not in ("accounting", "inversion", "distinguish", "title")}
         inversion_round = config.inversion.round or (config.training.checkpoints[0] if config.training.checkpoints else None)
         train_inputs = {"config": training_inputs, "inversion_round": inversion_round,
                         "inversion_clients": config.inversion.clients}
         trained, train_key = self._stage(plan, "train", train_inputs,
                                          lambda: self._train(plan, inversion_round, notify), notify)
-        accounted, _ = self._stage(plan, "account", {"train": train_key},
-                                   lambda: self._account(plan, trained["final"]["round"]), notify)
+        accounted, _ = self._stage(plan, "account", {"train": train_key, "accounting": dataclasses.asdict(config.accounting)},
+                                   lambda: self._account(plan, trained["training"]["final"]["round"]), notify)
         inverted = None
         if config.inversion.enabled:
             inverted, _ = self._stage(plan, "inversion", {"train": train_key, "inversion": dataclasses.asdict(config.inversion)},
@@ -193,29 +179,23 @@ class Audit:
 
         experiment = Experiment(plan.config)
         run = experiment.train(lambda record: notify("round", setting=plan, record=record))
-        document = results_document(run, "audit")
         observed = [o for o in run.result.observations if o.round == inversion_round]
         if plan.config.inversion.enabled and observed:
             view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
                                                  plan.config.inversion.clients, run.mechanism.round_protocol)
             self.store.save_tensors(plan.id, "train", view.to_tensors())
-        keep = ("round", "lr", "train_loss", "test_loss", "test_accuracy", "bits_per_coordinate")
         return {
-            "mechanism": document["mechanism"],
-            "data": document["data"],
-            "model": document["model"],
-            "device": document["environment"]["device"],
-            "rounds": [{k: r[k] for k in keep} for r in document["rounds"]],
-            "final": document["final"],
-            "checkpoints": [o["round"] for o in document["observations"]],
+            "training": results.training_entry(run.result, run.protocol),
+            "device": str(run.device),
+            "provenance": data_provenance(run),
             "inversion_round": inversion_round if observed else None,
         }
 
-    def _account(self, plan: SettingPlan, rounds: int) -> dict[str, Any]:
-        from auditkit.pipeline import account_rounds
-
-        composed = account_rounds(build_mechanism(plan.config), rounds)
-        return {k: composed[k] for k in ("rounds", "delta", "composed", "refusal", "composed_actual")}
+    @staticmethod
+    def _account(plan: SettingPlan, rounds: int) -> dict[str, Any]:
+        a = plan.config.accounting
+        return results.accounting_entry(build_mechanism(plan.config), rounds, composition_delta=a.composition_delta,
+                                        backend=a.backend)
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
         from auditkit.inversion_audit import RecordedView, attack_recorded_view
@@ -260,68 +240,23 @@ class Audit:
         d, seed = plan.config.distinguish, plan.config.seed
         audit, adaptive = run_distinguish(build_mechanism(plan.config), trials=d.trials, confidence=d.confidence,
                                           family=self.family, adaptive=d.adaptive, seed=seed)
-        worst = audit.worst
-        return {
-            "trials": d.trials, "confidence": d.confidence, "tests": self.family,
-            "claimed_epsilon": audit.claimed_epsilon, "delta": worst.delta,
-            "epsilon_lower_bound": worst.epsilon_lower_bound, "max_certifiable": worst.max_certifiable,
-            "worst_pair": worst.pair.label, "statistic": worst.statistic, "verdict": audit.verdict,
-            "adaptive": [
-                {"test": r.test, "claim": r.claim, "claimed_epsilon": r.claimed_epsilon,
-                 "epsilon_lower_bound": r.epsilon_lower_bound, "max_certifiable": r.worst.max_certifiable,
-                 "verdict": r.verdict, "note": r.note}
-                for r in adaptive
-            ],
-        }
+        return results.distinguish_entry(audit, adaptive, trials=d.trials, confidence=d.confidence, tests=self.family)
 
     # ---------------------------------------------------------------- results
 
     def _results(self, settings: list[dict[str, Any]]) -> dict[str, Any]:
+        entries = [self._setting_entry(s) for s in settings]
         first = settings[0]["train"]
-        t = self.config.training
-        backends, relations = set(), set()
-        for s in settings:
-            composed = [s["account"][k] for k in ("composed", "composed_actual") if s["account"][k] is not None]
-            backends.update(c["backend"] for c in composed)
-            if s["train"]["mechanism"]["guarantee"]["epsilon"] is not None:
-                relations.add(s["train"]["mechanism"]["guarantee"]["relation"])
-        sampling = (f"each of the tau = {t.tau} local steps draws {t.batch_size} sample(s) uniformly with "
-                    f"replacement from the client's data; participation: {t.participation}")
-        return {
-            "schema": RESULTS_SCHEMA,
-            "schema_version": RESULTS_SCHEMA_VERSION,
-            "command": "audit",
-            "title": self.title,
-            "config": self.config.to_dict(),
-            "provenance": {
-                "auditkit_version": __version__, "seed": self.config.seed, "device": first["device"],
-                "versions": {"python": platform.python_version(), **{p: metadata.version(p) for p in _VERSIONED}},
-                "platform": platform.platform(terse=True),
-                "data": first["data"], "model": first["model"],
-                "training": {"clients": t.clients, "rounds": t.rounds, "tau": t.tau, "batch_size": t.batch_size,
-                             "lr": t.lr, "participation": t.participation, "sampling": sampling},
-                "threat_models": THREAT_MODELS,
-                "accountant_backends": sorted(backends),
-                "neighbouring_relations": sorted(relations),
-            },
-            "settings": [self._setting_entry(s) for s in settings],
-        }
+        provenance = results.provenance(seed=self.config.seed, device=first["device"], settings=entries,
+                                        **first["provenance"])
+        return results.document("audit", self.title, self.config.to_dict(), provenance, entries)
 
     @staticmethod
     def _setting_entry(s: dict[str, Any]) -> dict[str, Any]:
-        plan, trained = s["plan"], s["train"]
-        return {
-            "id": plan.id,
-            "label": plan.label,
-            "mechanism": {"name": trained["mechanism"]["name"],
-                          "params": {k: v for k, v in trained["mechanism"]["params"].items() if k != "private_seed"},
-                          "guarantee": trained["mechanism"]["guarantee"]},
-            "sweep": plan.sweep,
-            "training": {"rounds": trained["rounds"], "final": trained["final"], "checkpoints": trained["checkpoints"]},
-            "accounting": s["account"],
-            "inversion": s["inversion"],
-            "distinguish": s["distinguish"],
-        }
+        plan = s["plan"]
+        return results.setting(plan.id, plan.label, build_mechanism(plan.config), sweep=plan.sweep,
+                               training=s["train"]["training"], accounting=s["account"], inversion=s["inversion"],
+                               distinguish=s["distinguish"])
 
 
 def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,

@@ -4,6 +4,7 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
 
     seed = 0
     device = "auto"          # auto | cpu | cuda | cuda:N
+    plugins = ["my_pkg.my_mech"]   # modules that register mechanisms of one's own (plugins)
 
     [data]
     dataset = "digits"       # digits (embedded) | mnist | cifar10
@@ -24,6 +25,10 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     bits = 8
     sweep = { eps = [1, 3, 10] }   # a grid over parameters: one setting per combination
 
+    [accounting]             # how each claim is composed over the rounds run
+    composition_delta = 1e-5
+    backend = "opacus-prv"
+
     [inversion]              # gradient inversion of the recorded server view (audit only)
     [distinguish]            # empirical DP distinguishing tests (audit only)
 
@@ -42,6 +47,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import mechanisms
+from auditkit.accounting.composition import BACKENDS
 from auditkit.data import DATASETS, PARTITION_SCHEMES, dataset_available
 from auditkit.fl.device_groups import CLUSTER_MODES, FUSION_MODES
 from auditkit.fl.sampling import PARTICIPATION
@@ -149,6 +156,15 @@ INVERSION_ATTACKS = ("inverting_gradients", "idlg", "dlg")
 
 
 @dataclass(frozen=True)
+class AccountingConfig:
+    """How each setting's claim is composed over the rounds run: the delta at which the composed epsilon is
+    stated, and the accountant (``auditkit.accounting.composition.BACKENDS``)."""
+
+    composition_delta: float = 1e-5
+    backend: str = "opacus-prv"
+
+
+@dataclass(frozen=True)
 class InversionConfig:
     """Gradient inversion of the ``server`` view at one checkpoint round, beside the clean update.
 
@@ -184,10 +200,12 @@ class AuditConfig:
     seed: int = 0
     device: str = "auto"
     title: str | None = None
+    plugins: tuple[str, ...] = ()
     data: DataConfig = field(default_factory=DataConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     groups: GroupsConfig = field(default_factory=GroupsConfig)
     mechanisms: tuple[MechanismConfig, ...] = (MechanismConfig(),)
+    accounting: AccountingConfig = field(default_factory=AccountingConfig)
     inversion: InversionConfig = field(default_factory=InversionConfig)
     distinguish: DistinguishConfig = field(default_factory=DistinguishConfig)
 
@@ -216,6 +234,7 @@ class AuditConfig:
         out.pop("mechanisms")
         out["mechanisms"] = [_mechanism_table(m) for m in self.mechanisms]
         out["training"]["checkpoints"] = list(out["training"]["checkpoints"])
+        out["plugins"] = list(self.plugins)
         if self.groups.enabled:
             out["groups"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["groups"].items() if v is not None}
         else:
@@ -236,16 +255,26 @@ def _mechanism_table(m: MechanismConfig) -> dict[str, Any]:
 # ---------------------------------------------------------------- loading
 
 
-def load_config(path: str | Path) -> AuditConfig:
-    """Read and validate a TOML config file."""
+def read_config(path: str | Path) -> dict[str, Any]:
+    """The raw tables of a TOML config file; its ``plugins`` given as ``.py`` paths are made relative to the file's
+    folder (a config and the plugin beside it move together)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
     try:
         raw = tomllib.loads(path.read_text(encoding="utf-8"))
-    except tomllib.TOMLDecodeError as err:
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as err:
         raise ConfigError(f"config file {str(path)!r} is not valid TOML: {err}") from None
-    return from_dict(raw)
+    plugins = raw.get("plugins")
+    if isinstance(plugins, list):
+        raw["plugins"] = [str(path.parent / p) if isinstance(p, str) and p.endswith(".py") and not Path(p).is_absolute()
+                          else p for p in plugins]
+    return raw
+
+
+def load_config(path: str | Path) -> AuditConfig:
+    """Read and validate a TOML config file."""
+    return from_dict(read_config(path))
 
 
 def preset_dict(name: str, *, mechanisms: bool = True) -> dict[str, Any]:
@@ -266,9 +295,10 @@ def load_preset(name: str) -> AuditConfig:
 
 def from_dict(raw: dict[str, Any]) -> AuditConfig:
     """Validate raw config tables (as read from TOML) into an `AuditConfig`."""
-    top_allowed = {"seed", "device", "title", "data", "training", "groups", "mechanism", "mechanisms", "inversion",
-                   "distinguish"}
+    top_allowed = {"seed", "device", "title", "plugins", "data", "training", "groups", "mechanism", "mechanisms",
+                   "accounting", "inversion", "distinguish"}
     _reject_unknown(raw, top_allowed, "")
+    plugins = _plugins(raw.get("plugins", []))
     seed = _integer(raw.get("seed", 0), "seed", minimum=0)
     device = _device(raw.get("device", "auto"))
     title = raw.get("title")
@@ -277,13 +307,25 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     data = _section(raw.get("data", {}), DataConfig, "data")
     training = _section(raw.get("training", {}), TrainingConfig, "training")
     config = AuditConfig(
-        seed=seed, device=device, title=title, data=data, training=training,
+        seed=seed, device=device, title=title, plugins=plugins, data=data, training=training,
         groups=_section(raw.get("groups", {}), GroupsConfig, "groups"), mechanisms=_mechanisms(raw),
+        accounting=_section(raw.get("accounting", {}), AccountingConfig, "accounting"),
         inversion=_section(raw.get("inversion", {}), InversionConfig, "inversion"),
         distinguish=_section(raw.get("distinguish", {}), DistinguishConfig, "distinguish"),
     )
     _check_values(config)
     return _resolve_preferred_dataset(config)
+
+
+def _plugins(value: Any) -> tuple[str, ...]:
+    """The ``plugins`` list, each module loaded (``mechanisms.load_plugins``) so its mechanisms can be named."""
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError(f"plugins must be a list of module names such as ['my_pkg.my_mech'], got {value!r}")
+    try:
+        mechanisms.load_plugins(value)
+    except mechanisms.PluginError as err:
+        raise ConfigError(str(err)) from None
+    return tuple(v.strip() for v in value)
 
 
 def _resolve_preferred_dataset(config: AuditConfig) -> AuditConfig:
@@ -396,8 +438,6 @@ def _device(value: Any) -> str:
 
 def _mechanism(table: Any, where: str) -> MechanismConfig:
     """One mechanism table: name, optional label and sweep; every grid point is created once to validate it."""
-    import mechanisms
-
     if not isinstance(table, dict):
         raise ConfigError(f"config key {where!r} must be a table")
     table = dict(table)
@@ -479,6 +519,10 @@ def _check_values(config: AuditConfig) -> None:
         _choice(d.prefer, DATASETS, "data.prefer")
     _check_groups(config)
     _check_audit_stages(config)
+    a = config.accounting
+    if not 0 <= a.composition_delta < 1:
+        raise ConfigError(f"accounting.composition_delta must be in [0, 1), got {a.composition_delta}")
+    _choice(a.backend, BACKENDS, "accounting.backend")
 
 
 def _check_groups(config: AuditConfig) -> None:

@@ -19,7 +19,6 @@ distortion of the server's view, the axis on which mechanisms of different kinds
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -37,13 +36,9 @@ from attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
 from auditkit.models import MODEL_NAMES, create_model
-from auditkit.pipeline import write_atomic
 from auditkit.stage_store import replace_atomically
 from mechanisms.randomness import derive_seed
 
-INVERSION_SCHEMA = "auditkit/inversion"
-CURVE_SCHEMA = "auditkit/defence-curve"
-SCHEMA_VERSION = 1
 SOURCES = ("patches", "digits")
 PATCH_CLASSES = 10  # the patches carry no class: image i is given class i mod 10 (the attack must recover it)
 
@@ -103,11 +98,11 @@ def server_view(
 
 
 def _attack(attack: str, model: nn.Module, observed: torch.Tensor, targets: Targets, label_given: bool,
-            settings: Mapping[str, Any], compat: str | None) -> dict[str, Any]:
+            settings: Mapping[str, Any], scoring: str) -> dict[str, Any]:
     result = attacks.invert(attack, model, observed, input_shape=targets.input_shape,
                             label=targets.labels if label_given else None, **settings)
     scores = metrics.score(result.images, targets.images, labels=result.labels, true_labels=targets.labels,
-                           compat=compat)
+                           scoring=scoring)
     return {
         "scores": scores,
         "labels": result.labels.tolist(),
@@ -130,41 +125,39 @@ def run_inversion(
     source: str = "patches",
     seed: int = 0,
     label_given: bool = False,
-    compat: str | None = None,
+    scoring: str = "standard",
     settings: Mapping[str, Any] | None = None,
     clean: bool = True,
 ) -> dict[str, Any]:
     """Attack N single-image clients' gradients, clean and as the server sees them after ``mechanism``.
 
-    Returns a JSON-friendly document (schema ``auditkit/inversion``) with both runs' scores (SSIM, MSE,
-    PSNR, label accuracy), the message sizes and every setting, plus ``"tensors"`` (ground truth and both
-    reconstructions, for figures; drop it before writing JSON). ``clean=False`` skips the clean attack
-    (``"clean": None``), for callers that run it once for many mechanisms on the same images and settings.
+    Returns a JSON-friendly run with both runs' scores (SSIM, MSE, PSNR, label accuracy), the message sizes and
+    every setting, plus ``"tensors"`` (ground truth and both reconstructions, for figures) and ``"mechanism"``,
+    the configured mechanism; ``attack_document`` turns it into a results document. The mechanism's private
+    randomness is keyed by ``seed``. ``clean=False`` skips the clean attack (``"clean": None``), for callers that
+    run it once for many mechanisms on the same images and settings.
     """
     if attack not in attacks.INVERSION_ATTACKS:
         raise ValueError(f"attack must be one of {', '.join(attacks.INVERSION_ATTACKS)}, got {attack!r}")
-    configured = mechanisms.create(mechanism, **dict(params or {}))
+    configured = mechanisms.create(mechanism, private_seed=derive_seed(seed, "inversion-private"), **dict(params or {}))
     targets = load_targets(source, images, seed=seed)
     settings = {"seed": seed, **dict(settings or {})}
     attacks.preset_settings(attack)  # validates the name before any work
     net = attacked_model(model, targets.input_shape, seed=seed)
     clean_gradients = attacks.per_image_gradients(net, targets.images, targets.labels)
     defended_gradients, bits = server_view(configured, clean_gradients, seed=seed)
-    reference = _attack(attack, net, clean_gradients, targets, label_given, settings, compat) if clean else None
-    defended = _attack(attack, net, defended_gradients, targets, label_given, settings, compat)
+    reference = _attack(attack, net, clean_gradients, targets, label_given, settings, scoring) if clean else None
+    defended = _attack(attack, net, defended_gradients, targets, label_given, settings, scoring)
     error = (defended_gradients - clean_gradients).float()
-    guarantee = configured.guarantee()
     return {
-        "schema": INVERSION_SCHEMA,
-        "schema_version": SCHEMA_VERSION,
         "attack": attack,
         "view": "server",
         "observation": "one image's gradient (one local step, batch 1), decoded by the server",
         "model": {"name": model, "num_params": int(clean_gradients.shape[1]), "init_seed": seed},
         "targets": {"source": source, "names": list(targets.names), "labels": targets.labels.tolist(),
                     "label_given": label_given},
-        "mechanism": {"name": mechanism, "params": dict(configured.params),
-                      "guarantee_summary": guarantee.summary(), "guarantee": guarantee.to_dict()},
+        "mechanism": configured,
+        "params_given": sorted(dict(params or {})),
         "settings": {**attacks.preset_settings(attack), **settings},
         "distortion": {"error_std": float(error.std()), "gradient_std": float(clean_gradients.float().std()),
                        "relative_error": float(error.norm() / clean_gradients.float().norm())},
@@ -313,94 +306,100 @@ def defence_curve(
     settings: Mapping[str, Any] | None = None,
     on_point: Callable[[str, Mapping[str, Any], dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """SSIM and MSE of ``attack`` against the server's view for every (mechanism, params) of ``curve``.
+    """``attack`` against the server's view for every (mechanism, params) of ``curve``: ``{"clean": the clean
+    run, "points": [one ``run_inversion`` run per point], "seconds"}``.
 
     Every point attacks the same images with the same settings and initialisation; the clean attack is
-    run once (with ``mechanism="none"``, whose server view is the clean gradient) and reported as the
-    reference. x-axis: the measured std of the server view's error per
-    coordinate (decoded - true gradient), beside each point's own parameters. ``label_given`` defaults to
-    JoPEQ's evaluation (the attacker is handed the true label).
+    run once (with ``mechanism="none"``, whose server view is the clean gradient) and is every point's reference.
+    Each run carries the measured std of the server view's error per coordinate (``distortion.error_std``), the
+    axis on which mechanisms of different kinds are compared. ``label_given`` defaults to JoPEQ's evaluation
+    (the attacker is handed the true label). ``on_point(name, params, run)`` is called after each point.
     """
     curve = DEFAULT_CURVE if curve is None else curve
     for name, points in curve.items():
         for params in points:
             mechanisms.create(name, **dict(params))  # every point validated before the first attack
     started = time.perf_counter()
-    reference = run_inversion(attack, model=model, images=images, source=source, seed=seed,
-                              label_given=label_given, settings=settings, clean=False)
-    clean = reference["defended"]["scores"]  # mechanism "none": the server sees the clean gradient
-    series: dict[str, list[dict[str, Any]]] = {}
+    clean = run_inversion(attack, model=model, images=images, source=source, seed=seed, label_given=label_given,
+                          settings=settings, clean=False)
+    runs = []
     for name, points in curve.items():
-        series[name] = []
         for params in points:
             run = run_inversion(attack, mechanism=name, params=params, model=model, images=images, source=source,
                                 seed=seed, label_given=label_given, settings=settings, clean=False)
-            point = {
-                "params": dict(params),
-                "guarantee_summary": run["mechanism"]["guarantee_summary"],
-                "error_std": run["distortion"]["error_std"],
-                "bits_per_coordinate": run["bits_per_coordinate"],
-                "ssim_mean": run["defended"]["scores"]["ssim_mean"],
-                "mse_mean": run["defended"]["scores"]["mse_mean"],
-                "psnr_mean": run["defended"]["scores"]["psnr_mean"],
-                "ssim": run["defended"]["scores"]["ssim"],
-            }
-            series[name].append(point)
+            runs.append(run)
             if on_point is not None:
-                on_point(name, params, point)
+                on_point(name, params, run)
+    return {"clean": clean, "points": runs, "seconds": time.perf_counter() - started}
+
+
+# ------------------------------------------------------------------ results documents
+
+_SCORES = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr", "label_accuracy")
+
+
+def _scores(run: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if run is None else {k: run["scores"][k] for k in _SCORES}
+
+
+def inversion_section(run: Mapping[str, Any], *, clean: Mapping[str, Any] | None, figure: str | None) -> dict[str, Any]:
+    """A results setting's ``inversion`` section for a ``run_inversion`` run (single-image gradients: no FL
+    round, no clients); ``clean`` is the clean attack's run (scores under "defended" for a clean reference run)."""
     return {
-        "schema": CURVE_SCHEMA,
-        "schema_version": SCHEMA_VERSION,
-        "attack": attack,
-        "view": "server",
-        "model": reference["model"],
-        "targets": reference["targets"],
-        "settings": reference["settings"],
-        "ssim_variant": clean["ssim_variant"],
-        "clean": {"ssim_mean": clean["ssim_mean"], "mse_mean": clean["mse_mean"], "ssim": clean["ssim"],
-                  "gradient_std": reference["distortion"]["gradient_std"]},
-        "series": series,
-        "seconds": time.perf_counter() - started,
+        "attack": run["attack"], "view": run["view"], "round": None, "observation": run["observation"],
+        "clients": None, "model": run["model"]["name"], "ssim_variant": run["defended"]["scores"]["ssim_variant"],
+        "clean": _scores(clean), "defended": _scores(run["defended"]), "figure": figure,
+        "images": len(run["targets"]["names"]), "source": run["targets"]["source"],
+        "label_given": run["targets"]["label_given"], "error_std": run["distortion"]["error_std"],
+        "bits_per_coordinate": run["bits_per_coordinate"],
     }
 
 
-# ------------------------------------------------------------------ writing results
+def _provenance(run: Mapping[str, Any], settings: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    from auditkit import results
+
+    return results.provenance(seed=seed, device=str(run["settings"].get("device") or "cpu"), settings=settings,
+                              model={"name": run["model"]["name"], "num_params": run["model"]["num_params"]})
 
 
-def write_inversion(document: dict[str, Any], out: str | Path) -> list[Path]:
-    """``inversion.json`` (the document without its tensors) and ``inversion.png`` (rows: ground truth, clean
-    reconstruction, defended reconstruction, each captioned with its SSIM) into ``out``."""
+def write_inversion(run: dict[str, Any], out: str | Path, *, config: dict[str, Any],
+                    title: str) -> tuple[dict[str, Any], list[Path]]:
+    """``figures/inversion.png`` (rows: ground truth, clean reconstruction, defended reconstruction, each with its
+    SSIM) and ``results.json`` (command ``attack``, one setting) into ``out``; returns the document and the paths."""
+    from auditkit import results
     from reports.figures import image_grid
 
     out = Path(out)
-    tensors = document["tensors"]
+    mechanism = run["mechanism"]
+    tensors = run["tensors"]
     rows = {name: tensors[key].numpy() for name, key in
-            (("ground truth", "truth"), ("clean", "clean"), (document["mechanism"]["name"], "defended"))}
-    captions = {"clean": [f"SSIM {v:.2f}" for v in document["clean"]["scores"]["ssim"]],
-                document["mechanism"]["name"]: [f"SSIM {v:.2f}" for v in document["defended"]["scores"]["ssim"]]}
-    title = (f"{document['attack']} on {document['model']['name']}, server view after "
-             f"{document['mechanism']['name']} ({document['mechanism']['guarantee_summary']})")
-    png = replace_atomically(out / "inversion.png", lambda p: image_grid(rows, p, captions=captions, title=title))
-    body = {k: v for k, v in document.items() if k != "tensors"}
-    json_path = out / "inversion.json"
-    write_atomic(json_path, json.dumps(body, indent=2, allow_nan=True) + "\n")
-    return [json_path, png]
+            (("ground truth", "truth"), ("clean", "clean"), (mechanism.name, "defended"))}
+    captions = {"clean": [f"SSIM {v:.2f}" for v in run["clean"]["scores"]["ssim"]],
+                mechanism.name: [f"SSIM {v:.2f}" for v in run["defended"]["scores"]["ssim"]]}
+    title_line = (f"{run['attack']} on {run['model']['name']}, server view after {mechanism.name} "
+                  f"({mechanism.guarantee().summary()})")
+    figure = "figures/inversion.png"
+    png = replace_atomically(out / figure, lambda p: image_grid(rows, p, captions=captions, title=title_line))
+    entry = results.setting("s00", mechanism.name, mechanism,
+                            inversion=inversion_section(run, clean=run["clean"], figure=figure))
+    doc = results.document("attack", title, config, _provenance(run, [entry], config["seed"]), [entry])
+    return doc, [results.write_results(doc, out), png]
 
 
-def write_curve(document: dict[str, Any], out: str | Path) -> list[Path]:
-    """``curve.json`` and ``curve.png`` (SSIM and MSE against the server view's error std) into ``out``."""
-    from reports.figures import defence_curves
+def write_curve(curve: dict[str, Any], out: str | Path, *, config: dict[str, Any],
+                title: str) -> tuple[dict[str, Any], list[Path]]:
+    """``results.json`` (command ``attack``, one setting per point of the curve, each beside the same clean
+    attack) into ``out``; the report draws SSIM against the error's std from it. Returns the document and paths."""
+    from auditkit import results
 
-    out = Path(out)
-    paths = []
-    for metric, label in (("ssim_mean", f"mean SSIM ({document['ssim_variant'].split('(')[0]})"),
-                          ("mse_mean", "mean MSE per pixel-channel on [0, 1]")):
-        series = {name: [(p["error_std"], p[metric]) for p in points] for name, points in document["series"].items()}
-        png = out / f"curve_{metric.split('_')[0]}.png"
-        paths.append(replace_atomically(png, lambda p, s=series, m=metric, y=label: defence_curves(
-            s, p, xlabel="std of the server view's error per coordinate", ylabel=y, log_x=True,
-            title=f"{document['attack']} vs noise ({len(document['targets']['names'])} images, "
-                  f"{document['model']['name']})", reference=document["clean"][m], reference_label="clean attack")))
-    json_path = out / "curve.json"
-    write_atomic(json_path, json.dumps(document, indent=2, allow_nan=True) + "\n")
-    return [json_path, *paths]
+    clean = curve["clean"]["defended"]  # mechanism "none": the server sees the clean gradient
+    entries = []
+    for i, run in enumerate(curve["points"]):
+        mechanism = run["mechanism"]
+        label = f"{mechanism.name} " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                                 for k, v in mechanism.params.items() if k in run["params_given"])
+        entries.append(results.setting(f"s{i:02d}", label.strip(), mechanism,
+                                       inversion=inversion_section(run, clean={"scores": clean["scores"]},
+                                                                   figure=None)))
+    doc = results.document("attack", title, config, _provenance(curve["clean"], entries, config["seed"]), entries)
+    return doc, [results.write_results(doc, out)]

@@ -1,13 +1,10 @@
-"""From a validated config to results: data, model, mechanism, FL training, results document.
+"""From a validated config to results: data, model, mechanism, FL training, the results document of a run.
 
 `run_training` is what ``auditkit train`` does; the audit pipeline (``auditkit.audit``) runs it
 once per mechanism setting and adds the accounting, attack and reporting stages.
 """
 from __future__ import annotations
 
-import dataclasses
-import json
-import platform
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,7 +15,7 @@ import numpy as np
 import torch
 
 import mechanisms
-from auditkit import __version__
+from auditkit import results
 from auditkit.config import AuditConfig, ConfigError
 from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import RoundProtocol, UplinkProtocol
@@ -27,16 +24,11 @@ from auditkit.models import create_model
 from auditkit.stage_store import replace_atomically
 from mechanisms.randomness import derive_seed
 
-RESULTS_SCHEMA = "auditkit/results"
-RESULTS_SCHEMA_VERSION = 1
-FLOAT32_BITS = 32
-# delta at which the claim composed over the run's rounds is stated in results.json
-ACCOUNTING_DELTA = 1e-5
 
 
 @dataclass
 class TrainingRun:
-    """A finished FL run and the objects that produced it."""
+    """A finished FL run and the objects that produced it (``protocol``: the round protocol's name)."""
 
     config: AuditConfig
     result: SimulationResult
@@ -44,6 +36,7 @@ class TrainingRun:
     device: torch.device
     seconds: float
     data_summary: dict[str, Any]
+    protocol: str
 
 
 def resolve_device(name: str) -> torch.device:
@@ -144,9 +137,8 @@ class Experiment:
         """Run FedAvg with the configured mechanism between clients and server."""
         start = time.perf_counter()
         result = self.simulation.run(on_round)
-        return TrainingRun(
-            self.config, result, self.mechanism, self.device, time.perf_counter() - start, self.data_summary
-        )
+        return TrainingRun(self.config, result, self.mechanism, self.device, time.perf_counter() - start,
+                           self.data_summary, self.simulation.protocol.name)
 
 
 def run_training(
@@ -156,65 +148,34 @@ def run_training(
     return Experiment(config).train(on_round)
 
 
-def results_document(run: TrainingRun, command: str) -> dict[str, Any]:
-    """The JSON results document (schema ``auditkit/results`` v1) that reports are rendered from."""
-    rounds = [dataclasses.asdict(r) for r in run.result.rounds]
-    last = run.result.rounds[-1]
-    sent = [r for r in run.result.rounds if r.bits]
-    bits_per_coordinate = float(np.mean([r.bits_per_coordinate for r in sent])) if sent else 0.0
-    guarantee = run.mechanism.guarantee()
+def data_provenance(run: TrainingRun) -> dict[str, Any]:
+    """The provenance's data, model and training blocks of a finished run."""
+    t = run.config.training
+    sampling = (f"each of the tau = {t.tau} local steps draws {t.batch_size} sample(s) uniformly with "
+                f"replacement from the client's data; participation: {t.participation}")
     return {
-        "schema": RESULTS_SCHEMA,
-        "schema_version": RESULTS_SCHEMA_VERSION,
-        "command": command,
-        "auditkit_version": __version__,
-        "config": run.config.to_dict(),
-        "environment": {
-            "device": str(run.device), "torch": torch.__version__,
-            "python": platform.python_version(), "platform": platform.platform(terse=True),
-        },
         "data": run.data_summary,
-        "model": {"name": run.config.training.model, "num_params": run.result.num_params},
-        "mechanism": {
-            "name": run.mechanism.name,
-            "params": dict(run.mechanism.params),
-            "guarantee": guarantee.to_dict(),
-            "guarantee_summary": guarantee.summary(),
-        },
-        "accounting": account_rounds(run.mechanism, last.round),
-        "rounds": rounds,
-        "final": {
-            "round": last.round,
-            "test_accuracy": last.test_accuracy,
-            "test_loss": last.test_loss,
-            "best_test_accuracy": max(r.test_accuracy for r in run.result.rounds),
-            "bits_per_coordinate": bits_per_coordinate,
-            "float32_bits_per_coordinate": FLOAT32_BITS,
-            "compression_vs_float32": FLOAT32_BITS / bits_per_coordinate if bits_per_coordinate else None,
-            "uplink_bits_total": int(sum(sum(r.bits) for r in run.result.rounds)),
-            "uploads_per_round": float(np.mean([r.stats.get("uploads", 1.0) for r in sent])) if sent else 0.0,
-        },
-        "observations": [
-            {"round": o.round, "clients": o.clients, "views": sorted(o.views) + ["public"]}
-            for o in run.result.observations
-        ],
-        "timing": {"training_seconds": run.seconds},
+        "model": {"name": t.model, "num_params": run.result.num_params},
+        "training": {"clients": t.clients, "rounds": t.rounds, "tau": t.tau, "batch_size": t.batch_size,
+                     "lr": t.lr, "participation": t.participation, "sampling": sampling},
     }
 
 
-def account_rounds(mechanism: mechanisms.Mechanism, rounds: int) -> dict[str, Any]:
-    """The client-level claim composed over the rounds run (every round counted, no amplification by
-    client sampling), or the refusal; beside it the realised noise's epsilon when the claim is exceeded."""
-    import warnings
+def account_run(run: TrainingRun) -> dict[str, Any]:
+    """The accounting section of a finished run: the client-level claim composed over the rounds run (every
+    round counted, no amplification by client sampling) at the config's composition delta and backend."""
+    a = run.config.accounting
+    rounds = run.result.rounds[-1].round
+    return results.accounting_entry(run.mechanism, rounds, composition_delta=a.composition_delta, backend=a.backend)
 
-    from auditkit.accounting import account
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the accountants' numerical warnings are not the user's concern
-        report = account(mechanism, rounds=rounds, delta=ACCOUNTING_DELTA)
-    document = report.to_dict()
-    del document["mechanism"], document["per_round"]  # already under "mechanism"
-    return {"rounds": rounds, "delta": ACCOUNTING_DELTA, **document}
+def results_document(run: TrainingRun, title: str) -> dict[str, Any]:
+    """What ``auditkit train`` writes: one setting with its training and accounting sections (schema v3)."""
+    entry = results.setting("s00", run.config.mechanism.display, run.mechanism,
+                            training=results.training_entry(run.result, run.protocol), accounting=account_run(run))
+    provenance = results.provenance(seed=run.config.seed, device=str(run.device), settings=[entry],
+                                    **data_provenance(run))
+    return results.document("train", title, run.config.to_dict(), provenance, [entry])
 
 
 def prepare_output(out: str | Path) -> Path:
@@ -228,9 +189,3 @@ def prepare_output(out: str | Path) -> Path:
 def write_atomic(path: Path, text: str) -> None:
     """Write a file so that readers see either the old or the complete new content."""
     replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-
-
-def write_results(document: dict[str, Any], out: Path) -> Path:
-    path = out / "results.json"
-    write_atomic(path, json.dumps(document, indent=2, allow_nan=True) + "\n")
-    return path

@@ -9,7 +9,7 @@
 2. Tightness: ``laplace`` with eps = 1 (shift 1) from 10^6 trials; the Gaussian mechanism with shift 1 at
    sigma = 1 (analytic eps 4.38 at delta = 1e-5) and sigma = 2 (1.99) from 10^6 trials per side (auditing.md
    quotes ~3.35 and ~1.6 for an optimal threshold test on all 10^6; half of them are held out here).
-3. ``audit_mechanism`` on every registered mechanism at ``attacks.audit_settings.REFERENCE_PARAMS`` (else its
+3. ``audit_mechanism`` on every registered mechanism at its ``reference_params`` (else its
    defaults) with ``--trials`` per pair, Bonferroni over every test in the table at 95% family-wise, with the
    claimed eps, the true eps where the mechanism computes it, the certified lower bound, the cap, the worst
    pair, the winning statistic and the verdict.
@@ -26,12 +26,12 @@ import torch
 
 import mechanisms
 from attacks import audit_mechanism, audit_setting, bulk_sampler, distinguish
-from attacks.audit_settings import REFERENCE_PARAMS
+from attacks.audit_settings import setting_pairs
 from attacks.bulk_sampling import BulkSampler
 
 
 def _create(name: str, **overrides: float) -> mechanisms.Mechanism:
-    return mechanisms.create(name, private_seed=2024, **{**REFERENCE_PARAMS.get(name, {}), **overrides})
+    return mechanisms.create(name, private_seed=2024, **{**mechanisms.mechanism_class(name).reference_params, **overrides})
 
 
 def throughput(trials: int) -> None:
@@ -39,7 +39,7 @@ def throughput(trials: int) -> None:
     print(f"{'mechanism':<22} {'d':>2} {'path':<21} {'sampling /s':>12} {'distinguish /s':>15} {'loop /s':>9} ratios")
     cases = [("laplace", _create("laplace"), torch.tensor([-0.5]), torch.tensor([0.5]))]
     for label, name in (("cepam-gaussian n=3", "cepam-gaussian"), ("jopeq-laplace", "jopeq-laplace")):
-        axis = audit_setting(_create(name)).pairs()[0]
+        axis = setting_pairs(audit_setting(_create(name)))[0]
         cases.append((label, _create(name), axis.x0, axis.x1))
     for label, m, x0, x1 in cases:
         start = time.perf_counter()
@@ -73,15 +73,16 @@ def tightness() -> None:
 
 def _true_epsilon(m: mechanisms.Mechanism) -> str:
     for owner in (m, getattr(m, "noise", None)):
-        if owner is not None and hasattr(owner, "true_epsilon"):
-            return f"{owner.true_epsilon():.3f}"
+        actual = None if owner is None else mechanisms.capability(owner, "true_epsilon")
+        if actual is not None:
+            return f"{actual:.3f}"
     return "-"
 
 
 def table(trials: int) -> None:
     names = mechanisms.names()
     settings = {name: audit_setting(_create(name)) for name in names}
-    tests = sum(len(s.pairs()) for s in settings.values())
+    tests = sum(len(setting_pairs(s)) for s in settings.values())
     print(f"\n3. every registered mechanism: {trials} trials per pair, Bonferroni over {tests} tests (95% family-wise)")
     print(
         f"{'mechanism':<15} {'setting':<36} {'claim eps':>9} {'delta':>7} {'true eps':>8} {'certified':>9} "
@@ -91,7 +92,7 @@ def table(trials: int) -> None:
         m = _create(name)
         start = time.perf_counter()
         audit = audit_mechanism(m, trials=trials, tests=tests, seed=7)
-        params = ", ".join(f"{k}={v:g}" for k, v in REFERENCE_PARAMS.get(name, {}).items()) or "defaults"
+        params = ", ".join(f"{k}={v:g}" for k, v in mechanisms.mechanism_class(name).reference_params.items()) or "defaults"
         claim = "-" if audit.claimed_epsilon is None else f"{audit.claimed_epsilon:.3f}"
         w = audit.worst
         print(

@@ -2,7 +2,7 @@
 
 For b in {4, 5, 6} and eps1 in {0.1, 0.5, 1.0, 1.5}: the expected squared error per coordinate for a ~ U[-10, 10]
 of ``dpsq`` (closed form Delta^2 (e^eps1 + 7) / (12 (e^eps1 + 1)), the Monte-Carlo mean of the real mechanism
-on ``--coordinates`` uniform coordinates with clip = 10 and clip_norm = "none", the paper's table and the
+on ``--coordinates`` uniform coordinates with bound = 10 and clip_norm = "none", the paper's table and the
 relative error of each against it), and of ``laplace-sq`` with rho = 2C = 20 (the paper's choice, DP on the whole
 range) and rho = Delta (the cell-local notion): closed form Delta^2 / 6 + 2 rho^2 / eps1^2 and Monte-Carlo. Each
 Monte-Carlo value sends the real bytes (encode, serialise, parse, decode). Then the cluster-size program (27)
@@ -34,7 +34,7 @@ PAPER_DIMENSION = 159_010
 
 
 def _measured(name: str, x: torch.Tensor, seed: int, **params: object) -> float:
-    m = mechanisms.create(name, clip=C, clip_norm="none", private_seed=seed, **params)
+    m = mechanisms.create(name, bound=C, clip_norm="none", private_seed=seed, **params)
     message = m.encode(x, seed)
     decoded = m.decode(type(message).from_bytes(message.to_bytes()), seed).double()
     return ((decoded - x) ** 2).mean().item()
@@ -66,7 +66,7 @@ def main() -> None:
             )
     groups, total, bandwidth = PAPER_GROUPS, 10, 30
     kappa = [8 * C**2 / (2**b - 1) ** 2 + s**2 for b, s in zip(groups.bits, groups.link_sigma)]
-    sizes = cluster_sizes(groups, total=total, bandwidth=bandwidth, clip=C)
+    sizes = cluster_sizes(groups, total=total, bandwidth=bandwidth, bound=C)
     print(
         f"\ncluster sizes (program 27): g={groups.sizes} b={groups.bits} sigma={groups.link_sigma} N={total} "
         f"B={bandwidth} C={C:g}: kappa={tuple(round(k, 4) for k in kappa)} -> c={sizes} "
@@ -74,7 +74,7 @@ def main() -> None:
     )
     ids = [m for m, c in enumerate(sizes) for _ in range(c)]
     for mode in ("mean", "central-cell", "bound"):
-        w = fusion_weights(mode, groups, ids, dimension=PAPER_DIMENSION, clip=C)
+        w = fusion_weights(mode, groups, ids, dimension=PAPER_DIMENSION, bound=C)
         per_group = [round(w[[u for u, m in enumerate(ids) if m == g]].sum().item(), 4) for g in range(len(sizes))]
         print(f"fusion weights ({mode:>12}): per device {[round(v, 4) for v in w.tolist()]}, per group {per_group}")
 

@@ -1,6 +1,6 @@
 """Benchmark: soundness of the audit -- no correct mechanism is called "violated" over many seeds.
 
-``audit_mechanism`` is run on every registered mechanism at ``attacks.audit_settings.REFERENCE_PARAMS`` (else its
+``audit_mechanism`` is run on every registered mechanism at its ``reference_params`` (else its
 defaults) for seeds 0..``--seeds``-1, ``--trials`` per pair, each audit at 95% family-wise over its own pairs
 (Bonferroni, as ``audit_mechanism`` does; ``--family sweep`` spreads the 5% over every test of the sweep,
 every row's included, instead). Seed s keys both the shared randomness of the audit (``audit_mechanism(...,
@@ -42,7 +42,7 @@ import torch
 
 import mechanisms
 from attacks import audit_mechanism, audit_setting
-from attacks.audit_settings import REFERENCE_PARAMS
+from attacks.audit_settings import setting_pairs
 from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED
 from mechanisms.guarantee import CLAIM_EXCEEDED
 
@@ -51,7 +51,7 @@ _VACUOUS_FLAGS = {"no-privacy", "vacuous"}
 
 def _create(name: str, seed: int) -> mechanisms.Mechanism:
     return mechanisms.create(
-        name, private_seed=mechanisms.derive_seed("soundness", seed), **REFERENCE_PARAMS.get(name, {})
+        name, private_seed=mechanisms.derive_seed("soundness", seed), **mechanisms.mechanism_class(name).reference_params
     )
 
 
@@ -72,7 +72,7 @@ def classify(exceeded: list[str]) -> dict[str, str]:
 def sweep(trials: int, seeds: int, family: str, exceeded: list[str]) -> None:
     kinds = classify(exceeded)
     names = [n for n in mechanisms.names() if kinds[n] != "skipped"]
-    pairs = {n: len(audit_setting(_create(n, 0)).pairs()) for n in names}
+    pairs = {n: len(setting_pairs(audit_setting(_create(n, 0)))) for n in names}
     sweep_tests = seeds * sum(pairs.values())
     print(
         f"soundness: {seeds} seeds x {len(names)} mechanisms, {trials} trials per pair; 95% family-wise "

@@ -5,7 +5,8 @@ A mechanism module decorates its class with ``@register``. The built-in modules 
 outside the package is a *plugin*: a module that registers its classes when imported, loaded by
 
 * ``load_plugins(["my_pkg.my_mech"])`` (what ``plugins = [...]`` in a config and ``--plugin`` on the command
-  line do), or
+  line do): a dotted module name, importable from ``sys.path`` or the current folder, or the path of a ``.py``
+  file (imported as a module named after the file), or
 * the entry-point group ``auditkit.mechanisms`` of an installed package (``[project.entry-points.
   "auditkit.mechanisms"] my_mech = "my_pkg.my_mech"``), loaded the first time the registry is read.
 
@@ -17,8 +18,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata
+import importlib.util
+import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, TypeVar
 
 import torch
@@ -89,7 +93,12 @@ def register(cls: M) -> M:
             f"mechanism {name!r} is already registered by {taken.__module__}.{taken.__qualname__} "
             f"({origin(name)}); choose another name"
         )
+    names_seen: set[str] = set()
     for p in cls.params_spec:  # a default that fails its own constraint is a bug in the mechanism
+        if not (p.name.isidentifier() and p.name != "private_seed" and p.name not in names_seen):
+            raise ValueError(f"mechanism {name!r}: parameter name {p.name!r} must be a Python identifier, unique, "
+                             "and not private_seed")
+        names_seen.add(p.name)
         try:
             p.validate(p.default)
         except ValueError as err:
@@ -109,18 +118,33 @@ def load_plugins(modules: list[str] | tuple[str, ...]) -> list[str]:
     added: list[str] = []
     for module in modules:
         if not isinstance(module, str) or not module.strip():
-            raise PluginError(f"plugin must be a module name such as 'my_pkg.my_mech', got {module!r}")
-        added += _import_plugin(module.strip(), module.strip())
+            raise PluginError(f"plugin must be a module name such as 'my_pkg.my_mech' or a .py file, got {module!r}")
+        module = module.strip()
+        if module.endswith(".py"):
+            path = Path(module)
+            if not path.is_file():
+                raise PluginError(f"plugin {module!r} failed to load: no such file")
+            added += _import_plugin(module, path.stem, path=path)
+        else:
+            added += _import_plugin(module, module)
     return added
 
 
-def _import_plugin(label: str, module: str, attribute: str | None = None) -> list[str]:
+def _import_plugin(label: str, module: str, attribute: str | None = None, path: Path | None = None) -> list[str]:
     if module in sys.modules and attribute is None:
         return [n for n, o in _ORIGIN.items() if o == label]
+    if os.getcwd() not in sys.path and "" not in sys.path:
+        sys.path.append(os.getcwd())  # as `python -m` would: a plugin module in the current folder imports
     before = set(_REGISTRY)
     _loading.append(label)
     try:
-        loaded = importlib.import_module(module)
+        if path is not None:
+            spec = importlib.util.spec_from_file_location(module, path)
+            loaded = importlib.util.module_from_spec(spec)
+            sys.modules[module] = loaded
+            spec.loader.exec_module(loaded)
+        else:
+            loaded = importlib.import_module(module)
         if attribute is not None:
             getattr(loaded, attribute)
     except Exception as err:  # noqa: BLE001 -- any failure of foreign code is reported as the plugin's

@@ -1,7 +1,7 @@
 """What a report says, as plain-text strings: the one view of a results document both renderers lay out.
 
-Every string here is unescaped text (labels and parameters are user-supplied); the markdown renderer escapes
-it for markdown, the HTML template autoescapes it.
+Every string here is unescaped text (labels, parameters and plugin names are user-supplied); the markdown
+renderer escapes it for markdown, the HTML template autoescapes it.
 """
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ FIGURE_CAPTIONS = {
     "accuracy_vs_round": "Test accuracy (%) by round, one line per setting.",
     "ssim_vs_epsilon": "Inversion SSIM on the server's view (defended, solid; clean attack, dashed) against the "
                        "one-round claimed epsilon; settings without a finite claim or without inversion are left out.",
+    "ssim_vs_error_std": "Inversion SSIM against the standard deviation of the error in the server's view, one line "
+                         "per mechanism; dashed: the clean attack.",
     "lower_bound_vs_epsilon": "Certified epsilon lower bound against the claimed epsilon, marked by verdict; "
                               "points above the line y = x violate the claim; dotted: the most a test with these "
                               "trials could certify (the cap).",
@@ -26,9 +28,19 @@ SUMMARY_COLUMNS = (
     "inversion MSE (pixels in [0, 1]) clean → defended", "inversion PSNR clean → defended",
 )
 ADAPTIVE_COLUMNS = ("setting", "test", "claim", "certified ε lower bound", "verdict", "note")
+ESTIMATE_COLUMNS = ("pair", "statistic", "certified ε lower bound", "cap", "p-value", "sampling")
 VERDICT_CLASSES = {"consistent": "consistent", "violated": "violated", "vacuous claim": "vacuous",
                    "inconclusive": "inconclusive", "claim holds only cell-locally": "violated"}
 NOT_RUN = "not run"
+# each capability a mechanism may declare: its name in a report, and what its generic default means
+CAPABILITIES = {
+    "tiling": ("tiling", "outputs drawn one call at a time"),
+    "audit_setting": ("audit setting", "the generic 2-D pairs"),
+    "output_log_density": ("output density", "no likelihood-ratio statistic"),
+    "dp_event": ("dp_event", "the claim composed as a generic event"),
+    "true_epsilon": ("true epsilon", "the realised noise's epsilon not computed"),
+}
+GENERIC = "generic default"
 
 
 def number(value: float | None, spec: str = ".3g", unit: str = "") -> str:
@@ -40,9 +52,9 @@ def number(value: float | None, spec: str = ".3g", unit: str = "") -> str:
     return f"{value:{spec}}{unit}"
 
 
-def percent(fraction: float) -> str:
+def percent(fraction: float | None) -> str:
     """A fraction in [0, 1] as a percentage with its unit."""
-    return number(100 * fraction, ".2f", " %")
+    return number(None if fraction is None else 100 * fraction, ".2f", " %")
 
 
 def epsilon(value: float | None) -> str:
@@ -55,14 +67,34 @@ def claim(epsilon_value: float | None, delta: float) -> str:
     return "no claim" if epsilon_value is None else f"{epsilon(epsilon_value)}, δ = {number(delta)}"
 
 
-def _params(params: dict[str, Any]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in params.items()) or "no parameters"
+def p_value(value: float | None) -> str:
+    """``p = 0.0031`` (or "" without a p-value)."""
+    return "" if value is None else f"p = {number(value, '.2g')}"
 
 
-def _before_after(scores: dict[str, Any] | None, key: str, spec: str, unit: str = "") -> str:
-    if scores is None:
+def _params(params: dict[str, Any], clip_norm: str | None = None) -> str:
+    """``sigma=0.8, clip=1.0 (l2)``: the clip with the norm it is measured in."""
+    items = [f"{key}={value}" + (f" ({clip_norm})" if key == "clip" and clip_norm else "")
+             for key, value in params.items()]
+    if clip_norm and "clip" not in params:
+        items.append(f"clip norm {clip_norm}")
+    return ", ".join(items) or "no parameters"
+
+
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}{'s' if count != 1 else ''}"
+
+
+def _before_after(inversion: dict[str, Any] | None, key: str, spec: str, unit: str = "") -> str:
+    if inversion is None:
         return NOT_RUN
-    return f"{number(scores['clean'][key], spec, unit)} → {number(scores['defended'][key], spec, unit)}"
+    clean = "no clean run" if inversion["clean"] is None else number(inversion["clean"][key], spec, unit)
+    return f"{clean} → {number(inversion['defended'][key], spec, unit)}"
+
+
+def _origin(mechanism: dict[str, Any]) -> str:
+    """"" for a built-in mechanism, else the plugin that registered it."""
+    return "" if mechanism["origin"] == "built-in" else mechanism["origin"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +104,7 @@ class SummaryRow:
     label: str
     mechanism: str
     params: str
+    origin: str
     accuracy: str
     bits: str
     compression: str
@@ -80,6 +113,7 @@ class SummaryRow:
     composed: str
     lower_bound: str
     cap: str
+    p_value: str
     verdict: str
     verdict_class: str
     ssim: str
@@ -87,15 +121,24 @@ class SummaryRow:
     psnr: str
 
 
-def _composed(accounting: dict[str, Any], epsilon: float | None) -> str:
-    """The claim composed over the rounds run, the refusal, or "-" when there is no claim to compose."""
+def _composed(accounting: dict[str, Any] | None, epsilon: float | None) -> str:
+    """The claim composed over the rounds run, the refusal, or "-" when there is no claim to compose; then the
+    paper's own FL claim when there is one."""
+    if accounting is None:
+        return NOT_RUN
     composed, actual = accounting["composed"], accounting["composed_actual"]
-    if composed is None:
-        return f"refused: {accounting['refusal']}" if epsilon is not None and accounting["refusal"] else "-"
-    text = f"{claim(composed['epsilon'], composed['delta'])} over {accounting['rounds']} rounds ({composed['backend']})"
-    if actual is not None:
-        text += f"; realised noise: {claim(actual['epsilon'], actual['delta'])}"
-    return text
+    parts = []
+    if composed is not None:
+        parts.append(f"{claim(composed['epsilon'], composed['delta'])} over {composed['rounds']} rounds "
+                     f"({composed['backend']})")
+        if actual is not None:
+            parts.append(f"realised noise: {claim(actual['epsilon'], actual['delta'])}")
+    elif epsilon is not None and accounting["refusal"]:
+        parts.append(f"refused: {accounting['refusal']}")
+    paper = accounting.get("paper_claim")
+    if paper is not None:
+        parts.append(f"paper's FL claim: {claim(paper['epsilon'], paper['delta'])}")
+    return "; ".join(parts) or "-"
 
 
 def _bits(final: dict[str, Any]) -> str:
@@ -106,29 +149,53 @@ def _bits(final: dict[str, Any]) -> str:
 
 
 def summary_row(setting: dict[str, Any]) -> SummaryRow:
-    """The summary table's cells for one setting, each number with its unit."""
-    mechanism, final, test = setting["mechanism"], setting["training"]["final"], setting["distinguish"]
+    """The summary table's cells for one setting, each number with its unit; "not run" for a stage not run."""
+    mechanism, training, test = setting["mechanism"], setting["training"], setting["distinguish"]
     guarantee = mechanism["guarantee"]
-    ratio = final["compression_vs_float32"]
+    final = None if training is None else training["final"]
     return SummaryRow(
         label=setting["label"],
         mechanism=mechanism["name"],
-        params=_params(mechanism["params"]),
-        accuracy=percent(final["test_accuracy"]),
-        bits=_bits(final),
-        compression="-" if ratio is None else number(ratio, ".1f", "x"),
+        params=_params(mechanism["params"], mechanism["clip_norm"]),
+        origin=_origin(mechanism),
+        accuracy=NOT_RUN if final is None else percent(final["test_accuracy"]),
+        bits=NOT_RUN if final is None else _bits(final),
+        compression=NOT_RUN if final is None else
+        "-" if final["compression_vs_float32"] is None else number(final["compression_vs_float32"], ".1f", "x"),
         claim=claim(guarantee["epsilon"], guarantee["delta"]),
         flags=list(guarantee["flags"]),
         composed=_composed(setting["accounting"], guarantee["epsilon"]),
         lower_bound=NOT_RUN if test is None else
         f"≥ {number(test['epsilon_lower_bound'])} ({number(100 * test['confidence'], 'g', ' %')} conf.)",
         cap="" if test is None else f"cap {number(test['max_certifiable'])}",
+        p_value="" if test is None else p_value(test["p_value"]),
         verdict=NOT_RUN if test is None else test["verdict"],
         verdict_class="none" if test is None else VERDICT_CLASSES.get(test["verdict"], "other"),
         ssim=_before_after(setting["inversion"], "ssim_mean", ".3g"),
         mse=_before_after(setting["inversion"], "mse_mean", ".3g"),
         psnr=_before_after(setting["inversion"], "psnr_mean", ".1f", " dB"),
     )
+
+
+def notes(settings: list[dict[str, Any]]) -> list[str]:
+    """One note per setting whose distinguishing test ran on a generic default (the audit setting, or sampling
+    one call at a time), which weakens its verdict."""
+    found = []
+    for setting in settings:
+        if setting["distinguish"] is None:  # tiling and the audit setting matter to that test alone
+            continue
+        capabilities = setting["mechanism"]["capabilities"]
+        generic = []
+        if capabilities.get("audit_setting") == GENERIC:
+            generic.append("the audit setting (the pairs tried are the generic 2-D ones, not pairs the mechanism "
+                           "declares for its claim: they may miss its worst case, or not be neighbours in the "
+                           "claim's sense)")
+        if capabilities.get("tiling") == GENERIC:
+            generic.append("the sampling (outputs drawn one call at a time: the mechanism declares no tiling)")
+        if generic:
+            found.append(f"{setting['label']}: the distinguishing test ran on generic defaults for "
+                         f"{' and '.join(generic)}. This weakens the verdict \"{setting['distinguish']['verdict']}\".")
+    return found
 
 
 @dataclass(frozen=True)
@@ -171,17 +238,25 @@ class Reconstruction:
     caption: str
 
 
+def _where(inversion: dict[str, Any]) -> str:
+    """Which view was attacked: an FL round's, or ``auditkit attack``'s single-image gradients."""
+    if inversion["round"] is None:
+        return f"on the {inversion['view']}'s view of single-image gradients"
+    return f"on the {inversion['view']}'s view at round {inversion['round']}"
+
+
 def reconstructions(settings: list[dict[str, Any]]) -> list[Reconstruction]:
-    """One grid per setting that ran the inversion stage."""
-    return [
-        Reconstruction(
-            path=s["inversion"]["figure"],
-            caption=f"{s['label']}: {s['inversion']['attack']} on the {s['inversion']['view']}'s view at round "
-                    f"{s['inversion']['round']} (rows: ground truth, clean, defended"
-                    + "".join(f", {v['name']}" for v in s["inversion"].get("views", [])) + ").",
-        )
-        for s in settings if s["inversion"] is not None
-    ]
+    """One grid per setting whose inversion stage drew one."""
+    grids = []
+    for s in settings:
+        inversion = s["inversion"]
+        if inversion is None or inversion["figure"] is None:
+            continue
+        rows = ["ground truth", *(["clean"] if inversion["clean"] is not None else []), "defended",
+                *(view["name"] for view in inversion.get("views", []))]
+        grids.append(Reconstruction(path=inversion["figure"], caption=f"{s['label']}: {inversion['attack']} "
+                                    f"{_where(inversion)} (rows: {', '.join(rows)})."))
+    return grids
 
 
 @dataclass(frozen=True)
@@ -193,71 +268,242 @@ class Details:
     facts: list[tuple[str, str]]
     assumptions: list[str]
     caveats: list[str]
+    estimates: list[tuple[str, ...]]
+
+
+def capabilities(mechanism: dict[str, Any]) -> str:
+    """Which capabilities the mechanism declares, and which generic defaults stood in (and what each means)."""
+    named = {key: CAPABILITIES.get(key, (key.replace("_", " "), "")) for key in mechanism["capabilities"]}
+    by_value: dict[str, list[str]] = {}
+    for key, value in mechanism["capabilities"].items():
+        name, meaning = named[key]
+        by_value.setdefault(value, []).append(f"{name} ({meaning})" if value == GENERIC and meaning else name)
+    if set(by_value) == {"unknown"}:
+        return "unknown (these results were written before auditkit recorded them, as schema v2)"
+    parts = [f"{heading}: {', '.join(by_value[value])}" for value, heading in
+             (("declared", "declared by the mechanism"), (GENERIC, "generic defaults used"), ("unknown", "unknown"))
+             if value in by_value]
+    return "; ".join(parts)
+
+
+def _guarantee_text(guarantee: dict[str, Any]) -> str:
+    """A claim in one line: its summary, unit, scope, threat model, assumptions and caveats."""
+    text = (f"{guarantee['summary']} (unit: {guarantee['unit']}; scope: {guarantee['scope']}; "
+            f"threat model: {guarantee['threat_model']})")
+    for heading, items in (("assumes", guarantee["assumptions"]), ("caveats", guarantee["caveats"])):
+        if items:
+            text += f"; {heading}: {'; '.join(items)}"
+    return text
+
+
+def _accounting_facts(accounting: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if accounting is None:
+        return [("accounting", NOT_RUN)]
+    runs = "; ".join(f"{run['backend']}: {run['event']}" for run in
+                     (accounting["composed"], accounting["composed_actual"]) if run is not None)
+    how = runs or (f"refused: {accounting['refusal']}" if accounting["refusal"] else "-")
+    facts = [("accounting", f"backend asked for: {accounting['backend']}, {accounting['rounds']} rounds at "
+                            f"δ = {number(accounting['composition_delta'])}; {how}")]
+    if accounting.get("paper_claim") is not None:
+        facts.append(("paper's claim", _guarantee_text(accounting["paper_claim"])))
+    return facts
+
+
+def _distinguish_facts(test: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if test is None:
+        return [("distinguishing", NOT_RUN)]
+    if test["p_value"] is not None:
+        p = (f"{number(test['p_value'], '.2g')}, of \"the mechanism is ({number(test['claimed_epsilon'], '.4g')}, "
+             f"{number(test['delta'])})-DP as claimed\" on the worst pair ({test['worst_pair']})")
+    else:
+        p = "none (no claim to test)" if test["claimed_epsilon"] is None else "not computed"
+    return [
+        ("distinguishing", f"{test['trials']:,} trials per pair, {test['tests']} tests (Bonferroni), worst pair "
+                           f"{test['worst_pair']}, statistic {test['statistic']}, "
+                           f"claim {claim(test['claimed_epsilon'], test['delta'])}"),
+        ("distinguishing setting", test["setting"] or "not recorded"),
+        ("sampling", test["sampling"] or "not recorded"),
+        ("p-value", p),
+    ]
+
+
+def _inversion_facts(inversion: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """How the inversion ran (at an FL round, or on ``auditkit attack``'s single-image gradients), the label
+    accuracy, the server view's error and rate, and each further view of a transcript."""
+    if inversion is None:
+        return [("inversion", NOT_RUN)]
+    parts = [f"{inversion['attack']} {_where(inversion)}"]
+    if inversion["clients"] is not None:
+        parts.append(f"clients {', '.join(map(str, inversion['clients']))}")
+    if "images" in inversion or "source" in inversion:
+        parts.append(" ".join(str(inversion[key]) for key in ("images", "source") if key in inversion) + " images")
+    if "label_given" in inversion:
+        parts.append("true labels given to the attacker" if inversion["label_given"] else
+                     "labels inferred by the attack")
+    parts.append(f"model {inversion['model']}")
+    text = f"{', '.join(parts)}; observation: {inversion['observation']}; SSIM: {inversion['ssim_variant']}"
+    facts = [("inversion", text + ("; no clean reference run" if inversion["clean"] is None else ""))]
+    accuracies = [(name, scores.get("label_accuracy")) for name, scores in
+                  (("clean", inversion["clean"]), ("defended", inversion["defended"])) if scores is not None]
+    if any(value is not None for _, value in accuracies):
+        facts.append(("label accuracy", " → ".join(f"{name} {percent(value)}" for name, value in accuracies)))
+    seen = [*([f"error std {number(inversion['error_std'], '.3g')}"] if "error_std" in inversion else []),
+            *([number(inversion["bits_per_coordinate"], ".3g", " bits/coord")] if "bits_per_coordinate" in inversion
+              else [])]
+    if seen:
+        facts.append(("server's view", ", ".join(seen)))
+    for view in inversion.get("views", []):  # a transcript's weaker estimates, attacked the same way
+        scores = view["defended"]
+        facts.append((f"inversion of {view['name']}", f"{view['observation']}: mean SSIM "
+                      f"{number(scores['ssim_mean'], '.3g')}, MSE {number(scores['mse_mean'], '.3g')}"))
+    return facts
 
 
 def _stage_facts(setting: dict[str, Any]) -> list[tuple[str, str]]:
-    """How the accounting, distinguishing and inversion stages were run."""
-    accounting, test, inversion = setting["accounting"], setting["distinguish"], setting["inversion"]
-    facts = [("accounting", "; ".join(f"{run['backend']}: {run['event']}" for run in
-                                      (accounting["composed"], accounting["composed_actual"]) if run is not None)
-              or (f"refused: {accounting['refusal']}" if accounting["refusal"] else "-"))]
-    facts.append(("distinguishing", NOT_RUN if test is None else
-                  f"{test['trials']} trials per pair, {test['tests']} tests (Bonferroni), worst pair "
-                  f"{test['worst_pair']}, statistic {test['statistic']}, "
-                  f"claim {claim(test['claimed_epsilon'], test['delta'])}"))
-    facts.append(("inversion", NOT_RUN if inversion is None else
-                  f"{inversion['attack']} on the {inversion['view']}'s view at round {inversion['round']}, "
-                  f"clients {', '.join(map(str, inversion['clients']))}, model {inversion['model']}; observation: "
-                  f"{inversion['observation']}; SSIM: {inversion['ssim_variant']}"))
-    for view in (inversion or {}).get("views", []):  # a transcript's weaker estimates, attacked the same way
-        facts.append((f"inversion of {view['name']}", f"{view['observation']}: mean SSIM "
-                      f"{number(view['defended']['ssim_mean'], '.3g')}, MSE {number(view['defended']['mse_mean'], '.3g')}"))
-    return facts
+    """How the training, accounting, distinguishing and inversion stages were run."""
+    training = setting["training"]
+    facts = [("training", NOT_RUN if training is None else
+              f"protocol {training['protocol']}, {_plural(len(training['rounds']), 'round')}, checkpoints at "
+              f"{', '.join(map(str, training['checkpoints'])) or 'none'}")]
+    return [*facts, *_accounting_facts(setting["accounting"]), *_distinguish_facts(setting["distinguish"]),
+            *_inversion_facts(setting["inversion"])]
+
+
+def _estimates(test: dict[str, Any] | None) -> list[tuple[str, ...]]:
+    """Every neighbouring pair's estimate of the distinguishing test, when it recorded them; a pair sampled as the
+    test's ``sampling`` fact says "as above"."""
+    return [(e["pair"], e["statistic"], f"≥ {number(e['epsilon_lower_bound'])}", number(e["max_certifiable"]),
+             number(e["p_value"], ".2g"), "as above" if e["sampling"] == test["sampling"] else e["sampling"])
+            for e in (test or {}).get("estimates", [])]
 
 
 def details(setting: dict[str, Any]) -> Details:
     """The claim details block of one setting."""
-    guarantee = setting["mechanism"]["guarantee"]
+    mechanism = setting["mechanism"]
+    guarantee = mechanism["guarantee"]
     facts = [
-        ("mechanism", f"{setting['mechanism']['name']} ({_params(setting['mechanism']['params'])})"),
+        ("mechanism", f"{mechanism['name']} ({_params(mechanism['params'], mechanism['clip_norm'])})"),
+        ("origin", "built-in" if not _origin(mechanism) else f"plugin: {mechanism['origin']}"),
         ("sweep", _params(setting["sweep"]) if setting["sweep"] else "not swept"),
+        ("capabilities", capabilities(mechanism)),
         ("claim", claim(guarantee["epsilon"], guarantee["delta"])),
         ("flags", ", ".join(guarantee["flags"]) or "none"),
-        *((key.replace("_", " "), guarantee[key]) for key in
+        *((key.replace("_", " "), guarantee[key] or "-") for key in
           ("relation", "unit", "scope", "threat_model", "sensitivity")),
         *_stage_facts(setting),
     ]
     return Details(label=setting["label"], summary=guarantee["summary"], facts=facts,
-                   assumptions=list(guarantee["assumptions"]), caveats=list(guarantee["caveats"]))
+                   assumptions=list(guarantee["assumptions"]), caveats=list(guarantee["caveats"]),
+                   estimates=_estimates(setting["distinguish"]))
+
+
+def _same(values: list[Any]) -> Any:
+    """The value every item shares, or None when they differ (or there are none)."""
+    return values[0] if values and all(v == values[0] for v in values) else None
+
+
+def _context(results: dict[str, Any]) -> list[str]:
+    """Clauses on the data, model and FL training, each only where the provenance records it."""
+    p = results["provenance"]
+    data, model, training = p["data"], p["model"], p["training"]
+    clauses = []
+    if data is not None:
+        split = data["partition"] + (f" split over {training['clients']} clients" if training is not None else " split")
+        clauses.append(f"on the {data['dataset']} dataset ({split}; {data['train']:,} training, "
+                       f"{data['validation']:,} validation and {data['test']:,} test examples)")
+    if model is not None:
+        clauses.append(f"model {model['name']} ({model['num_params']:,} parameters)")
+    if training is not None:
+        clauses.append(f"{training['rounds']} FedAvg rounds of τ = {training['tau']} local steps "
+                       f"(batch size {training['batch_size']}, learning rate {number(training['lr'], 'g')}, "
+                       f"participation: {training['participation']})")
+    return clauses
+
+
+def _attack_head(results: dict[str, Any], head: str) -> str:
+    """What ``auditkit attack`` did: which attack, on how many images from which source, through which model."""
+    inversions = [s["inversion"] for s in results["settings"] if s["inversion"] is not None]
+    attack = _same([i["attack"] for i in inversions]) or "gradient inversion"
+    images, source = _same([i.get("images") for i in inversions]), _same([i.get("source") for i in inversions])
+    what = " ".join(str(x) for x in (images, source, "images") if x is not None)
+    recorded = results["provenance"]["model"]
+    model = (f"{recorded['name']} ({recorded['num_params']:,} parameters)" if recorded is not None else
+             _same([i["model"] for i in inversions]) or "(as recorded per setting)")
+    text = (f"{head}: {attack} inverts the gradients of {what}, each held by a single-image client (one local "
+            f"step), through model {model}, once on the clean gradients and once on the server's view after the "
+            f"mechanism")
+    given = _same([i.get("label_given") for i in inversions])
+    if given is not None:
+        text += ", the attacker given the true labels" if given else ", the labels inferred by the attack"
+    if len(inversions) > 1 and any("error_std" in i for i in inversions):
+        text += "; a defence curve: each setting is one mechanism at one parameter value"
+    return text
+
+
+def _distinguish_head(results: dict[str, Any], head: str) -> str:
+    """What ``auditkit distinguish`` did: the tests, their trials and confidence."""
+    tests = [s["distinguish"] for s in results["settings"] if s["distinguish"] is not None]
+    trials, count, confidence = (_same([t[key] for t in tests]) for key in ("trials", "tests", "confidence"))
+    how = [text for value, text in ((trials, f"{trials or 0:,} outputs per neighbouring pair"),
+                                    (count, f"{count} tests"),
+                                    (confidence, f"{number(100 * (confidence or 0), 'g')} % family-wise confidence, "
+                                                 f"Bonferroni")) if value is not None]
+    return (f"{head} by black-box distinguishing tests on outputs sampled from the real implementation"
+            + (f" ({', '.join(how)})" if how else "") + ": each certified lower bound on epsilon is set against "
+            "the claim")
+
+
+def _account_head(results: dict[str, Any], head: str) -> str:
+    """What ``auditkit account`` did: the claims composed analytically, over how many rounds, how."""
+    runs = [s["accounting"] for s in results["settings"] if s["accounting"] is not None]
+    rounds, delta, backend = (_same([a[key] for a in runs]) for key in ("rounds", "composition_delta", "backend"))
+    return (f"{head}: analytic accounting, each one-round claim composed"
+            + ("" if rounds is None else f" over {_plural(rounds, 'round')}")
+            + ("" if delta is None else f" at δ = {number(delta)}")
+            + ("" if backend is None else f" (backend asked for: {backend})")
+            + "; nothing was trained, attacked or tested")
 
 
 def intro(results: dict[str, Any]) -> str:
-    """One paragraph: what was audited, on what, and how."""
-    p = results["provenance"]
-    data, model, training = p["data"], p["model"], p["training"]
-    count = len(results["settings"])
-    return (
-        f"{count} mechanism setting{'s' if count != 1 else ''} audited with auditkit {p['auditkit_version']} "
-        f"(command: {results['command']}) on the {data['dataset']} dataset ({data['partition']} split over "
-        f"{training['clients']} clients; {data['train']:,} training, {data['validation']:,} validation and "
-        f"{data['test']:,} test examples), model {model['name']} ({model['num_params']:,} parameters), "
-        f"{training['rounds']} FedAvg rounds of τ = {training['tau']} local steps "
-        f"(batch size {training['batch_size']}, learning rate {number(training['lr'], 'g')}, "
-        f"participation: {training['participation']}), seed {p['seed']}, device {p['device']}."
-    )
+    """One paragraph: what was run (each command's own account), on what, and how; provenance sections that are
+    null are not mentioned."""
+    p, command = results["provenance"], results["command"]
+    what = _plural(len(results["settings"]), "mechanism setting")
+    tool = f"auditkit {p['auditkit_version']} (command: {command})"
+    clauses = _context(results)
+    run = f"seed {p['seed']}, device {p['device']}."
+    if command in ("train", "audit"):
+        head = f"{what} {'trained and accounted' if command == 'train' else 'audited'} with {tool}"
+        if clauses and p["data"] is not None:  # "... audited with auditkit 0.1.0 (command: audit) on the digits ..."
+            head += " " + clauses.pop(0)
+        return ", ".join([head, *clauses, run])
+    if command == "attack":
+        if p["model"] is not None:  # named with the attack
+            clauses = [c for c in clauses if not c.startswith("model ")]
+        head = _attack_head(results, f"{what} attacked with {tool}")
+    elif command == "distinguish":
+        head = _distinguish_head(results, f"{what} tested with {tool}")
+    else:
+        head = _account_head(results, f"{what} accounted with {tool}")
+    return "; ".join([", ".join([head, *clauses]), run])
 
 
 def provenance(results: dict[str, Any]) -> list[tuple[str, str]]:
     """The run's provenance, one (name, text) pair per fact; versions and threat models are separate tables."""
     p = results["provenance"]
-    return [
+    facts = [
         ("auditkit", p["auditkit_version"]),
+        ("code", p["code"]),
+        ("plugins", ", ".join(p["plugins"]) or "none"),
         ("seed", str(p["seed"])),
         ("device", p["device"]),
         ("platform", p["platform"]),
-        ("client sizes", ", ".join(f"{size:,}" for size in p["data"]["client_sizes"]) + " examples"),
-        ("sampling", p["training"]["sampling"]),
-        ("participation", p["training"]["participation"]),
+    ]
+    if p["data"] is not None:
+        facts.append(("client sizes", ", ".join(f"{size:,}" for size in p["data"]["client_sizes"]) + " examples"))
+    if p["training"] is not None:
+        facts += [("sampling", p["training"]["sampling"]), ("participation", p["training"]["participation"])]
+    return facts + [
         ("accountant backends", ", ".join(p["accountant_backends"]) or "none"),
         ("neighbouring relations", ", ".join(p["neighbouring_relations"]) or "none"),
     ]

@@ -118,40 +118,62 @@ def _note(axis: Any, text: str) -> None:
               transform=axis.transAxes)
 
 
+def _trained(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The settings that trained (and recorded at least one round)."""
+    return [s for s in results["settings"] if s["training"] is not None and s["training"]["rounds"]]
+
+
 def accuracy_vs_round(results: Mapping[str, Any], path: str | Path) -> Path:
-    """Test accuracy (%) by round, one line per setting, labelled with the setting's label. Returns ``path``."""
+    """Test accuracy (%) by round, one line per setting that trained, labelled with the setting's label.
+    Returns ``path``."""
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
-    for setting in results["settings"]:
+    trained = _trained(results)
+    if not trained:
+        _note(axis, "no setting trained")
+    for setting in trained:
         rounds = setting["training"]["rounds"]
         axis.plot([r["round"] for r in rounds], [100 * r["test_accuracy"] for r in rounds],
                   marker="o", markersize=3, label=_literal(setting["label"]))
     axis.set_xlabel("round")
     axis.set_ylabel("test accuracy (%)")
-    axis.legend(fontsize=7)
+    if trained:
+        axis.legend(fontsize=7)
     axis.grid(alpha=0.3)
     return _save(figure, path)
 
 
-def ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
-    """Inversion SSIM against the one-round claimed epsilon (log x), one series per mechanism name: defended
-    solid, clean attack dashed in the same colour. Settings without a finite positive claim or without an
-    inversion result are left out. Returns ``path``."""
-    plt = _pyplot()
-    series: dict[str, list[tuple[float, float, float]]] = {}
+def _ssim_series(results: Mapping[str, Any]) -> dict[str, list[tuple[float, float, float | None]]]:
+    """mechanism name -> [(claimed epsilon, defended SSIM, clean SSIM or None)] of the settings with a finite
+    positive claim and an inversion result."""
+    series: dict[str, list[tuple[float, float, float | None]]] = {}
     for setting in results["settings"]:
         epsilon, inversion = setting["mechanism"]["guarantee"]["epsilon"], setting["inversion"]
         if inversion is not None and _finite(epsilon) and epsilon > 0:
+            clean = None if inversion["clean"] is None else inversion["clean"]["ssim_mean"]
             series.setdefault(setting["mechanism"]["name"], []).append(
-                (epsilon, inversion["defended"]["ssim_mean"], inversion["clean"]["ssim_mean"]))
+                (epsilon, inversion["defended"]["ssim_mean"], clean))
+    return series
+
+
+def ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Inversion SSIM against the one-round claimed epsilon (log x), one series per mechanism name: defended
+    solid, clean attack dashed in the same colour (where a clean reference was run). Settings without a finite
+    positive claim or without an inversion result are left out. Returns ``path``."""
+    plt = _pyplot()
+    series = _ssim_series(results)
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
     for name, points in series.items():
-        xs, defended, clean = zip(*sorted(points))
-        line, = axis.plot(xs, defended, marker="o", label=_literal(f"{name} (defended)"))
-        axis.plot(xs, clean, linestyle="--", marker="x", color=line.get_color(),
-                  label=_literal(f"{name} (clean attack)"))
+        points = sorted(points, key=lambda point: point[0])
+        line, = axis.plot([p[0] for p in points], [p[1] for p in points], marker="o",
+                          label=_literal(f"{name} (defended)"))
+        clean = [(p[0], p[2]) for p in points if p[2] is not None]
+        if clean:
+            axis.plot(*zip(*clean), linestyle="--", marker="x", color=line.get_color(),
+                      label=_literal(f"{name} (clean attack)"))
     if series:
         axis.set_xscale("log")
+        axis.margins(y=0.1)  # a clean attack near SSIM 1 stays clear of the frame
         axis.legend(fontsize=7)
     else:
         _note(axis, "no setting has both a finite claimed epsilon and an inversion result")
@@ -161,6 +183,56 @@ def ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
     return _save(figure, path)
 
 
+def _defence_points(results: Mapping[str, Any]) -> dict[str, list[tuple[float, float, float | None]]]:
+    """mechanism name -> [(error std, defended SSIM, clean SSIM or None)], sorted by error std, of the settings
+    whose inversion recorded a finite ``error_std`` (``auditkit attack --curve``)."""
+    series: dict[str, list[tuple[float, float, float | None]]] = {}
+    for setting in results["settings"]:
+        inversion = setting["inversion"]
+        if inversion is not None and _finite(inversion.get("error_std")):
+            clean = None if inversion["clean"] is None else inversion["clean"]["ssim_mean"]
+            series.setdefault(setting["mechanism"]["name"], []).append(
+                (inversion["error_std"], inversion["defended"]["ssim_mean"], clean))
+    return {name: sorted(points, key=lambda point: point[0]) for name, points in series.items()}
+
+
+def ssim_vs_error_std(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Inversion SSIM against the standard deviation of the error in the server's view, one line per mechanism
+    name (a defence curve: the axis on which mechanisms of different kinds compare). The clean attack is dashed:
+    one black line when every setting shares its score (one clean run for the whole curve), else a dashed line
+    per mechanism in its colour. The x axis is logarithmic when the errors span more than a decade.
+    Returns ``path``."""
+    plt = _pyplot()
+    series = _defence_points(results)
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    cleans = {p[2] for points in series.values() for p in points if _finite(p[2])}
+    for name, points in series.items():
+        line, = axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=_literal(name))
+        clean = [(p[0], p[2]) for p in points if p[2] is not None]
+        if len(cleans) > 1 and clean:
+            axis.plot(*zip(*clean), linestyle="--", color=line.get_color(), label=_literal(f"{name} (clean attack)"))
+    if len(cleans) == 1:
+        axis.axhline(next(iter(cleans)), color="black", linestyle="--", linewidth=1, label="clean attack")
+    errors = [p[0] for points in series.values() for p in points]
+    if errors and min(errors) > 0 and max(errors) > 10 * min(errors):
+        axis.set_xscale("log")
+    axis.margins(y=0.1)  # the clean line, near the top, stays clear of the frame
+    if series:
+        axis.legend(fontsize=7)
+    else:
+        _note(axis, "no setting recorded the error of the server's view")
+    axis.set_xlabel("standard deviation of the error in the server's view")
+    axis.set_ylabel("mean SSIM of the reconstructions")
+    axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def _tested(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The settings with a finite claim and a finite certified lower bound."""
+    return [s for s in results["settings"] if s["distinguish"] is not None
+            and _finite(s["distinguish"]["claimed_epsilon"], s["distinguish"]["epsilon_lower_bound"])]
+
+
 def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
     """Certified epsilon lower bound against the claimed epsilon, a point per setting with a finite claim and a
     distinguishing result, marked by verdict; the line y = x and the caps (``max_certifiable``) as dotted
@@ -168,8 +240,7 @@ def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path
     sit beside tight ones); the y axis stops just above the largest cap, the most any test could certify.
     Returns ``path``."""
     plt = _pyplot()
-    tested = [s for s in results["settings"] if s["distinguish"] is not None
-              and _finite(s["distinguish"]["claimed_epsilon"], s["distinguish"]["epsilon_lower_bound"])]
+    tested = _tested(results)
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
     if not tested:
         _note(axis, "no setting has both a finite claimed epsilon and a distinguishing result")
@@ -207,14 +278,19 @@ def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path
     return _save(figure, path)
 
 
+def _bits_points(results: Mapping[str, Any]) -> list[tuple[str, float, float]]:
+    """(label, final bits per coordinate, final test accuracy in %) of each setting that trained, where finite."""
+    points = [(s["label"], s["training"]["final"]["bits_per_coordinate"], s["training"]["final"]["test_accuracy"])
+              for s in results["settings"] if s["training"] is not None]
+    return [(label, bits, 100 * accuracy) for label, bits, accuracy in points if _finite(bits, accuracy)]
+
+
 def bits_vs_accuracy(results: Mapping[str, Any], path: str | Path) -> Path:
-    """Final uplink bits per coordinate against final test accuracy (%), a point per setting annotated with its
-    label. Returns ``path``."""
+    """Final uplink bits per coordinate against final test accuracy (%), a point per setting that trained,
+    annotated with its label. Returns ``path``."""
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(6.4, 4.0))
-    points = [(s["label"], s["training"]["final"]["bits_per_coordinate"], s["training"]["final"]["test_accuracy"])
-              for s in results["settings"]]
-    points = [(label, bits, 100 * accuracy) for label, bits, accuracy in points if _finite(bits, accuracy)]
+    points = _bits_points(results)
     if not points:
         _note(axis, "no setting has a finite rate and accuracy")
     for label, bits, accuracy in points:
@@ -224,3 +300,22 @@ def bits_vs_accuracy(results: Mapping[str, Any], path: str | Path) -> Path:
     axis.set_ylabel("final test accuracy (%)")
     axis.grid(alpha=0.3)
     return _save(figure, path)
+
+
+# what each report figure plots: the report draws a figure only when this selects something
+_PLOTTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "accuracy_vs_round": _trained,
+    "ssim_vs_epsilon": _ssim_series,
+    "ssim_vs_error_std": _defence_points,
+    "lower_bound_vs_epsilon": _tested,
+    "bits_vs_accuracy": _bits_points,
+}
+
+
+def has_data(name: str, results: Mapping[str, Any]) -> bool:
+    """Whether the report figure ``name`` would plot anything for ``results`` (figures without data are not
+    drawn into a report). A curve against the error's std needs two points: one attack is one point, which the
+    summary table already shows."""
+    if name == "ssim_vs_error_std":
+        return sum(map(len, _defence_points(results).values())) >= 2
+    return bool(_PLOTTED[name](results))

@@ -45,6 +45,7 @@ def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], resul
         intro=content.intro(results),
         summary_columns=content.SUMMARY_COLUMNS,
         rows=[content.summary_row(s) for s in settings],
+        notes=content.notes(settings),
         adaptive_columns=content.ADAPTIVE_COLUMNS,
         adaptive=content.adaptive_rows(settings),
         figures=[_Image(caption, png_data_uri(figure_paths[name]))
@@ -52,6 +53,8 @@ def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], resul
         reconstructions=[_Image(grid.caption, png_data_uri(Path(results_dir) / grid.path))
                          for grid in content.reconstructions(settings)],
         details=[content.details(s) for s in settings],
+        details_open=len(settings) == 1,  # one setting: its details are the report's body
+        estimate_columns=content.ESTIMATE_COLUMNS,
         provenance=content.provenance(results),
         versions=content.pairs(provenance["versions"]),
         threat_models=content.pairs(provenance["threat_models"]),

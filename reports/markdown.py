@@ -32,8 +32,9 @@ def _image(caption: str, path: str) -> list[str]:
 
 def _summary(row: content.SummaryRow) -> tuple[str, ...]:
     flags = f" (flags: {', '.join(row.flags)})" if row.flags else ""
-    bound = f"{row.lower_bound}, {row.cap}" if row.cap else row.lower_bound
-    return (row.label, f"{row.mechanism} ({row.params})", row.accuracy, row.bits, row.compression,
+    bound = ", ".join(part for part in (row.lower_bound, row.cap, row.p_value) if part)
+    mechanism = f"{row.mechanism} ({row.params})" + (f" (plugin: {row.origin})" if row.origin else "")
+    return (row.label, mechanism, row.accuracy, row.bits, row.compression,
             row.claim + flags, row.composed, bound, row.verdict, row.ssim, row.mse, row.psnr)
 
 
@@ -44,6 +45,8 @@ def _adaptive(row: content.AdaptiveRow) -> tuple[str, ...]:
 def _details(block: content.Details) -> list[str]:
     lines = [f"### {escape(block.label)}", "", escape(block.summary), ""]
     lines += [f"- **{escape(name)}**: {escape(text)}" for name, text in block.facts]
+    if block.estimates:
+        lines += ["", "Every pair's estimate:", "", *_table(content.ESTIMATE_COLUMNS, block.estimates)]
     for heading, items in (("assumptions", block.assumptions), ("caveats", block.caveats)):
         lines += ["", f"{heading.capitalize()}:", "", *(f"- {escape(item)}" for item in items or ["none"])]
     return lines + [""]
@@ -64,12 +67,16 @@ def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, resu
     summary = [_summary(content.summary_row(s)) for s in settings]
     lines = [f"# auditkit report: {escape(results['title'])}", "", escape(content.intro(results)), "",
              "## Summary", "", *_table(content.SUMMARY_COLUMNS, summary), ""]
+    notes = content.notes(settings)
+    if notes:
+        lines += ["### Notes", "", *(f"- {escape(note)}" for note in notes), ""]
     if adaptive:
         lines += ["## Adaptive tests", "", *_table(content.ADAPTIVE_COLUMNS, list(map(_adaptive, adaptive))), ""]
-    lines += ["## Figures", ""]
-    for name, caption in content.FIGURE_CAPTIONS.items():
-        if name in figures:
-            lines += _image(caption, figures[name])
+    drawn = [(caption, figures[name]) for name, caption in content.FIGURE_CAPTIONS.items() if name in figures]
+    if drawn:
+        lines += ["## Figures", ""]
+    for caption, path in drawn:
+        lines += _image(caption, path)
     grids = content.reconstructions(settings)
     if grids:
         lines += ["## Reconstructions", ""]

@@ -12,10 +12,11 @@ from reports.html import render_html
 from reports.markdown import render_markdown
 from reports.results_schema import validate_results
 
-# the summary figures, drawn into out/figures/<name>.png
+# the summary figures, drawn into out/figures/<name>.png when they have data (figures.has_data)
 FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
     "accuracy_vs_round": figures.accuracy_vs_round,
     "ssim_vs_epsilon": figures.ssim_vs_epsilon,
+    "ssim_vs_error_std": figures.ssim_vs_error_std,
     "lower_bound_vs_epsilon": figures.lower_bound_vs_epsilon,
     "bits_vs_accuracy": figures.bits_vs_accuracy,
 }
@@ -53,7 +54,8 @@ class _Staging:
 def _check_reconstructions(results: dict[str, Any], results_dir: Path) -> None:
     """Every reconstruction grid the results name must be a file in ``results_dir``."""
     for i, setting in enumerate(results["settings"]):
-        if setting["inversion"] is not None and not (results_dir / setting["inversion"]["figure"]).is_file():
+        figure = None if setting["inversion"] is None else setting["inversion"]["figure"]
+        if figure is not None and not (results_dir / figure).is_file():
             raise ValueError(f"results.settings[{i}].inversion.figure: {setting['inversion']['figure']} "
                              f"is not a file in {results_dir}")
 
@@ -62,9 +64,10 @@ def render_report(
     results: dict[str, Any], out: str | Path, formats: Iterable[str] = FORMATS, *,
     results_dir: str | Path | None = None,
 ) -> list[Path]:
-    """Validate ``results``, draw its figures into ``out/figures/*.png`` and write ``out/report.html`` and / or
-    ``out/report.md``; returns the paths written. Reconstruction grids are read from ``results_dir``, the folder
-    of ``results.json`` (default: ``out``). Nothing is replaced unless every file was written."""
+    """Validate ``results`` (any command's document), draw the figures that have data into
+    ``out/figures/*.png`` and write ``out/report.html`` and / or ``out/report.md``; returns the paths written.
+    Reconstruction grids are read from ``results_dir``, the folder of ``results.json`` (default: ``out``).
+    Nothing is replaced unless every file was written."""
     formats = tuple(formats)
     validate_results(results)
     unknown = sorted(set(formats) - set(FORMATS))
@@ -77,9 +80,9 @@ def render_report(
     staging = _Staging()
     try:
         drawn = {name: draw(results, staging.temporary(out / "figures" / f"{name}.png"))
-                 for name, draw in FIGURES.items()}
+                 for name, draw in FIGURES.items() if figures.has_data(name, results)}
         if "md" in formats:
-            links = {name: f"figures/{name}.png" for name in FIGURES}
+            links = {name: f"figures/{name}.png" for name in drawn}
             grids = Path(os.path.relpath(results_dir, out)).as_posix()
             staging.write_text(out / "report.md", render_markdown(results, links, results_dir=grids))
         if "html" in formats:

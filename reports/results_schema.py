@@ -1,42 +1,71 @@
-"""The results document (``results.json``) that reports are rendered from: schema ``auditkit/results``, version 2.
+"""The results document (``results.json``) that every auditkit command writes and reports are rendered from:
+schema ``auditkit/results``, version 3.
 
-Top level: ``schema``, ``schema_version`` (2), ``command``, ``title``, ``config`` (the validated config as plain
-data), ``provenance`` and ``settings`` (at least one).
+Top level: ``schema`` ("auditkit/results"), ``schema_version`` (3), ``command`` (the command that wrote it: one
+of ``COMMANDS``, "train", "audit", "attack", "distinguish", "account"), ``title``, ``config`` (the command's
+inputs as plain data) and ``provenance`` and ``settings`` (at least one).
 
-``provenance``: ``auditkit_version``, ``seed``, ``device``, ``versions`` (package -> version), ``platform``,
-``data`` (dataset, partition, train / validation / test sizes, client_sizes), ``model`` (name, num_params),
-``training`` (clients, rounds, tau, batch_size, lr, participation, sampling), ``threat_models`` (view -> what it
-sees), ``accountant_backends`` and ``neighbouring_relations`` (sorted lists of words).
+``provenance``: ``auditkit_version``, ``code`` (a fingerprint of the code that computed the results, e.g.
+"sha256:0123abcd..."), ``plugins`` (the plugin modules / entry points loaded; [] for none), ``seed``,
+``device``, ``versions`` (package -> version), ``platform``, ``data`` (null, or dataset, partition, train /
+validation / test sizes, client_sizes), ``model`` (null, or name, num_params), ``training`` (null, or clients,
+rounds, tau, batch_size, lr, participation, sampling), ``threat_models`` (view -> what it sees),
+``accountant_backends`` and ``neighbouring_relations`` (sorted lists of words).
 
 Each setting (one mechanism setting, a grid point of a sweep):
 
 - ``id`` (unique, filename-safe), ``label`` (user-supplied display name), ``sweep`` (swept parameter -> value);
-- ``mechanism``: ``name``, ``params``, ``guarantee`` (the one-round claim: ``epsilon`` or null for no claim,
-  ``delta``, relation, unit, scope, threat_model, sensitivity, assumptions, caveats, flags, summary);
-- ``training``: ``rounds`` (per round: lr, losses, test_accuracy in [0, 1], bits_per_coordinate), ``final``
+- ``mechanism``: ``name``, ``params``, ``origin`` ("built-in", or the plugin that registered it: a module name
+  or "entry point NAME = VALUE"), ``clip_norm`` (the norm ``clip`` is measured in: "l2", "l1", "linf"; or
+  null), ``guarantee`` (the one-round claim: ``epsilon`` or null for no claim, ``delta``, ``relation``
+  (dp_accounting's ``NeighboringRelation`` name, e.g. "REPLACE_ONE"; null without a claim), unit, scope,
+  threat_model, sensitivity, assumptions, caveats, flags, summary) and ``capabilities`` (each of
+  ``CAPABILITIES`` -> "declared" by the mechanism, or the "generic default" stood in; "unknown" in a version 2
+  file upgraded here);
+- ``training`` (null when nothing was trained): ``protocol`` ("uplink", "consensus", "device-groups"; "unknown"
+  when upgraded), ``rounds`` (per round: lr, losses, test_accuracy in [0, 1], bits_per_coordinate), ``final``
   (accuracy, loss, bits, ``compression_vs_float32`` or null, uplink bits, optionally ``uploads_per_round`` for
   protocols with several uploads per round, e.g. MSP-FL's K_t + 1) and ``checkpoints``;
-- ``accounting``: the claim composed over the rounds run (``composed`` or null with a ``refusal``;
-  ``composed_actual``: the realised noise when the claim is exceeded);
-- ``inversion`` (null when switched off): the attack on the server's view, clean and defended SSIM / MSE /
-  PSNR, and ``figure``, the reconstruction grid's path relative to the results folder; optionally ``views``,
-  further server-side estimates attacked the same way (MSP-FL: alpha_0, the first consensus residual, the
-  least-squares reconstruction), each with its name, observation and defended scores;
-- ``distinguish`` (null when switched off): the certified epsilon lower bound at a confidence, its cap
-  ``max_certifiable``, the verdict on the claim and the adaptive tests.
+- ``accounting`` (null when not run): the claim composed over ``rounds`` at ``composition_delta`` with the
+  ``backend`` asked for (``composed``: epsilon, delta, rounds, the backend used and the event; or null with a
+  ``refusal``; ``composed_actual``: the realised noise when the claim is exceeded), optionally ``paper_claim``
+  (null, or a guarantee as above: a paper's record-level FL claim, e.g. CEPAM's Theorem 12);
+- ``inversion`` (null when not run): the attack on the server's view at an FL ``round`` (null for ``auditkit
+  attack``, which attacks single-image gradients), the ``clients`` attacked (null for ``auditkit attack``),
+  clean (null when no clean reference was run) and defended SSIM / MSE / PSNR (optionally label_accuracy), and
+  ``figure``, the reconstruction grid's path relative to the results folder (or null); optionally ``views``
+  (further server-side estimates attacked the same way, MSP-FL: alpha_0, the first consensus residual, the
+  least-squares reconstruction, each with its name, observation and defended scores), ``images``, ``source``,
+  ``label_given``, ``error_std`` (the std of the defended update's error, the x axis of defence curves) and
+  ``bits_per_coordinate``;
+- ``distinguish`` (null when not run): the certified epsilon lower bound at a confidence, its cap
+  ``max_certifiable``, the verdict on the claim, ``p_value`` (of "the mechanism is (claimed_epsilon, delta)-DP"
+  on the worst pair, or null), where the claim was tested (``setting``) and how outputs were drawn
+  (``sampling``), the adaptive tests and optionally every pair's ``estimates``.
 
-Numbers may be NaN or Infinity. Checked here: each key's presence and JSON type, at least one setting, unique
-filename-safe ids, reconstruction grid paths inside the results folder.
+Numbers may be NaN or Infinity. Checked here: each key's presence and JSON type, ``command`` and the
+capabilities' values, at least one setting, unique filename-safe ids, reconstruction grid paths inside the
+results folder.
+
+``load_results`` reads version 3, and version 2 (what ``auditkit audit`` wrote before) upgraded in memory by
+``upgrade_results``; any other version is refused in one line saying how to regenerate the file.
 """
 from __future__ import annotations
 
+import copy
 import json
 import re
+from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 SCHEMA = "auditkit/results"
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
+COMMANDS = ("train", "audit", "attack", "distinguish", "account")
+CAPABILITIES = ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
+CAPABILITY_VALUES = ("declared", "generic default", "unknown")
+# version 2's neighbouring relations -> dp_accounting's NeighboringRelation names (None: no claim)
+V2_RELATIONS = {"replace-one": "REPLACE_ONE", "add-remove": "ADD_OR_REMOVE_ONE", "none": None}
 
 
 class _Nullable:
@@ -55,44 +84,51 @@ class _Optional:
 
 _NUMBER = (int, float)
 _STRINGS = [str]
-_RUN = {"epsilon": _NUMBER, "delta": _NUMBER, "backend": str, "event": str}
+_RUN = {"epsilon": _NUMBER, "delta": _NUMBER, "rounds": int, "backend": str, "event": str}
 _SCORES = {"ssim_mean": _NUMBER, "mse_mean": _NUMBER, "psnr_mean": _NUMBER,
-           "ssim": [_NUMBER], "mse": [_NUMBER], "psnr": [_NUMBER]}
+           "ssim": [_NUMBER], "mse": [_NUMBER], "psnr": [_NUMBER], "label_accuracy": _Optional(_Nullable(_NUMBER))}
+_GUARANTEE = {
+    "epsilon": _Nullable(_NUMBER), "delta": _NUMBER, "relation": _Nullable(str), "unit": str, "scope": str,
+    "threat_model": str, "sensitivity": str, "assumptions": _STRINGS, "caveats": _STRINGS, "flags": _STRINGS,
+    "summary": str,
+}
+_TRAINING = {
+    "protocol": str,
+    "rounds": [{"round": int, "lr": _NUMBER, "train_loss": _NUMBER, "test_loss": _NUMBER,
+                "test_accuracy": _NUMBER, "bits_per_coordinate": _NUMBER}],
+    "final": {"round": int, "test_accuracy": _NUMBER, "best_test_accuracy": _NUMBER, "test_loss": _NUMBER,
+              "bits_per_coordinate": _NUMBER, "float32_bits_per_coordinate": _NUMBER,
+              "compression_vs_float32": _Nullable(_NUMBER), "uplink_bits_total": int,
+              "uploads_per_round": _Optional(_NUMBER)},
+    "checkpoints": [int],
+}
+_ADAPTIVE = [{"test": str, "claim": str, "claimed_epsilon": _Nullable(_NUMBER), "epsilon_lower_bound": _NUMBER,
+              "max_certifiable": _NUMBER, "verdict": str, "note": str}]
 _SETTING = {
     "id": str,
     "label": str,
-    "mechanism": {
-        "name": str,
-        "params": dict,
-        "guarantee": {
-            "epsilon": _Nullable(_NUMBER), "delta": _NUMBER, "relation": str, "unit": str, "scope": str,
-            "threat_model": str, "sensitivity": str, "assumptions": _STRINGS, "caveats": _STRINGS,
-            "flags": _STRINGS, "summary": str,
-        },
-    },
+    "mechanism": {"name": str, "params": dict, "origin": str, "clip_norm": _Nullable(str), "guarantee": _GUARANTEE,
+                  "capabilities": {name: str for name in CAPABILITIES}},
     "sweep": dict,
-    "training": {
-        "rounds": [{"round": int, "lr": _NUMBER, "train_loss": _NUMBER, "test_loss": _NUMBER,
-                    "test_accuracy": _NUMBER, "bits_per_coordinate": _NUMBER}],
-        "final": {"round": int, "test_accuracy": _NUMBER, "best_test_accuracy": _NUMBER, "test_loss": _NUMBER,
-                  "bits_per_coordinate": _NUMBER, "float32_bits_per_coordinate": _NUMBER,
-                  "compression_vs_float32": _Nullable(_NUMBER), "uplink_bits_total": int,
-                  "uploads_per_round": _Optional(_NUMBER)},
-        "checkpoints": [int],
-    },
-    "accounting": {"rounds": int, "delta": _NUMBER, "composed": _Nullable(_RUN), "refusal": _Nullable(str),
-                   "composed_actual": _Nullable(_RUN)},
+    "training": _Nullable(_TRAINING),
+    "accounting": _Nullable({
+        "rounds": int, "composition_delta": _NUMBER, "backend": str, "composed": _Nullable(_RUN),
+        "refusal": _Nullable(str), "composed_actual": _Nullable(_RUN), "paper_claim": _Optional(_Nullable(_GUARANTEE)),
+    }),
     "inversion": _Nullable({
-        "attack": str, "view": str, "round": int, "observation": str, "clients": [int], "model": str,
-        "ssim_variant": str, "clean": _SCORES, "defended": _SCORES, "figure": str,
+        "attack": str, "view": str, "round": _Nullable(int), "observation": str, "clients": _Nullable([int]),
+        "model": str, "ssim_variant": str, "clean": _Nullable(_SCORES), "defended": _SCORES, "figure": _Nullable(str),
         "views": _Optional([{"name": str, "observation": str, "defended": _SCORES}]),
+        "images": _Optional(int), "source": _Optional(str), "label_given": _Optional(bool),
+        "error_std": _Optional(_NUMBER), "bits_per_coordinate": _Optional(_NUMBER),
     }),
     "distinguish": _Nullable({
         "trials": int, "confidence": _NUMBER, "tests": int, "claimed_epsilon": _Nullable(_NUMBER),
         "delta": _NUMBER, "epsilon_lower_bound": _NUMBER, "max_certifiable": _NUMBER, "worst_pair": str,
-        "statistic": str, "verdict": str,
-        "adaptive": [{"test": str, "claim": str, "claimed_epsilon": _Nullable(_NUMBER),
-                      "epsilon_lower_bound": _NUMBER, "max_certifiable": _NUMBER, "verdict": str, "note": str}],
+        "statistic": str, "verdict": str, "p_value": _Nullable(_NUMBER), "setting": str, "sampling": str,
+        "adaptive": _ADAPTIVE,
+        "estimates": _Optional([{"pair": str, "statistic": str, "epsilon_lower_bound": _NUMBER,
+                                 "max_certifiable": _NUMBER, "p_value": _Nullable(_NUMBER), "sampling": str}]),
     }),
 }
 _DOCUMENT = {
@@ -102,19 +138,50 @@ _DOCUMENT = {
     "title": str,
     "config": dict,
     "provenance": {
-        "auditkit_version": str, "seed": int, "device": str, "versions": dict, "platform": str,
-        "data": {"dataset": str, "partition": str, "train": int, "validation": int, "test": int,
-                 "client_sizes": [int]},
-        "model": {"name": str, "num_params": int},
-        "training": {"clients": int, "rounds": int, "tau": int, "batch_size": int, "lr": _NUMBER,
-                     "participation": str, "sampling": str},
+        "auditkit_version": str, "code": str, "plugins": _STRINGS, "seed": int, "device": str, "versions": dict,
+        "platform": str,
+        "data": _Nullable({"dataset": str, "partition": str, "train": int, "validation": int, "test": int,
+                           "client_sizes": [int]}),
+        "model": _Nullable({"name": str, "num_params": int}),
+        "training": _Nullable({"clients": int, "rounds": int, "tau": int, "batch_size": int, "lr": _NUMBER,
+                               "participation": str, "sampling": str}),
         "threat_models": dict,
         "accountant_backends": _STRINGS,
         "neighbouring_relations": _STRINGS,
     },
     "settings": [_SETTING],
 }
-_TYPE_NAMES = {str: "a string", int: "an integer", _NUMBER: "a number", dict: "an object"}
+
+# version 2 (``auditkit audit`` before version 3), checked before it is upgraded
+_SCORES_V2 = {key: spec for key, spec in _SCORES.items() if key != "label_accuracy"}
+_RUN_V2 = {key: spec for key, spec in _RUN.items() if key != "rounds"}
+_DOCUMENT_V2 = {
+    **_DOCUMENT,
+    "provenance": {
+        **{key: spec for key, spec in _DOCUMENT["provenance"].items() if key not in ("code", "plugins")},
+        "data": _DOCUMENT["provenance"]["data"].spec,
+        "model": _DOCUMENT["provenance"]["model"].spec,
+        "training": _DOCUMENT["provenance"]["training"].spec,
+    },
+    "settings": [{
+        **_SETTING,
+        "mechanism": {"name": str, "params": dict, "guarantee": {**_GUARANTEE, "relation": str}},
+        "training": {key: spec for key, spec in _TRAINING.items() if key != "protocol"},
+        "accounting": {"rounds": int, "delta": _NUMBER, "composed": _Nullable(_RUN_V2), "refusal": _Nullable(str),
+                       "composed_actual": _Nullable(_RUN_V2)},
+        "inversion": _Nullable({
+            "attack": str, "view": str, "round": int, "observation": str, "clients": [int], "model": str,
+            "ssim_variant": str, "clean": _SCORES_V2, "defended": _SCORES_V2, "figure": str,
+            "views": _Optional([{"name": str, "observation": str, "defended": _SCORES_V2}]),
+        }),
+        "distinguish": _Nullable({
+            "trials": int, "confidence": _NUMBER, "tests": int, "claimed_epsilon": _Nullable(_NUMBER),
+            "delta": _NUMBER, "epsilon_lower_bound": _NUMBER, "max_certifiable": _NUMBER, "worst_pair": str,
+            "statistic": str, "verdict": str, "adaptive": _ADAPTIVE,
+        }),
+    }],
+}
+_TYPE_NAMES = {str: "a string", int: "an integer", _NUMBER: "a number", dict: "an object", bool: "a boolean"}
 _FILENAME_SAFE = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -147,12 +214,26 @@ def _check(value: Any, spec: Any, where: str) -> None:
         for i, item in enumerate(value):
             _check(item, spec[0], f"{where}[{i}]")
         return
+    if spec is bool:
+        if not isinstance(value, bool):
+            raise ValueError(f"{where} must be a boolean, got {_short(value)}")
+        return
     if isinstance(value, bool) or not isinstance(value, spec):
         raise ValueError(f"{where} must be {_TYPE_NAMES[spec]}, got {_short(value)}")
 
 
+def _check_figure(figure: str | None, where: str) -> None:
+    """A reconstruction grid's path must stay inside the results folder."""
+    if figure is None:
+        return
+    path = PurePosixPath(figure)
+    if path.is_absolute() or ".." in path.parts or "\\" in figure:
+        raise ValueError(f"{where} must be a relative path inside the results folder, got {_short(figure)}")
+
+
 def _check_settings(settings: list[dict[str, Any]]) -> None:
-    """At least one setting; ids unique and filename-safe; figure paths inside the results folder."""
+    """At least one setting; ids unique and filename-safe; capability values known; figure paths inside the
+    results folder."""
     if not settings:
         raise ValueError("results.settings must hold at least one setting")
     seen: set[str] = set()
@@ -160,28 +241,101 @@ def _check_settings(settings: list[dict[str, Any]]) -> None:
         if not _FILENAME_SAFE.fullmatch(setting["id"]) or setting["id"] in seen:
             raise ValueError(f"results.settings[{i}].id must be unique and filename-safe, got {_short(setting['id'])}")
         seen.add(setting["id"])
-        inversion = setting["inversion"]
-        if inversion is not None:
-            figure = PurePosixPath(inversion["figure"])
-            if figure.is_absolute() or ".." in figure.parts or "\\" in inversion["figure"]:
-                raise ValueError(f"results.settings[{i}].inversion.figure must be a relative path inside the "
-                                 f"results folder, got {_short(inversion['figure'])}")
+        for name, value in setting["mechanism"]["capabilities"].items():
+            if value not in CAPABILITY_VALUES:
+                raise ValueError(f"results.settings[{i}].mechanism.capabilities.{name} must be one of "
+                                 f"{', '.join(map(repr, CAPABILITY_VALUES))}, got {_short(value)}")
+        if setting["inversion"] is not None:
+            _check_figure(setting["inversion"]["figure"], f"results.settings[{i}].inversion.figure")
 
 
-def validate_results(doc: Any) -> None:
-    """Raise ValueError (one line, naming the offending key) unless ``doc`` is a version 2 results document."""
+def _check_header(doc: Any, version: int) -> None:
     if not isinstance(doc, dict):
         raise ValueError(f"results must be a JSON object, got {type(doc).__name__}")
     if doc.get("schema") != SCHEMA:
         raise ValueError(f"schema must be {SCHEMA!r}, got {_short(doc.get('schema'))}")
-    if doc.get("schema_version") != SCHEMA_VERSION:
-        raise ValueError(f"schema_version must be {SCHEMA_VERSION}, got {_short(doc.get('schema_version'))}")
+    if doc.get("schema_version") != version:
+        raise ValueError(f"schema_version must be {version}, got {_short(doc.get('schema_version'))}")
+
+
+def validate_results(doc: Any) -> None:
+    """Raise ValueError (one line, naming the offending key) unless ``doc`` is a version 3 results document."""
+    _check_header(doc, SCHEMA_VERSION)
     _check(doc, _DOCUMENT, "results")
+    if doc["command"] not in COMMANDS:
+        raise ValueError(f"results.command must be one of {', '.join(COMMANDS)}, got {_short(doc['command'])}")
     _check_settings(doc["settings"])
 
 
+def _upgraded_run(run: dict[str, Any] | None, rounds: int) -> dict[str, Any] | None:
+    return None if run is None else {**run, "rounds": rounds}
+
+
+def upgrade_results(doc: Any) -> dict[str, Any]:
+    """A version 2 document (checked as such: ValueError in one line) as version 3, a new document.
+
+    What version 2 did not record is said to be unknown: provenance ``code`` "unknown (written by auditkit X as
+    schema v2)", ``plugins`` [], every mechanism ``origin`` "built-in" (version 2 had no plugins), ``clip_norm``
+    null, every capability "unknown", training ``protocol`` "unknown", the distinguishing ``setting`` and
+    ``sampling`` "" and ``p_value`` null. Renamed or reworded: accounting ``delta`` -> ``composition_delta``
+    (``backend`` "opacus-prv", version 2's only one; ``composed`` gains its ``rounds``), relations
+    "replace-one" / "add-remove" / "none" -> "REPLACE_ONE" / "ADD_OR_REMOVE_ONE" / null (dp_accounting's names
+    are kept as they are). The result is not validated here: ``load_results`` does that."""
+    _check_header(doc, 2)
+    _check(doc, _DOCUMENT_V2, "results")
+    doc = copy.deepcopy(doc)
+    provenance = doc["provenance"]
+    provenance["code"] = f"unknown (written by auditkit {provenance['auditkit_version']} as schema v2)"
+    provenance["plugins"] = []
+    provenance["neighbouring_relations"] = [V2_RELATIONS.get(r, r) for r in provenance["neighbouring_relations"]
+                                            if V2_RELATIONS.get(r, r) is not None]
+    for setting in doc["settings"]:
+        mechanism = setting["mechanism"]
+        relation = mechanism["guarantee"]["relation"]
+        mechanism["guarantee"]["relation"] = V2_RELATIONS.get(relation, relation)
+        mechanism.update(origin="built-in", clip_norm=None, capabilities=dict.fromkeys(CAPABILITIES, "unknown"))
+        setting["training"] = {"protocol": "unknown", **setting["training"]}
+        accounting = setting["accounting"]
+        setting["accounting"] = {
+            "rounds": accounting["rounds"], "composition_delta": accounting["delta"], "backend": "opacus-prv",
+            "composed": _upgraded_run(accounting["composed"], accounting["rounds"]), "refusal": accounting["refusal"],
+            "composed_actual": _upgraded_run(accounting["composed_actual"], accounting["rounds"]),
+        }
+        if setting["distinguish"] is not None:
+            setting["distinguish"].update(p_value=None, setting="", sampling="")
+    doc["schema_version"] = SCHEMA_VERSION
+    return doc
+
+
+def _auditkit_version() -> str:
+    try:
+        return metadata.version("auditkit")
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def _unreadable(doc: dict[str, Any]) -> str:
+    """One line for a document of a version this auditkit cannot read: which version, and how to regenerate it."""
+    version = doc["schema_version"]
+    provenance = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
+    writer = doc.get("auditkit_version") or provenance.get("auditkit_version")  # version 1 kept it at the top
+    written = f" (written by auditkit {writer})" if isinstance(writer, str) else ""
+    command = doc.get("command")
+    if command in ("train", "audit"):
+        how = f"regenerate it with `auditkit {command}` on the config recorded in it"
+    elif command in COMMANDS:
+        how = f"regenerate it with `auditkit {command}` and the options recorded in its config"
+    else:
+        how = "regenerate it with the auditkit command that wrote it"
+    newer = "; or upgrade auditkit" if isinstance(version, int) and version > SCHEMA_VERSION else ""
+    return (f"schema version {_short(version)}{written} cannot be read by this auditkit ({_auditkit_version()}), "
+            f"which reads versions 2 and {SCHEMA_VERSION}: {how} (the same config and seed give the same numbers)"
+            f"{newer}")
+
+
 def load_results(path: str | Path) -> dict[str, Any]:
-    """Read and validate ``results.json``; any problem is one ValueError line starting with the path."""
+    """Read ``results.json`` (version 2 is upgraded in memory, ``upgrade_results``) and validate it as version 3;
+    any problem is one ValueError line starting with the path."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -194,6 +348,12 @@ def load_results(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     try:
+        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
+            version = doc.get("schema_version")
+            if version == 2:
+                doc = upgrade_results(doc)
+            elif isinstance(version, int) and not isinstance(version, bool) and version != SCHEMA_VERSION:
+                raise ValueError(_unreadable(doc))
         validate_results(doc)
     except ValueError as err:
         raise ValueError(f"{path}: {err}") from None

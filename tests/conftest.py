@@ -4,6 +4,8 @@ import os
 import struct
 from pathlib import Path
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -67,3 +69,20 @@ def _load_browser_module():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+@pytest.fixture(autouse=True)
+def registry_unchanged():
+    """Mechanisms a test registers (plugins loaded in-process) are removed after it, with their modules, so that no
+    test sees another's plugins."""
+    from mechanisms import registry
+
+    registered, origins = dict(registry._REGISTRY), dict(registry._ORIGIN)
+    yield
+    for name, cls in list(registry._REGISTRY.items()):
+        if name not in registered:
+            sys.modules.pop(cls.__module__, None)
+    registry._REGISTRY.clear()
+    registry._REGISTRY.update(registered)
+    registry._ORIGIN.clear()
+    registry._ORIGIN.update(origins)

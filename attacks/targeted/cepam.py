@@ -14,15 +14,7 @@ from __future__ import annotations
 import torch
 
 import mechanisms
-from attacks.adaptive_tests import (
-    DEFAULT_TRIALS,
-    AdaptiveTestResult,
-    adaptive_test,
-    check_test_inputs,
-    message_side_channel,
-    resolve_for,
-    run_views,
-)
+from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, message_side_channel, run_views
 from attacks.bulk_sampling import BatchedMechanism
 from mechanisms import Mechanism
 
@@ -34,18 +26,10 @@ CEPAM_NORM_RATIO = 4.0  # ||x1|| / ||x0|| in the pair
 
 
 @adaptive_test(*CEPAM)
-def cepam_normalisation(
-    mechanism: str | Mechanism,
-    *,
-    trials: int = DEFAULT_TRIALS,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> AdaptiveTestResult:
+def cepam_normalisation(m: Mechanism, *, trials: int, confidence: float, seed: int) -> AdaptiveTestResult:
     """CEPAM 000's normalisation (module docstring): x0 = (clip/4) e_1 vs x1 = clip e_1 (d = 16) in
     the ``decoded`` view (noise scaled by ||x|| / clip) and the ``message`` view (||x|| in clear when
     ``compat=paper000``), each with ``trials`` outputs; the verdict is against the per-round claim."""
-    check_test_inputs(trials, confidence)
-    m = resolve_for(mechanism, CEPAM, "cepam_normalisation", seed)
     clip = m.params["clip"]
     x1 = torch.zeros(CEPAM_DIMENSION, dtype=torch.float64)
     x1[0] = clip

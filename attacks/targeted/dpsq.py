@@ -16,14 +16,7 @@ import dataclasses
 
 import torch
 
-from attacks.adaptive_tests import (
-    DEFAULT_TRIALS,
-    AdaptiveTestResult,
-    adaptive_test,
-    check_test_inputs,
-    resolve_for,
-    run_views,
-)
+from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, run_views
 from attacks.verdicts import CELL_LOCAL_ONLY, VIOLATED, verdict
 from mechanisms import Mechanism
 
@@ -46,18 +39,10 @@ def _dpsq_pairs(m: Mechanism) -> list[tuple[str, torch.Tensor, torch.Tensor, boo
 
 
 @adaptive_test(*DPSQ_FAMILY)
-def dpsq_cross_cell(
-    mechanism: str | Mechanism,
-    *,
-    trials: int = DEFAULT_TRIALS,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> AdaptiveTestResult:
+def dpsq_cross_cell(m: Mechanism, *, trials: int, confidence: float, seed: int) -> AdaptiveTestResult:
     """DP-SQ's cell-local claim (module docstring): the in-cell pair and two cross-cell pairs of one
     coordinate, each with ``trials`` outputs of the real mechanism, Bonferroni over the three. The verdict is
     "claim holds only cell-locally" when the in-cell pair is consistent with eps1 and a cross-cell pair is not."""
-    check_test_inputs(trials, confidence)
-    m = resolve_for(mechanism, DPSQ_FAMILY, "dpsq_cross_cell", seed)
     pairs = _dpsq_pairs(m)
     result = run_views(
         "dpsq-cross-cell",

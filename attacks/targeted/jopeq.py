@@ -37,15 +37,7 @@ from __future__ import annotations
 import torch
 
 import mechanisms
-from attacks.adaptive_tests import (
-    DEFAULT_TRIALS,
-    AdaptiveTestResult,
-    adaptive_test,
-    check_test_inputs,
-    message_side_channel,
-    resolve_for,
-    run_views,
-)
+from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, message_side_channel, run_views
 from mechanisms import Mechanism
 
 __all__ = ["jopeq_overload", "jopeq_scale_side_channel"]
@@ -64,18 +56,10 @@ def _blocks(mechanism: Mechanism) -> tuple[int, int]:
 
 
 @adaptive_test(*JOPEQ)
-def jopeq_scale_side_channel(
-    mechanism: str | Mechanism,
-    *,
-    trials: int = DEFAULT_TRIALS,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> AdaptiveTestResult:
+def jopeq_scale_side_channel(m: Mechanism, *, trials: int, confidence: float, seed: int) -> AdaptiveTestResult:
     """JoPEQ's zeta side channel (module docstring): h = e_1 vs 4 h (M = 9 blocks), in the
     ``message`` view (zeta parsed from the bytes) and the ``decoded`` view (noise scaled by 1/zeta), each with
     ``trials`` outputs, Bonferroni over the two; the verdict is against the claim per scaled block."""
-    check_test_inputs(trials, confidence)
-    m = resolve_for(mechanism, JOPEQ, "jopeq_scale_side_channel", seed)
     blocks, block = _blocks(m)
     x0 = torch.zeros(blocks * block, dtype=torch.float64)
     x0[0] = 1.0
@@ -109,18 +93,10 @@ def _overload_rate(m: Mechanism, x: torch.Tensor, copies: int, seed: int) -> flo
 
 
 @adaptive_test(*JOPEQ_MOMENT_MATCHED)
-def jopeq_overload(
-    mechanism: str | Mechanism,
-    *,
-    trials: int = DEFAULT_TRIALS,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> AdaptiveTestResult:
+def jopeq_overload(m: Mechanism, *, trials: int, confidence: float, seed: int) -> AdaptiveTestResult:
     """JoPEQ quantizer overload (module docstring): the ``edge`` pair inside the claimed domain
     (judged) and the ``spike`` pair whose scaled block leaves it (reported), each with ``trials`` outputs of
     the real mechanism; overloads per message measured on ``trials`` messages per input."""
-    check_test_inputs(trials, confidence)
-    m = resolve_for(mechanism, JOPEQ_MOMENT_MATCHED, "jopeq_overload", seed)
     blocks, block = _blocks(m)
     edge0 = torch.zeros(blocks * block, dtype=torch.float64)
     edge0[0] = -1.0  # ||h|| = 1, zeta = 1: scaled block 1 at -e_1 on the unit sphere

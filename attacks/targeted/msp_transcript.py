@@ -16,14 +16,7 @@ from typing import Any
 import torch
 
 import mechanisms
-from attacks.adaptive_tests import (
-    DEFAULT_TRIALS,
-    AdaptiveTestResult,
-    adaptive_test,
-    check_test_inputs,
-    resolve_for,
-    run_views,
-)
+from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, run_views
 from attacks.bulk_sampling import BatchedMechanism
 from attacks.targeted.msp_reconstruction import reconstruct_msp
 from mechanisms import Mechanism
@@ -70,18 +63,10 @@ def _msp_views(m: Mechanism) -> dict[str, BatchedMechanism]:
 
 
 @adaptive_test(*MSP_FAMILY)
-def msp_transcript(
-    mechanism: str | Mechanism,
-    *,
-    trials: int = DEFAULT_TRIALS,
-    confidence: float = 0.95,
-    seed: int = 0,
-) -> AdaptiveTestResult:
+def msp_transcript(m: Mechanism, *, trials: int, confidence: float, seed: int) -> AdaptiveTestResult:
     """MSP-FL's transcript (module docstring): client 0's model -clip e_1 vs +clip e_1 (d = 2) among
     two fixed peers, observed through its first upload alpha_0 and through the whole consensus transcript
     (the server's least-squares reconstruction), each with ``trials`` outputs, Bonferroni over the two."""
-    check_test_inputs(trials, confidence)
-    m = resolve_for(mechanism, MSP_FAMILY, "msp_transcript", seed)
     if m.params["consensus_rounds"] < 2:
         raise ValueError("msp_transcript needs consensus_rounds >= 2 (the reconstruction solves for m and gamma)")
     clip = m.params.get("clip", 1.0)

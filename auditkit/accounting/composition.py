@@ -51,6 +51,9 @@ __all__ = [
 BACKENDS = ("opacus-prv", "opacus-rdp", "dp_accounting-pld", "dp_accounting-rdp")
 GAUSSIAN_BACKENDS = BACKENDS  # every backend composes Gaussian rounds; only dp_accounting's compose the others
 PLD_MAX_ROUND_EPSILON = 20.0  # one round's pure eps above which its PLD is not built (~2 eps / 1e-4 grid points)
+# Opacus's PRV grid fails for weak noise (nm 0.25, 80 rounds: inf after 2 s; nm 0.05: inf after 2 minutes): below
+# this add/remove multiplier (one round's eps > 6 at delta 1e-5) RDP, a looser bound, is used and named instead
+PRV_MIN_NOISE_MULTIPLIER = 0.5
 
 _REPLACE, _ADD_OR_REMOVE = NeighboringRelation.REPLACE_ONE, NeighboringRelation.ADD_OR_REMOVE_ONE
 
@@ -177,6 +180,10 @@ def _dp_accounting(event: dp_accounting.DpEvent, relation: NeighboringRelation, 
 def _opacus(noise_multiplier: float, rounds: int, delta: float, backend: str, label: str) -> ComposedEpsilon:
     if delta == 0:
         raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
+    if backend == "opacus-prv" and noise_multiplier < PRV_MIN_NOISE_MULTIPLIER:
+        composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label)
+        return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it: noise "
+                                                   f"multiplier below {PRV_MIN_NOISE_MULTIPLIER:g})")
     from opacus.accountants import PRVAccountant, RDPAccountant
 
     accountant = PRVAccountant() if backend == "opacus-prv" else RDPAccountant()

@@ -52,13 +52,15 @@ class RoundOutcome:
 
 
 class RoundProtocol(Protocol):
-    """One round of client -> server communication.
+    """One round of client -> server communication, named by ``name`` in results.
 
     ``global_params`` is the model the clients started the round from (w_i = global_params + updates[i]);
     protocols that act on models rather than updates (MSP-FL's splitting) need it. A protocol that also
     decides who takes part (DP-SQ's per-group clusters) has a ``select_clients(round_) -> list[int]``
     method, which the training loop then calls instead of its own participation rule.
     """
+
+    name: str
 
     def communicate(
         self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
@@ -74,6 +76,8 @@ class UplinkProtocol:
         seed: the experiment's base seed; client k in round t uses ``shared_seed(seed, k, t)``.
         aggregator: how decoded updates are combined (default FedAvg).
     """
+
+    name = "uplink"  # the protocol's name in results
 
     def __init__(self, mechanism, seed: int, aggregator: Aggregator | None = None) -> None:
         self.mechanism = mechanism

@@ -46,6 +46,8 @@ class ConsensusProtocol:
     ``mean_m``. ``hidden`` maps each round to its ``MSPHidden`` (the clients' secrets: ground truth for audits).
     """
 
+    name = "consensus"  # the protocol's name in results
+
     def __init__(self, mechanism, seed: int) -> None:
         if mechanism.round_protocol != "consensus":
             raise ValueError(

@@ -275,6 +275,8 @@ class DeviceGroupProtocol:
     simulation, and unknown to the modelled server, which only uses the bytes it receives.
     """
 
+    name = "device-groups"  # the protocol's name in results
+
     def __init__(
         self,
         mechanism: str,

@@ -12,7 +12,6 @@ from attacks.adaptive_tests import (
     adaptive_tests_for,
     message_side_channel,
     registered_adaptive_tests,
-    resolve_for,
     run_views,
 )
 from attacks.targeted.cepam import cepam_normalisation
@@ -37,9 +36,8 @@ def test_registry_lists_tests_per_mechanism_and_refuses_bad_input():
 
 def test_a_test_registered_like_a_plugin_runs_through_the_shared_runner():
     @adaptive_test("laplace")
-    def leak(mechanism, *, trials, confidence, seed):
+    def leak(m, *, trials, confidence, seed):
         """A view that sees the update in clear (say, a debug log): a perfect test, so the claim is violated."""
-        m = resolve_for(mechanism, ("laplace",), "leak", seed)
         x0, x1 = torch.tensor([-0.5, 0.0]), torch.tensor([0.5, 0.0])
         in_clear = lambda x, seed: x.clone()  # noqa: E731
         return run_views("leak", m, "two inputs of the clip ball", [("output", m, x0, x1, True),
@@ -54,6 +52,10 @@ def test_a_test_registered_like_a_plugin_runs_through_the_shared_runner():
         assert result.claimed_epsilon == 1.0 and output.epsilon_lower_bound < 1.0  # the mechanism keeps its claim
         assert clear.epsilon_lower_bound == clear.max_certifiable > 1.0 and result.verdict == VIOLATED
         assert result.per_test_confidence == pytest.approx(0.975)
+        with pytest.raises(ValueError, match="mechanism must be one of laplace for leak, got 'gaussian'"):
+            leak("gaussian")
+        with pytest.raises(ValueError, match="trials must be an integer >= 20"):
+            leak("laplace", trials=5)
     finally:
         from attacks import adaptive_tests
 

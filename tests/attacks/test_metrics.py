@@ -1,4 +1,4 @@
-"""SSIM / MSE / PSNR / label accuracy / Hungarian alignment, and JoPEQ's uint8 compat scoring."""
+"""SSIM / MSE / PSNR / label accuracy / Hungarian alignment, and JoPEQ's uint8 scoring (scoring="jopeq-code")."""
 import math
 
 import numpy as np
@@ -47,8 +47,8 @@ def test_truth_outside_unit_interval_and_shape_mismatch_raise(images):
         metrics.mse(images[:3], images)
     with pytest.raises(ValueError, match="reconstructed must be a float tensor"):
         metrics.psnr(images[0, 0], images[0, 0])
-    with pytest.raises(ValueError, match="compat must be None or one of jopeq"):
-        metrics.score(images, images, compat="dlg")
+    with pytest.raises(ValueError, match="scoring must be one of standard, jopeq-code"):
+        metrics.score(images, images, scoring="dlg")
 
 
 def test_hungarian_alignment_recovers_a_shuffle(images):
@@ -73,17 +73,17 @@ def test_label_accuracy():
 
 def test_score_names_its_variant_and_is_json_friendly(images):
     result = metrics.score(images, images)
-    assert result["ssim_variant"] == metrics.SSIM_VARIANT and result["compat"] is None
+    assert result["ssim_variant"] == metrics.SSIM_VARIANT and result["scoring"] == "standard"
     assert result["ssim"] == [1.0] * 4 and result["mse_mean"] == 0.0
     assert all(isinstance(v, float) for v in result["mse"])
 
 
-def test_jopeq_compat_wraps_an_unclamped_uint8_cast():
+def test_jopeq_code_scoring_wraps_an_unclamped_uint8_cast():
     truth = torch.full((1, 3, 8, 8), 0.2)
     reconstructed = truth.clone()
     reconstructed[0, :, 0, 0] = -0.1  # (-0.1 * 255).byte() -> trunc(-25.5) = -25 -> 231 (mod 256)
     reconstructed[0, :, 0, 1] = 1.5  # 382.5 -> 382 -> 126
-    result = metrics.score(reconstructed, truth, compat="jopeq")
+    result = metrics.score(reconstructed, truth, scoring="jopeq-code")
     truth_u8, expected_rec = 51, np.full((8, 8, 3), 51, dtype=np.uint8)  # round(0.2 * 255) = 51
     expected_rec[0, 0], expected_rec[0, 1] = 231, 126
     squared = ((expected_rec.astype(float) - truth_u8) ** 2).sum()

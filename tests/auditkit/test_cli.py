@@ -91,15 +91,21 @@ def test_out_path_that_is_a_file_is_refused(tmp_path):
     assert target.read_text() == "x"
 
 
-def test_train_writes_results_with_every_round(tmp_path):
+def test_train_writes_results_with_every_round_and_report_renders_them(tmp_path):
     result = auditkit("train", *SMALL, "--mechanism", "sdq", "--bits", "4", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "results.json").read_text())
-    assert [r["round"] for r in document["rounds"]] == [1, 2]
-    assert document["mechanism"]["name"] == "sdq" and document["mechanism"]["params"]["bits"] == 4
-    assert 0 < document["final"]["bits_per_coordinate"] < 5  # 4-bit indices, entropy coded
+    assert document["schema_version"] == 3 and document["command"] == "train"
+    (setting,) = document["settings"]
+    assert [r["round"] for r in setting["training"]["rounds"]] == [1, 2]
+    assert setting["mechanism"]["name"] == "sdq" and setting["mechanism"]["params"]["bits"] == 4
+    assert 0 < setting["training"]["final"]["bits_per_coordinate"] < 5  # 4-bit indices, entropy coded
     assert "FedAvg rounds" in result.stdout
-    assert not (tmp_path / "summary.md").exists()
+    assert (tmp_path / "report.html").is_file() and (tmp_path / "report.md").is_file()
+    again = tmp_path / "again"
+    rendered = auditkit("report", str(tmp_path / "results.json"), "--out", str(again))
+    assert rendered.returncode == 0, rendered.stderr
+    assert "sdq" in (again / "report.md").read_text() and (again / "report.html").is_file()
 
 
 @pytest.mark.slow
@@ -139,19 +145,11 @@ def test_cepam_preset_trains_on_mnist_from_data_dir(tmp_path, make_mnist):
                       "--rounds", "2", "--out", str(out))
     assert result.returncode == 0, result.stderr
     document = json.loads((out / "results.json").read_text())
-    assert document["data"]["dataset"] == "mnist"
-    assert (document["data"]["train"], document["data"]["validation"], document["data"]["test"]) == (100, 20, 30)
-    assert len(document["data"]["client_sizes"]) == 30 and set(document["data"]["client_sizes"]) <= {3, 4}
+    data = document["provenance"]["data"]
+    assert data["dataset"] == "mnist"
+    assert (data["train"], data["validation"], data["test"]) == (100, 20, 30)
+    assert len(data["client_sizes"]) == 30 and set(data["client_sizes"]) <= {3, 4}
     assert document["config"]["training"]["checkpoints"] == [1, 2]
-
-
-def test_every_mechanism_parameter_has_a_cli_flag():
-    import mechanisms
-
-    help_text = auditkit("train", "--help").stdout
-    for name in mechanisms.names():
-        for param in mechanisms.describe(name).params:
-            assert f"--{param.name.replace('_', '-')}" in help_text, (name, param.name)
 
 
 def test_account_prints_the_claims_and_the_composition():
@@ -160,16 +158,18 @@ def test_account_prints_the_claims_and_the_composition():
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())
     assert "(eps=1.45, delta=0.00969)" in text and "flags: vacuous" in text
-    assert "80 rounds: no number" in text
+    assert "80 rounds: (eps=1.771e+04, delta=1e-05) via opacus-rdp" in text  # PRV's grid cannot: RDP, named
+    assert "opacus-prv could not evaluate it" in text
     solved = auditkit("account", "cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "0.01",
-                      "--tau", "15", "--dataset-size", "1666", "--clients", "30", "--paper-compat", "paper003")
+                      "--tau", "15", "--dataset-size", "1666", "--clients", "30", "--formula", "paper003")
     assert "sigma = 0.137493" in solved.stdout
     bad = auditkit("account", "laplace", "--scale", "-1")
     assert bad.returncode == 2 and bad.stderr.startswith("error: scale must be a finite number > 0")
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["gaussian", "--delta", "1.5"], "error: delta must be in [0, 1), got 1.5"),
+    (["gaussian", "--composition-delta", "1.5"], "error: delta must be in [0, 1), got 1.5"),
+    (["gaussian", "--delta", "1.5"], "error: delta must be a number in (0, 1), got 1.5"),
     (["gaussian", "--rounds", "0"], "error: rounds must be an integer >= 1, got 0"),
     (["laplace", "--scale", "0"], "error: scale must be a finite number > 0"),
     (["cepam-gaussian", "--sigma", "1", "--eps-tilde", "1", "--tau", "0", "--dataset-size", "10", "--clients", "3"],
@@ -179,7 +179,8 @@ def test_account_prints_the_claims_and_the_composition():
     (["cepam-gaussian", "--solve", "sigma", "--target-eps", "0", "--target-delta", "1e-5", "--tau", "15",
       "--dataset-size", "1666", "--clients", "30"], "error: --solve sigma needs --target-eps > 0"),
     (["cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "1e-30", "--tau", "15",
-      "--dataset-size", "1666", "--clients", "30", "--paper-compat", "paper003"], "error: no sigma reaches"),
+      "--dataset-size", "1666", "--clients", "30", "--formula", "paper003"], "error: no sigma reaches"),
+    (["gaussian", "--formula", "paper000"], "error: --formula must be one of exact, paper003"),
     (["gaussian", "--solve", "rounds", "--target-eps", "1"], "error: --solve must be one of sigma, eps-tilde, t-noise"),
 ])
 def test_account_bad_input_is_one_line_and_exit_2(args, message):
@@ -195,7 +196,7 @@ def test_account_solves_eps_tilde_and_the_t_noise_and_shows_the_realised_epsilon
     t_noise = auditkit("account", "jopeq-t", "--solve", "t-noise", "--target-eps", "4")
     assert "nu = 5.35" in t_noise.stdout and "s2 = 0.5724" in t_noise.stdout
     exceeded = " ".join(auditkit("account", "t-dist", "--nu", "5", "--s2", "1e-4", "--rounds", "10").stdout.split())
-    assert "[flags: claim-exceeded]" in exceeded and "10 rounds: (eps=40, delta=0)" in exceeded
+    assert "[flags: claim-exceeded]" in exceeded and "10 rounds: (eps=40, delta=1e-05)" in exceeded
     assert "10 rounds, as implemented: (eps=314.6, delta=0)" in exceeded
 
 
@@ -206,14 +207,17 @@ def test_mechanisms_detail_and_unknown_name():
     assert bad.returncode == 2 and bad.stderr.startswith("error: unknown mechanism 'bogus'")
 
 
-def test_attack_writes_results_and_the_grid(tmp_path):
+def test_attack_writes_results_the_grid_and_the_report(tmp_path):
     out = tmp_path / "attack"
     result = auditkit("attack", "idlg", "--mechanism", "jopeq-laplace", "--eps", "3", "--bits", "8", "--images", "1",
                       "--iterations", "2", "--out", str(out))
     assert result.returncode == 0, result.stderr
-    document = json.loads((out / "inversion.json").read_text())
-    assert document["mechanism"]["params"]["eps"] == 3.0 and document["settings"]["iterations"] == 2
-    assert (out / "inversion.png").exists() and "clean" in result.stdout
+    document = json.loads((out / "results.json").read_text())
+    (setting,) = document["settings"]
+    assert document["command"] == "attack" and document["config"]["settings"]["iterations"] == 2
+    assert setting["mechanism"]["params"]["eps"] == 3.0 and setting["inversion"]["images"] == 1
+    assert (out / "figures" / "inversion.png").exists() and (out / "report.html").exists()
+    assert "clean" in result.stdout
 
 
 @pytest.mark.parametrize(("args", "message"), [
@@ -233,8 +237,11 @@ def test_distinguish_prints_bounds_claim_and_verdict(tmp_path):
                       "--no-adaptive", "--out", str(tmp_path), columns=200)
     assert result.returncode == 0, result.stderr
     assert "black-box verdict: consistent" in result.stdout and "(eps=1, delta=0)-DP" in result.stdout
-    document = json.loads((tmp_path / "distinguish.json").read_text())
-    assert document["audit"]["verdict"] == "consistent" and 0 < document["audit"]["epsilon_lower_bound"] <= 1
+    test = json.loads((tmp_path / "results.json").read_text())["settings"][0]["distinguish"]
+    assert test["verdict"] == "consistent" and 0 < test["epsilon_lower_bound"] <= 1 and test["p_value"] > 0.05
+    assert len(test["estimates"]) == 6 and (tmp_path / "report.md").is_file()
+    adaptive = auditkit("distinguish", "dpsq", "--range", "adaptive", "--trials", "4000", columns=200)
+    assert adaptive.returncode == 0 and "dpsq-cross-cell" in adaptive.stdout
     side = auditkit("distinguish", "jopeq-laplace", "--trials", "4000", columns=200)
     assert "jopeq-scale-side-channel: violated" in side.stdout
     bad = auditkit("distinguish", "laplace", "--confidence", "1.5")

@@ -134,3 +134,22 @@ def test_missing_and_invalid_files(tmp_path):
 def test_unknown_preset():
     with pytest.raises(ConfigError, match="unknown preset 'fast'; valid: quickstart, cepam, jopeq"):
         load_preset("fast")
+
+
+def test_accounting_and_plugins_round_trip_and_are_validated(tmp_path):
+    config = from_dict({"accounting": {"composition_delta": 1e-6, "backend": "dp_accounting-rdp"}})
+    assert config.accounting.backend == "dp_accounting-rdp" and from_dict(config.to_dict()) == config
+    assert config.to_dict()["plugins"] == []
+    with pytest.raises(ConfigError, match="accounting.backend must be one of opacus-prv, opacus-rdp"):
+        from_dict({"accounting": {"backend": "moments"}})
+    with pytest.raises(ConfigError, match=r"accounting.composition_delta must be in \[0, 1\), got 1.0"):
+        from_dict({"accounting": {"composition_delta": 1.0}})
+    with pytest.raises(ConfigError, match="plugin 'no_such_plugin_module' failed to load: No module named"):
+        from_dict({"plugins": ["no_such_plugin_module"]})
+    plugin = tmp_path / "mine.py"
+    plugin.write_text("import mechanisms\nfrom mechanisms.additive import Laplace\n\n@mechanisms.register\n"
+                      "class Mine(Laplace):\n    name = 'config-plugin-mechanism'\n")
+    (tmp_path / "c.toml").write_text('plugins = ["mine.py"]\n[mechanism]\nname = "config-plugin-mechanism"\n'
+                                     "scale = 2.0\n")
+    loaded = load_config(tmp_path / "c.toml")  # the .py path is relative to the config file
+    assert loaded.plugins == (str(plugin),) and loaded.mechanism.params == {"scale": 2.0}

@@ -45,11 +45,16 @@ def test_run_inversion_reports_clean_and_defended_with_every_setting(tmp_path):
     assert doc["clean"]["scores"]["label_accuracy"] == 1.0  # iDLG's analytic labels, before any optimisation
     assert doc["distortion"]["error_std"] == pytest.approx(0.1, rel=0.05)  # the noise the server view carries
     assert doc["bits_per_coordinate"] == pytest.approx(32, abs=0.1)
-    written = inversion_audit.write_inversion(doc, tmp_path)
-    assert [p.name for p in written] == ["inversion.json", "inversion.png"]
-    body = json.loads((tmp_path / "inversion.json").read_text())
-    assert "tensors" not in body and body["mechanism"]["name"] == "gaussian"
-    assert (tmp_path / "inversion.png").read_bytes()[:4] == b"\x89PNG"
+    document, written = inversion_audit.write_inversion(doc, tmp_path, config={"seed": 0}, title="t")
+    assert [p.relative_to(tmp_path).as_posix() for p in written] == ["results.json", "figures/inversion.png"]
+    body = json.loads((tmp_path / "results.json").read_text())
+    assert body == document and body["command"] == "attack"
+    (setting,) = body["settings"]
+    assert setting["mechanism"]["name"] == "gaussian" and setting["mechanism"]["params"]["sigma"] == 0.1
+    inversion = setting["inversion"]
+    assert inversion["round"] is None and inversion["clients"] is None and inversion["images"] == 2
+    assert inversion["clean"]["label_accuracy"] == 1.0 and inversion["error_std"] == doc["distortion"]["error_std"]
+    assert (tmp_path / inversion["figure"]).read_bytes()[:4] == b"\x89PNG"
 
 
 def test_same_seed_same_reconstructions():
@@ -74,13 +79,17 @@ def test_defence_curve_measures_each_point_against_one_clean_reference(tmp_path)
     curve = {"gaussian": [{"sigma": 1e-3, "clip": 1e6}, {"sigma": 1e-1, "clip": 1e6}]}
     seen = []
     doc = inversion_audit.defence_curve(curve=curve, images=1, settings=FAST,
-                                        on_point=lambda name, params, point: seen.append(name))
-    points = doc["series"]["gaussian"]
+                                        on_point=lambda name, params, run: seen.append(name))
+    points = doc["points"]
     assert seen == ["gaussian", "gaussian"] and len(points) == 2
-    assert points[0]["error_std"] < points[1]["error_std"]
-    assert points[1]["error_std"] == pytest.approx(0.1, rel=0.1)
-    written = inversion_audit.write_curve(doc, tmp_path)
-    assert {p.name for p in written} == {"curve.json", "curve_ssim.png", "curve_mse.png"}
+    assert points[0]["distortion"]["error_std"] < points[1]["distortion"]["error_std"]
+    assert points[1]["distortion"]["error_std"] == pytest.approx(0.1, rel=0.1)
+    document, written = inversion_audit.write_curve(doc, tmp_path, config={"seed": 0}, title="curve")
+    assert [p.name for p in written] == ["results.json"]
+    settings = document["settings"]
+    assert [s["label"] for s in settings] == ["gaussian sigma=0.001, clip=1e+06", "gaussian sigma=0.1, clip=1e+06"]
+    clean = doc["clean"]["defended"]["scores"]["ssim_mean"]  # one clean reference for every point
+    assert all(s["inversion"]["clean"]["ssim_mean"] == clean and s["inversion"]["figure"] is None for s in settings)
 
 
 def test_attack_on_a_real_fl_checkpoint_scores_against_the_clients_own_images():

@@ -2,6 +2,8 @@ import json
 
 import pytest
 
+import mechanisms
+
 from auditkit.config import ConfigError, from_dict
 from auditkit.pipeline import Experiment, prepare_output, results_document, write_atomic
 
@@ -10,32 +12,42 @@ SMALL = {"training": {"clients": 3, "rounds": 2, "tau": 3, "checkpoints": [2]}}
 
 def test_results_document_reports_real_bits_and_the_claim():
     config = from_dict({**SMALL, "mechanism": {"name": "sdq", "bits": 4, "support": 0.5}})
-    document = results_document(Experiment(config).train(), "train")
-    assert document["schema"] == "auditkit/results" and document["schema_version"] == 1
-    assert document["model"] == {"name": "cnn", "num_params": 6422}
-    rounds = document["rounds"]
+    run = Experiment(config).train()
+    document = results_document(run, "small")
+    assert document["schema"] == "auditkit/results" and document["schema_version"] == 3
+    assert (document["command"], document["title"]) == ("train", "small")
+    assert document["provenance"]["model"] == {"name": "cnn", "num_params": 6422}
+    assert document["provenance"]["code"].startswith("sha256:") and document["provenance"]["plugins"] == []
+    (setting,) = document["settings"]
+    assert setting["inversion"] is None and setting["distinguish"] is None
+    training = setting["training"]
+    assert training["protocol"] == "uplink" and training["checkpoints"] == [2]
+    rounds = training["rounds"]
     assert [r["round"] for r in rounds] == [1, 2]
-    for r in rounds:
-        assert len(r["bits"]) == 3
-        assert r["bits_per_coordinate"] == pytest.approx(sum(r["bits"]) / (3 * 6422))
-    final = document["final"]
+    for r, record in zip(rounds, run.result.rounds):
+        assert len(record.bits) == 3
+        assert r["bits_per_coordinate"] == pytest.approx(sum(record.bits) / (3 * 6422))
+    final = training["final"]
     assert 0 < final["bits_per_coordinate"] <= 4 + 0.05  # never above fixed-length 4 bits + header
     assert final["compression_vs_float32"] == pytest.approx(32 / final["bits_per_coordinate"])
-    assert final["uplink_bits_total"] == sum(sum(r["bits"]) for r in rounds)
-    assert document["mechanism"]["guarantee"]["flags"] and document["mechanism"]["params"]["bits"] == 4
-    assert document["observations"] == [{"round": 2, "clients": [0, 1, 2],
-                                         "views": ["eavesdropper", "peer", "server", "public"]}]
-    assert document["accounting"]["refusal"].startswith("sdq claims no privacy")
+    assert final["uplink_bits_total"] == sum(sum(r.bits) for r in run.result.rounds)
+    mechanism = setting["mechanism"]
+    assert mechanism["guarantee"]["flags"] and mechanism["params"]["bits"] == 4 and mechanism["origin"] == "built-in"
+    assert mechanism["capabilities"]["tiling"] == "declared" and mechanism["capabilities"]["true_epsilon"] == (
+        "generic default")
+    assert setting["accounting"]["refusal"].startswith("the mechanism claims no privacy")
     assert json.loads(json.dumps(document)) == document  # plain JSON
 
 
 def test_results_document_composes_the_claim_over_the_rounds_run():
-    config = from_dict({**SMALL, "mechanism": {"name": "gaussian", "sigma": 2.0, "clip": 0.5}})
-    accounting = results_document(Experiment(config).train(), "train")["accounting"]
-    assert accounting["rounds"] == 2 and accounting["delta"] == 1e-5
+    config = from_dict({**SMALL, "mechanism": {"name": "gaussian", "sigma": 2.0, "clip": 0.5},
+                        "accounting": {"composition_delta": 1e-6, "backend": "dp_accounting-pld"}})
+    accounting = results_document(Experiment(config).train(), "t")["settings"][0]["accounting"]
+    assert accounting["rounds"] == 2 and accounting["composition_delta"] == 1e-6
     composed = accounting["composed"]
-    assert composed["backend"] == "opacus-prv" and composed["rounds"] == 2
-    assert 1.99 < composed["epsilon"] < 2 * 1.99  # more than one round's eps, less than basic composition
+    assert composed["backend"] == "dp_accounting-pld" and composed["rounds"] == 2 and composed["delta"] == 1e-6
+    one_round = mechanisms.create("gaussian", sigma=2.0, clip=0.5, delta=1e-6).guarantee().epsilon
+    assert one_round < composed["epsilon"] < 2 * one_round  # more than one round's eps, less than basic composition
 
 
 def test_data_problems_surface_before_training(tmp_path):

@@ -7,9 +7,9 @@ import pytest
 import torch
 
 import mechanisms
-from mechanisms.base import Mechanism
-from mechanisms.registry import register
+from mechanisms.base import Mechanism, positive_float
 from mechanisms.guarantee import REPLACE_ONE
+from mechanisms.registry import register
 
 BUILTIN = ["gaussian", "laplace", "none", "sdq"]
 
@@ -99,6 +99,45 @@ def test_registering_a_taken_name_fails():
     with pytest.raises(ValueError, match="already registered"):
         register(Duplicate)
     assert mechanisms.create("none").__class__.__name__ == "Identity"
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ((positive_float("my-param", 1.0, "dashes"),), "parameter name 'my-param' must be a Python identifier"),
+    ((positive_float("private_seed", 1.0, "taken"),), "parameter name 'private_seed' must be"),
+    ((positive_float("a", 1.0, "one"), positive_float("a", 2.0, "two")), "parameter name 'a' must be"),
+    ((positive_float("a", -1.0, "bad default"),), "the default of parameter 'a' fails its own check"),
+])
+def test_a_badly_declared_mechanism_is_refused_at_registration(params, message):
+    class Bad(Mechanism):
+        name = "bad-declaration"
+        summary = "bad"
+        params_spec = params
+
+    with pytest.raises(ValueError, match=message):
+        register(Bad)
+    assert "bad-declaration" not in mechanisms.names()
+
+
+def test_plugins_load_from_a_file_or_a_module_record_their_origin_and_roll_back_on_failure(tmp_path, monkeypatch):
+    plugin = tmp_path / "two_mechs.py"
+    plugin.write_text("import mechanisms\nfrom mechanisms.identity import Identity\n\n"
+                      "@mechanisms.register\nclass A(Identity):\n    name = 'plugin-a'\n\n"
+                      "@mechanisms.register\nclass B(Identity):\n    name = 'plugin-b'\n")
+    assert mechanisms.load_plugins([str(plugin)]) == ["plugin-a", "plugin-b"]
+    assert mechanisms.origin("plugin-a") == str(plugin) and mechanisms.origin("none") == "built-in"
+    assert mechanisms.load_plugins([str(plugin)]) == ["plugin-a", "plugin-b"]  # loaded once
+    half = tmp_path / "half_broken.py"
+    half.write_text("import mechanisms\nfrom mechanisms.identity import Identity\n\n"
+                    "@mechanisms.register\nclass C(Identity):\n    name = 'plugin-c'\n\nraise RuntimeError('late')\n")
+    with pytest.raises(mechanisms.PluginError, match=f"plugin '{half}' failed to load: late"):
+        mechanisms.load_plugins([str(half)])
+    assert "plugin-c" not in mechanisms.names()  # what the failed plugin registered is removed again
+    monkeypatch.chdir(tmp_path)  # a dotted module in the current folder imports, as with `python -m`
+    (tmp_path / "dotted_plugin.py").write_text("import mechanisms\nfrom mechanisms.identity import Identity\n\n"
+                                               "@mechanisms.register\nclass D(Identity):\n    name = 'plugin-d'\n")
+    assert mechanisms.load_plugins(["dotted_plugin"]) == ["plugin-d"] and mechanisms.origin("plugin-d") == "dotted_plugin"
+    with pytest.raises(mechanisms.PluginError, match="plugin must be a module name"):
+        mechanisms.load_plugins([""])
 
 
 @pytest.mark.parametrize("name", BUILTIN)

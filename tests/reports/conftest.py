@@ -1,9 +1,11 @@
-"""Fixtures for the report tests: a realistic results document (schema v2) with its reconstruction grids and one
-shared rendering of it (the headless-browser fixture ``report_browser`` is in tests/conftest.py)."""
+"""Fixtures for the report tests: realistic results documents (schema v3) of every command, with their
+reconstruction grids, a version 2 document as ``auditkit audit`` wrote it before, and shared renderings (the
+headless-browser fixture ``report_browser`` is in tests/conftest.py)."""
 from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -17,6 +19,8 @@ from reports.figures import image_grid
 SCRIPT_LABEL = '<script>alert("x")</script> $\\notacommand$ gaussian'  # "$": broken mathtext if parsed
 PIPE_LABEL = "JoPEQ | eps=1"
 SCRIPT_PARAM = "<script>alert(1)</script>"
+PLUGIN = "entry point half = my_pkg.half"
+CAPABILITIES = ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
 
 
 def _rounds(accuracies: list[float], bits: float) -> list[dict[str, Any]]:
@@ -24,23 +28,36 @@ def _rounds(accuracies: list[float], bits: float) -> list[dict[str, Any]]:
              "test_accuracy": a, "bits_per_coordinate": bits} for r, a in enumerate(accuracies)]
 
 
-def _training(accuracies: list[float], bits: float, ratio: float | None) -> dict[str, Any]:
-    return {"rounds": _rounds(accuracies, bits),
+def _training(accuracies: list[float], bits: float, ratio: float | None, protocol: str = "uplink") -> dict[str, Any]:
+    return {"protocol": protocol, "rounds": _rounds(accuracies, bits),
             "final": {"round": len(accuracies), "test_accuracy": accuracies[-1], "best_test_accuracy": max(accuracies),
                       "test_loss": 0.4, "bits_per_coordinate": bits, "float32_bits_per_coordinate": 32,
                       "compression_vs_float32": ratio, "uplink_bits_total": 123_456},
             "checkpoints": [1, 3]}
 
 
-def _guarantee(epsilon: float | None, delta: float, flags: list[str], summary: str) -> dict[str, Any]:
-    return {"epsilon": epsilon, "delta": delta, "relation": "REPLACE_ONE", "unit": "one client update",
-            "scope": "per round", "threat_model": "server sees each update", "sensitivity": "l1 clip 1",
-            "assumptions": ["private randomness per client"], "caveats": ["the quantizer's dither is shared"],
-            "flags": flags, "summary": summary}
+def _guarantee(epsilon: float | None, delta: float, flags: list[str], summary: str,
+               relation: str | None = "REPLACE_ONE") -> dict[str, Any]:
+    return {"epsilon": epsilon, "delta": delta, "relation": None if epsilon is None else relation,
+            "unit": "one client update", "scope": "per round", "threat_model": "server sees each update",
+            "sensitivity": "l1 clip 1", "assumptions": ["private randomness per client"],
+            "caveats": ["the quantizer's dither is shared"], "flags": flags, "summary": summary}
 
 
-def _scores(ssim: float, mse: float, psnr: float) -> dict[str, Any]:
-    return {"ssim_mean": ssim, "mse_mean": mse, "psnr_mean": psnr, "ssim": [ssim], "mse": [mse], "psnr": [psnr]}
+def _capabilities(*generic: str) -> dict[str, str]:
+    """Every capability declared, except those named (generic defaults)."""
+    return {name: "generic default" if name in generic else "declared" for name in CAPABILITIES}
+
+
+def _mechanism(name: str, params: dict[str, Any], guarantee: dict[str, Any], *, clip_norm: str | None = None,
+               origin: str = "built-in", generic: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"name": name, "params": params, "origin": origin, "clip_norm": clip_norm, "guarantee": guarantee,
+            "capabilities": _capabilities(*generic)}
+
+
+def _scores(ssim: float, mse: float, psnr: float, **extra: Any) -> dict[str, Any]:
+    return {"ssim_mean": ssim, "mse_mean": mse, "psnr_mean": psnr, "ssim": [ssim], "mse": [mse], "psnr": [psnr],
+            **extra}
 
 
 def _inversion(setting_id: str, clean: dict[str, Any], defended: dict[str, Any]) -> dict[str, Any]:
@@ -50,81 +67,264 @@ def _inversion(setting_id: str, clean: dict[str, Any], defended: dict[str, Any])
             "figure": f"figures/reconstruction-{setting_id}.png"}
 
 
-def _settings() -> list[dict[str, Any]]:
+def _run(epsilon: float, delta: float, rounds: int, backend: str, event: str) -> dict[str, Any]:
+    return {"epsilon": epsilon, "delta": delta, "rounds": rounds, "backend": backend, "event": event}
+
+
+def _accounting(rounds: int = 3, **changes: Any) -> dict[str, Any]:
+    return {"rounds": rounds, "composition_delta": 1e-5, "backend": "opacus-prv", "composed": None,
+            "refusal": None, "composed_actual": None, **changes}
+
+
+def _distinguish(claimed: float | None, delta: float, bound: float, verdict: str, **changes: Any) -> dict[str, Any]:
+    return {"trials": 20000, "confidence": 0.95, "tests": 4, "claimed_epsilon": claimed, "delta": delta,
+            "epsilon_lower_bound": bound, "max_certifiable": 4.61, "worst_pair": "0 vs clip",
+            "statistic": "likelihood ratio", "verdict": verdict, "p_value": None,
+            "setting": "replace-one within the l2 ball of radius clip 1: shift 2 clip",
+            "sampling": "tiled: iid noise per coordinate", "adaptive": [], **changes}
+
+
+def _provenance(*, data: bool = True, model: dict[str, Any] | None = None, training: bool = True,
+                plugins: list[str] | None = None, backends: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "auditkit_version": "0.2.0", "code": "sha256:0123abcd4567ef89", "plugins": plugins or [], "seed": 4,
+        "device": "cpu", "versions": {"python": "3.11.9", "torch": "2.4.0", "numpy": "2.0.0"},
+        "platform": "Linux-x86_64",
+        "data": {"dataset": "digits", "partition": "iid", "train": 1200, "validation": 200, "test": 397,
+                 "client_sizes": [120] * 10} if data else None,
+        "model": model,
+        "training": {"clients": 10, "rounds": 3, "tau": 15, "batch_size": 1, "lr": 0.01,
+                     "participation": "all clients every round",
+                     "sampling": "each local step draws 1 sample uniformly with replacement"} if training else None,
+        "threat_models": {"server": "every client's message", "eavesdropper": "the bitstreams",
+                          "peer": "the aggregate", "public": "the final model"},
+        "accountant_backends": backends if backends is not None else ["basic composition"],
+        "neighbouring_relations": ["REPLACE_ONE"],
+    }
+
+
+def _document(command: str, title: str, config: dict[str, Any], provenance: dict[str, Any],
+              settings: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"schema": "auditkit/results", "schema_version": 3, "command": command, "title": title,
+            "config": config, "provenance": provenance, "settings": settings}
+
+
+def _setting(setting_id: str, label: str, mechanism: dict[str, Any], sweep: dict[str, Any] | None = None,
+             **stages: Any) -> dict[str, Any]:
+    return {"id": setting_id, "label": label, "mechanism": mechanism, "sweep": sweep or {},
+            **{stage: stages.get(stage) for stage in ("training", "accounting", "inversion", "distinguish")}}
+
+
+def _audit_settings() -> list[dict[str, Any]]:
     """No claim (with inversion); a claim with distinguishing and inversion; a claim with distinguishing only."""
-    none = {
-        "id": "s00", "label": "float32 (none)",
-        "mechanism": {"name": "none", "params": {},
-                      "guarantee": _guarantee(None, 0.0, ["no-privacy"], "no privacy guarantee [no-privacy]")},
-        "sweep": {},
-        "training": _training([0.5, 0.8, 0.9123], 32.0, 1.0),
-        "accounting": {"rounds": 3, "delta": 1e-5, "composed": None, "refusal": None, "composed_actual": None},
-        "inversion": _inversion("s00", _scores(0.97, 0.0, math.inf), _scores(0.97, 0.0, math.inf)),
-        "distinguish": None,
-    }
-    jopeq = {
-        "id": "s01", "label": PIPE_LABEL,
-        "mechanism": {"name": "jopeq-laplace", "params": {"eps": 1.0, "n": 2},
-                      "guarantee": _guarantee(1.0, 0.0, ["claim-exceeded"], "(1, 0)-DP per round [claim-exceeded]")},
-        "sweep": {"eps": 1.0},
-        "training": _training([0.4, 0.7, 0.8123], 2.75, 11.636),
-        "accounting": {"rounds": 3, "delta": 1e-5, "refusal": None,
-                       "composed": {"epsilon": 3.0, "delta": 0.0, "backend": "basic composition", "event": "3 x claim"},
-                       "composed_actual": {"epsilon": 9.5, "delta": 0.0, "backend": "basic composition",
-                                           "event": "3 x realised noise"}},
-        "inversion": _inversion("s01", _scores(0.412, 0.0123, 19.1), _scores(0.0213, 0.0456, 13.4)),
-        "distinguish": {"trials": 20000, "confidence": 0.95, "tests": 4, "claimed_epsilon": 1.0, "delta": 0.0,
-                        "epsilon_lower_bound": 1.83, "max_certifiable": 4.61, "worst_pair": "0 vs clip",
-                        "statistic": "likelihood ratio", "verdict": "violated",
-                        "adaptive": [{"test": "moment-matching excess", "claim": "per round", "claimed_epsilon": 1.0,
-                                      "epsilon_lower_bound": 2.2, "max_certifiable": 4.61, "verdict": "violated",
-                                      "note": "noise scale set from a moment match"}]},
-    }
-    gaussian = {
-        "id": "s02", "label": SCRIPT_LABEL,
-        "mechanism": {"name": "gaussian", "params": {"sigma": 0.8, "clip": 1.0, "note": SCRIPT_PARAM},
-                      "guarantee": _guarantee(2.5, 1e-5, [], "(2.5, 1e-05)-DP per round")},
-        "sweep": {"sigma": 0.8},
-        "training": _training([0.3, 0.6, 0.7], 32.0, None),
-        "accounting": {"rounds": 3, "delta": 1e-5, "composed": None, "composed_actual": None,
-                       "refusal": "the accountant needs the sampling rate"},
-        "inversion": None,
-        "distinguish": {"trials": 20000, "confidence": 0.95, "tests": 4, "claimed_epsilon": 2.5, "delta": 1e-5,
-                        "epsilon_lower_bound": 0.4, "max_certifiable": 4.61, "worst_pair": "0 vs clip",
-                        "statistic": "threshold", "verdict": "consistent", "adaptive": []},
-    }
+    none = _setting(
+        "s00", "float32 (none)",
+        _mechanism("none", {}, _guarantee(None, 0.0, ["no-privacy"], "no privacy guarantee [no-privacy]"),
+                   generic=("true_epsilon",)),
+        training=_training([0.5, 0.8, 0.9123], 32.0, 1.0),
+        accounting=_accounting(),
+        inversion=_inversion("s00", _scores(0.97, 0.0, math.inf), _scores(0.97, 0.0, math.inf)),
+    )
+    jopeq = _setting(
+        "s01", PIPE_LABEL,
+        _mechanism("jopeq-laplace", {"eps": 1.0, "n": 2},
+                   _guarantee(1.0, 0.0, ["claim-exceeded"], "(1, 0)-DP per round [claim-exceeded]")),
+        {"eps": 1.0},
+        training=_training([0.4, 0.7, 0.8123], 2.75, 11.636),
+        accounting=_accounting(composed=_run(3.0, 0.0, 3, "basic composition", "3 x claim"),
+                               composed_actual=_run(9.5, 0.0, 3, "basic composition", "3 x realised noise")),
+        inversion=_inversion("s01", _scores(0.412, 0.0123, 19.1), _scores(0.0213, 0.0456, 13.4)),
+        distinguish=_distinguish(
+            1.0, 0.0, 1.83, "violated", p_value=0.00012,
+            setting="one scaled block at zeta = 1", sampling="tiled: blocks of n = 2 are independent",
+            adaptive=[{"test": "moment-matching excess", "claim": "per round", "claimed_epsilon": 1.0,
+                       "epsilon_lower_bound": 2.2, "max_certifiable": 4.61, "verdict": "violated",
+                       "note": "noise scale set from a moment match"}],
+            estimates=[{"pair": "0 vs clip", "statistic": "likelihood ratio", "epsilon_lower_bound": 1.83,
+                        "max_certifiable": 4.61, "p_value": 0.00012, "sampling": "tiled: blocks of n = 2"},
+                       {"pair": "0 vs -clip", "statistic": "threshold", "epsilon_lower_bound": 0.91,
+                        "max_certifiable": 4.61, "p_value": 0.41, "sampling": "tiled: blocks of n = 2"}]),
+    )
+    gaussian = _setting(
+        "s02", SCRIPT_LABEL,
+        _mechanism("gaussian", {"sigma": 0.8, "clip": 1.0, "note": SCRIPT_PARAM},
+                   _guarantee(2.5, 1e-5, [], "(2.5, 1e-05)-DP per round"), clip_norm="l2"),
+        {"sigma": 0.8},
+        training=_training([0.3, 0.6, 0.7], 32.0, None),
+        accounting=_accounting(refusal="the accountant needs the sampling rate"),
+        distinguish=_distinguish(2.5, 1e-5, 0.4, "consistent", statistic="threshold", p_value=0.91),
+    )
     gaussian["training"]["rounds"][0]["test_loss"] = math.nan
     return [none, jopeq, gaussian]
 
 
 def results_document() -> dict[str, Any]:
-    """A realistic version 2 results document of three settings."""
+    """``auditkit audit``: three settings, every stage (a realistic version 3 document)."""
+    return _document(
+        "audit", "quickstart <b>", {"seed": 4, "device": "cpu", "mechanisms": [{"name": "gaussian", "label": SCRIPT_LABEL}]},
+        _provenance(model={"name": "cnn", "num_params": 6422}), _audit_settings())
+
+
+def train_document() -> dict[str, Any]:
+    """``auditkit train``: one setting, trained and accounted (a DP-SQ mechanism of device groups, clip in l1)."""
+    setting = _setting(
+        "dpsq", "dpsq",
+        _mechanism("dpsq", {"bits": 4, "clip": 1.0, "rho": 0.5},
+                   _guarantee(0.5, 1e-5, [], "(eps=0.5, delta=1e-05)-DP for one round, REPLACE_ONE, l1 clip 1"),
+                   clip_norm="l1", generic=("tiling", "output_log_density")),
+        training=_training([0.55, 0.72, 0.801], 4.0, 8.0, protocol="device-groups"),
+        accounting=_accounting(composed=_run(1.2, 1e-5, 3, "dp_accounting-pld", "3 x GaussianDpEvent(2.1)"),
+                               backend="dp_accounting-pld"),
+    )
+    return _document("train", "dpsq on digits", {"seed": 4, "mechanism": {"name": "dpsq", "bits": 4}},
+                     _provenance(model={"name": "cnn", "num_params": 6422}, backends=["dp_accounting-pld"]),
+                     [setting])
+
+
+def _attack_inversion(defended: dict[str, Any], clean: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:
+    return {"attack": "idlg", "view": "server", "round": None,
+            "observation": "one image's gradient (one local step, batch 1), decoded by the server", "clients": None,
+            "model": "lenet", "ssim_variant": "skimage.structural_similarity(data_range=1)", "clean": clean,
+            "defended": defended, "figure": None, "images": 8, "source": "patches", "label_given": False, **changes}
+
+
+def attack_document() -> dict[str, Any]:
+    """``auditkit attack``: single-image gradients through one mechanism, no FL round, one grid."""
+    setting = _setting(
+        "laplace", "laplace scale=0.01",
+        _mechanism("laplace", {"scale": 0.01, "clip": 1.0},
+                   _guarantee(200.0, 0.0, [], "(eps=200, delta=0)-DP for one round, REPLACE_ONE, l1 clip 1"),
+                   clip_norm="l1"),
+        inversion=_attack_inversion(
+            _scores(0.183, 0.0612, 12.1, label_accuracy=0.625), _scores(0.934, 0.0021, 26.8, label_accuracy=1.0),
+            figure="inversion.png", bits_per_coordinate=32.0),
+    )
+    return _document("attack", "idlg against laplace", {"attack": "idlg", "mechanism": "laplace", "images": 8},
+                     _provenance(data=False, training=False, model={"name": "lenet", "num_params": 13_648},
+                                 backends=[]), [setting])
+
+
+def curve_document() -> dict[str, Any]:
+    """``auditkit attack --curve``: one setting per mechanism and parameter value, one clean attack for all."""
+    clean = _scores(0.934, 0.0021, 26.8)
+    points = [("gaussian", "sigma", 0.001, 0.0009, 0.91, 4845.0), ("gaussian", "sigma", 0.01, 0.009, 0.62, 484.5),
+              ("gaussian", "sigma", 0.1, 0.09, 0.11, 48.45), ("sdq", "bits", 8, 0.004, 0.85, None),
+              ("sdq", "bits", 2, 0.07, 0.2, None)]
+    settings = [
+        _setting(f"{name}-{key}-{value}", f"{name} {key}={value}",
+                 _mechanism(name, {key: value}, _guarantee(epsilon, 1e-5 if epsilon else 1.0, [], "a claim"),
+                            generic=("dp_event",)),
+                 {key: value}, inversion=_attack_inversion(_scores(ssim, 0.01, 20.0), copy.deepcopy(clean),
+                                                           error_std=error, bits_per_coordinate=32.0))
+        for name, key, value, error, ssim, epsilon in points
+    ]
+    return _document("attack", "defence curve", {"attack": "idlg", "curve": True},
+                     _provenance(data=False, training=False, model={"name": "lenet", "num_params": 13_648},
+                                 backends=[]), settings)
+
+
+def distinguish_document() -> dict[str, Any]:
+    """``auditkit distinguish`` of a plugin mechanism that declares nothing: every capability a generic default."""
+    setting = _setting(
+        "half", "half",
+        _mechanism("half", {"clip": 1.0, "eps": 1.0},
+                   _guarantee(1.0, 0.0, [], "(eps=1, delta=0)-DP for one round, REPLACE_ONE"),
+                   origin=PLUGIN, generic=CAPABILITIES),
+        distinguish=_distinguish(
+            1.0, 0.0, 1.41, "violated", trials=200_000, tests=2, p_value=3.2e-7, max_certifiable=9.2,
+            setting="generic default: the mechanism declares no audit setting: d = 2, the l2 ball of radius 1, "
+                    "pairs 2 radius apart",
+            sampling="per call: one call per output (generic default: the mechanism declares no tiling)",
+            estimates=[
+                {"pair": "0 vs clip e1", "statistic": "threshold", "epsilon_lower_bound": 1.41,
+                 "max_certifiable": 9.2, "p_value": 3.2e-7, "sampling": "per call"},
+                {"pair": "beyond clip", "statistic": "threshold", "epsilon_lower_bound": 0.2, "max_certifiable": 9.2,
+                 "p_value": None, "sampling": "per call"}]),
+    )
+    return _document("distinguish", "half (plugin)", {"mechanism": "half", "trials": 200_000},
+                     _provenance(data=False, training=False, plugins=["my_pkg.half"], backends=[]), [setting])
+
+
+def account_document() -> dict[str, Any]:
+    """``auditkit account`` of CEPAM: the one-round claim composed, beside the paper's record-level FL claim."""
+    paper = _guarantee(2.1, 1e-5, [], "(eps=2.1, delta=1e-05)-DP for the whole run (003 Theorem 12)")
+    paper.update(unit="one record", scope="the whole run", assumptions=["Poisson subsampling of records"],
+                 caveats=[])
+    setting = _setting(
+        "cepam-gaussian", "cepam-gaussian",
+        _mechanism("cepam-gaussian", {"sigma": 1.2, "clip": 1.0},
+                   _guarantee(0.9, 1e-5, [], "(eps=0.9, delta=1e-05)-DP for one round, REPLACE_ONE, l2 clip 1")
+                   | {"sensitivity": "l2 clip 1"}, clip_norm="l2"),
+        accounting=_accounting(100, backend="dp_accounting-pld", paper_claim=paper,
+                               composed=_run(7.3, 1e-5, 100, "dp_accounting-pld", "100 x GaussianDpEvent(1.2)")),
+    )
+    return _document("account", "cepam-gaussian over 100 rounds", {"mechanism": "cepam-gaussian", "rounds": 100},
+                     _provenance(data=False, training=False, backends=["dp_accounting-pld"]), [setting])
+
+
+# every command's sample document (the attack command twice: one mechanism, and a defence curve)
+DOCUMENTS: dict[str, Callable[[], dict[str, Any]]] = {
+    "train": train_document, "audit": results_document, "attack": attack_document, "attack-curve": curve_document,
+    "distinguish": distinguish_document, "account": account_document,
+}
+
+
+def results_document_v2() -> dict[str, Any]:
+    """A version 2 document as ``auditkit audit`` wrote it before version 3 (relations as words)."""
+    def setting(setting_id, label, name, params, guarantee, training, accounting, inversion, distinguish):
+        return {"id": setting_id, "label": label, "mechanism": {"name": name, "params": params, "guarantee": guarantee},
+                "sweep": {}, "training": training, "accounting": accounting, "inversion": inversion,
+                "distinguish": distinguish}
+
+    no_claim = _guarantee(None, 1.0, ["no-privacy"], "no privacy guarantee [no-privacy]")
+    no_claim["relation"] = "none"
+    claim = _guarantee(1.0, 0.0, [], "(eps=1, delta=0)-DP for one round, replace-one")
+    claim["relation"] = "replace-one"
+    training = _training([0.5, 0.8, 0.9], 32.0, 1.0)
+    del training["protocol"]
+    composed = {"epsilon": 3.0, "delta": 0.0, "backend": "basic composition", "event": "3 x claim"}
+    distinguish = _distinguish(1.0, 0.0, 0.7, "consistent")
+    for key in ("p_value", "setting", "sampling"):
+        del distinguish[key]
+    provenance = _provenance(model={"name": "cnn", "num_params": 6422})
+    provenance.update(auditkit_version="0.1.0", neighbouring_relations=["replace-one"])
+    del provenance["code"], provenance["plugins"]
     return {
-        "schema": "auditkit/results", "schema_version": 2, "command": "audit", "title": "quickstart <b>",
-        "config": {"seed": 4, "device": "cpu", "mechanisms": [{"name": "gaussian", "label": SCRIPT_LABEL}]},
-        "provenance": {
-            "auditkit_version": "0.1.0", "seed": 4, "device": "cpu",
-            "versions": {"python": "3.11.9", "torch": "2.4.0", "numpy": "2.0.0"},
-            "platform": "Linux-x86_64",
-            "data": {"dataset": "digits", "partition": "iid", "train": 1200, "validation": 200, "test": 397,
-                     "client_sizes": [120] * 10},
-            "model": {"name": "cnn", "num_params": 6422},
-            "training": {"clients": 10, "rounds": 3, "tau": 15, "batch_size": 1, "lr": 0.01,
-                         "participation": "all clients every round",
-                         "sampling": "each local step draws 1 sample uniformly with replacement"},
-            "threat_models": {"server": "every client's message", "eavesdropper": "the bitstreams",
-                              "peer": "the aggregate", "public": "the final model"},
-            "accountant_backends": ["basic composition"],
-            "neighbouring_relations": ["REPLACE_ONE"],
-        },
-        "settings": _settings(),
+        "schema": "auditkit/results", "schema_version": 2, "command": "audit", "title": "quickstart (v2)",
+        "config": {"seed": 4}, "provenance": provenance,
+        "settings": [
+            setting("s00", "none", "none", {}, no_claim, copy.deepcopy(training),
+                    {"rounds": 3, "delta": 1e-5, "composed": None, "refusal": None, "composed_actual": None},
+                    _inversion("s00", _scores(0.97, 0.0, math.inf), _scores(0.97, 0.0, math.inf)), None),
+            setting("s01", "laplace", "laplace", {"scale": 2.0, "clip": 1.0}, claim, copy.deepcopy(training),
+                    {"rounds": 3, "delta": 1e-5, "composed": composed, "refusal": None, "composed_actual": None},
+                    None, distinguish),
+        ],
     }
 
 
 @pytest.fixture
 def document() -> dict[str, Any]:
-    """A fresh copy of the realistic results document (no files behind it)."""
+    """A fresh copy of the realistic ``auditkit audit`` document (no files behind it)."""
     return results_document()
+
+
+@pytest.fixture
+def documents() -> dict[str, dict[str, Any]]:
+    """A fresh copy of every command's sample document, by name (see ``DOCUMENTS``)."""
+    return {name: build() for name, build in DOCUMENTS.items()}
+
+
+@pytest.fixture
+def v2_document() -> dict[str, Any]:
+    """A fresh version 2 document (``results_document_v2``)."""
+    return results_document_v2()
+
+
+@pytest.fixture(params=list(DOCUMENTS))
+def any_document(request) -> tuple[str, dict[str, Any]]:
+    """(name, fresh document) of each command's sample document in turn."""
+    return request.param, DOCUMENTS[request.param]()
 
 
 @pytest.fixture(scope="session")
@@ -135,11 +335,11 @@ def grid_png(tmp_path_factory) -> bytes:
     return image_grid(rows, tmp_path_factory.mktemp("grid") / "grid.png", title=SCRIPT_LABEL).read_bytes()
 
 
-def write_results_folder(folder: Path, png: bytes) -> dict[str, Any]:
-    """A results document with its reconstruction grids written under ``folder``."""
-    document = results_document()
+def write_results_folder(folder: Path, png: bytes, document: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A results document (default: the audit one) with its reconstruction grids written under ``folder``."""
+    document = results_document() if document is None else document
     for setting in document["settings"]:
-        if setting["inversion"] is not None:
+        if setting["inversion"] is not None and setting["inversion"]["figure"] is not None:
             path = folder / setting["inversion"]["figure"]
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(png)
@@ -159,3 +359,18 @@ def rendered(tmp_path_factory, grid_png) -> SimpleNamespace:
     document = write_results_folder(folder, grid_png)
     paths = render_report(copy.deepcopy(document), folder)
     return SimpleNamespace(folder=folder, document=document, paths=paths)
+
+
+@pytest.fixture(scope="session")
+def rendered_commands(tmp_path_factory, grid_png) -> dict[str, SimpleNamespace]:
+    """Every command's sample document rendered (HTML and markdown) into its own folder, by name: folder,
+    document, written paths, and the two reports' text."""
+    renderings = {}
+    for name, build in DOCUMENTS.items():
+        folder = tmp_path_factory.mktemp(name)
+        document = write_results_folder(folder, grid_png, build())
+        paths = render_report(copy.deepcopy(document), folder)
+        renderings[name] = SimpleNamespace(folder=folder, document=document, paths=paths,
+                                           html=(folder / "report.html").read_text(encoding="utf-8"),
+                                           md=(folder / "report.md").read_text(encoding="utf-8"))
+    return renderings

@@ -20,6 +20,9 @@ def drawn(monkeypatch):
         plt.close(figure)
 
 
+SCRIPT_LABEL_DRAWN = '<script>alert("x")</script> \\$\\notacommand\\$ gaussian'  # "$" escaped for matplotlib
+
+
 def _points(collections):
     return [tuple(np.round(point, 4)) for collection in collections for point in collection.get_offsets()]
 
@@ -104,3 +107,73 @@ def test_bits_vs_accuracy_puts_a_labelled_point_per_setting(document, drawn):
     assert _points(axis.collections) == [(32.0, 91.23), (2.75, 81.23), (32.0, 70.0)]
     assert [text.get_text() for text in axis.texts] == [
         "float32 (none)", "JoPEQ | eps=1", '<script>alert("x")</script> \\$\\notacommand\\$ gaussian']
+
+
+# which report figures each command's sample document has data for (the report draws only those)
+PLOTTED = {
+    "train": ["accuracy_vs_round", "bits_vs_accuracy"],
+    "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy"],
+    "attack": ["ssim_vs_epsilon"],
+    "attack-curve": ["ssim_vs_epsilon", "ssim_vs_error_std"],
+    "distinguish": ["lower_bound_vs_epsilon"],
+    "account": [],
+}
+
+
+def test_each_document_has_data_for_the_figures_it_can_fill(documents):
+    assert {name: [f for f in FIGURES if figures.has_data(f, doc)] for name, doc in documents.items()} == PLOTTED
+
+
+def test_ssim_vs_error_std_draws_a_line_per_mechanism_and_the_shared_clean_attack(documents, drawn):
+    figures.ssim_vs_error_std(documents["attack-curve"], "unused.png")
+    axis = drawn[0].axes[0]
+    gaussian, sdq, clean = axis.lines
+    assert (list(gaussian.get_xdata()), list(gaussian.get_ydata())) == ([0.0009, 0.009, 0.09], [0.91, 0.62, 0.11])
+    assert (list(sdq.get_xdata()), list(sdq.get_ydata())) == ([0.004, 0.07], [0.85, 0.2])  # sorted by error
+    assert (list(clean.get_ydata()), clean.get_linestyle()) == ([0.934, 0.934], "--")
+    assert axis.get_xscale() == "log" and axis.get_ylim()[1] > 0.934 + 0.05  # the clean line clear of the frame
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == ["gaussian", "sdq", "clean attack"]
+    assert axis.get_xlabel() == "standard deviation of the error in the server's view"
+
+
+def test_ssim_vs_error_std_dashes_each_mechanisms_own_clean_attack_when_they_differ(documents, drawn):
+    document = documents["attack-curve"]
+    document["settings"][3]["inversion"]["clean"]["ssim_mean"] = 0.5  # sdq's clean attack scored apart
+    document["settings"][4]["inversion"]["clean"] = None  # and one point without a clean run
+    figures.ssim_vs_error_std(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert [(list(line.get_ydata()), line.get_linestyle()) for line in axis.lines] == [
+        ([0.91, 0.62, 0.11], "-"), ([0.934, 0.934, 0.934], "--"), ([0.85, 0.2], "-"), ([0.5], "--")]
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == [
+        "gaussian", "gaussian (clean attack)", "sdq", "sdq (clean attack)"]
+
+
+def test_ssim_vs_error_std_without_errors_draws_a_note(document, drawn):
+    figures.ssim_vs_error_std(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert not axis.lines
+    assert [text.get_text() for text in axis.texts] == ["no setting recorded the error of the server's view"]
+
+
+def test_ssim_vs_epsilon_leaves_out_the_clean_line_without_a_clean_run(documents, drawn):
+    document = documents["attack"]
+    document["settings"][0]["inversion"]["clean"] = None
+    figures.ssim_vs_epsilon(document, "unused.png")
+    axis = drawn[0].axes[0]
+    assert [(list(line.get_xdata()), list(line.get_ydata())) for line in axis.lines] == [([200.0], [0.183])]
+
+
+def test_training_figures_leave_out_settings_that_did_not_train(document, drawn):
+    document["settings"][1]["training"] = None
+    figures.accuracy_vs_round(document, "unused.png")
+    figures.bits_vs_accuracy(document, "unused.png")
+    lines, points = drawn[0].axes[0], drawn[1].axes[0]
+    assert [line.get_label() for line in lines.lines] == ["float32 (none)", SCRIPT_LABEL_DRAWN]
+    assert _points(points.collections) == [(32.0, 91.23), (32.0, 70.0)]
+
+
+def test_a_figure_of_a_document_without_training_is_a_note_not_a_crash(documents, drawn):
+    figures.accuracy_vs_round(documents["distinguish"], "unused.png")
+    figures.bits_vs_accuracy(documents["distinguish"], "unused.png")
+    assert [[t.get_text() for t in figure.axes[0].texts] for figure in drawn] == [
+        ["no setting trained"], ["no setting has a finite rate and accuracy"]]

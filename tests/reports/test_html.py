@@ -63,7 +63,9 @@ def test_the_summary_table_carries_each_setting_with_units_and_badges(page):
     assert all(f"<td class=\"num\">{value}</td>" in rows[1] for value in
                ("81.23 %", "2.75 bits/coord", "11.6x", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB"))
     assert 'ε = 1, δ = 0 <span class="badge flag">claim-exceeded</span>' in rows[1]
-    assert "≥ 1.83 (95 % conf.)<br><span class=\"muted\">cap 4.61</span>" in rows[1]
+    assert ("≥ 1.83 (95 % conf.)<br><span class=\"muted\">cap 4.61</span><br><span class=\"muted\">p = 0.00012"
+            "</span>") in rows[1]
+    assert "sigma=0.8, clip=1.0 (l2), note=&lt;script&gt;" in rows[2]
     assert '<span class="badge v-violated">violated</span>' in rows[1]
     assert '<span class="badge v-none">not run</span>' in rows[0]
     assert "<td class=\"num\">inf dB → inf dB</td>" in rows[0]
@@ -79,6 +81,18 @@ def test_sections_come_in_order(page):
     assert "<dt>client sizes</dt><dd>120, 120, 120, 120, 120, 120, 120, 120, 120, 120 examples</dd>" in page
     assert "<td>eavesdropper</td><td>the bitstreams</td>" in page
     assert "&#34;label&#34;: &#34;&lt;script&gt;" in page[page.index("<pre>"):]
+
+
+def test_a_setting_with_estimates_lists_them_in_its_details(page):
+    block = page[page.index("<summary><strong>JoPEQ | eps=1</strong>"):]
+    block = block[:block.index("</details>")]
+    table = block[block.index('<table class="estimates">'):]
+    assert re.findall(r"<th>(.*?)</th>", table) == [
+        "pair", "statistic", "certified ε lower bound", "cap", "p-value", "sampling"]
+    assert ('<tr><td>0 vs clip</td><td>likelihood ratio</td><td class="num">≥ 1.83</td><td class="num">4.61</td>'
+            '<td class="num">0.00012</td><td>tiled: blocks of n = 2</td></tr>') in table
+    assert "<dt>p-value</dt><dd>0.00012, of &#34;the mechanism is (1, 0)-DP as claimed&#34; on the worst pair" in block
+    assert page.count('<table class="estimates">') == 1
 
 
 def test_png_data_uri_refuses_other_files(tmp_path):

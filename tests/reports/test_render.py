@@ -80,8 +80,16 @@ def test_only_the_formats_asked_for_are_written(results_folder):
     assert not (folder / "report.html").exists()
 
 
+def test_a_null_grid_is_not_looked_for(results_folder):
+    folder, document = results_folder
+    document["settings"][1]["inversion"]["figure"] = None
+    (folder / "figures" / "reconstruction-s01.png").unlink()
+    render_report(document, folder)
+    assert (folder / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 4 + 1
+
+
 @pytest.mark.parametrize("change, message", [
-    (lambda doc: doc.update(schema_version=1), "schema_version must be 2, got 1"),
+    (lambda doc: doc.update(schema_version=2), "schema_version must be 3, got 2"),
     (lambda doc: doc["settings"][1]["inversion"].update(figure="figures/gone.png"),
      "results.settings[1].inversion.figure: figures/gone.png is not a file in "),
 ])
@@ -109,3 +117,164 @@ def test_a_report_elsewhere_reads_and_links_the_grids_of_the_results_folder(resu
     assert links[4].startswith("../") and links[4].endswith("/figures/reconstruction-s00.png")
     assert all((elsewhere / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
     assert (elsewhere / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 6
+
+
+# ---------------------------------------------------------------- every command's document
+
+# the figures drawn for each command's sample document, and the files written after them
+DRAWN = {
+    "train": ["accuracy_vs_round", "bits_vs_accuracy"],
+    "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy"],
+    "attack": ["ssim_vs_epsilon"],
+    "attack-curve": ["ssim_vs_epsilon", "ssim_vs_error_std"],
+    "distinguish": ["lower_bound_vs_epsilon"],
+    "account": [],
+}
+ERROR_STD_CAPTION = ("Inversion SSIM against the standard deviation of the error in the server's view, one line per "
+                     "mechanism; dashed: the clean attack.")
+
+
+def _summary_rows(markdown: str) -> list[str]:
+    section = markdown[markdown.index("## Summary"):]
+    return [line for line in section.split("\n\n")[1].splitlines()[2:]]
+
+
+@pytest.mark.parametrize("name", list(DRAWN))
+def test_every_commands_document_renders_its_figures_and_both_reports(rendered_commands, name):
+    r = rendered_commands[name]
+    assert r.paths == [*(r.folder / "figures" / f"{f}.png" for f in DRAWN[name]),
+                       r.folder / "report.md", r.folder / "report.html"]
+    assert all(path.read_bytes().startswith(PNG_SIGNATURE) for path in r.paths[:-2])
+    links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", r.md)
+    grids = [s["inversion"]["figure"] for s in r.document["settings"]
+             if s["inversion"] is not None and s["inversion"]["figure"] is not None]
+    assert links == [*(f"figures/{f}.png" for f in DRAWN[name]), *grids]
+    assert all((r.folder / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
+    assert len(re.findall(r"<img src=\"data:image/png;base64,", r.html)) == len(links)
+    assert "<script" not in r.html.lower()
+    assert len(_summary_rows(r.md)) == len(r.document["settings"])
+    assert ("## Figures" in r.md) == bool(DRAWN[name]) and ("<h2>Figures</h2>" in r.html) == bool(DRAWN[name])
+    assert ("## Reconstructions" in r.md) == bool(grids)
+    assert r.html.count("<details open>") == (len(r.document["settings"]) == 1)  # one setting: details shown
+
+
+def test_the_train_report(rendered_commands):
+    r = rendered_commands["train"]
+    assert r.md.split("\n")[2].startswith(
+        "1 mechanism setting trained and accounted with auditkit 0.2.0 (command: train) on the digits dataset (iid "
+        "split over 10 clients; 1,200 training, 200 validation and 397 test examples), model cnn (6,422 parameters), "
+        "3 FedAvg rounds of τ = 15 local steps")
+    assert _summary_rows(r.md) == [
+        "| dpsq | dpsq (bits=4, clip=1.0 (l1), rho=0.5) | 80.10 % | 4 bits/coord | 8.0x | ε = 0.5, δ = 1e-05 "
+        "| ε = 1.2, δ = 1e-05 over 3 rounds (dp\\_accounting-pld) | not run | not run | not run | not run | not run |"]
+    assert "- **training**: protocol device-groups, 3 rounds, checkpoints at 1, 3" in r.md
+    assert ("- **capabilities**: declared by the mechanism: audit setting, dp\\_event, true epsilon; generic defaults "
+            "used: tiling (outputs drawn one call at a time), output density (no likelihood-ratio statistic)") in r.md
+    assert "### Notes" not in r.md and 'id="notes"' not in r.html  # no distinguishing test that they weaken
+
+
+def test_the_audit_report_has_no_defence_curve_and_no_notes(rendered_commands):
+    r = rendered_commands["audit"]
+    assert "ssim_vs_error_std" not in r.md and ERROR_STD_CAPTION not in r.md
+    assert "### Notes" not in r.md
+    assert r.html.count("<details>") == 3
+
+
+def test_the_attack_report(rendered_commands):
+    r = rendered_commands["attack"]
+    assert r.md.split("\n")[2] == (
+        "1 mechanism setting attacked with auditkit 0.2.0 (command: attack): idlg inverts the gradients of 8 patches "
+        "images, each held by a single-image client (one local step), through model lenet (13,648 parameters), once "
+        "on the clean gradients and once on the server's view after the mechanism, the labels inferred by the "
+        "attack; seed 4, device cpu.")
+    assert _summary_rows(r.md) == [
+        "| laplace scale=0.01 | laplace (scale=0.01, clip=1.0 (l1)) | not run | not run | not run | ε = 200, δ = 0 "
+        "| not run | not run | not run | 0.934 → 0.183 | 0.0021 → 0.0612 | 26.8 dB → 12.1 dB |"]
+    assert ("![laplace scale=0.01: idlg on the server's view of single-image gradients (rows: ground truth, clean, "
+            "defended).](inversion.png)") in r.md
+    assert ("- **inversion**: idlg on the server's view of single-image gradients, 8 patches images, labels inferred "
+            "by the attack, model lenet; observation: one image's gradient") in r.md
+    assert "- **label accuracy**: clean 100.00 % → defended 62.50 %" in r.md
+    assert "- **server's view**: 32 bits/coord" in r.md
+    assert "- **training**: not run" in r.md and "- **accounting**: not run" in r.md
+    assert "client sizes" not in r.md and "FedAvg" not in r.md  # no data or training in the provenance
+
+
+def test_the_defence_curve_report_draws_ssim_against_the_error(rendered_commands):
+    r = rendered_commands["attack-curve"]
+    assert f"![{ERROR_STD_CAPTION}](figures/ssim_vs_error_std.png)" in r.md
+    assert "<figcaption>" + ERROR_STD_CAPTION.replace("'", "&#39;") + "</figcaption>" in r.html
+    assert "a defence curve: each setting is one mechanism at one parameter value" in r.md
+    assert [row.split(" | ")[9] for row in _summary_rows(r.md)] == [
+        "0.934 → 0.91", "0.934 → 0.62", "0.934 → 0.11", "0.934 → 0.85", "0.934 → 0.2"]
+    assert "- **server's view**: error std 0.0009, 32 bits/coord" in r.md
+    assert "## Reconstructions" not in r.md  # no grid drawn for a curve point
+
+
+def test_the_distinguish_report(rendered_commands):
+    r = rendered_commands["distinguish"]
+    assert r.md.split("\n")[2] == (
+        "1 mechanism setting tested with auditkit 0.2.0 (command: distinguish) by black-box distinguishing tests on "
+        "outputs sampled from the real implementation (200,000 outputs per neighbouring pair, 2 tests, 95 % "
+        "family-wise confidence, Bonferroni): each certified lower bound on epsilon is set against the claim; seed 4, "
+        "device cpu.")
+    assert _summary_rows(r.md) == [
+        "| half | half (clip=1.0, eps=1.0) (plugin: entry point half = my\\_pkg.half) | not run | not run | not run "
+        "| ε = 1, δ = 0 | not run | ≥ 1.41 (95 % conf.), cap 9.2, p = 3.2e-07 | violated | not run | not run "
+        "| not run |"]
+    notes = r.md[r.md.index("### Notes"):r.md.index("## Figures")]
+    assert notes.strip().splitlines()[2:] == [
+        "- half: the distinguishing test ran on generic defaults for the audit setting (the pairs tried are the "
+        "generic 2-D ones, not pairs the mechanism declares for its claim: they may miss its worst case, or not be "
+        "neighbours in the claim's sense) and the sampling (outputs drawn one call at a time: the mechanism declares "
+        "no tiling). This weakens the verdict \"violated\"."]
+    html_notes = r.html[r.html.index('<ul class="notes" id="notes">'):]
+    assert html_notes.index("half: the distinguishing test ran on generic defaults") < html_notes.index("</ul>")
+    assert r.html.index('id="notes"') < r.html.index("<h2>Figures</h2>")  # right under the summary
+    assert '<span class="badge plugin">plugin: entry point half = my_pkg.half</span>' in r.html
+    assert "- **origin**: plugin: entry point half = my\\_pkg.half" in r.md
+    assert ("- **capabilities**: generic defaults used: tiling (outputs drawn one call at a time), audit setting (the "
+            "generic 2-D pairs), output density (no likelihood-ratio statistic), dp\\_event (the claim composed as a "
+            "generic event), true epsilon (the realised noise's epsilon not computed)") in r.md
+    assert ("- **distinguishing setting**: generic default: the mechanism declares no audit setting: d = 2, the l2 "
+            "ball of radius 1, pairs 2 radius apart") in r.md
+    assert "- **sampling**: per call: one call per output (generic default: the mechanism declares no tiling)" in r.md
+    assert "| beyond clip | threshold | ≥ 0.2 | 9.2 | - | per call |" in r.md
+    assert "- **plugins**: my\\_pkg.half" in r.md
+    assert "- **accountant backends**: none" in r.md
+
+
+def test_the_account_report(rendered_commands):
+    r = rendered_commands["account"]
+    assert r.md.split("\n")[2] == (
+        "1 mechanism setting accounted with auditkit 0.2.0 (command: account): analytic accounting, each one-round "
+        "claim composed over 100 rounds at δ = 1e-05 (backend asked for: dp\\_accounting-pld); nothing was trained, "
+        "attacked or tested; seed 4, device cpu.")
+    assert _summary_rows(r.md) == [
+        "| cepam-gaussian | cepam-gaussian (sigma=1.2, clip=1.0 (l2)) | not run | not run | not run "
+        "| ε = 0.9, δ = 1e-05 | ε = 7.3, δ = 1e-05 over 100 rounds (dp\\_accounting-pld); paper's FL claim: ε = 2.1, "
+        "δ = 1e-05 | not run | not run | not run | not run | not run |"]
+    assert ("- **paper's claim**: (eps=2.1, delta=1e-05)-DP for the whole run (003 Theorem 12) (unit: one record; "
+            "scope: the whole run; threat model: server sees each update); assumes: Poisson subsampling of records"
+            ) in r.md
+    assert ("- **accounting**: backend asked for: dp\\_accounting-pld, 100 rounds at δ = 1e-05; dp\\_accounting-pld: "
+            "100 x GaussianDpEvent(1.2)") in r.md
+    assert re.findall(r"<h2>(.*?)</h2>", r.html) == ["Summary", "Claim details", "Provenance"]
+
+
+def test_plugin_names_and_origins_are_escaped(documents, tmp_path):
+    document = documents["distinguish"]
+    document["settings"][0]["mechanism"]["origin"] = "<script>alert(3)</script>"
+    document["provenance"]["plugins"] = ["<img src=x onerror=alert(1)>", "pkg|[x](y)"]
+    render_report(document, tmp_path)
+    page, text = (tmp_path / "report.html").read_text(), (tmp_path / "report.md").read_text()
+    assert "<script" not in page.lower() and "<img src=x" not in page
+    assert "plugin: &lt;script&gt;alert(3)&lt;/script&gt;" in page
+    assert "<dd>&lt;img src=x onerror=alert(1)&gt;, pkg|[x](y)</dd>" in page
+    assert "- **plugins**: &lt;img src=x onerror=alert(1)&gt;, pkg\\|\\[x\\](y)" in text
+    assert "(plugin: &lt;script&gt;alert(3)&lt;/script&gt;)" in text
+
+
+def test_rendering_a_version_2_document_in_memory_asks_for_version_3(v2_document, tmp_path):
+    with pytest.raises(ValueError, match=r"^schema_version must be 3, got 2$"):
+        render_report(v2_document, tmp_path)

@@ -1,10 +1,14 @@
+import copy
 import json
 import math
+from importlib import metadata
 
 import pytest
 
-from reports import load_results, validate_results
-from reports.results_schema import SCHEMA, SCHEMA_VERSION
+from reports import load_results, render_report, upgrade_results, validate_results
+from reports.results_schema import CAPABILITIES, COMMANDS, SCHEMA, SCHEMA_VERSION
+
+VERSION = metadata.version("auditkit")
 
 
 def _set(doc, path, value):
@@ -18,28 +22,69 @@ def _set(doc, path, value):
         doc[last] = value
 
 
-def test_the_realistic_document_is_valid(document):
-    assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 2)
+def test_the_schema_is_version_3_of_auditkit_results():
+    assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 3)
+    assert COMMANDS == ("train", "audit", "attack", "distinguish", "account")
+    assert CAPABILITIES == ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
+
+
+def test_every_commands_sample_document_is_valid(any_document):
+    name, document = any_document
     validate_results(document)
+    assert document["command"] == name.split("-")[0]
 
 
 @pytest.mark.parametrize("path, value, message", [
     (("schema",), "auditkit/other", "schema must be 'auditkit/results', got 'auditkit/other'"),
-    (("schema_version",), 1, "schema_version must be 2, got 1"),
-    (("schema_version",), KeyError, "schema_version must be 2, got None"),
+    (("schema_version",), 2, "schema_version must be 3, got 2"),
+    (("schema_version",), KeyError, "schema_version must be 3, got None"),
+    (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, got 'report'"),
+    (("command",), 3, "results.command must be a string, got 3"),
     (("settings", 0, "training"), KeyError, "results.settings[0].training is missing"),
     (("provenance", "data", "dataset"), KeyError, "results.provenance.data.dataset is missing"),
+    (("provenance", "code"), KeyError, "results.provenance.code is missing"),
+    (("provenance", "plugins"), "none", "results.provenance.plugins must be a list, got str"),
+    (("provenance", "plugins"), [None], "results.provenance.plugins[0] must be a string, got None"),
     (("settings", 1, "inversion", "defended", "ssim_mean"), KeyError,
      "results.settings[1].inversion.defended.ssim_mean is missing"),
+    (("settings", 1, "inversion", "round"), "3", "results.settings[1].inversion.round must be an integer, got '3'"),
+    (("settings", 1, "inversion", "label_given"), 1,
+     "results.settings[1].inversion.label_given must be a boolean, got 1"),
+    (("settings", 1, "inversion", "error_std"), None, "results.settings[1].inversion.error_std must be a number, "
+                                                      "got None"),
+    (("settings", 1, "inversion", "clean", "label_accuracy"), "62 %",
+     "results.settings[1].inversion.clean.label_accuracy must be a number, got '62 %'"),
     (("settings", 1, "distinguish", "epsilon_lower_bound"), "high",
      "results.settings[1].distinguish.epsilon_lower_bound must be a number, got 'high'"),
+    (("settings", 1, "distinguish", "p_value"), KeyError, "results.settings[1].distinguish.p_value is missing"),
+    (("settings", 1, "distinguish", "sampling"), None,
+     "results.settings[1].distinguish.sampling must be a string, got None"),
+    (("settings", 1, "distinguish", "estimates", 1, "sampling"), KeyError,
+     "results.settings[1].distinguish.estimates[1].sampling is missing"),
     (("settings", 2, "training", "final", "round"), True,
      "results.settings[2].training.final.round must be an integer, got True"),
+    (("settings", 2, "training", "protocol"), KeyError, "results.settings[2].training.protocol is missing"),
     (("settings", 0, "training", "rounds"), {}, "results.settings[0].training.rounds must be a list, got dict"),
     (("settings", 0, "mechanism", "guarantee", "flags", 0), 3,
      "results.settings[0].mechanism.guarantee.flags[0] must be a string, got 3"),
+    (("settings", 0, "mechanism", "guarantee", "relation"), 1,
+     "results.settings[0].mechanism.guarantee.relation must be a string, got 1"),
+    (("settings", 0, "mechanism", "origin"), KeyError, "results.settings[0].mechanism.origin is missing"),
+    (("settings", 0, "mechanism", "clip_norm"), 2, "results.settings[0].mechanism.clip_norm must be a string, got 2"),
+    (("settings", 0, "mechanism", "capabilities", "dp_event"), KeyError,
+     "results.settings[0].mechanism.capabilities.dp_event is missing"),
+    (("settings", 0, "mechanism", "capabilities", "tiling"), "default",
+     "results.settings[0].mechanism.capabilities.tiling must be one of 'declared', 'generic default', 'unknown', "
+     "got 'default'"),
     (("settings", 2, "accounting", "composed"), {"epsilon": 1.0},
      "results.settings[2].accounting.composed.delta is missing"),
+    (("settings", 1, "accounting", "composed", "rounds"), KeyError,
+     "results.settings[1].accounting.composed.rounds is missing"),
+    (("settings", 2, "accounting", "composition_delta"), KeyError,
+     "results.settings[2].accounting.composition_delta is missing"),
+    (("settings", 2, "accounting", "backend"), KeyError, "results.settings[2].accounting.backend is missing"),
+    (("settings", 2, "accounting", "paper_claim"), {"epsilon": 1.0},
+     "results.settings[2].accounting.paper_claim.delta is missing"),
     (("settings",), [], "results.settings must hold at least one setting"),
     (("settings", 1, "id"), "s00", "results.settings[1].id must be unique and filename-safe, got 's00'"),
     (("settings", 1, "id"), "a/b", "results.settings[1].id must be unique and filename-safe, got 'a/b'"),
@@ -49,6 +94,9 @@ def test_the_realistic_document_is_valid(document):
      "results.settings[1].inversion.figure must be a relative path inside the results folder, got '/etc/passwd'"),
 ])
 def test_validation_names_what_is_wrong_in_one_line(document, path, value, message):
+    document["settings"][1]["inversion"]["error_std"] = 0.01  # optional keys, present to be broken
+    document["settings"][1]["inversion"]["label_given"] = False
+    document["settings"][1]["inversion"]["clean"]["label_accuracy"] = 0.5
     _set(document, path, value)
     with pytest.raises(ValueError) as error:
         validate_results(document)
@@ -60,10 +108,19 @@ def test_a_non_object_is_refused():
         validate_results([])
 
 
-def test_nullable_stages_and_claims_are_valid(document):
+def test_nullable_stages_claims_and_provenance_sections_are_valid(document):
     for setting in document["settings"]:
-        setting["inversion"] = setting["distinguish"] = None
-        setting["mechanism"]["guarantee"]["epsilon"] = None
+        setting["training"] = setting["accounting"] = setting["inversion"] = setting["distinguish"] = None
+        setting["mechanism"]["guarantee"].update(epsilon=None, relation=None)
+    document["provenance"].update(data=None, model=None, training=None)
+    validate_results(document)
+
+
+def test_an_attack_inversion_has_no_round_clients_clean_run_or_figure(documents):
+    document = documents["attack"]
+    inversion = document["settings"][0]["inversion"]
+    assert (inversion["round"], inversion["clients"]) == (None, None)
+    inversion.update(clean=None, figure=None)
     validate_results(document)
 
 
@@ -78,7 +135,9 @@ def test_load_results_reads_nan_and_infinity(tmp_path, document):
 @pytest.mark.parametrize("text, message", [
     (None, "no such file"),
     ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
-    ('{"schema": "auditkit/results", "schema_version": 1}', "schema_version must be 2, got 1"),
+    ('{"schema": "auditkit/other", "schema_version": 3}', "schema must be 'auditkit/results', got 'auditkit/other'"),
+    ('{"schema": "auditkit/results", "schema_version": "3"}', "schema_version must be 3, got '3'"),
+    ('{"schema": "auditkit/results", "schema_version": 2}', "results.command is missing"),  # checked as version 2
 ])
 def test_load_results_problems_are_one_line_with_the_path(tmp_path, text, message):
     path = tmp_path / "results.json"
@@ -87,3 +146,104 @@ def test_load_results_problems_are_one_line_with_the_path(tmp_path, text, messag
     with pytest.raises(ValueError) as error:
         load_results(path)
     assert str(error.value) == f"{path}: {message}"
+
+
+# ---------------------------------------------------------------- older versions
+
+
+def test_a_version_2_document_is_upgraded_without_touching_the_original(v2_document):
+    old = v2_document
+    before = copy.deepcopy(old)
+    new = upgrade_results(old)
+    assert old == before  # pure
+    validate_results(new)
+    assert new["schema_version"] == 3 and new["command"] == "audit"
+    provenance = new["provenance"]
+    assert provenance["code"] == "unknown (written by auditkit 0.1.0 as schema v2)"
+    assert provenance["plugins"] == []
+    assert provenance["neighbouring_relations"] == ["REPLACE_ONE"]
+    none, laplace = new["settings"]
+    assert [s["mechanism"]["guarantee"]["relation"] for s in new["settings"]] == [None, "REPLACE_ONE"]
+    for setting in new["settings"]:
+        assert setting["mechanism"]["origin"] == "built-in" and setting["mechanism"]["clip_norm"] is None
+        assert setting["mechanism"]["capabilities"] == dict.fromkeys(CAPABILITIES, "unknown")
+        assert setting["training"]["protocol"] == "unknown"
+        assert setting["training"]["rounds"] == old["settings"][0]["training"]["rounds"]
+        accounting = setting["accounting"]
+        assert (accounting["composition_delta"], accounting["backend"], "delta" in accounting) == (
+            1e-5, "opacus-prv", False)
+    assert laplace["accounting"]["composed"] == {"epsilon": 3.0, "delta": 0.0, "rounds": 3,
+                                                 "backend": "basic composition", "event": "3 x claim"}
+    assert none["accounting"]["composed"] is None and none["distinguish"] is None
+    assert {k: laplace["distinguish"][k] for k in ("p_value", "setting", "sampling")} == {
+        "p_value": None, "setting": "", "sampling": ""}
+    assert laplace["distinguish"]["epsilon_lower_bound"] == 0.7
+    assert none["inversion"] == old["settings"][0]["inversion"]
+
+
+@pytest.mark.parametrize("relation, upgraded", [
+    ("replace-one", "REPLACE_ONE"), ("add-remove", "ADD_OR_REMOVE_ONE"), ("REPLACE_ONE", "REPLACE_ONE")])
+def test_version_2_relations_become_dp_accounting_names(v2_document, relation, upgraded):
+    old = v2_document
+    old["settings"][1]["mechanism"]["guarantee"]["relation"] = relation
+    old["provenance"]["neighbouring_relations"] = [relation]
+    new = upgrade_results(old)
+    assert new["settings"][1]["mechanism"]["guarantee"]["relation"] == upgraded
+    assert new["provenance"]["neighbouring_relations"] == [upgraded]
+
+
+@pytest.mark.parametrize("path, value, message", [
+    (("schema_version",), 3, "schema_version must be 2, got 3"),
+    (("settings", 1, "accounting", "delta"), KeyError, "results.settings[1].accounting.delta is missing"),
+    (("settings", 0, "mechanism", "guarantee", "relation"), None,
+     "results.settings[0].mechanism.guarantee.relation must be a string, got None"),
+])
+def test_upgrade_checks_the_version_2_document_first(v2_document, path, value, message):
+    old = v2_document
+    _set(old, path, value)
+    with pytest.raises(ValueError) as error:
+        upgrade_results(old)
+    assert str(error.value) == message
+
+
+def test_load_results_upgrades_a_version_2_file_that_then_renders(tmp_path, grid_png, v2_document):
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(v2_document, allow_nan=True))
+    (tmp_path / "figures").mkdir()
+    (tmp_path / "figures" / "reconstruction-s00.png").write_bytes(grid_png)
+    loaded = load_results(path)
+    assert json.dumps(loaded, allow_nan=True) == json.dumps(upgrade_results(v2_document), allow_nan=True)
+    written = render_report(loaded, tmp_path)
+    assert [p.name for p in written][-2:] == ["report.md", "report.html"]
+    text = (tmp_path / "report.md").read_text()
+    assert "- **code**: unknown (written by auditkit 0.1.0 as schema v2)" in text
+    assert "- **capabilities**: unknown (these results were written before auditkit recorded them, as schema v2)" in text
+    assert "- **training**: protocol unknown, 3 rounds, checkpoints at 1, 3" in text
+    assert "- **distinguishing setting**: not recorded" in text
+
+
+def test_a_version_1_file_is_refused_in_one_line_saying_how_to_regenerate_it(tmp_path):
+    path = tmp_path / "results.json"  # what `auditkit train` wrote before
+    path.write_text(json.dumps({"schema": "auditkit/results", "schema_version": 1, "command": "train",
+                                "auditkit_version": "0.0.9", "config": {"seed": 0}, "rounds": []}))
+    with pytest.raises(ValueError) as error:
+        load_results(path)
+    assert str(error.value) == (
+        f"{path}: schema version 1 (written by auditkit 0.0.9) cannot be read by this auditkit ({VERSION}), which "
+        f"reads versions 2 and 3: regenerate it with `auditkit train` on the config recorded in it (the same config "
+        f"and seed give the same numbers)")
+    assert "\n" not in str(error.value)
+
+
+def test_a_newer_file_is_refused_saying_to_upgrade_or_regenerate(tmp_path, documents):
+    document = documents["distinguish"]
+    document["schema_version"] = 4
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(document))
+    with pytest.raises(ValueError) as error:
+        load_results(path)
+    assert str(error.value) == (
+        f"{path}: schema version 4 (written by auditkit 0.2.0) cannot be read by this auditkit ({VERSION}), which "
+        f"reads versions 2 and 3: regenerate it with `auditkit distinguish` and the options recorded in its config "
+        f"(the same config and seed give the same numbers); or upgrade auditkit")
+

@@ -1,0 +1,120 @@
+"""The command line's mechanism parameters, generated from the registered mechanisms' ``Param`` specs.
+
+Every command that takes a mechanism gets one flag per parameter name of any registered mechanism (built in or
+plugin): ``--sigma``, ``--clip``, ``--range``, ... with the help of every mechanism that has the parameter and
+its constraint. The values arrive as words and are parsed by the chosen mechanism's own spec (``Param.parse``), so
+"--bits 4" is an int for one mechanism and an error naming what is allowed for another; a parameter the chosen
+mechanism does not have is refused by name. Nothing here is typed twice: a new mechanism's parameters appear on
+every command as soon as it is registered.
+"""
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
+
+import typer
+
+import mechanisms
+from mechanisms import Param
+
+__all__ = ["MechanismFlag", "PANEL", "mechanism_flags", "parse_mechanism_params", "with_mechanism_options"]
+
+PANEL = "Mechanism parameters (see `auditkit mechanisms NAME`)"
+_PREFIX = "mechanism_param__"  # the keyword each flag arrives under in the command's callback
+
+
+@dataclass(frozen=True)
+class MechanismFlag:
+    """One parameter name across every registered mechanism that declares it."""
+
+    name: str
+    specs: tuple[tuple[str, Param], ...]  # (mechanism name, its spec), by mechanism name
+
+    @property
+    def flag(self) -> str:
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def metavar(self) -> str:
+        kinds = {spec.type for _, spec in self.specs}
+        if len(kinds) > 1:
+            return "VALUE"
+        kind = kinds.pop()
+        choices = sorted({c for _, spec in self.specs for c in (spec.choices or ())})
+        if kind is str and choices:
+            return "[" + "|".join(choices) + "]"
+        return {float: "FLOAT", int: "INTEGER"}.get(kind, "TEXT")
+
+    @property
+    def help(self) -> str:
+        """Each mechanism's help and constraint, mechanisms with the same text grouped."""
+        texts: dict[str, list[str]] = {}
+        for name, spec in self.specs:
+            texts.setdefault(f"{spec.help} ({spec.allowed}; default {spec.default!r})", []).append(name)
+        return "; ".join(f"{', '.join(names)}: {text}" for text, names in texts.items())
+
+
+def mechanism_flags() -> list[MechanismFlag]:
+    """One flag per parameter name of any registered mechanism, sorted by name."""
+    by_name: dict[str, list[tuple[str, Param]]] = {}
+    for name in mechanisms.names():
+        for spec in mechanisms.mechanism_class(name).params_spec:
+            by_name.setdefault(spec.name, []).append((name, spec))
+    return [MechanismFlag(name, tuple(specs)) for name, specs in sorted(by_name.items())]
+
+
+def parse_mechanism_params(mechanism: str, words: dict[str, str]) -> dict[str, Any]:
+    """The typed parameters of ``mechanism`` from command-line words (parameter name -> word).
+
+    ``ValueError`` (one line) for an unknown mechanism, a parameter the mechanism does not have (naming its
+    parameters), or a word its spec refuses (naming the parameter and what is allowed).
+    """
+    specs = {spec.name: spec for spec in mechanisms.mechanism_class(mechanism).params_spec}
+    typed = {}
+    for name, word in words.items():
+        if name not in specs:
+            valid = ", ".join(f"--{n.replace('_', '-')}" for n in specs) or "none"
+            raise ValueError(f"--{name.replace('_', '-')} is not a parameter of mechanism {mechanism!r}; "
+                             f"its parameters: {valid}")
+        typed[name] = specs[name].parse(word)
+    return typed
+
+
+def with_mechanism_options(command: Callable[..., Any], reserved: Iterable[str] = ()) -> Callable[..., Any]:
+    """``command`` with one optional ``--NAME`` flag per mechanism parameter added to its signature (for Typer);
+    the given flags reach ``command`` as ``mechanism_params`` (name -> word), the others are left out.
+
+    ``reserved``: the command's own option names; a mechanism parameter with one of those names (a plugin's
+    ``rounds``, say) is a ``ValueError`` naming the mechanism and its origin, since one flag cannot mean two
+    things.
+    """
+    flags = mechanism_flags()
+    reserved = set(reserved)
+    for flag in flags:
+        if flag.name in reserved:
+            owners = ", ".join(f"{m} ({mechanisms.origin(m)})" for m, _ in flag.specs)
+            raise ValueError(f"mechanism parameter {flag.name!r} of {owners} is also an option of this command "
+                             f"({flag.flag}); rename the parameter")
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "mechanism_params"]
+    extra = [
+        inspect.Parameter(
+            _PREFIX + flag.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+            annotation=Annotated[Optional[str], typer.Option(flag.flag, help=flag.help, metavar=flag.metavar,
+                                                             rich_help_panel=PANEL, show_default=False)],
+        )
+        for flag in flags
+    ]
+
+    def wrapper(**kwargs: Any) -> Any:
+        words = {key[len(_PREFIX):]: kwargs.pop(key) for key in list(kwargs) if key.startswith(_PREFIX)}
+        return command(**kwargs, mechanism_params={k: v for k, v in words.items() if v is not None})
+
+    wrapper.__name__ = command.__name__
+    wrapper.__doc__ = command.__doc__
+    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
+    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper

@@ -1,0 +1,236 @@
+"""The results documents every command writes: schema ``auditkit/results`` version 3 (``reports.results_schema``).
+
+``train``, ``audit``, ``attack``, ``distinguish`` and ``account`` all write ``results.json`` in this one schema,
+validated before it is written, so ``auditkit report`` renders any of them. The pieces are built here once:
+
+* ``provenance``: versions, platform, seed, device, the fingerprint of the code (``code_fingerprint``: a hash of
+  the toolkit's sources and the loaded plugins' sources) and the plugins;
+* ``mechanism_entry``: name, parameters, origin (built-in or the plugin), the clip's norm, the claim, and which
+  audit capabilities the mechanism declares and which were generic defaults (``mechanisms.capabilities``);
+* ``training_entry``, ``accounting_entry``, ``distinguish_entry``: one section of a setting each;
+* ``document`` assembles and validates; ``write_results`` writes atomically.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import platform
+import sys
+from collections.abc import Iterable, Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import mechanisms
+from auditkit import __version__
+from auditkit.stage_store import replace_atomically
+
+__all__ = [
+    "CAPABILITY_STATES",
+    "COMMANDS",
+    "FLOAT32_BITS",
+    "THREAT_MODELS",
+    "accounting_entry",
+    "code_fingerprint",
+    "distinguish_entry",
+    "document",
+    "mechanism_entry",
+    "provenance",
+    "training_entry",
+    "write_results",
+]
+
+COMMANDS = ("train", "audit", "attack", "distinguish", "account")
+FLOAT32_BITS = 32
+THREAT_MODELS = {
+    "server": "the aggregator: each client's decoded update and the side information sent in clear",
+    "eavesdropper": "someone on the uplink without the shared seed: the encoded messages only",
+    "peer": "an honest-but-curious client: the aggregate / next global model",
+    "public": "anyone after training: the final model",
+}
+CAPABILITY_STATES = ("declared", "generic default")
+_VERSIONED = ("torch", "numpy", "scipy", "scikit-image", "opacus", "dp-accounting")
+_SOURCE_PACKAGES = ("auditkit", "mechanisms", "attacks", "reports")
+_SOURCE_SUFFIXES = (".py", ".j2", ".toml")
+
+
+@functools.cache
+def _package_digest() -> str:
+    """SHA-256 over the toolkit's own source files (path and content), in a fixed order."""
+    digest = hashlib.sha256()
+    for package in _SOURCE_PACKAGES:
+        root = Path(importlib.import_module(package).__file__).parent
+        for path in sorted(p for p in root.rglob("*") if p.suffix in _SOURCE_SUFFIXES and "__pycache__" not in p.parts):
+            digest.update(f"{package}/{path.relative_to(root).as_posix()}\0".encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def code_fingerprint(plugins: Iterable[str] = ()) -> str:
+    """"sha256:" and 16 hex digits identifying the code that computes results: the toolkit's sources and the
+    source of every plugin module in ``plugins`` (a plugin's package is hashed as its module file). Resumed
+    stages are reused only under the same fingerprint, so results computed by other code are never mixed in."""
+    digest = hashlib.sha256(_package_digest().encode())
+    for plugin in sorted(set(plugins)):
+        module = sys.modules.get(plugin.split(":")[0])
+        source = Path(module.__file__).read_bytes() if module is not None and getattr(module, "__file__", None) else b""
+        digest.update(f"\0{plugin}\0".encode() + source)
+    return "sha256:" + digest.hexdigest()[:16]
+
+
+
+
+def provenance(
+    *, seed: int, device: str, data: dict[str, Any] | None = None, model: dict[str, Any] | None = None,
+    training: dict[str, Any] | None = None, settings: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """The provenance block; accountant backends, neighbouring relations and the plugins whose mechanisms ran are
+    read off the ``settings``."""
+    backends, relations = set(), set()
+    for s in settings:
+        accounting = s.get("accounting")
+        if accounting is not None:
+            backends.update(run["backend"] for run in (accounting["composed"], accounting["composed_actual"]) if run)
+        relation = s["mechanism"]["guarantee"]["relation"]
+        if relation is not None:
+            relations.add(relation)
+    plugins = sorted({s["mechanism"]["origin"] for s in settings} - {"built-in"})
+    return {
+        "auditkit_version": __version__,
+        "code": code_fingerprint(plugins),
+        "plugins": plugins,
+        "seed": seed,
+        "device": device,
+        "versions": {"python": platform.python_version(), **{p: metadata.version(p) for p in _VERSIONED}},
+        "platform": platform.platform(terse=True),
+        "data": data,
+        "model": model,
+        "training": training,
+        "threat_models": THREAT_MODELS,
+        "accountant_backends": sorted(backends),
+        "neighbouring_relations": sorted(relations),
+    }
+
+
+def mechanism_entry(mechanism: mechanisms.Mechanism) -> dict[str, Any]:
+    """A setting's ``mechanism`` section: name, parameters, origin, the clip's norm, the claim, and for each audit
+    capability whether the mechanism declared it or a generic default stood in."""
+    return {
+        "name": mechanism.name,
+        "params": dict(mechanism.params),
+        "origin": mechanisms.origin(mechanism.name),
+        "clip_norm": mechanism.clip_norm if "clip" in mechanism.params else None,
+        "guarantee": mechanism.guarantee().to_dict(),
+        "capabilities": {
+            name: CAPABILITY_STATES[0] if mechanisms.declared(mechanism, name) else CAPABILITY_STATES[1]
+            for name in mechanisms.capabilities.CAPABILITIES
+        },
+    }
+
+
+def training_entry(result: Any, protocol: str) -> dict[str, Any]:
+    """A setting's ``training`` section from a ``SimulationResult``: every round's metrics, the final ones, the
+    checkpoint rounds and the round protocol ("uplink", "consensus" or "device-groups")."""
+    keep = ("round", "lr", "train_loss", "test_loss", "test_accuracy", "bits_per_coordinate")
+    rounds = result.rounds
+    last = rounds[-1]
+    sent = [r for r in rounds if r.bits]
+    bits_per_coordinate = float(np.mean([r.bits_per_coordinate for r in sent])) if sent else 0.0
+    return {
+        "protocol": protocol,
+        "rounds": [{k: getattr(r, k) for k in keep} for r in rounds],
+        "final": {
+            "round": last.round,
+            "test_accuracy": last.test_accuracy,
+            "test_loss": last.test_loss,
+            "best_test_accuracy": max(r.test_accuracy for r in rounds),
+            "bits_per_coordinate": bits_per_coordinate,
+            "float32_bits_per_coordinate": FLOAT32_BITS,
+            "compression_vs_float32": FLOAT32_BITS / bits_per_coordinate if bits_per_coordinate else None,
+            "uplink_bits_total": int(sum(sum(r.bits) for r in rounds)),
+            "uploads_per_round": float(np.mean([r.stats.get("uploads", 1.0) for r in sent])) if sent else 0.0,
+        },
+        "checkpoints": [o.round for o in result.observations],
+    }
+
+
+def accounting_entry(
+    mechanism: mechanisms.Mechanism, rounds: int, *, composition_delta: float, backend: str,
+    fl: Any = None,
+) -> dict[str, Any]:
+    """A setting's ``accounting`` section: the claim composed over ``rounds`` (or the refusal), the realised noise
+    composed when the claim is exceeded, and the paper's FL claim when ``fl`` (an ``FLSetting``) is given."""
+    import warnings
+
+    from auditkit.accounting import account
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the accountants' numerical warnings are not the user's concern
+        report = account(mechanism, rounds=rounds, composition_delta=composition_delta, backend=backend, fl=fl)
+    entry = report.to_dict()
+    del entry["mechanism"], entry["per_round"]  # both are in the setting's mechanism section
+    if fl is None:
+        del entry["paper_claim"]
+    return {"rounds": rounds, "composition_delta": composition_delta, "backend": backend, **entry}
+
+
+def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confidence: float,
+                      tests: int) -> dict[str, Any]:
+    """A setting's ``distinguish`` section from an ``attacks.MechanismAudit`` and its adaptive test results."""
+    worst = audit.worst
+    return {
+        "trials": trials, "confidence": confidence, "tests": tests,
+        "claimed_epsilon": audit.claimed_epsilon, "delta": worst.delta,
+        "epsilon_lower_bound": worst.epsilon_lower_bound, "max_certifiable": worst.max_certifiable,
+        "worst_pair": worst.pair.label, "statistic": worst.statistic, "verdict": audit.verdict,
+        "p_value": worst.p_value, "setting": audit.setting, "sampling": worst.sampling,
+        "estimates": [
+            {"pair": e.pair.label, "statistic": e.statistic, "epsilon_lower_bound": e.epsilon_lower_bound,
+             "max_certifiable": e.max_certifiable, "p_value": e.p_value, "sampling": e.sampling}
+            for e in audit.estimates
+        ],
+        "adaptive": [
+            {"test": r.test, "claim": r.claim, "claimed_epsilon": r.claimed_epsilon,
+             "epsilon_lower_bound": r.epsilon_lower_bound, "max_certifiable": r.worst.max_certifiable,
+             "verdict": r.verdict, "note": r.note}
+            for r in adaptive
+        ],
+    }
+
+
+def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dict[str, Any] | None = None,
+            training: dict[str, Any] | None = None, accounting: dict[str, Any] | None = None,
+            inversion: dict[str, Any] | None = None, distinguish: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One setting of a document; the sections a command did not run are null."""
+    return {"id": id_, "label": label, "sweep": dict(sweep or {}), "mechanism": mechanism_entry(mechanism),
+            "training": training, "accounting": accounting, "inversion": inversion, "distinguish": distinguish}
+
+
+def document(command: str, title: str, config: dict[str, Any], provenance_: dict[str, Any],
+             settings: list[dict[str, Any]]) -> dict[str, Any]:
+    """The whole results document, validated (``reports.validate_results``: a ``ValueError`` naming the key)."""
+    from reports import validate_results
+    from reports.results_schema import SCHEMA, SCHEMA_VERSION
+
+    if command not in COMMANDS:
+        raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command!r}")
+    doc = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "command": command, "title": title,
+           "config": config, "provenance": provenance_, "settings": settings}
+    validate_results(doc)
+    return doc
+
+
+def write_results(doc: dict[str, Any], out: Path) -> Path:
+    """Validate ``doc`` and write it to ``out/results.json`` atomically (readers see the old file or the new)."""
+    import json
+
+    from reports import validate_results
+
+    validate_results(doc)
+    path = Path(out) / "results.json"
+    text = json.dumps(doc, indent=2, allow_nan=True) + "\n"
+    replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    return path
