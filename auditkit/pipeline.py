@@ -21,7 +21,6 @@ from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import RoundProtocol, UplinkProtocol
 from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord, SimulationResult
 from auditkit.models import create_model
-from auditkit.stage_store import replace_atomically
 from mechanisms.randomness import derive_seed
 
 
@@ -184,8 +183,3 @@ def prepare_output(out: str | Path) -> Path:
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {str(out)!r} is a file, not a folder")
     return out
-
-
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file so that readers see either the old or the complete new content."""
-    replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))

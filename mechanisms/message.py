@@ -115,7 +115,7 @@ class Message(abc.ABC):
         chosen by its tag byte.
         """
         if cls is not Message:
-            raise NotImplementedError(f"{cls.__name__}.from_bytes")
+            raise TypeError(f"{cls.__name__} does not implement from_bytes (each message class parses its own tag)")
         if not data:
             raise MessageDecodeError("empty message")
         parser = Message._classes_by_tag.get(data[0])

@@ -29,7 +29,6 @@ from auditkit.accounting.additive import gaussian, laplace, solve_t, t_mechanism
 from auditkit.accounting.jopeq import jopeq_laplace, jopeq_t, true_epsilon
 from auditkit.accounting.composition import (
     BACKENDS,
-    GAUSSIAN_BACKENDS,
     ComposedEpsilon,
     UnsupportedEvent,
     compose,
@@ -45,7 +44,6 @@ __all__ = [
     "account",
     "compose",
     "paper_claim",
-    "GAUSSIAN_BACKENDS",
     "ComposedEpsilon",
     "UnsupportedEvent",
     "amplified_epsilon",

@@ -37,7 +37,6 @@ from dp_accounting import NeighboringRelation
 
 __all__ = [
     "BACKENDS",
-    "GAUSSIAN_BACKENDS",
     "PLD_MAX_ROUND_EPSILON",
     "ComposedEpsilon",
     "UnsupportedEvent",
@@ -49,7 +48,6 @@ __all__ = [
 ]
 
 BACKENDS = ("opacus-prv", "opacus-rdp", "dp_accounting-pld", "dp_accounting-rdp")
-GAUSSIAN_BACKENDS = BACKENDS  # every backend composes Gaussian rounds; only dp_accounting's compose the others
 PLD_MAX_ROUND_EPSILON = 20.0  # one round's pure eps above which its PLD is not built (~2 eps / 1e-4 grid points)
 # Opacus's PRV grid fails for weak noise (nm 0.25, 80 rounds: inf after 2 s; nm 0.05: inf after 2 minutes): below
 # this add/remove multiplier (one round's eps > 6 at delta 1e-5) RDP, a looser bound, is used and named instead

@@ -5,7 +5,8 @@ import pytest
 import mechanisms
 
 from auditkit.config import ConfigError, from_dict
-from auditkit.pipeline import Experiment, prepare_output, results_document, write_atomic
+from auditkit.pipeline import Experiment, prepare_output, results_document
+from auditkit.results import write_results
 
 SMALL = {"training": {"clients": 3, "rounds": 2, "tau": 3, "checkpoints": [2]}}
 
@@ -65,15 +66,21 @@ def test_out_must_be_a_folder(tmp_path):
         prepare_output(tmp_path / "f")
 
 
-def test_atomic_write_keeps_the_old_file_when_interrupted(tmp_path, monkeypatch):
+def test_results_are_validated_before_they_are_written_and_written_atomically(tmp_path, monkeypatch):
+    config = from_dict({**SMALL, "training": {**SMALL["training"], "rounds": 1, "checkpoints": [1]}})
+    document = results_document(Experiment(config).train(), "t")
     path = tmp_path / "results.json"
-    write_atomic(path, "old")
+    path.write_text("old")
+    broken = {**document, "settings": [{**document["settings"][0], "training": {"rounds": "many"}}]}
+    with pytest.raises(ValueError, match=r"results.settings\[0\].training.protocol is missing"):
+        write_results(broken, tmp_path)
+    assert path.read_text() == "old"  # an invalid document never reaches the disk
 
     def interrupted(*args):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("os.replace", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        write_atomic(path, "new")
+        write_results(document, tmp_path)
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary file left behind
