@@ -20,8 +20,7 @@ from attacks.distinguish import EpsilonEstimate, distinguish
 from attacks.distinguishing_statistics import STATISTICS
 from attacks.neighbouring_pairs import NeighbouringPair
 from attacks.verdicts import bonferroni_confidence, verdict
-from mechanisms import Mechanism, PrivacyGuarantee
-from mechanisms import LogDensity
+from mechanisms import LogDensity, Mechanism, PrivacyGuarantee
 
 __all__ = ["MechanismAudit", "audit_mechanism"]
 

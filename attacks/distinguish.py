@@ -36,8 +36,7 @@ from attacks.bulk_sampling import BatchedMechanism, BulkSampler, resolve_mechani
 from attacks.distinguishing_statistics import STATISTICS, best_threshold, dense_ranks, fit_scorer, projection_direction
 from attacks.epsilon_bounds import distinguishing_p_value, epsilon_lower_bound
 from attacks.neighbouring_pairs import NeighbouringPair
-from mechanisms import Mechanism, capability
-from mechanisms import LogDensity
+from mechanisms import LogDensity, Mechanism, capability
 
 __all__ = ["MIN_TRIALS", "EpsilonEstimate", "distinguish"]
 
