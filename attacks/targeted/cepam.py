@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import torch
 
-import mechanisms
 from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, message_side_channel, run_views
 from attacks.bulk_sampling import BatchedMechanism
 from mechanisms import Mechanism
