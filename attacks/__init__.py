@@ -5,6 +5,8 @@ a ``torch.nn.Module``; they never import ``auditkit``.
 
 * gradient inversion: ``dlg``, ``idlg``, ``inverting_gradients`` (``gradient_inversion``, with
   ``batched_lbfgs``, ``gradient_matching``, ``label_extraction``, ``observations``) and ``metrics``;
+* informed-adversary identification: ``identify`` (which of M candidates was the input?), judged against the
+  claim's reconstruction-robustness bound by ``auditkit``;
 * empirical DP: ``distinguish`` (bulk sampling, statistics, held-out Clopper-Pearson bounds in
   ``epsilon_bounds``), ``neighbouring_pairs``, ``audit_settings``, ``audit_mechanism``, ``verdicts``, and the
   registry of ``adaptive_tests``;
@@ -17,6 +19,7 @@ The generic code knows a mechanism only through the ``mechanisms.Mechanism`` pro
 
 # --- gradient inversion (issue 5): attacks, label extraction, observations, metrics ---
 from attacks import metrics
+from attacks.analytic_inversion import analytic
 from attacks.gradient_inversion import (
     INVERSION_ATTACKS,
     InversionResult,
@@ -46,6 +49,7 @@ from attacks.audit_settings import AuditSetting, audit_setting, setting_pairs
 from attacks.bulk_sampling import BatchedMechanism, BulkSampler, bulk_sampler
 from attacks.distinguish import EpsilonEstimate, distinguish
 from attacks.distinguishing_statistics import STATISTICS
+from attacks.identification import IdentificationResult, identify
 from attacks.epsilon_bounds import (
     clopper_pearson_upper,
     distinguishing_p_value,

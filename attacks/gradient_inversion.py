@@ -71,7 +71,7 @@ from attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, 
 from attacks.label_extraction import extract_labels
 from attacks.observations import Observation, observation_matrix, split_observation
 
-INVERSION_ATTACKS = ("dlg", "idlg", "inverting_gradients")
+INVERSION_ATTACKS = ("dlg", "idlg", "inverting_gradients", "analytic")  # analytic: attacks.analytic_inversion
 OPTIMIZERS = ("lbfgs", "adam")
 LABEL_STRATEGIES = ("optimise", "extract")
 INITS = ("randn", "rand")
@@ -155,6 +155,10 @@ class InversionResult:
 
 def preset_settings(attack: str) -> dict[str, Any]:
     """A copy of the default settings of ``attack`` (one of :data:`INVERSION_ATTACKS`)."""
+    if attack == "analytic":
+        from attacks.analytic_inversion import preset  # lazy: that module imports this one
+
+        return preset()
     if attack not in _PRESETS:
         raise ValueError(f"attack must be one of {', '.join(INVERSION_ATTACKS)}, got {attack!r}")
     return dict(_PRESETS[attack])
@@ -196,8 +200,12 @@ def invert(
     update for ``observation="update"``). ``observed``: one image's observation (a list of tensors shaped like
     ``model.parameters()`` or a flat vector of length P) or N images' (each tensor with a leading N, or an
     N x P matrix). ``input_shape``: (C, H, W) of one image. ``label``: None, or the true label(s) (an int for
-    one image, or N ints) handed to the attacker.
+    one image, or N ints) handed to the attacker. ``"analytic"`` runs :func:`attacks.analytic_inversion.analytic`.
     """
+    if attack == "analytic":
+        from attacks.analytic_inversion import analytic  # lazy: that module imports this one
+
+        return analytic(model, observed, input_shape=input_shape, label=label, **settings)
     config = _resolve_settings(attack, settings)
     input_shape = _check_input_shape(input_shape)
     parameters = list(model.parameters())

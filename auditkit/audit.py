@@ -8,6 +8,10 @@ For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.s
                   (``auditkit.accounting``);
 * ``inversion``   the recorded server view inverted beside the clients' true updates, same attack and settings
                   (``auditkit.inversion_audit.attack_recorded_view``), with a reconstruction grid;
+* ``probe``       the claim's worst case at the checkpoint model (``auditkit.probe``): probe clients' single-example
+                  updates through the mechanism, inverted beside the clean ones, and the informed adversary's
+                  identification test judged against the claim's reconstruction bound
+                  (``auditkit.identification_audit``);
 * ``distinguish`` black-box distinguishing tests on the mechanism and its adaptive tests (``attacks``); the
                   Bonferroni family is every test of the whole audit, so a correct mechanism is almost never
                   called violated.
@@ -30,11 +34,19 @@ from typing import Any
 
 import mechanisms
 from auditkit import __version__, results
-from auditkit.config import AuditConfig, MechanismConfig
+from auditkit.config import AuditConfig, ConfigError, MechanismConfig
+from auditkit.probe import check_probe_inputs
 from auditkit.pipeline import Experiment, build_mechanism, data_provenance, prepare_output
 from auditkit.stage_store import StageStore, replace_atomically, stage_key
 
-STAGES = ("train", "account", "inversion", "distinguish")
+def attacks_confidence(confidence: float, family: int) -> float:
+    """The per-test confidence of a ``family``-test Bonferroni family at family-wise ``confidence``."""
+    import attacks
+
+    return attacks.bonferroni_confidence(confidence, max(family, 1))
+
+
+STAGES = ("train", "account", "inversion", "probe", "distinguish")
 
 Event = Callable[..., None]
 """on_event(kind, **info): kind is "stage" (setting, stage, status: "start" | "done" | "resumed"), or "round"
@@ -53,8 +65,11 @@ class SettingPlan:
 
     @property
     def sweep(self) -> dict[str, Any]:
-        """The swept parameters' values at this grid point."""
-        return {k: v for k, v in self.setting.params.items() if k in self.swept}
+        """The swept parameters' values at this grid point (a swept ``target_eps`` as the target)."""
+        swept = {k: v for k, v in self.setting.params.items() if k in self.swept}
+        if "target_eps" in self.swept:
+            swept["target_eps"] = self.setting.target_eps
+        return swept
 
 
 def plan_audit(config: AuditConfig) -> list[SettingPlan]:
@@ -82,12 +97,23 @@ def distinguish_family(mechanism: mechanisms.Mechanism, adaptive: bool) -> int:
     return sum(map(len, _distinguish_tests(mechanism, adaptive, seed=0)))
 
 
-def family_size(plans: list[SettingPlan]) -> int:
-    """The number of tests the whole audit runs: the Bonferroni family of every bound it reports."""
-    if not plans or not plans[0].config.distinguish.enabled:
+def identification_family(mechanism: mechanisms.Mechanism, config: AuditConfig) -> int:
+    """How many identification tests the probe stage judges for ``mechanism``: one per M, where it makes a claim."""
+    if not config.identification.enabled or mechanism.guarantee().epsilon is None:
         return 0
-    adaptive = plans[0].config.distinguish.adaptive
-    return sum(distinguish_family(build_mechanism(p.config), adaptive) for p in plans)
+    return len(config.identification.candidates)
+
+
+def family_size(plans: list[SettingPlan]) -> int:
+    """The number of tests the whole audit runs: the Bonferroni family of every verdict it reports
+    (distinguishing pairs, adaptive tests, identification tests)."""
+    total = 0
+    for p in plans:
+        mechanism = build_mechanism(p.config)
+        if p.config.distinguish.enabled:
+            total += distinguish_family(mechanism, p.config.distinguish.adaptive)
+        total += identification_family(mechanism, p.config)
+    return total
 
 
 def run_distinguish(
@@ -116,7 +142,11 @@ class Audit:
         self.title = title or config.title or "auditkit audit"
         self.plans = plan_audit(config)
         self.family = family_size(self.plans)
-        Experiment(self.plans[0].config)  # data files, device: every input checked before any stage runs
+        experiment = Experiment(self.plans[0].config)  # data files, device: every input checked before any stage runs
+        try:
+            check_probe_inputs(config, experiment.simulation.data)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
         self.store = StageStore(self.out, resume=resume)
         self.code = results.code_fingerprint(config.plugins)
 
@@ -155,9 +185,9 @@ class Audit:
         config = plan.config
         training_inputs = {k: v for k, v in config.to_dict().items()
                            if k not in ("accounting", "inversion", "distinguish", "title")}
-        inversion_round = config.inversion.round or (config.training.checkpoints[0] if config.training.checkpoints else None)
+        inversion_round = config.checkpoint_round
         train_inputs = {"config": training_inputs, "inversion_round": inversion_round,
-                        "inversion_clients": config.inversion.clients}
+                        "inversion_clients": config.inversion.clients, "probe_round": config.probe_round}
         trained, train_key = self._stage(plan, "train", train_inputs,
                                          lambda: self._train(plan, inversion_round, notify), notify)
         accounted, _ = self._stage(plan, "account", {"train": train_key, "accounting": dataclasses.asdict(config.accounting)},
@@ -166,12 +196,18 @@ class Audit:
         if config.inversion.enabled:
             inverted, _ = self._stage(plan, "inversion", {"train": train_key, "inversion": dataclasses.asdict(config.inversion)},
                                       lambda: self._invert(plan), notify)
+        probed = None
+        if config.probe.enabled or config.identification.enabled:
+            inputs = {"train": train_key, "probe": dataclasses.asdict(config.probe), "family": self.family,
+                      "identification": dataclasses.asdict(config.identification),
+                      "confidence": config.distinguish.confidence}
+            probed, _ = self._stage(plan, "probe", inputs, lambda: self._probe(plan), notify)
         distinguished = None
         if config.distinguish.enabled:
             inputs = {"mechanism": training_inputs["mechanisms"], "seed": config.seed, "family": self.family,
                       "distinguish": dataclasses.asdict(config.distinguish)}
             distinguished, _ = self._stage(plan, "distinguish", inputs, lambda: self._distinguish(plan), notify)
-        return {"plan": plan, "train": trained, "account": accounted, "inversion": inverted,
+        return {"plan": plan, "train": trained, "account": accounted, "inversion": inverted, "probe": probed,
                 "distinguish": distinguished}
 
     def _train(self, plan: SettingPlan, inversion_round: int | None, notify: Event) -> dict[str, Any]:
@@ -180,10 +216,17 @@ class Audit:
         experiment = Experiment(plan.config)
         run = experiment.train(lambda record: notify("round", setting=plan, record=record))
         observed = [o for o in run.result.observations if o.round == inversion_round]
+        probed = [o for o in run.result.observations if o.round == plan.config.probe_round]
+        tensors: dict[str, Any] = {}
         if plan.config.inversion.enabled and observed:
-            view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
-                                                 plan.config.inversion.clients, run.mechanism.round_protocol)
-            self.store.save_tensors(plan.id, "train", view.to_tensors())
+            tensors["view"] = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
+                                                            plan.config.inversion.clients,
+                                                            run.mechanism.round_protocol).to_tensors()
+        if probed:  # the global model the probe starts from, and the round's learning rate
+            tensors["probe"] = {"round": probed[0].round, "lr": probed[0].lr,
+                                "weights": probed[0].global_before.detach().float().cpu().clone()}
+        if tensors:
+            self.store.save_tensors(plan.id, "train", tensors)
         return {
             "training": results.training_entry(run.result, run.protocol),
             "device": str(run.device),
@@ -203,7 +246,7 @@ class Audit:
         from reports.figures import image_grid
 
         inv = plan.config.inversion
-        view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train"))
+        view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train")["view"])
         shape = tuple(view.images_used.shape[2:])
         model = create_model(plan.config.training.model, input_shape=shape, num_classes=10)  # every dataset: 10
         settings = {"iterations": inv.iterations, "restarts": inv.restarts, "seed": plan.config.seed}
@@ -236,6 +279,17 @@ class Audit:
             ]
         return document
 
+    def _probe(self, plan: SettingPlan) -> dict[str, Any]:
+        from auditkit.probe import probe_stage
+
+        saved = self.store.load_tensors(plan.id, "train").get("probe")
+        if saved is None:
+            return {"probe": None, "identification": None}
+        config = plan.config
+        per_test = attacks_confidence(config.distinguish.confidence, self.family)
+        return probe_stage(config, build_mechanism(config), saved, out=self.out, figure_id=plan.id,
+                           label=plan.label, per_test_confidence=per_test)
+
     def _distinguish(self, plan: SettingPlan) -> dict[str, Any]:
         d, seed = plan.config.distinguish, plan.config.seed
         audit, adaptive = run_distinguish(build_mechanism(plan.config), trials=d.trials, confidence=d.confidence,
@@ -254,8 +308,10 @@ class Audit:
     @staticmethod
     def _setting_entry(s: dict[str, Any]) -> dict[str, Any]:
         plan = s["plan"]
+        probed = s["probe"] or {"probe": None, "identification": None}
         return results.setting(plan.id, plan.label, build_mechanism(plan.config), sweep=plan.sweep,
                                training=s["train"]["training"], accounting=s["account"], inversion=s["inversion"],
+                               probe=probed["probe"], identification=probed["identification"],
                                distinguish=s["distinguish"])
 
 

@@ -38,11 +38,12 @@ def _run_guarded(fn, *args, **kwargs):
     """Turn user-input errors into one line + exit 2; anything else is a bug and keeps its traceback."""
     from auditkit.config import ConfigError
     from auditkit.data import DataNotFoundError
+    from auditkit.fl.simulation import TrainingDiverged
     from mechanisms import PluginError
 
     try:
         return fn(*args, **kwargs)
-    except (UsageFailure, ConfigError, DataNotFoundError, PluginError) as err:
+    except (UsageFailure, ConfigError, DataNotFoundError, PluginError, TrainingDiverged) as err:
         _fail(str(err))
 
 
@@ -227,19 +228,23 @@ def _audit(config_path, preset, out, overrides, words, plugins, resume: bool) ->
 
 def _audit_table(document: dict[str, Any]) -> Table:
     table = Table(title=f"audit: {escape(document['title'])}")
-    for column in ("setting", "test acc", "bits/coord", "claimed eps (1 round)", "certified eps >=", "verdict",
-                   "SSIM clean -> defended"):
+    for column in ("setting", "test acc", "claimed eps (1 round)", "verdict (all tests)", "certified eps >=",
+                   "identified (M): rate <= bound", "probe SSIM clean -> defended"):
         table.add_column(column)
     for s in document["settings"]:
-        claim, dist, inv = s["mechanism"]["guarantee"], s["distinguish"], s["inversion"]
+        claim, dist, probe, ident = s["mechanism"]["guarantee"], s["distinguish"], s["probe"], s["identification"]
         flags = f" [{', '.join(claim['flags'])}]" if claim["flags"] else ""
+        headline = s["verdict"]
+        identified = "-" if ident is None else "; ".join(
+            f"M={t['candidates']}: {t['rate']:.2f} {'>' if t['verdict'] == 'violated' else '<='} {t['bound']:.2f}"
+            for t in ident["tests"])
         table.add_row(
             escape(s["label"]), f"{100 * s['training']['final']['test_accuracy']:.2f}%",
-            f"{s['training']['final']['bits_per_coordinate']:.3f}",
             escape(("none" if claim["epsilon"] is None else f"{claim['epsilon']:.4g}") + flags),
+            "-" if headline is None else headline["verdict"],
             "-" if dist is None else f"{dist['epsilon_lower_bound']:.3f} ({100 * dist['confidence']:g}%)",
-            "-" if dist is None else dist["verdict"],
-            "-" if inv is None else f"{inv['clean']['ssim_mean']:.3f} -> {inv['defended']['ssim_mean']:.3f}",
+            identified,
+            "-" if probe is None else f"{probe['clean']['ssim_mean']:.3f} -> {probe['defended']['ssim_mean']:.3f}",
         )
     return table
 
@@ -255,7 +260,7 @@ def _config_command(command: str):
         plugin: PluginOpt = None,
         seed: Annotated[Optional[int], typer.Option(help="Seeds the data split, the training and the mechanisms.")] = None,
         device: Annotated[Optional[str], typer.Option(help="auto | cpu | cuda | cuda:N")] = None,
-        dataset: Annotated[Optional[str], typer.Option(help="digits (embedded) | mnist | cifar10")] = None,
+        dataset: Annotated[Optional[str], typer.Option(help="mnist-5k (embedded, 5,000 real MNIST digits) | digits (embedded) | mnist | cifar10")] = None,
         data_dir: Annotated[Optional[Path], typer.Option(help="Folder holding MNIST / CIFAR-10.")] = None,
         download: Annotated[bool, typer.Option("--download", help="Download MNIST / CIFAR-10 into --data-dir.")] = False,
         partition: Annotated[Optional[str], typer.Option(help="iid | dirichlet | shards")] = None,
@@ -744,7 +749,7 @@ def build_app() -> typer.Typer:
         "audit",
         help="Audit every mechanism setting of a config: FL training, accounting, gradient inversion of the server "
         "view, distinguishing tests; results.json, report.html and report.md in --out (default: the quickstart "
-        "preset on the embedded digits). Finished stages are kept; --resume skips them.",
+        "preset on the embedded MNIST digits, mnist-5k). Finished stages are kept; --resume skips them.",
     )(with_mechanism_options(_config_command("audit"), _OWN_OPTIONS["train"]))
     app.command("report")(report_command)
     app.command("account")(with_mechanism_options(account_command, _OWN_OPTIONS["account"]))

@@ -7,7 +7,7 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     plugins = ["my_pkg.my_mech"]   # modules that register mechanisms of one's own (plugins)
 
     [data]
-    dataset = "digits"       # digits (embedded) | mnist | cifar10
+    dataset = "mnist-5k"     # mnist-5k (embedded, the default) | digits (embedded) | mnist | cifar10
     partition = "iid"        # iid | dirichlet | shards
 
     [training]
@@ -66,7 +66,7 @@ class ConfigError(ValueError):
 class DataConfig:
     """Which dataset and how it is split across clients."""
 
-    dataset: str = "digits"
+    dataset: str = "mnist-5k"
     prefer: str | None = None  # used instead of `dataset` when data_dir holds its files (the papers' data)
     data_dir: str | None = None
     download: bool = False
@@ -130,17 +130,29 @@ class MechanismConfig:
     fusion: str | None = None  # with [groups]: "mean", or SNR weights (DP-SQ's FWO) from "central-cell", "bound", "oracle"
     clusters: str | None = None  # with [groups]: "random", "proportional" or "optimal" (DP-SQ's CSO)
 
+    target_eps: float | None = None  # set by grid(): the target the noise parameter was calibrated to
+
     def grid(self) -> list["MechanismConfig"]:
-        """One sweep-free setting per combination of the sweep's values (itself when there is no sweep)."""
-        if not self.sweep:
-            return [self]
+        """One sweep-free setting per combination of the sweep's values (itself when there is no sweep). A
+        ``target_eps`` (fixed or swept) is turned into the mechanism's noise parameter
+        (``mechanisms.calibrate``): the point's params hold the noise, ``target_eps`` records the target."""
         axes = list(self.sweep)
         points = []
         for values in itertools.product(*(self.sweep[a] for a in axes)):
             chosen = dict(zip(axes, values))
-            label = None if self.label is None else f"{self.label} {_describe(chosen)}"
-            points.append(dataclasses.replace(self, params={**self.params, **chosen}, label=label, sweep={}))
+            label = None if self.label is None else f"{self.label} {_describe(chosen)}".strip()
+            points.append(dataclasses.replace(self, params={**self.params, **chosen}, label=label, sweep={})
+                          ._calibrated())
         return points
+
+    def _calibrated(self) -> "MechanismConfig":
+        if "target_eps" not in self.params:
+            return self
+        params = dict(self.params)
+        target = params.pop("target_eps")
+        label = self.label if self.label is not None else f"{self.name} {_describe({'target_eps': target, **params})}"
+        return dataclasses.replace(self, params=mechanisms.calibrate(self.name, target, **params), label=label,
+                                   target_eps=float(target))
 
     @property
     def display(self) -> str:
@@ -153,6 +165,8 @@ def _describe(params: dict[str, Any]) -> str:
 
 
 INVERSION_ATTACKS = ("inverting_gradients", "idlg", "dlg")
+PROBE_ATTACKS = ("analytic", "inverting_gradients", "idlg", "dlg")
+PROBE_SCALES = ("clip", "none")
 
 
 @dataclass(frozen=True)
@@ -183,6 +197,38 @@ class InversionConfig:
 
 
 @dataclass(frozen=True)
+class ProbeConfig:
+    """The inversion probe at the claim's worst case (``auditkit.probe``): at the checkpoint round (``round``,
+    default: the inversion round), ``clients`` probe clients each hold ``batch_size`` examples, run ``local_steps``
+    full-batch SGD steps from the global model, and send the update through the mechanism; the server inverts it
+    with ``attack`` (``analytic``: the first fully-connected layer's input recovered exactly, then the layers
+    before it inverted; ``iterations`` bounds any optimisation). The same attack runs on the clean updates.
+    ``scale = "clip"`` rescales every probe and candidate update to the mechanism's clipping norm (in its
+    ``clip_norm``), the size the claim's sensitivity allows and the worst case it must cover (a client with a
+    larger learning rate sends it); "none" keeps the updates as computed (the mechanism clips them)."""
+
+    enabled: bool = True
+    attack: str = "analytic"
+    round: int | None = None
+    clients: int = 16
+    batch_size: int = 1
+    local_steps: int = 1
+    iterations: int = 300
+    scale: str = "clip"
+
+
+@dataclass(frozen=True)
+class IdentificationConfig:
+    """The informed adversary's identification test (``attacks.identify``) on the probe's updates: the target is
+    one of ``candidates`` real examples (each M a test), ``trials`` trials each, judged against the claim's
+    reconstruction-robustness bound (``auditkit.identification_audit``)."""
+
+    enabled: bool = True
+    candidates: tuple[int, ...] = (10, 100)
+    trials: int = 500
+
+
+@dataclass(frozen=True)
 class DistinguishConfig:
     """Black-box distinguishing tests of each mechanism setting (and its adaptive tests), Bonferroni over every
     test of the audit at ``confidence``."""
@@ -207,7 +253,20 @@ class AuditConfig:
     mechanisms: tuple[MechanismConfig, ...] = (MechanismConfig(),)
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
     inversion: InversionConfig = field(default_factory=InversionConfig)
+    probe: ProbeConfig = field(default_factory=ProbeConfig)
+    identification: IdentificationConfig = field(default_factory=IdentificationConfig)
     distinguish: DistinguishConfig = field(default_factory=DistinguishConfig)
+
+    @property
+    def checkpoint_round(self) -> int | None:
+        """The round whose server view the inversion attacks (``inversion.round``, default the first checkpoint)."""
+        checkpoints = self.training.checkpoints
+        return self.inversion.round or (checkpoints[0] if checkpoints else None)
+
+    @property
+    def probe_round(self) -> int | None:
+        """The round at whose global model the probe and the identification test run (default: the inversion's)."""
+        return self.probe.round or self.checkpoint_round
 
     @property
     def mechanism(self) -> MechanismConfig:
@@ -234,6 +293,7 @@ class AuditConfig:
         out.pop("mechanisms")
         out["mechanisms"] = [_mechanism_table(m) for m in self.mechanisms]
         out["training"]["checkpoints"] = list(out["training"]["checkpoints"])
+        out["identification"]["candidates"] = list(out["identification"]["candidates"])
         out["plugins"] = list(self.plugins)
         if self.groups.enabled:
             out["groups"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["groups"].items() if v is not None}
@@ -296,7 +356,7 @@ def load_preset(name: str) -> AuditConfig:
 def from_dict(raw: dict[str, Any]) -> AuditConfig:
     """Validate raw config tables (as read from TOML) into an `AuditConfig`."""
     top_allowed = {"seed", "device", "title", "plugins", "data", "training", "groups", "mechanism", "mechanisms",
-                   "accounting", "inversion", "distinguish"}
+                   "accounting", "inversion", "probe", "identification", "distinguish"}
     _reject_unknown(raw, top_allowed, "")
     plugins = _plugins(raw.get("plugins", []))
     seed = _integer(raw.get("seed", 0), "seed", minimum=0)
@@ -311,6 +371,8 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
         groups=_section(raw.get("groups", {}), GroupsConfig, "groups"), mechanisms=_mechanisms(raw),
         accounting=_section(raw.get("accounting", {}), AccountingConfig, "accounting"),
         inversion=_section(raw.get("inversion", {}), InversionConfig, "inversion"),
+        probe=_section(raw.get("probe", {}), ProbeConfig, "probe"),
+        identification=_section(raw.get("identification", {}), IdentificationConfig, "identification"),
         distinguish=_section(raw.get("distinguish", {}), DistinguishConfig, "distinguish"),
     )
     _check_values(config)
@@ -451,11 +513,11 @@ def _mechanism(table: Any, where: str) -> MechanismConfig:
         if protocol[key] is not None and protocol[key] not in allowed:
             raise ConfigError(f"{where}.{key} must be one of {', '.join(allowed)}; got {protocol[key]!r}")
     setting = MechanismConfig(name=name, params=table, label=label, sweep=sweep, **protocol)
-    for point in setting.grid():
-        try:
+    try:
+        for point in setting.grid():
             mechanisms.create(name, **point.params)
-        except ValueError as err:
-            raise ConfigError(f"{where}: {err}") from None
+    except ValueError as err:
+        raise ConfigError(f"{where}: {err}") from None
     return setting
 
 
@@ -554,6 +616,24 @@ def _check_groups(config: AuditConfig) -> None:
             raise ConfigError(f"mechanisms[{i}].clusters = 'optimal' needs groups.bandwidth (B, bits per coordinate)")
 
 
+def _check_probe(config: AuditConfig) -> None:
+    probe, ident, t = config.probe, config.identification, config.training
+    _choice(probe.attack, PROBE_ATTACKS, "probe.attack")
+    _choice(probe.scale, PROBE_SCALES, "probe.scale")
+    for name in ("clients", "batch_size", "local_steps", "iterations"):
+        _at_least(getattr(probe, name), 1, f"probe.{name}")
+    if (probe.enabled or ident.enabled) and not t.checkpoints:
+        raise ConfigError("the probe needs at least one training.checkpoints round (or probe.enabled = false and "
+                          "identification.enabled = false)")
+    if probe.round is not None and probe.round not in t.checkpoints:
+        raise ConfigError(f"probe.round must be one of the checkpoints {list(t.checkpoints)}, got {probe.round}")
+    if not ident.candidates or any(isinstance(m, bool) or m < 2 for m in ident.candidates):
+        raise ConfigError(f"identification.candidates must be a list of integers >= 2, got {list(ident.candidates)}")
+    if len(set(ident.candidates)) != len(ident.candidates):
+        raise ConfigError(f"identification.candidates must not repeat a value, got {list(ident.candidates)}")
+    _at_least(ident.trials, 1, "identification.trials")
+
+
 def _check_audit_stages(config: AuditConfig) -> None:
     inv, dist, t = config.inversion, config.distinguish, config.training
     _choice(inv.attack, INVERSION_ATTACKS, "inversion.attack")
@@ -565,6 +645,7 @@ def _check_audit_stages(config: AuditConfig) -> None:
         )
     if inv.enabled and not t.checkpoints:
         raise ConfigError("inversion needs at least one training.checkpoints round (or inversion.enabled = false)")
+    _check_probe(config)
     _at_least(dist.trials, 100, "distinguish.trials")
     if not 0 < dist.confidence < 1:
         raise ConfigError(f"distinguish.confidence must be in (0, 1), got {dist.confidence}")

@@ -48,15 +48,19 @@ def resolve_device(name: str) -> torch.device:
 
 
 def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, int], int, dict[str, Any]]:
-    """Load the dataset, carve the validation split, partition the rest across clients."""
+    """Load the dataset, take its validation split (fixed by the dataset, or carved off the training split with
+    ``data.validation_fraction``), partition the training split across clients."""
     d = config.data
     dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=d.download)
-    train_ix, val_ix = train_validation_split(
-        len(dataset.train.y), d.validation_fraction, seed=derive_seed(config.seed, "validation-split")
-    )
-    train_ix, val_ix = torch.as_tensor(train_ix), torch.as_tensor(val_ix)
-    train = Split(dataset.train.x[train_ix], dataset.train.y[train_ix])
-    validation = Split(dataset.train.x[val_ix], dataset.train.y[val_ix])
+    if dataset.validation is not None:  # fixed by the dataset's definition (mnist-5k): validation_fraction unused
+        train, validation = dataset.train, dataset.validation
+    else:
+        train_ix, val_ix = train_validation_split(
+            len(dataset.train.y), d.validation_fraction, seed=derive_seed(config.seed, "validation-split")
+        )
+        train_ix, val_ix = torch.as_tensor(train_ix), torch.as_tensor(val_ix)
+        train = Split(dataset.train.x[train_ix], dataset.train.y[train_ix])
+        validation = Split(dataset.train.x[val_ix], dataset.train.y[val_ix])
     clients = config.training.clients
     if clients > len(train.y):
         raise ConfigError(f"training.clients must be at most the {len(train.y)} training samples, got {clients}")
@@ -66,7 +70,7 @@ def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, in
     )
     indices = [torch.as_tensor(np.asarray(p), dtype=torch.long) for p in parts]
     summary = {
-        "dataset": d.dataset, "partition": d.partition, "train": len(train.y),
+        "dataset": d.dataset, "source": dataset.source, "partition": d.partition, "train": len(train.y),
         "validation": len(validation.y), "test": len(dataset.test.y),
         "client_sizes": [len(ix) for ix in indices],
     }

@@ -201,12 +201,43 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
     }
 
 
+# The headline's order: a refutation outranks everything; a test that could refute and did not outranks one
+# that could not; "vacuous claim" says least.
+_SEVERITY = ("violated", "claim holds only cell-locally", "consistent", "inconclusive", "vacuous claim")
+
+
+def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A setting's headline: the worst verdict over all its tests (distinguishing, adaptive, identification; the
+    order of ``_SEVERITY``), the test that decided it (among equals, the smallest p-value) and that p-value;
+    None when no test ran."""
+    tests: list[tuple[str, str, float | None]] = []
+    if distinguish is not None:
+        tests.append((f"distinguishing test (worst pair: {distinguish['worst_pair']})", distinguish["verdict"],
+                      distinguish["p_value"]))
+        tests += [(f"adaptive test {a['test']}", a["verdict"], None) for a in distinguish["adaptive"]]
+    if identification is not None:
+        tests += [(f"identification among {t['candidates']} candidates", t["verdict"], t["p_value"])
+                  for t in identification["tests"]]
+    if not tests:
+        return None
+    rank = {v: i for i, v in enumerate(_SEVERITY)}
+    worst = min(rank.get(v, len(_SEVERITY)) for _, v, _ in tests)
+    deciding = [t for t in tests if rank.get(t[1], len(_SEVERITY)) == worst]
+    name, verdict_, p = min(deciding, key=lambda t: (t[2] is None, t[2] if t[2] is not None else 0.0))
+    return {"verdict": verdict_, "decided_by": name, "p_value": p, "tests": len(tests)}
+
+
 def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dict[str, Any] | None = None,
             training: dict[str, Any] | None = None, accounting: dict[str, Any] | None = None,
-            inversion: dict[str, Any] | None = None, distinguish: dict[str, Any] | None = None) -> dict[str, Any]:
-    """One setting of a document; the sections a command did not run are null."""
+            inversion: dict[str, Any] | None = None, probe: dict[str, Any] | None = None,
+            identification: dict[str, Any] | None = None,
+            distinguish: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One setting of a document; the sections a command did not run are null; ``verdict`` is the headline over
+    every test it ran (``overall_verdict``)."""
     return {"id": id_, "label": label, "sweep": dict(sweep or {}), "mechanism": mechanism_entry(mechanism),
-            "training": training, "accounting": accounting, "inversion": inversion, "distinguish": distinguish}
+            "training": training, "accounting": accounting, "inversion": inversion, "probe": probe,
+            "identification": identification, "distinguish": distinguish,
+            "verdict": overall_verdict(distinguish, identification)}
 
 
 def document(command: str, title: str, config: dict[str, Any], provenance_: dict[str, Any],

@@ -32,6 +32,7 @@ from mechanisms.randomness import derive_seed, generator
 from mechanisms.registry import (
     MechanismInfo,
     PluginError,
+    calibrate,
     create,
     describe,
     load_plugins,
@@ -58,6 +59,7 @@ __all__ = [
     "Tiling",
     "capability",
     "claim_event",
+    "calibrate",
     "create",
     "declared",
     "describe",

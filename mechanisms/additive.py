@@ -128,6 +128,7 @@ class Gaussian(_AdditiveNoise):
     """
 
     name = "gaussian"
+    noise_param = "sigma"
     summary = "l2 clipping + Gaussian noise added by the client (DP baseline)"
     reference_params = {"sigma": 1.0, "clip": 0.5}  # shift 2 clip = 1 with sigma 1: eps 4.38 at delta 1e-5
     params_spec = (
@@ -177,6 +178,7 @@ class Laplace(_AdditiveNoise):
     """
 
     name = "laplace"
+    noise_param = "scale"
     summary = "l1 clipping + Laplace noise added by the client (pure DP baseline)"
     clip_norm = "l1"
     reference_params = {"scale": 1.0, "clip": 0.5}  # eps = 2 clip / scale = 1

@@ -167,6 +167,9 @@ class Mechanism(abc.ABC):
     reference_params: ClassVar[dict[str, Any]] = {}
     """Parameters at which the claim is within reach of a distinguishing audit (benchmarks and soundness tests
     audit the mechanism there; empty: its defaults)."""
+    noise_param: ClassVar[str | None] = None
+    """The parameter that sets the privacy noise (its claimed epsilon falls as it grows), which
+    ``mechanisms.calibrate`` solves for a target epsilon; None: the mechanism cannot be calibrated that way."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

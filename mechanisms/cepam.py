@@ -197,6 +197,7 @@ class CEPAMGaussian(_CEPAM):
     """
 
     name = "cepam-gaussian"
+    noise_param = "sigma"
     summary = "CEPAM: l2 clipping + layered RSUQ whose error is exactly N(0, sigma^2) (joint DP + compression)"
     clip_norm = "l2"
     reference_params = {"sigma": 1.0, "clip": 0.5, "n": 3}
@@ -252,6 +253,7 @@ class CEPAMLaplace(_CEPAM):
     """
 
     name = "cepam-laplace"
+    noise_param = "scale"
     summary = "CEPAM: l1 clipping + layered RSUQ whose error is exactly Laplace(b) (joint pure DP + compression)"
     clip_norm = "l1"
     reference_params = {"scale": 1.0, "clip": 0.5}

@@ -30,6 +30,7 @@ import torch
 from mechanisms.base import Mechanism, Param
 
 __all__ = [
+    "calibrate",
     "ENTRY_POINT_GROUP",
     "MechanismInfo",
     "PluginError",
@@ -199,6 +200,36 @@ def _lookup(name: str) -> type[Mechanism]:
 def create(name: str, **params: Any) -> Mechanism:
     """Instantiate mechanism ``name``; ``ValueError`` on an unknown name, parameter or invalid value."""
     return _lookup(name)(**params)
+
+
+def calibrate(name: str, target_eps: float, **params: Any) -> dict[str, Any]:
+    """``params`` with mechanism ``name``'s ``noise_param`` set so that its one-round claim is ``target_eps``
+    (to relative precision 1e-9): the claim's epsilon decreases in the noise, so the root is bracketed over
+    [1e-9, 1e9] and found by Brent's method on log epsilon. ``ValueError`` naming the parameter when the
+    mechanism has no noise parameter, when ``params`` also sets it, or when the target is out of reach."""
+    import math
+
+    from scipy.optimize import brentq
+
+    cls = _lookup(name)
+    noise = cls.noise_param
+    if noise is None:
+        raise ValueError(f"target_eps: mechanism {name!r} declares no noise parameter to calibrate; "
+                         "give its noise directly")
+    if noise in params:
+        raise ValueError(f"target_eps: give either target_eps or {noise} for {name!r}, not both")
+    if isinstance(target_eps, bool) or not isinstance(target_eps, (int, float)) or not (
+            math.isfinite(target_eps) and target_eps > 0):
+        raise ValueError(f"target_eps must be a finite number > 0, got {target_eps!r}")
+
+    def gap(log_noise: float) -> float:
+        claimed = cls(**{**params, noise: math.exp(log_noise)}).guarantee().epsilon
+        return math.log(max(claimed, 1e-300)) - math.log(target_eps)  # eps 0 at huge noise
+
+    low, high = math.log(1e-9), math.log(1e9)
+    if gap(low) < 0 or gap(high) > 0:
+        raise ValueError(f"target_eps {target_eps:g} is out of reach of {name!r} with {noise} in [1e-9, 1e9]")
+    return {**params, noise: math.exp(brentq(gap, low, high, xtol=1e-12, rtol=1e-10))}
 
 
 def mechanism_class(name: str) -> type[Mechanism]:

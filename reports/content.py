@@ -21,12 +21,23 @@ FIGURE_CAPTIONS = {
                               "points above the line y = x violate the claim; dotted: the most a test with these "
                               "trials could certify (the cap).",
     "bits_vs_accuracy": "Uplink bits per coordinate against final test accuracy (%), one point per setting.",
+    "identification_vs_epsilon": "Identification success (the informed adversary picks the target among M real "
+                                 "candidates; 95 % Clopper-Pearson bars) against the claimed one-round epsilon, one "
+                                 "series per mechanism and M; dashed, same colour: the success the claim allows (its "
+                                 "reconstruction-robustness bound); dotted: guessing, 1/M. A point whose bar lies above "
+                                 "its bound exceeds the claim.",
+    "probe_ssim_vs_epsilon": "Inversion probe (the claim's worst case: single-example updates at the checkpoint "
+                             "model) mean SSIM on the server's view against the claimed one-round epsilon, one "
+                             "line per mechanism; dashed: the same attack on the clean updates.",
 }
 SUMMARY_COLUMNS = (
     "setting", "mechanism", "final test accuracy", "uplink", "compression vs float32", "claimed per round",
-    "claimed over the rounds run", "certified ε lower bound", "verdict", "inversion SSIM clean → defended",
+    "claimed over the rounds run", "verdict (worst over all tests)", "certified ε lower bound",
+    "identification success ≤ the claim's bound", "probe SSIM clean → defended", "inversion SSIM clean → defended",
     "inversion MSE (pixels in [0, 1]) clean → defended", "inversion PSNR clean → defended",
 )
+IDENTIFICATION_COLUMNS = ("setting", "attack", "M", "success (95 % interval)", "the claim's bound", "p-value",
+                          "verdict")
 ADAPTIVE_COLUMNS = ("setting", "test", "claim", "certified ε lower bound", "verdict", "note")
 ESTIMATE_COLUMNS = ("pair", "statistic", "certified ε lower bound", "cap", "p-value", "sampling")
 VERDICT_CLASSES = {"consistent": "consistent", "violated": "violated", "vacuous claim": "vacuous",
@@ -116,6 +127,9 @@ class SummaryRow:
     p_value: str
     verdict: str
     verdict_class: str
+    decided_by: str
+    identification: str
+    probe_ssim: str
     ssim: str
     mse: str
     psnr: str
@@ -151,7 +165,7 @@ def _bits(final: dict[str, Any]) -> str:
 def summary_row(setting: dict[str, Any]) -> SummaryRow:
     """The summary table's cells for one setting, each number with its unit; "not run" for a stage not run."""
     mechanism, training, test = setting["mechanism"], setting["training"], setting["distinguish"]
-    guarantee = mechanism["guarantee"]
+    guarantee, headline = mechanism["guarantee"], setting["verdict"]
     final = None if training is None else training["final"]
     return SummaryRow(
         label=setting["label"],
@@ -169,12 +183,127 @@ def summary_row(setting: dict[str, Any]) -> SummaryRow:
         f"≥ {number(test['epsilon_lower_bound'])} ({number(100 * test['confidence'], 'g', ' %')} conf.)",
         cap="" if test is None else f"cap {number(test['max_certifiable'])}",
         p_value="" if test is None else p_value(test["p_value"]),
-        verdict=NOT_RUN if test is None else test["verdict"],
-        verdict_class="none" if test is None else VERDICT_CLASSES.get(test["verdict"], "other"),
+        verdict=NOT_RUN if headline is None else headline["verdict"],
+        verdict_class="none" if headline is None else VERDICT_CLASSES.get(headline["verdict"], "other"),
+        decided_by="" if headline is None else _decided_by(headline),
+        identification=_identification_cell(setting["identification"]),
+        probe_ssim=_before_after(setting["probe"], "ssim_mean", ".3g"),
         ssim=_before_after(setting["inversion"], "ssim_mean", ".3g"),
         mse=_before_after(setting["inversion"], "mse_mean", ".3g"),
         psnr=_before_after(setting["inversion"], "psnr_mean", ".1f", " dB"),
     )
+
+
+def _decided_by(headline: dict[str, Any]) -> str:
+    """"decided by: identification among 10 candidates (p = 3e-09), 12 tests"."""
+    p = f", {p_value(headline['p_value'])}" if headline["p_value"] is not None else ""
+    return f"decided by: {headline['decided_by']}{p}; {_plural(headline['tests'], 'test')}"
+
+
+def interval(low: float, high: float) -> str:
+    return f"[{number(low, '.2f')}, {number(high, '.2f')}]"
+
+
+def _identification_cell(identification: dict[str, Any] | None) -> str:
+    """"M=10: 0.31 [0.27, 0.36] ≤ 0.42; M=100: ..." (NOT_RUN without the test)."""
+    if identification is None:
+        return NOT_RUN
+    parts = []
+    for t in identification["tests"]:
+        relation = ">" if t["rate"] > t["bound"] else "≤"
+        parts.append(f"M={t['candidates']}: {number(t['rate'], '.2f')} {interval(*t['interval'])} {relation} "
+                     f"{number(t['bound'], '.3g')}")
+    return "; ".join(parts)
+
+
+@dataclass(frozen=True)
+class Findings:
+    """The report's opening: claims refuted (with the evidence), claims consistent, settings where nothing could
+    be concluded (and why)."""
+
+    refuted: list[str]
+    consistent: list[str]
+    unresolved: list[str]
+
+    def __bool__(self) -> bool:
+        return bool(self.refuted or self.consistent or self.unresolved)
+
+
+def _evidence(setting: dict[str, Any]) -> str:
+    """The deciding test's evidence, in words."""
+    headline, test, ident = setting["verdict"], setting["distinguish"], setting["identification"]
+    decided = headline["decided_by"]
+    if decided.startswith("identification") and ident is not None:
+        m = int(decided.split()[2])
+        t = next(t for t in ident["tests"] if t["candidates"] == m)
+        return (f"the informed adversary identified the target among {m} candidates in {t['successes']} of "
+                f"{t['trials']} trials ({number(t['rate'], '.2f')}, lower limit {number(t['lower'], '.3f')}) while "
+                f"the claim allows at most {number(t['bound'], '.3g')} ({t['bound_form']})")
+    if decided.startswith("distinguishing") and test is not None:
+        return (f"certified ε ≥ {number(test['epsilon_lower_bound'])} against the claimed "
+                f"{number(test['claimed_epsilon'], '.4g')} ({test['worst_pair']})")
+    if decided.startswith("adaptive") and test is not None:
+        name = decided.removeprefix("adaptive test ")
+        a = next((a for a in test["adaptive"] if a["test"] == name), None)
+        if a is not None:
+            return (f"{a['test']}: certified ε ≥ {number(a['epsilon_lower_bound'])} against "
+                    f"{epsilon(a['claimed_epsilon'])} ({a['claim']})")
+    return decided
+
+
+def _why_unresolved(setting: dict[str, Any]) -> str:
+    headline, test = setting["verdict"], setting["distinguish"]
+    guarantee = setting["mechanism"]["guarantee"]
+    if headline["verdict"] == "vacuous claim" or guarantee["epsilon"] is None:
+        return "no privacy claim to test"
+    if test is not None and test["claimed_epsilon"] is not None and test["max_certifiable"] <= test["claimed_epsilon"]:
+        return (f"claim ε {number(test['claimed_epsilon'], '.3g')} exceeds what {test['trials']:,} trials can certify "
+                f"({number(test['max_certifiable'], '.2g')}), and the identification bound allows "
+                f"{'certain identification' if _bound_is_one(setting) else 'more than these trials can exceed'}")
+    return f"no test could refute the claim ({headline['decided_by']})"
+
+
+def _bound_is_one(setting: dict[str, Any]) -> bool:
+    ident = setting["identification"]
+    return ident is None or all(t["bound"] >= 1 for t in ident["tests"])
+
+
+def findings(settings: list[dict[str, Any]]) -> Findings:
+    """Refuted, consistent and unresolved settings (by their headline verdict), each with its evidence."""
+    refuted, consistent, unresolved = [], [], []
+    for s in settings:
+        headline = s["verdict"]
+        if headline is None:
+            continue
+        claimed = claim(s["mechanism"]["guarantee"]["epsilon"], s["mechanism"]["guarantee"]["delta"])
+        p = f" ({p_value(headline['p_value'])})" if headline["p_value"] is not None else ""
+        if headline["verdict"] in ("violated", "claim holds only cell-locally"):
+            refuted.append(f"{s['label']}: {headline['verdict']}: claim {claimed}; {_evidence(s)}{p}.")
+        elif headline["verdict"] == "consistent":
+            consistent.append(f"{s['label']} ({claimed}): {_plural(headline['tests'], 'test')}, none refuted it.")
+        else:
+            unresolved.append(f"{s['label']} ({claimed}): {headline['verdict']}: {_why_unresolved(s)}.")
+    return Findings(refuted, consistent, unresolved)
+
+
+def identification_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], str]]:
+    """Every identification test, and each probe's reconstructions matched among M candidates, with the
+    claim's bound: (cells, verdict class)."""
+    rows = []
+    for s in settings:
+        ident, probe = s["identification"], s["probe"]
+        for t in (ident or {}).get("tests", []):
+            rows.append(((s["label"], f"informed adversary ({ident['scoring']}), {t['trials']} trials",
+                          str(t["candidates"]), f"{number(t['rate'], '.3f')} {interval(*t['interval'])}",
+                          f"{number(t['bound'], '.3g')} ({t['bound_form']})", number(t["p_value"], ".2g"),
+                          t["verdict"]), VERDICT_CLASSES.get(t["verdict"], "other")))
+        for m in (probe or {}).get("matched", {}).get("defended", []):
+            exceeds = "above the bound (reported, not judged)" if m["exceeds_bound"] else "reported, not judged"
+            rows.append(((s["label"], f"inversion probe ({probe['attack']}): nearest of M to the reconstruction, "
+                          f"{m['clients']} clients", str(m["candidates"]),
+                          f"{number(m['rate'], '.3f')} {interval(*m['interval'])}",
+                          f"{number(m['bound'], '.3g')} ({m['bound_form']})", "-", exceeds), "none"))
+    return rows
 
 
 def notes(settings: list[dict[str, Any]]) -> list[str]:
@@ -256,6 +385,14 @@ def reconstructions(settings: list[dict[str, Any]]) -> list[Reconstruction]:
                 *(view["name"] for view in inversion.get("views", []))]
         grids.append(Reconstruction(path=inversion["figure"], caption=f"{s['label']}: {inversion['attack']} "
                                     f"{_where(inversion)} (rows: {', '.join(rows)})."))
+    for s in settings:
+        probe = s["probe"]
+        if probe is not None:
+            grids.append(Reconstruction(path=probe["figure"], caption=(
+                f"{s['label']}: inversion probe ({probe['attack']}, {probe['clients']} clients with "
+                f"{_plural(probe['batch_size'], 'example')} each, {_plural(probe['local_steps'], 'step')}, round "
+                f"{probe['round']}; rows: the client's example, the clean reconstruction, the defended one, and, "
+                f"where drawn, the candidate the identification adversary picked from the server's view).")))
     return grids
 
 
@@ -366,7 +503,27 @@ def _stage_facts(setting: dict[str, Any]) -> list[tuple[str, str]]:
               f"protocol {training['protocol']}, {_plural(len(training['rounds']), 'round')}, checkpoints at "
               f"{', '.join(map(str, training['checkpoints'])) or 'none'}")]
     return [*facts, *_accounting_facts(setting["accounting"]), *_distinguish_facts(setting["distinguish"]),
-            *_inversion_facts(setting["inversion"])]
+            *_inversion_facts(setting["inversion"]), *_probe_facts(setting["probe"]),
+            *_identification_facts(setting["identification"])]
+
+
+def _probe_facts(probe: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if probe is None:
+        return [("inversion probe", NOT_RUN)]
+    labels = " → ".join(f"{name} {percent(probe[name].get('label_accuracy'))}" for name in ("clean", "defended"))
+    return [("inversion probe", f"{probe['attack']} at round {probe['round']}, model {probe['model']}, "
+                                f"{probe['clients']} clients; observation: {probe['observation']}; "
+                                f"{number(probe['bits_per_coordinate'], '.3g', ' bits/coord')}; SSIM: "
+                                f"{probe['ssim_variant']}"),
+            ("probe label accuracy", labels)]
+
+
+def _identification_facts(ident: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if ident is None:
+        return [("identification", "not run (or no claim to bound it)")]
+    return [("identification", f"scoring: {ident['scoring']}; candidates drawn from a pool of {ident['pool']} real "
+                               f"examples; each test at {number(100 * ident['per_test_confidence'], '.4g')} % "
+                               f"(Bonferroni); {ident['note']}")]
 
 
 def _estimates(test: dict[str, Any] | None) -> list[tuple[str, ...]]:
@@ -499,6 +656,8 @@ def provenance(results: dict[str, Any]) -> list[tuple[str, str]]:
         ("device", p["device"]),
         ("platform", p["platform"]),
     ]
+    if p["data"] is not None and p["data"].get("source"):
+        facts.append(("data source", p["data"]["source"]))
     if p["data"] is not None:
         facts.append(("client sizes", ", ".join(f"{size:,}" for size in p["data"]["client_sizes"]) + " examples"))
     if p["training"] is not None:

@@ -302,6 +302,83 @@ def bits_vs_accuracy(results: Mapping[str, Any], path: str | Path) -> Path:
     return _save(figure, path)
 
 
+def _identification_series(results: Mapping[str, Any]) -> dict[tuple[str, int], list[tuple[float, dict[str, Any]]]]:
+    """(mechanism name, M) -> [(claimed epsilon, identification test)] of the settings with a finite positive
+    claim and identification tests, sorted by epsilon."""
+    series: dict[tuple[str, int], list[tuple[float, dict[str, Any]]]] = {}
+    for setting in results["settings"]:
+        epsilon, ident = setting["mechanism"]["guarantee"]["epsilon"], setting["identification"]
+        if ident is not None and _finite(epsilon) and epsilon > 0:
+            for test in ident["tests"]:
+                series.setdefault((setting["mechanism"]["name"], test["candidates"]), []).append((epsilon, test))
+    return {key: sorted(points, key=lambda p: p[0]) for key, points in series.items()}
+
+
+def identification_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Identification success with its Clopper-Pearson interval against the claimed epsilon (log x), one series per
+    (mechanism, M), the claim's bound dashed in the same colour and guessing (1/M) dotted. Returns ``path``."""
+    plt = _pyplot()
+    series = _identification_series(results)
+    figure, axis = plt.subplots(figsize=(6.8, 4.2))
+    markers = ("o", "s", "^", "D", "v")
+    sizes = sorted({m for _, m in series})
+    for (name, m), points in series.items():
+        eps = [p[0] for p in points]
+        rate = np.array([p[1]["rate"] for p in points])
+        low = np.array([p[1]["interval"][0] for p in points])
+        high = np.array([p[1]["interval"][1] for p in points])
+        marker = markers[sizes.index(m) % len(markers)]
+        bars = axis.errorbar(eps, rate, yerr=[rate - low, high - rate], marker=marker, capsize=3,
+                             label=_literal(f"{name}, M = {m}"))
+        axis.plot(eps, [p[1]["bound"] for p in points], linestyle="--", color=bars[0].get_color(), linewidth=1)
+    for m in sizes:
+        axis.axhline(1 / m, color="gray", linestyle=":", linewidth=1)
+    if series:
+        axis.set_xscale("log")
+        axis.legend(fontsize=7)
+        axis.set_ylim(-0.02, 1.05)
+    else:
+        _note(axis, "no setting has both a finite claimed epsilon and identification tests")
+    axis.set_xlabel("claimed one-round epsilon")
+    axis.set_ylabel("identification success (target among M)")
+    axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def _probe_series(results: Mapping[str, Any]) -> dict[str, list[tuple[float, float, float]]]:
+    """mechanism name -> [(claimed epsilon, defended probe SSIM, clean probe SSIM)] of the settings with a finite
+    positive claim and a probe, sorted by epsilon."""
+    series: dict[str, list[tuple[float, float, float]]] = {}
+    for setting in results["settings"]:
+        epsilon, probe = setting["mechanism"]["guarantee"]["epsilon"], setting["probe"]
+        if probe is not None and _finite(epsilon) and epsilon > 0:
+            series.setdefault(setting["mechanism"]["name"], []).append(
+                (epsilon, probe["defended"]["ssim_mean"], probe["clean"]["ssim_mean"]))
+    return {name: sorted(points) for name, points in series.items()}
+
+
+def probe_ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+    """The inversion probe's mean SSIM against the claimed epsilon (log x), one line per mechanism, its clean
+    attack dashed in the same colour. Returns ``path``."""
+    plt = _pyplot()
+    series = _probe_series(results)
+    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    for name, points in series.items():
+        line, = axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=_literal(name))
+        axis.plot([p[0] for p in points], [p[2] for p in points], linestyle="--", color=line.get_color(),
+                  label=_literal(f"{name} (clean attack)"))
+    if series:
+        axis.set_xscale("log")
+        axis.set_ylim(-0.05, 1.05)
+        axis.legend(fontsize=7)
+    else:
+        _note(axis, "no setting has both a finite claimed epsilon and a probe result")
+    axis.set_xlabel("claimed one-round epsilon")
+    axis.set_ylabel("probe mean SSIM")
+    axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
 # what each report figure plots: the report draws a figure only when this selects something
 _PLOTTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "accuracy_vs_round": _trained,
@@ -309,6 +386,8 @@ _PLOTTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "ssim_vs_error_std": _defence_points,
     "lower_bound_vs_epsilon": _tested,
     "bits_vs_accuracy": _bits_points,
+    "identification_vs_epsilon": _identification_series,
+    "probe_ssim_vs_epsilon": _probe_series,
 }
 
 

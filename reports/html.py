@@ -43,6 +43,9 @@ def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], resul
     return _ENVIRONMENT.get_template("report.html.j2").render(
         title=results["title"],
         intro=content.intro(results),
+        findings=content.findings(settings),
+        identification_columns=content.IDENTIFICATION_COLUMNS,
+        identification=content.identification_rows(settings),
         summary_columns=content.SUMMARY_COLUMNS,
         rows=[content.summary_row(s) for s in settings],
         notes=content.notes(settings),

@@ -34,8 +34,9 @@ def _summary(row: content.SummaryRow) -> tuple[str, ...]:
     flags = f" (flags: {', '.join(row.flags)})" if row.flags else ""
     bound = ", ".join(part for part in (row.lower_bound, row.cap, row.p_value) if part)
     mechanism = f"{row.mechanism} ({row.params})" + (f" (plugin: {row.origin})" if row.origin else "")
-    return (row.label, mechanism, row.accuracy, row.bits, row.compression,
-            row.claim + flags, row.composed, bound, row.verdict, row.ssim, row.mse, row.psnr)
+    verdict = f"{row.verdict} ({row.decided_by})" if row.decided_by else row.verdict
+    return (row.label, mechanism, row.accuracy, row.bits, row.compression, row.claim + flags, row.composed,
+            verdict, bound, row.identification, row.probe_ssim, row.ssim, row.mse, row.psnr)
 
 
 def _adaptive(row: content.AdaptiveRow) -> tuple[str, ...]:
@@ -65,13 +66,27 @@ def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, resu
     settings = results["settings"]
     adaptive = content.adaptive_rows(settings)
     summary = [_summary(content.summary_row(s)) for s in settings]
-    lines = [f"# auditkit report: {escape(results['title'])}", "", escape(content.intro(results)), "",
-             "## Summary", "", *_table(content.SUMMARY_COLUMNS, summary), ""]
+    lines = [f"# auditkit report: {escape(results['title'])}", "", escape(content.intro(results)), ""]
+    found = content.findings(settings)
+    if found:
+        lines += ["## Findings", ""]
+        for heading, items in (("Claims refuted", found.refuted), ("Claims consistent with every test", found.consistent),
+                               ("Nothing concluded", found.unresolved)):
+            if items:
+                lines += [f"### {heading}", "", *(f"- {escape(item)}" for item in items), ""]
+    lines += ["## Summary", "", *_table(content.SUMMARY_COLUMNS, summary), ""]
     notes = content.notes(settings)
     if notes:
         lines += ["### Notes", "", *(f"- {escape(note)}" for note in notes), ""]
     if adaptive:
         lines += ["## Adaptive tests", "", *_table(content.ADAPTIVE_COLUMNS, list(map(_adaptive, adaptive))), ""]
+    identification = [cells for cells, _ in content.identification_rows(settings)]
+    if identification:
+        lines += ["## Reconstruction against the claim", "",
+                  escape("A DP claim bounds the success of every reconstruction attack: with the target one of M real "
+                         "candidates, no attack identifies it with probability above the claim's "
+                         "reconstruction-robustness bound."), "",
+                  *_table(content.IDENTIFICATION_COLUMNS, identification), ""]
     drawn = [(caption, figures[name]) for name, caption in content.FIGURE_CAPTIONS.items() if name in figures]
     if drawn:
         lines += ["## Figures", ""]

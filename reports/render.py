@@ -19,6 +19,8 @@ FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
     "ssim_vs_error_std": figures.ssim_vs_error_std,
     "lower_bound_vs_epsilon": figures.lower_bound_vs_epsilon,
     "bits_vs_accuracy": figures.bits_vs_accuracy,
+    "identification_vs_epsilon": figures.identification_vs_epsilon,
+    "probe_ssim_vs_epsilon": figures.probe_ssim_vs_epsilon,
 }
 FORMATS = ("html", "md")
 
@@ -54,10 +56,10 @@ class _Staging:
 def _check_reconstructions(results: dict[str, Any], results_dir: Path) -> None:
     """Every reconstruction grid the results name must be a file in ``results_dir``."""
     for i, setting in enumerate(results["settings"]):
-        figure = None if setting["inversion"] is None else setting["inversion"]["figure"]
-        if figure is not None and not (results_dir / figure).is_file():
-            raise ValueError(f"results.settings[{i}].inversion.figure: {setting['inversion']['figure']} "
-                             f"is not a file in {results_dir}")
+        for section in ("inversion", "probe"):
+            figure = None if setting[section] is None else setting[section]["figure"]
+            if figure is not None and not (results_dir / figure).is_file():
+                raise ValueError(f"results.settings[{i}].{section}.figure: {figure} is not a file in {results_dir}")
 
 
 def render_report(

@@ -1,14 +1,14 @@
 """The results document (``results.json``) that every auditkit command writes and reports are rendered from:
-schema ``auditkit/results``, version 3.
+schema ``auditkit/results``, version 4.
 
-Top level: ``schema`` ("auditkit/results"), ``schema_version`` (3), ``command`` (the command that wrote it: one
+Top level: ``schema`` ("auditkit/results"), ``schema_version`` (4), ``command`` (the command that wrote it: one
 of ``COMMANDS``, "train", "audit", "attack", "distinguish", "account"), ``title``, ``config`` (the command's
 inputs as plain data) and ``provenance`` and ``settings`` (at least one).
 
 ``provenance``: ``auditkit_version``, ``code`` (a fingerprint of the code that computed the results, e.g.
 "sha256:0123abcd..."), ``plugins`` (the plugin modules / entry points loaded; [] for none), ``seed``,
-``device``, ``versions`` (package -> version), ``platform``, ``data`` (null, or dataset, partition, train /
-validation / test sizes, client_sizes), ``model`` (null, or name, num_params), ``training`` (null, or clients,
+``device``, ``versions`` (package -> version), ``platform``, ``data`` (null, or dataset, its source, partition,
+train / validation / test sizes, client_sizes), ``model`` (null, or name, num_params), ``training`` (null, or clients,
 rounds, tau, batch_size, lr, participation, sampling), ``threat_models`` (view -> what it sees),
 ``accountant_backends`` and ``neighbouring_relations`` (sorted lists of words).
 
@@ -38,6 +38,15 @@ Each setting (one mechanism setting, a grid point of a sweep):
   least-squares reconstruction, each with its name, observation and defended scores), ``images``, ``source``,
   ``label_given``, ``error_std`` (the std of the defended update's error, the x axis of defence curves) and
   ``bits_per_coordinate``;
+- ``probe`` (null when not run): the inversion probe at the claim's worst case (``auditkit.probe``): attack,
+  round, clients, batch_size, local_steps, model, observation, clean and defended scores, bits_per_coordinate,
+  ``matched`` (per run "clean" / "defended": per M, how many reconstructions matched their own example among M
+  candidates, with interval and the claim's bound) and ``figure``;
+- ``identification`` (null when not run or without a claim): the informed adversary's identification tests
+  (scoring, pool, confidence, per_test_confidence, observed_rounds, note, and per M: trials, successes, rate,
+  interval, lower, kappa, the claim's ``bound`` and ``bound_form``, ``p_value``, ``verdict``);
+- ``verdict`` (null when no test ran): the headline, the worst verdict over all the setting's tests, the test
+  that ``decided_by`` it, its ``p_value`` and the number of ``tests``;
 - ``distinguish`` (null when not run): the certified epsilon lower bound at a confidence, its cap
   ``max_certifiable``, the verdict on the claim, ``p_value`` (of "the mechanism is (claimed_epsilon, delta)-DP"
   on the worst pair, or null), where the claim was tested (``setting``) and how outputs were drawn
@@ -47,7 +56,7 @@ Numbers may be NaN or Infinity. Checked here: each key's presence and JSON type,
 capabilities' values, at least one setting, unique filename-safe ids, reconstruction grid paths inside the
 results folder.
 
-``load_results`` reads version 3, and version 2 (what ``auditkit audit`` wrote before) upgraded in memory by
+``load_results`` reads version 4, and versions 2 and 3 (what auditkit wrote before) upgraded in memory by
 ``upgrade_results``; any other version is refused in one line saying how to regenerate the file.
 """
 from __future__ import annotations
@@ -60,7 +69,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 SCHEMA = "auditkit/results"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 COMMANDS = ("train", "audit", "attack", "distinguish", "account")
 CAPABILITIES = ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
 CAPABILITY_VALUES = ("declared", "generic default", "unknown")
@@ -131,6 +140,25 @@ _SETTING = {
                                  "max_certifiable": _NUMBER, "p_value": _Nullable(_NUMBER), "sampling": str}]),
     }),
 }
+_MATCHED = [{"candidates": int, "successes": int, "clients": int, "rate": _NUMBER, "interval": [_NUMBER],
+             "bound": _NUMBER, "bound_form": str, "kappa": _NUMBER, "exceeds_bound": bool}]
+_SETTING_V3 = _SETTING
+_SETTING = {
+    **_SETTING_V3,
+    "probe": _Nullable({
+        "attack": str, "round": int, "clients": int, "batch_size": int, "local_steps": int, "model": str,
+        "observation": str, "ssim_variant": str, "clean": _SCORES, "defended": _SCORES,
+        "bits_per_coordinate": _NUMBER, "matched": {"clean": _MATCHED, "defended": _MATCHED}, "figure": str,
+    }),
+    "identification": _Nullable({
+        "scoring": str, "pool": int, "confidence": _NUMBER, "per_test_confidence": _NUMBER, "observed_rounds": int,
+        "note": str,
+        "tests": [{"candidates": int, "trials": int, "successes": int, "rate": _NUMBER, "interval": [_NUMBER],
+                   "kappa": _NUMBER, "lower": _NUMBER, "bound": _NUMBER, "bound_form": str, "p_value": _NUMBER,
+                   "verdict": str}],
+    }),
+    "verdict": _Nullable({"verdict": str, "decided_by": str, "p_value": _Nullable(_NUMBER), "tests": int}),
+}
 _DOCUMENT = {
     "schema": str,
     "schema_version": int,
@@ -140,8 +168,8 @@ _DOCUMENT = {
     "provenance": {
         "auditkit_version": str, "code": str, "plugins": _STRINGS, "seed": int, "device": str, "versions": dict,
         "platform": str,
-        "data": _Nullable({"dataset": str, "partition": str, "train": int, "validation": int, "test": int,
-                           "client_sizes": [int]}),
+        "data": _Nullable({"dataset": str, "source": str, "partition": str, "train": int, "validation": int,
+                           "test": int, "client_sizes": [int]}),
         "model": _Nullable({"name": str, "num_params": int}),
         "training": _Nullable({"clients": int, "rounds": int, "tau": int, "batch_size": int, "lr": _NUMBER,
                                "participation": str, "sampling": str}),
@@ -152,19 +180,28 @@ _DOCUMENT = {
     "settings": [_SETTING],
 }
 
+# version 3 (before the probe, the identification tests and the headline verdict), checked before it is upgraded
+_DOCUMENT_V3 = {
+    **_DOCUMENT,
+    "provenance": {
+        **_DOCUMENT["provenance"],
+        "data": _Nullable({key: spec for key, spec in _DOCUMENT["provenance"]["data"].spec.items() if key != "source"}),
+    },
+    "settings": [_SETTING_V3],
+}
 # version 2 (``auditkit audit`` before version 3), checked before it is upgraded
 _SCORES_V2 = {key: spec for key, spec in _SCORES.items() if key != "label_accuracy"}
 _RUN_V2 = {key: spec for key, spec in _RUN.items() if key != "rounds"}
 _DOCUMENT_V2 = {
-    **_DOCUMENT,
+    **_DOCUMENT_V3,
     "provenance": {
-        **{key: spec for key, spec in _DOCUMENT["provenance"].items() if key not in ("code", "plugins")},
-        "data": _DOCUMENT["provenance"]["data"].spec,
+        **{key: spec for key, spec in _DOCUMENT_V3["provenance"].items() if key not in ("code", "plugins")},
+        "data": _DOCUMENT_V3["provenance"]["data"].spec,
         "model": _DOCUMENT["provenance"]["model"].spec,
         "training": _DOCUMENT["provenance"]["training"].spec,
     },
     "settings": [{
-        **_SETTING,
+        **_SETTING_V3,
         "mechanism": {"name": str, "params": dict, "guarantee": {**_GUARANTEE, "relation": str}},
         "training": {key: spec for key, spec in _TRAINING.items() if key != "protocol"},
         "accounting": {"rounds": int, "delta": _NUMBER, "composed": _Nullable(_RUN_V2), "refusal": _Nullable(str),
@@ -245,8 +282,9 @@ def _check_settings(settings: list[dict[str, Any]]) -> None:
             if value not in CAPABILITY_VALUES:
                 raise ValueError(f"results.settings[{i}].mechanism.capabilities.{name} must be one of "
                                  f"{', '.join(map(repr, CAPABILITY_VALUES))}, got {_short(value)}")
-        if setting["inversion"] is not None:
-            _check_figure(setting["inversion"]["figure"], f"results.settings[{i}].inversion.figure")
+        for section in ("inversion", "probe"):
+            if setting[section] is not None:
+                _check_figure(setting[section]["figure"], f"results.settings[{i}].{section}.figure")
 
 
 def _check_header(doc: Any, version: int) -> None:
@@ -259,7 +297,7 @@ def _check_header(doc: Any, version: int) -> None:
 
 
 def validate_results(doc: Any) -> None:
-    """Raise ValueError (one line, naming the offending key) unless ``doc`` is a version 3 results document."""
+    """Raise ValueError (one line, naming the offending key) unless ``doc`` is a version 4 results document."""
     _check_header(doc, SCHEMA_VERSION)
     _check(doc, _DOCUMENT, "results")
     if doc["command"] not in COMMANDS:
@@ -271,7 +309,7 @@ def _upgraded_run(run: dict[str, Any] | None, rounds: int) -> dict[str, Any] | N
     return None if run is None else {**run, "rounds": rounds}
 
 
-def upgrade_results(doc: Any) -> dict[str, Any]:
+def _upgrade_v2(doc: Any) -> dict[str, Any]:
     """A version 2 document (checked as such: ValueError in one line) as version 3, a new document.
 
     What version 2 did not record is said to be unknown: provenance ``code`` "unknown (written by auditkit X as
@@ -303,8 +341,36 @@ def upgrade_results(doc: Any) -> dict[str, Any]:
         }
         if setting["distinguish"] is not None:
             setting["distinguish"].update(p_value=None, setting="", sampling="")
-    doc["schema_version"] = SCHEMA_VERSION
+    doc["schema_version"] = 3
     return doc
+
+
+def _upgrade_v3(doc: Any) -> dict[str, Any]:
+    """A version 3 document (checked as such) as version 4: no probe and no identification tests were run
+    (null), the data's ``source`` is "" (not recorded), and the headline ``verdict`` is computed from the
+    distinguishing and adaptive tests it holds."""
+    from auditkit.results import overall_verdict
+
+    _check_header(doc, 3)
+    _check(doc, _DOCUMENT_V3, "results")
+    doc = copy.deepcopy(doc)
+    if doc["provenance"]["data"] is not None:
+        doc["provenance"]["data"]["source"] = ""
+    for setting in doc["settings"]:
+        setting.update(probe=None, identification=None, verdict=overall_verdict(setting["distinguish"], None))
+    doc["schema_version"] = 4
+    return doc
+
+
+def upgrade_results(doc: Any) -> dict[str, Any]:
+    """A version 2 or 3 document (checked as such: ValueError in one line) as the current version, a new document
+    (``_upgrade_v2``, then ``_upgrade_v3``). The result is not validated here: ``load_results`` does that."""
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if version not in (2, 3):
+        raise ValueError(f"schema_version must be 2 or 3 to upgrade, got {_short(version)}")
+    if version == 2:
+        doc = _upgrade_v2(doc)
+    return _upgrade_v3(doc)
 
 
 def _auditkit_version() -> str:
@@ -329,12 +395,12 @@ def _unreadable(doc: dict[str, Any]) -> str:
         how = "regenerate it with the auditkit command that wrote it"
     newer = "; or upgrade auditkit" if isinstance(version, int) and version > SCHEMA_VERSION else ""
     return (f"schema version {_short(version)}{written} cannot be read by this auditkit ({_auditkit_version()}), "
-            f"which reads versions 2 and {SCHEMA_VERSION}: {how} (the same config and seed give the same numbers)"
+            f"which reads versions 2 to {SCHEMA_VERSION}: {how} (the same config and seed give the same numbers)"
             f"{newer}")
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
-    """Read ``results.json`` (version 2 is upgraded in memory, ``upgrade_results``) and validate it as version 3;
+    """Read ``results.json`` (versions 2 and 3 are upgraded in memory, ``upgrade_results``) and validate it as version 4;
     any problem is one ValueError line starting with the path."""
     path = Path(path)
     try:
@@ -350,7 +416,7 @@ def load_results(path: str | Path) -> dict[str, Any]:
     try:
         if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
             version = doc.get("schema_version")
-            if version == 2:
+            if version in (2, 3):
                 doc = upgrade_results(doc)
             elif isinstance(version, int) and not isinstance(version, bool) and version != SCHEMA_VERSION:
                 raise ValueError(_unreadable(doc))

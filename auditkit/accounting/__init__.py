@@ -36,6 +36,13 @@ from auditkit.accounting.composition import (
     laplace_over_rounds,
     refuse_sampling_with_replacement,
 )
+from auditkit.accounting.rero import (
+    claim_rero_bound,
+    gaussian_rero_bound,
+    gdp_rero_bound,
+    laplace_rero_bound,
+    rero_bound,
+)
 
 __all__ = [
     "AccountReport",
@@ -64,4 +71,9 @@ __all__ = [
     "refuse_sampling_with_replacement",
     "sampling_probability",
     "solve_sigma",
+    "claim_rero_bound",
+    "gaussian_rero_bound",
+    "gdp_rero_bound",
+    "laplace_rero_bound",
+    "rero_bound",
 ]

@@ -4,18 +4,21 @@ from __future__ import annotations
 from pathlib import Path
 
 from auditkit.data.dataset import Dataset
-from auditkit.data.embedded import load_digits_dataset
+from auditkit.data.embedded import load_digits_dataset, load_mnist_5k_dataset
 
-DATASETS = ("digits", "mnist", "cifar10")
+DATASETS = ("mnist-5k", "digits", "mnist", "cifar10")
+EMBEDDED = ("mnist-5k", "digits")  # shipped with installed libraries: no data_dir, no download
 
 
 def load_dataset(name: str, *, data_dir: str | Path | None = None, download: bool = False) -> Dataset:
     """Load dataset ``name`` (one of :data:`DATASETS`).
 
-    ``digits`` is embedded and ignores ``data_dir``; ``mnist`` and ``cifar10`` are read from ``data_dir``
+    ``mnist-5k`` and ``digits`` are embedded and ignore ``data_dir``; ``mnist`` and ``cifar10`` are read from ``data_dir``
     through torchvision and are downloaded there only when ``download`` is true. Missing files raise
     :class:`~auditkit.data.DataNotFoundError` saying where to put which files.
     """
+    if name == "mnist-5k":
+        return load_mnist_5k_dataset()
     if name == "digits":
         return load_digits_dataset()
     if name in ("mnist", "cifar10"):
@@ -29,7 +32,7 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, download: boo
 
 def dataset_available(name: str, data_dir: str | Path | None) -> bool:
     """Whether ``load_dataset(name, data_dir=data_dir)`` finds its files without downloading."""
-    if name == "digits":
+    if name in EMBEDDED:
         return True
     if data_dir is None:
         return False

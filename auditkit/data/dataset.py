@@ -34,10 +34,16 @@ class Split:
 
 @dataclass(frozen=True)
 class Dataset:
-    """A classification dataset: its train and test splits, class count and per-sample shape (C, H, W)."""
+    """A classification dataset: its train and test splits, class count and per-sample shape (C, H, W).
+
+    ``validation``: a validation split fixed by the dataset's definition (``mnist-5k``), or None when the
+    experiment carves one off the training split. ``source``: where the images come from, for provenance.
+    """
 
     name: str
     train: Split
     test: Split
     num_classes: int
     input_shape: tuple[int, int, int]
+    validation: Split | None = None
+    source: str = ""

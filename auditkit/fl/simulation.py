@@ -34,6 +34,10 @@ from mechanisms.randomness import derive_seed
 VIEWS = ("server", "eavesdropper", "peer", "public")
 
 
+class TrainingDiverged(ValueError):
+    """The global model left the finite numbers: the run cannot go on (the message says what to change)."""
+
+
 @dataclass
 class FederatedData:
     """Training data split across clients, plus validation and test data (on one device)."""
@@ -168,6 +172,11 @@ class FederatedSimulation:
             local = self._train_locally(clients, batches, lr, round_)
             self.momentum[clients] = local.momentum
             updates = local.params - before
+            if not torch.isfinite(updates).all():
+                raise TrainingDiverged(
+                    f"training diverged in round {round_}: local training from the global model gave non-finite "
+                    "updates (the mechanism's noise is too large for this model and learning rate; lower the noise, "
+                    "the clip or training.lr)")
             outcome = self.protocol.communicate(
                 updates, clients, self.client_weights[clients], round_, global_params=before
             )

@@ -7,12 +7,16 @@ from auditkit.config import ConfigError, from_dict, load_config, load_preset
 
 def test_quickstart_preset_is_the_documented_default():
     config = load_preset("quickstart")
-    assert config.data.dataset == "digits"
-    assert (config.training.model, config.training.clients, config.training.tau) == ("cnn", 10, 15)
-    assert config.training.rounds == 40
-    names = [s.name for s in config.settings()]
-    assert names[0] == "none" and names.count("jopeq-laplace") == 3 and len(names) == 7
+    assert config.data.dataset == "mnist-5k"
+    assert (config.training.model, config.training.clients, config.training.tau) == ("mlp", 10, 15)
+    assert config.training.rounds == 20
+    settings = config.settings()
+    names = [s.name for s in settings]
+    assert names[0] == "none" and names.count("jopeq-laplace") == 3 and len(names) == 11
+    assert [s.target_eps for s in settings if s.name in ("gaussian", "cepam-gaussian")] == [1, 4, 16] * 2
     assert config.inversion.enabled and config.distinguish.enabled
+    assert config.probe.enabled and config.probe.attack == "analytic" and config.probe.clients >= 16
+    assert config.identification.candidates == (10, 100)
 
 
 def test_cepam_preset_has_the_papers_settings_and_prefers_mnist(tmp_path, make_mnist):
@@ -21,7 +25,7 @@ def test_cepam_preset_has_the_papers_settings_and_prefers_mnist(tmp_path, make_m
     assert (t.clients, t.tau, t.batch_size, t.lr, t.momentum, t.lr_patience, t.client_weights) == (
         30, 15, 1, 0.01, 0.9, 10, "uniform")
     assert 60_000 * (1 - config.data.validation_fraction) == pytest.approx(50_000)
-    assert config.data.dataset == "digits"  # no data folder: the embedded default
+    assert config.data.dataset == "mnist-5k"  # no data folder: the embedded default
     assert [s.params.get("n") for s in config.settings() if s.name == "cepam-gaussian"] == [1, 2, 3]
     make_mnist(tmp_path, n_train=12, n_test=4)
     with_mnist = from_dict({**config.to_dict(), "data": {**config.to_dict()["data"], "data_dir": str(tmp_path),
@@ -85,7 +89,7 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"training": {"clients": 2.5}}, "training.clients must be an integer, got 2.5"),
     ({"training": {"model": "resnet"}}, "training.model must be one of linear, mlp, cnn"),
     ({"training": {"lr": math.nan}}, "training.lr must be a finite number, got nan"),
-    ({"data": {"dataset": "svhn"}}, "data.dataset must be one of digits, mnist, cifar10; got 'svhn'"),
+    ({"data": {"dataset": "svhn"}}, "data.dataset must be one of mnist-5k, digits, mnist, cifar10; got 'svhn'"),
     ({"device": "tpu"}, "device must be one of auto, cpu, cuda, cuda:N"),
     ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be rounds in [1, 10], got 99"),
     ({"training": {"participation": "uniform"}}, "training.clients_per_round must be an integer in [1, 10]"),
@@ -104,7 +108,7 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"inversion": {"round": 7}}, "inversion.round must be one of the checkpoints [1], got 7"),
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer >= 100, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be in (0, 1), got 1.0"),
-    ({"data": {"prefer": "svhn"}}, "data.prefer must be one of digits, mnist, cifar10; got 'svhn'"),
+    ({"data": {"prefer": "svhn"}}, "data.prefer must be one of mnist-5k, digits, mnist, cifar10; got 'svhn'"),
 ])
 def test_bad_values_name_the_key_and_the_allowed_values(raw, message):
     with pytest.raises(ConfigError) as err:

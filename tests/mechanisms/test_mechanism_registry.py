@@ -185,3 +185,23 @@ def test_describe_quotes_the_measured_rate_of_the_reference_update():
     sdq = mechanisms.describe("sdq")
     expected = mechanisms.create("sdq").encode(x, mechanisms.registry.REFERENCE_SEED).num_bits / 10_000
     assert sdq.bits_per_coordinate == expected and sdq.bits_per_coordinate < 8
+
+
+@pytest.mark.parametrize("name, target", [("gaussian", 1.0), ("gaussian", 16.0), ("cepam-gaussian", 4.0),
+                                          ("laplace", 2.0), ("cepam-laplace", 0.5)])
+def test_calibrate_sets_the_noise_so_the_claim_meets_the_target(name, target):
+    params = mechanisms.calibrate(name, target, clip=0.5)
+    noise = mechanisms.mechanism_class(name).noise_param
+    assert set(params) == {"clip", noise}
+    assert mechanisms.create(name, **params).guarantee().epsilon == pytest.approx(target, rel=1e-8)
+    if name == "laplace":  # eps = 2 clip / scale, written out independently
+        assert params["scale"] == pytest.approx(2 * 0.5 / target, rel=1e-8)
+
+
+def test_calibrate_refuses_what_it_cannot_do():
+    with pytest.raises(ValueError, match="declares no noise parameter"):
+        mechanisms.calibrate("sdq", 1.0)
+    with pytest.raises(ValueError, match="give either target_eps or sigma"):
+        mechanisms.calibrate("gaussian", 1.0, sigma=2.0)
+    with pytest.raises(ValueError, match="target_eps must be a finite number > 0"):
+        mechanisms.calibrate("gaussian", float("nan"))

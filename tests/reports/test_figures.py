@@ -112,7 +112,8 @@ def test_bits_vs_accuracy_puts_a_labelled_point_per_setting(document, drawn):
 # which report figures each command's sample document has data for (the report draws only those)
 PLOTTED = {
     "train": ["accuracy_vs_round", "bits_vs_accuracy"],
-    "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy"],
+    "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy",
+              "identification_vs_epsilon", "probe_ssim_vs_epsilon"],
     "attack": ["ssim_vs_epsilon"],
     "attack-curve": ["ssim_vs_epsilon", "ssim_vs_error_std"],
     "distinguish": ["lower_bound_vs_epsilon"],

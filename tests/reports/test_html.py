@@ -4,6 +4,7 @@ from html.parser import HTMLParser
 
 import pytest
 
+from reports.content import SUMMARY_COLUMNS
 from reports.html import png_data_uri, render_html
 from reports.render import FIGURES
 
@@ -43,8 +44,10 @@ def test_nothing_runs_and_nothing_is_fetched(page):
 
 def test_every_figure_and_reconstruction_grid_is_embedded(page, grid_png):
     images = [attrs for tag, attrs in _Tags(page).tags if tag == "img"]
-    assert len(images) == len(FIGURES) + 2  # two settings ran the inversion
-    assert images[-1]["alt"].startswith("JoPEQ | eps=1: inverting_gradients on the server's view at round 3")
+    assert len(images) == len(FIGURES) + 3  # two settings ran the inversion, one the probe (after the inversions)
+    assert images[-2]["alt"].startswith("JoPEQ | eps=1: inverting_gradients on the server's view at round 3")
+    assert images[-1]["alt"].startswith("JoPEQ | eps=1: inversion probe (analytic, 16 clients with 1 example each, "
+                                        "1 step, round 1; rows: the client's example")
     assert images[0]["src"] == "data:image/png;base64," + base64.b64encode(grid_png).decode()
 
 
@@ -58,29 +61,87 @@ def test_user_strings_are_text_only(page):
 
 def test_the_summary_table_carries_each_setting_with_units_and_badges(page):
     summary = page[page.index('<table id="summary">'):page.index("</table>")]
+    assert re.findall(r"<th>(.*?)</th>", summary) == [name.replace("'", "&#39;") for name in SUMMARY_COLUMNS]
+    assert len(SUMMARY_COLUMNS) == 14
     rows = summary.split("<tr>")[2:]
     assert len(rows) == 3
+    assert all(row.count("<td") == 14 for row in rows)
     assert all(f"<td class=\"num\">{value}</td>" in rows[1] for value in
                ("81.23 %", "2.75 bits/coord", "11.6x", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB"))
     assert 'ε = 1, δ = 0 <span class="badge flag">claim-exceeded</span>' in rows[1]
     assert ("≥ 1.83 (95 % conf.)<br><span class=\"muted\">cap 4.61</span><br><span class=\"muted\">p = 0.00012"
             "</span>") in rows[1]
     assert "sigma=0.8, clip=1.0 (l2), note=&lt;script&gt;" in rows[2]
-    assert '<span class="badge v-violated">violated</span>' in rows[1]
+    assert ('<td><span class="badge v-violated">violated</span><br><span class="muted">decided by: identification '
+            'among 10 candidates, p = 1e-09; 4 tests</span></td>\n  <td>≥ 1.83') in rows[1]  # before the bound
+    assert "<td>M=10: 0.42 [0.38, 0.46] &gt; 0.27; M=100: 0.06 [0.02, 0.10]" in rows[1]
+    assert '<td class="num">0.998 → 0.05</td>\n  <td class="num">0.412 → 0.0213</td>' in rows[1]  # probe, inversion
     assert '<span class="badge v-none">not run</span>' in rows[0]
     assert "<td class=\"num\">inf dB → inf dB</td>" in rows[0]
-    assert '<span class="badge v-consistent">consistent</span>' in rows[2]
+    assert ('<span class="badge v-consistent">consistent</span><br><span class="muted">decided by: identification '
+            'among 10 candidates, p = 0.6; 3 tests</span>') in rows[2]
+    assert "<td>M=10: 0.12 [0.08, 0.16] ≤ 0.35; M=100: 0.02 [-0.02, 0.06] ≤ 0.06</td>" in rows[2]
+    assert '<td>not run</td>\n  <td class="num">not run</td>' in rows[0]  # neither identification nor probe
     assert "refused: the accountant needs the sampling rate" in rows[2]
     assert "<td class=\"num\">-</td>" in rows[2]  # no compression ratio
 
 
 def test_sections_come_in_order(page):
     headings = re.findall(r"<h2>(.*?)</h2>", page)
-    assert headings == ["Summary", "Adaptive tests", "Figures", "Reconstructions", "Claim details", "Provenance"]
+    assert headings[0] == "Findings"  # the audit document's settings have headline verdicts
+    assert headings == ["Findings", "Summary", "Adaptive tests", "Reconstruction against the claim", "Figures",
+                        "Reconstructions", "Claim details", "Provenance"]
+    assert page.index("<h2>Findings</h2>") > page.index("<h1>") and page.index("<p>") < page.index("<h2>Findings")
     assert page.count("<details>") == 3
     assert "<dt>client sizes</dt><dd>120, 120, 120, 120, 120, 120, 120, 120, 120, 120 examples</dd>" in page
     assert "<td>eavesdropper</td><td>the bitstreams</td>" in page
     assert "&#34;label&#34;: &#34;&lt;script&gt;" in page[page.index("<pre>"):]
+
+
+def test_the_findings_name_the_refuted_claim_with_its_evidence(page):
+    block = page[page.index('<div id="findings">'):page.index("<h2>Summary</h2>")]
+    assert re.findall(r"<h3>(.*?)</h3>", block) == ['<span class="badge v-violated">claims refuted</span>',
+                                                     '<span class="badge v-consistent">claims consistent with every '
+                                                     'test</span>']
+    refuted, consistent = re.findall(r"<ul>(.*?)</ul>", block, flags=re.S)
+    assert re.findall(r"<li>(.*?)</li>", refuted) == [
+        "JoPEQ | eps=1: violated: claim ε = 1, δ = 0; the informed adversary identified the target among 10 "
+        "candidates in 210 of 500 trials (0.42, lower limit 0.370) while the claim allows at most 0.27 (gaussian "
+        "M-point (Hayes et al. 2023)) (p = 1e-09)."]
+    assert re.findall(r"<li>(.*?)</li>", consistent) == [
+        "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; $\\notacommand$ gaussian (ε = 2.5, δ = 1e-05): 3 tests, none "
+        "refuted it."]
+    assert "float32 (none)" not in block  # no test ran: no headline
+
+
+def test_the_identification_table_has_a_row_per_test_and_per_probe_match(page, document):
+    table = page[page.index('<table id="identification">'):]
+    table = table[:table.index("</table>")]
+    assert re.findall(r"<th>(.*?)</th>", table) == [
+        "setting", "attack", "M", "success (95 % interval)", "the claim&#39;s bound", "p-value", "verdict"]
+    rows = [re.findall(r"<td>(.*?)</td>", row) for row in table.split("<tbody>")[1].split("<tr>")[1:]]
+    tests = sum(len(s["identification"]["tests"]) for s in document["settings"] if s["identification"] is not None)
+    matched = sum(len(s["probe"]["matched"]["defended"]) for s in document["settings"] if s["probe"] is not None)
+    assert (len(rows), tests, matched) == (6, 4, 2)
+    jopeq = "JoPEQ | eps=1"
+    gaussian = "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; $\\notacommand$ gaussian"
+    adversary, probe = "informed adversary (likelihood), 500 trials", ("inversion probe (analytic): nearest of M to "
+                                                                       "the reconstruction, 16 clients")
+    hayes = "(gaussian M-point (Hayes et al. 2023))"
+    assert rows == [
+        [jopeq, adversary, "10", "0.420 [0.38, 0.46]", f"0.27 {hayes}", "1e-09",
+         '<span class="badge v-violated">violated</span>'],
+        [jopeq, adversary, "100", "0.060 [0.02, 0.10]", f"0.03 {hayes}", "0.6",
+         '<span class="badge v-consistent">consistent</span>'],
+        [jopeq, probe, "10", "0.188 [0.00, 0.39]", "0.27 ((eps, delta)-DP)", "-",
+         '<span class="badge v-none">reported, not judged</span>'],
+        [jopeq, probe, "100", "0.062 [0.00, 0.26]", "0.27 ((eps, delta)-DP)", "-",
+         '<span class="badge v-none">reported, not judged</span>'],
+        [gaussian, adversary, "10", "0.120 [0.08, 0.16]", f"0.35 {hayes}", "0.6",
+         '<span class="badge v-consistent">consistent</span>'],
+        [gaussian, adversary, "100", "0.016 [-0.02, 0.06]", f"0.06 {hayes}", "0.6",
+         '<span class="badge v-consistent">consistent</span>'],
+    ]
 
 
 def test_a_setting_with_estimates_lists_them_in_its_details(page):

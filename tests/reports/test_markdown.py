@@ -17,29 +17,113 @@ def _outside_code(text):
     return re.sub(r"```json\n.*?\n```", "", text, flags=re.S)
 
 
+def _summary_rows(text):
+    section = text[text.index("## Summary"):]
+    return section.split("\n\n")[1].splitlines()[2:]
+
+
 def test_summary_rows_carry_the_numbers_with_units(text):
-    assert (
+    none, jopeq, gaussian = _summary_rows(text)
+    assert none == (
         "| float32 (none) | none (no parameters) | 91.23 % | 32 bits/coord | 1.0x | no claim (flags: no-privacy) "
-        "| - | not run | not run | 0.97 → 0.97 | 0 → 0 | inf dB → inf dB |") in text
-    assert (
-        "| JoPEQ \\| eps=1 | jopeq-laplace (eps=1.0, n=2) | 81.23 % | 2.75 bits/coord | 11.6x "
-        "| ε = 1, δ = 0 (flags: claim-exceeded) "
-        "| ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0 "
-        "| ≥ 1.83 (95 % conf.), cap 4.61, p = 0.00012 | violated | 0.412 → 0.0213 | 0.0123 → 0.0456 "
-        "| 19.1 dB → 13.4 dB |"
-    ) in text
-    assert (
+        "| - | not run | not run | not run | not run | 0.97 → 0.97 | 0 → 0 | inf dB → inf dB |")
+    cells = jopeq.split(" | ")
+    assert len(cells) == 14
+    assert cells[:9] == [
+        "| JoPEQ \\| eps=1", "jopeq-laplace (eps=1.0, n=2)", "81.23 %", "2.75 bits/coord", "11.6x",
+        "ε = 1, δ = 0 (flags: claim-exceeded)",
+        "ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0",
+        "violated (decided by: identification among 10 candidates, p = 1e-09; 4 tests)",
+        "≥ 1.83 (95 % conf.), cap 4.61, p = 0.00012"]
+    # identification: M=10 exceeds the bound (violated); M=100's point estimate is above its bound, not significantly
+    assert cells[9].startswith("M=10: 0.42 \\[0.38, 0.46\\] &gt; 0.27; M=100: 0.06 \\[0.02, 0.10\\] ")
+    assert cells[9].endswith(" 0.03")
+    assert cells[10:] == ["0.998 → 0.05", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB |"]
+    assert gaussian == (
         "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian "
         "| gaussian (sigma=0.8, clip=1.0 (l2), note=&lt;script&gt;alert(1)&lt;/script&gt;) | 70.00 % "
         "| 32 bits/coord | - | ε = 2.5, δ = 1e-05 | refused: the accountant needs the sampling rate "
-        "| ≥ 0.4 (95 % conf.), cap 4.61, p = 0.91 | consistent | not run | not run | not run |") in text
+        "| consistent (decided by: identification among 10 candidates, p = 0.6; 3 tests) "
+        "| ≥ 0.4 (95 % conf.), cap 4.61, p = 0.91 "
+        "| M=10: 0.12 \\[0.08, 0.16\\] ≤ 0.35; M=100: 0.02 \\[-0.02, 0.06\\] ≤ 0.06 "
+        "| not run | not run | not run | not run |")
 
 
 def test_every_table_row_has_as_many_cells_as_its_header(text):
     rows = [line for line in text.splitlines() if line.startswith("|")]
     cells = [len(re.split(r"(?<!\\)\|", row)) for row in rows]
-    assert cells[:5] == [14] * 5  # the summary: header, rule, 3 settings
+    assert cells[:5] == [16] * 5  # the summary: header, rule, 3 settings (14 columns, 15 pipes)
+    assert cells[5:8] == [8] * 3  # adaptive tests: header, rule, 1 test (6 columns)
+    assert cells[8:16] == [9] * 8  # identification: header, rule, 4 tests and 2 probe matches (7 columns)
     assert len(rows) > 5
+
+
+def test_the_findings_open_the_report_with_the_refuted_claim_and_its_evidence(text):
+    headings = re.findall(r"^## (.*)$", _outside_code(text), flags=re.M)
+    assert headings[:5] == ["Findings", "Summary", "Adaptive tests", "Reconstruction against the claim", "Figures"]
+    assert text[text.index("## Findings"):text.index("## Summary")] == (
+        "## Findings\n\n"
+        "### Claims refuted\n\n"
+        "- JoPEQ \\| eps=1: violated: claim ε = 1, δ = 0; the informed adversary identified the target among 10 "
+        "candidates in 210 of 500 trials (0.42, lower limit 0.370) while the claim allows at most 0.27 (gaussian "
+        "M-point (Hayes et al. 2023)) (p = 1e-09).\n\n"
+        "### Claims consistent with every test\n\n"
+        "- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian (ε = 2.5, δ = 1e-05): 3 tests, none "
+        "refuted it.\n\n")
+
+
+def test_a_refutation_by_the_distinguishing_test_is_told_with_its_certified_bound(document):
+    document["settings"][1]["verdict"] = {"verdict": "violated", "decided_by": "distinguishing test (worst pair: 0 vs "
+                                          "clip)", "p_value": 0.00012, "tests": 4}
+    text = render_markdown(document, FIGURES)
+    assert ("- JoPEQ \\| eps=1: violated: claim ε = 1, δ = 0; certified ε ≥ 1.83 against the claimed 1 (0 vs clip) "
+            "(p = 0.00012).") in text
+
+
+def test_the_findings_are_left_out_when_no_setting_has_a_headline_verdict(document):
+    for setting in document["settings"]:
+        setting["verdict"] = None
+    text = render_markdown(document, FIGURES)
+    assert "## Findings" not in text and "### Claims refuted" not in text
+    assert text.index("## Summary") > text.index("# auditkit report")
+
+
+def test_the_identification_table_has_a_row_per_test_and_per_probe_match(document, text):
+    section = text[text.index("## Reconstruction against the claim"):text.index("## Figures")]
+    rows = [line for line in section.splitlines() if line.startswith("|")]
+    assert rows[0] == "| setting | attack | M | success (95 % interval) | the claim's bound | p-value | verdict |"
+    tests = [t for s in document["settings"] if s["identification"] is not None for t in s["identification"]["tests"]]
+    matched = [m for s in document["settings"] if s["probe"] is not None for m in s["probe"]["matched"]["defended"]]
+    assert len(rows[2:]) == len(tests) + len(matched) == 4 + 2
+    assert rows[2:] == [
+        "| JoPEQ \\| eps=1 | informed adversary (likelihood), 500 trials | 10 | 0.420 \\[0.38, 0.46\\] "
+        "| 0.27 (gaussian M-point (Hayes et al. 2023)) | 1e-09 | violated |",
+        "| JoPEQ \\| eps=1 | informed adversary (likelihood), 500 trials | 100 | 0.060 \\[0.02, 0.10\\] "
+        "| 0.03 (gaussian M-point (Hayes et al. 2023)) | 0.6 | consistent |",
+        "| JoPEQ \\| eps=1 | inversion probe (analytic): nearest of M to the reconstruction, 16 clients | 10 "
+        "| 0.188 \\[0.00, 0.39\\] | 0.27 ((eps, delta)-DP) | - | reported, not judged |",
+        "| JoPEQ \\| eps=1 | inversion probe (analytic): nearest of M to the reconstruction, 16 clients | 100 "
+        "| 0.062 \\[0.00, 0.26\\] | 0.27 ((eps, delta)-DP) | - | reported, not judged |",
+        "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian | informed adversary (likelihood), "
+        "500 trials | 10 | 0.120 \\[0.08, 0.16\\] | 0.35 (gaussian M-point (Hayes et al. 2023)) | 0.6 | consistent |",
+        "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian | informed adversary (likelihood), "
+        "500 trials | 100 | 0.016 \\[-0.02, 0.06\\] | 0.06 (gaussian M-point (Hayes et al. 2023)) | 0.6 "
+        "| consistent |",
+    ]
+    # a probe match above the claim's bound says so, and is still not judged
+    document["settings"][1]["probe"]["matched"]["defended"][0]["exceeds_bound"] = True
+    assert ("| 0.27 ((eps, delta)-DP) | - | above the bound (reported, not judged) |"
+            in render_markdown(document, FIGURES))
+
+
+def test_the_identification_table_is_left_out_without_identification_tests_or_a_probe(document):
+    document["settings"][1]["identification"] = document["settings"][2]["identification"] = None
+    text = render_markdown(document, FIGURES)  # the probe alone: its two matched rows
+    section = text[text.index("## Reconstruction against the claim"):text.index("## Figures")]
+    assert [line.split(" | ")[-1] for line in section.splitlines() if line.startswith("| JoPEQ")] == [
+        "reported, not judged |"] * 2
+    document["settings"][1]["probe"] = None
+    assert "## Reconstruction against the claim" not in render_markdown(document, FIGURES)
 
 
 def test_adaptive_tests_are_listed_and_omitted_when_there_are_none(document, text):
@@ -51,20 +135,24 @@ def test_adaptive_tests_are_listed_and_omitted_when_there_are_none(document, tex
 
 def test_figures_then_reconstruction_grids_are_linked_in_order(text):
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", text)
-    assert links == [*FIGURES.values(), "figures/reconstruction-s00.png", "figures/reconstruction-s01.png"]
+    assert links == [*FIGURES.values(), "figures/reconstruction-s00.png", "figures/reconstruction-s01.png",
+                     "figures/probe-s01.png"]  # the probe's grid after the inversions'
     assert "![JoPEQ \\| eps=1: inverting\\_gradients on the server's view at round 3" in text
+    assert "![JoPEQ \\| eps=1: inversion probe (analytic, 16 clients with 1 example each, 1 step, round 1; rows:" in text
 
 
 def test_only_the_figures_given_are_linked_and_paths_are_url_quoted(document):
     document["settings"][1]["inversion"]["figure"] = "figures/grid (s01).png"
     text = render_markdown(document, {"bits_vs_accuracy": "figures/bits_vs_accuracy.png"})
     assert re.findall(r"\]\(([^)]*)\)", text) == [
-        "figures/bits_vs_accuracy.png", "figures/reconstruction-s00.png", "figures/grid%20%28s01%29.png"]
+        "figures/bits_vs_accuracy.png", "figures/reconstruction-s00.png", "figures/grid%20%28s01%29.png",
+        "figures/probe-s01.png"]
 
 
 def test_grids_are_linked_through_the_results_folder(document):
     links = re.findall(r"\]\(([^)]*)\)", render_markdown(document, {}, results_dir="../run"))
-    assert links == ["../run/figures/reconstruction-s00.png", "../run/figures/reconstruction-s01.png"]
+    assert links == ["../run/figures/reconstruction-s00.png", "../run/figures/reconstruction-s01.png",
+                     "../run/figures/probe-s01.png"]
 
 
 def test_user_strings_cannot_inject_markup(text):

@@ -8,7 +8,9 @@ import reports.render as render_module
 from reports import render_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-FIGURE_FILES = ["accuracy_vs_round.png", "ssim_vs_epsilon.png", "lower_bound_vs_epsilon.png", "bits_vs_accuracy.png"]
+FIGURE_FILES = ["accuracy_vs_round.png", "ssim_vs_epsilon.png", "lower_bound_vs_epsilon.png", "bits_vs_accuracy.png",
+                "identification_vs_epsilon.png", "probe_ssim_vs_epsilon.png"]
+GRIDS = ["figures/reconstruction-s00.png", "figures/reconstruction-s01.png", "figures/probe-s01.png"]
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -19,7 +21,7 @@ def test_render_report_writes_the_figures_and_both_reports(rendered):
     folder = rendered.folder
     assert rendered.paths == [*(folder / "figures" / name for name in FIGURE_FILES),
                               folder / "report.md", folder / "report.html"]
-    for path in rendered.paths[:4]:
+    for path in rendered.paths[:6]:
         assert path.read_bytes().startswith(PNG_SIGNATURE)
     assert sorted(p.name for p in folder.rglob("*") if p.name.startswith(".")) == []  # no temporary left
 
@@ -27,7 +29,7 @@ def test_render_report_writes_the_figures_and_both_reports(rendered):
 def test_the_markdown_links_files_that_exist(rendered):
     text = (rendered.folder / "report.md").read_text()
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", text)
-    assert len(links) == 6
+    assert links == [*(f"figures/{name}" for name in FIGURE_FILES), *GRIDS]  # 6 figures, 2 inversion grids, 1 probe
     assert all((rendered.folder / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
     assert "| 81.23 % | 2.75 bits/coord | 11.6x |" in text
 
@@ -37,7 +39,7 @@ def test_the_html_report_is_self_contained_and_inert(rendered):
     assert "<script" not in page.lower()
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*https?:""", page, flags=re.I)
     sources = re.findall(r"<img src=\"([^\"]*)\"", page)
-    assert len(sources) == 6 and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert len(sources) == 6 + 3 and all(s.startswith("data:image/png;base64,") for s in sources)
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
 
 
@@ -85,11 +87,22 @@ def test_a_null_grid_is_not_looked_for(results_folder):
     document["settings"][1]["inversion"]["figure"] = None
     (folder / "figures" / "reconstruction-s01.png").unlink()
     render_report(document, folder)
-    assert (folder / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 4 + 1
+    assert (folder / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 6 + 2  # s00, probe
+
+
+def test_a_probe_grid_must_be_a_file_in_the_results_folder(results_folder):
+    folder, document = results_folder
+    (folder / "figures" / "probe-s01.png").unlink()
+    before = _snapshot(folder)
+    with pytest.raises(ValueError, match=re.escape("results.settings[1].probe.figure: figures/probe-s01.png is not a "
+                                                   "file in ")):
+        render_report(document, folder)
+    assert _snapshot(folder) == before
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda doc: doc.update(schema_version=2), "schema_version must be 3, got 2"),
+    (lambda doc: doc.update(schema_version=2), "schema_version must be 4, got 2"),
+    (lambda doc: doc.update(schema_version=3), "schema_version must be 4, got 3"),
     (lambda doc: doc["settings"][1]["inversion"].update(figure="figures/gone.png"),
      "results.settings[1].inversion.figure: figures/gone.png is not a file in "),
 ])
@@ -114,9 +127,10 @@ def test_a_report_elsewhere_reads_and_links_the_grids_of_the_results_folder(resu
     written = render_report(document, elsewhere, results_dir=folder)
     assert written[-2:] == [elsewhere / "report.md", elsewhere / "report.html"]
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", (elsewhere / "report.md").read_text())
-    assert links[4].startswith("../") and links[4].endswith("/figures/reconstruction-s00.png")
+    assert links[:6] == [f"figures/{name}" for name in FIGURE_FILES]  # the figures are drawn beside the report
+    assert all(link.startswith("../") and link.endswith(grid) for link, grid in zip(links[6:], GRIDS, strict=True))
     assert all((elsewhere / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
-    assert (elsewhere / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 6
+    assert (elsewhere / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 9
 
 
 # ---------------------------------------------------------------- every command's document
@@ -124,7 +138,8 @@ def test_a_report_elsewhere_reads_and_links_the_grids_of_the_results_folder(resu
 # the figures drawn for each command's sample document, and the files written after them
 DRAWN = {
     "train": ["accuracy_vs_round", "bits_vs_accuracy"],
-    "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy"],
+    "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy",
+              "identification_vs_epsilon", "probe_ssim_vs_epsilon"],
     "attack": ["ssim_vs_epsilon"],
     "attack-curve": ["ssim_vs_epsilon", "ssim_vs_error_std"],
     "distinguish": ["lower_bound_vs_epsilon"],
@@ -146,8 +161,9 @@ def test_every_commands_document_renders_its_figures_and_both_reports(rendered_c
                        r.folder / "report.md", r.folder / "report.html"]
     assert all(path.read_bytes().startswith(PNG_SIGNATURE) for path in r.paths[:-2])
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", r.md)
-    grids = [s["inversion"]["figure"] for s in r.document["settings"]
-             if s["inversion"] is not None and s["inversion"]["figure"] is not None]
+    grids = [*(s["inversion"]["figure"] for s in r.document["settings"]
+               if s["inversion"] is not None and s["inversion"]["figure"] is not None),
+             *(s["probe"]["figure"] for s in r.document["settings"] if s["probe"] is not None)]
     assert links == [*(f"figures/{f}.png" for f in DRAWN[name]), *grids]
     assert all((r.folder / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
     assert len(re.findall(r"<img src=\"data:image/png;base64,", r.html)) == len(links)
@@ -155,18 +171,23 @@ def test_every_commands_document_renders_its_figures_and_both_reports(rendered_c
     assert len(_summary_rows(r.md)) == len(r.document["settings"])
     assert ("## Figures" in r.md) == bool(DRAWN[name]) and ("<h2>Figures</h2>" in r.html) == bool(DRAWN[name])
     assert ("## Reconstructions" in r.md) == bool(grids)
+    headline = any(s["verdict"] is not None for s in r.document["settings"])
+    assert ("## Findings" in r.md) == headline and ("<h2>Findings</h2>" in r.html) == headline
+    tested = any(s["identification"] is not None or s["probe"] is not None for s in r.document["settings"])
+    assert ("## Reconstruction against the claim" in r.md) == tested and ('id="identification"' in r.html) == tested
     assert r.html.count("<details open>") == (len(r.document["settings"]) == 1)  # one setting: details shown
 
 
 def test_the_train_report(rendered_commands):
     r = rendered_commands["train"]
     assert r.md.split("\n")[2].startswith(
-        "1 mechanism setting trained and accounted with auditkit 0.2.0 (command: train) on the digits dataset (iid "
+        "1 mechanism setting trained and accounted with auditkit 0.2.0 (command: train) on the mnist-5k dataset (iid "
         "split over 10 clients; 1,200 training, 200 validation and 397 test examples), model cnn (6,422 parameters), "
         "3 FedAvg rounds of τ = 15 local steps")
     assert _summary_rows(r.md) == [
         "| dpsq | dpsq (bits=4, clip=1.0 (l1), rho=0.5) | 80.10 % | 4 bits/coord | 8.0x | ε = 0.5, δ = 1e-05 "
-        "| ε = 1.2, δ = 1e-05 over 3 rounds (dp\\_accounting-pld) | not run | not run | not run | not run | not run |"]
+        "| ε = 1.2, δ = 1e-05 over 3 rounds (dp\\_accounting-pld) | not run | not run | not run | not run | not run "
+        "| not run | not run |"]
     assert "- **training**: protocol device-groups, 3 rounds, checkpoints at 1, 3" in r.md
     assert ("- **capabilities**: declared by the mechanism: audit setting, dp\\_event, true epsilon; generic defaults "
             "used: tiling (outputs drawn one call at a time), output density (no likelihood-ratio statistic)") in r.md
@@ -189,7 +210,7 @@ def test_the_attack_report(rendered_commands):
         "attack; seed 4, device cpu.")
     assert _summary_rows(r.md) == [
         "| laplace scale=0.01 | laplace (scale=0.01, clip=1.0 (l1)) | not run | not run | not run | ε = 200, δ = 0 "
-        "| not run | not run | not run | 0.934 → 0.183 | 0.0021 → 0.0612 | 26.8 dB → 12.1 dB |"]
+        "| not run | not run | not run | not run | not run | 0.934 → 0.183 | 0.0021 → 0.0612 | 26.8 dB → 12.1 dB |"]
     assert ("![laplace scale=0.01: idlg on the server's view of single-image gradients (rows: ground truth, clean, "
             "defended).](inversion.png)") in r.md
     assert ("- **inversion**: idlg on the server's view of single-image gradients, 8 patches images, labels inferred "
@@ -205,7 +226,7 @@ def test_the_defence_curve_report_draws_ssim_against_the_error(rendered_commands
     assert f"![{ERROR_STD_CAPTION}](figures/ssim_vs_error_std.png)" in r.md
     assert "<figcaption>" + ERROR_STD_CAPTION.replace("'", "&#39;") + "</figcaption>" in r.html
     assert "a defence curve: each setting is one mechanism at one parameter value" in r.md
-    assert [row.split(" | ")[9] for row in _summary_rows(r.md)] == [
+    assert [row.split(" | ")[11] for row in _summary_rows(r.md)] == [
         "0.934 → 0.91", "0.934 → 0.62", "0.934 → 0.11", "0.934 → 0.85", "0.934 → 0.2"]
     assert "- **server's view**: error std 0.0009, 32 bits/coord" in r.md
     assert "## Reconstructions" not in r.md  # no grid drawn for a curve point
@@ -220,8 +241,11 @@ def test_the_distinguish_report(rendered_commands):
         "device cpu.")
     assert _summary_rows(r.md) == [
         "| half | half (clip=1.0, eps=1.0) (plugin: entry point half = my\\_pkg.half) | not run | not run | not run "
-        "| ε = 1, δ = 0 | not run | ≥ 1.41 (95 % conf.), cap 9.2, p = 3.2e-07 | violated | not run | not run "
-        "| not run |"]
+        "| ε = 1, δ = 0 | not run | violated (decided by: distinguishing test (worst pair: 0 vs clip), p = 3.2e-07; "
+        "1 test) | ≥ 1.41 (95 % conf.), cap 9.2, p = 3.2e-07 | not run | not run | not run | not run | not run |"]
+    assert r.md[r.md.index("## Findings"):r.md.index("## Summary")] == (
+        "## Findings\n\n### Claims refuted\n\n- half: violated: claim ε = 1, δ = 0; certified ε ≥ 1.41 against the "
+        "claimed 1 (0 vs clip) (p = 3.2e-07).\n\n")
     notes = r.md[r.md.index("### Notes"):r.md.index("## Figures")]
     assert notes.strip().splitlines()[2:] == [
         "- half: the distinguishing test ran on generic defaults for the audit setting (the pairs tried are the "
@@ -253,7 +277,7 @@ def test_the_account_report(rendered_commands):
     assert _summary_rows(r.md) == [
         "| cepam-gaussian | cepam-gaussian (sigma=1.2, clip=1.0 (l2)) | not run | not run | not run "
         "| ε = 0.9, δ = 1e-05 | ε = 7.3, δ = 1e-05 over 100 rounds (dp\\_accounting-pld); paper's FL claim: ε = 2.1, "
-        "δ = 1e-05 | not run | not run | not run | not run | not run |"]
+        "δ = 1e-05 | not run | not run | not run | not run | not run | not run | not run |"]
     assert ("- **paper's claim**: (eps=2.1, delta=1e-05)-DP for the whole run (003 Theorem 12) (unit: one record; "
             "scope: the whole run; threat model: server sees each update); assumes: Poisson subsampling of records"
             ) in r.md
@@ -275,6 +299,7 @@ def test_plugin_names_and_origins_are_escaped(documents, tmp_path):
     assert "(plugin: &lt;script&gt;alert(3)&lt;/script&gt;)" in text
 
 
-def test_rendering_a_version_2_document_in_memory_asks_for_version_3(v2_document, tmp_path):
-    with pytest.raises(ValueError, match=r"^schema_version must be 3, got 2$"):
+def test_rendering_a_version_2_document_in_memory_asks_for_version_4(v2_document, tmp_path):
+    with pytest.raises(ValueError, match=r"^schema_version must be 4, got 2$"):
         render_report(v2_document, tmp_path)
+    assert not any(tmp_path.iterdir())

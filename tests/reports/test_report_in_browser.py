@@ -7,7 +7,7 @@ def _check(seen, rendered, min_height):
     assert seen["summary_visible"]
     assert seen["summary_rows"] == len(rendered.document["settings"])
     figures = [p for p in rendered.paths if p.suffix == ".png"]
-    grids = sum(s["inversion"] is not None and s["inversion"]["figure"] is not None
+    grids = sum((s["inversion"] is not None and s["inversion"]["figure"] is not None) + (s["probe"] is not None)
                 for s in rendered.document["settings"])
     assert len(seen["images"]) == len(figures) + grids
     assert all(image["complete"] and image["naturalWidth"] > 0 for image in seen["images"])
@@ -23,7 +23,7 @@ def _check(seen, rendered, min_height):
 def test_the_report_reads_in_a_headless_browser(rendered, report_browser, tmp_path):
     seen = report_browser(rendered.folder / "report.html", tmp_path / "report.png")
     _check(seen, rendered, 2000)
-    assert len(seen["images"]) == 4 + 2  # four summary figures, two reconstruction grids
+    assert len(seen["images"]) == 6 + 3  # six summary figures, two inversion grids and one probe grid
 
 
 @pytest.mark.parametrize("name, images", [("distinguish", 1), ("attack", 2)])

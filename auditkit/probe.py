@@ -1,0 +1,295 @@
+"""The worst case a claim must cover: probe clients at a checkpoint round, inverted and identified.
+
+An FL-faithful view (``auditkit.inversion_audit``) shows what the server learns from clients as they really
+train (tau momentum steps over many examples). A per-round DP claim must hold for *every* client, including one
+whose update is as revealing as possible. The probe measures that case, at the checkpoint round's global model:
+
+* **inversion probe** (:func:`run_probe`): N probe clients each hold B real training examples (client i takes them
+  from the data of FL client i mod K) and compute ``local_steps`` full-batch SGD steps (the round's learning rate
+  and momentum) from the global model; each update goes through the mechanism (encode -> bytes -> decode, the
+  server's view) and the server inverts it. The same attack runs on the clean updates. The reconstructions are
+  scored against the client's examples (SSIM, MSE, PSNR) and, as the identification attack scores its picks,
+  matched to the nearest of M candidates (the client's example and M - 1 other real examples).
+* **identification** (:func:`identification_pool` + ``attacks.identify``): the informed adversary's M-ary test on
+  the same updates; ``auditkit.rero_verdicts`` turns its success rate and the claim's ReRo bound into a verdict.
+
+Shared randomness is keyed by the seed: which examples, which candidates, the mechanism's shared seeds.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+import attacks
+import mechanisms
+from attacks import metrics
+from auditkit.fl.local_training import train_clients_batched
+from auditkit.fl.simulation import FederatedData
+from mechanisms.randomness import derive_seed
+
+__all__ = ["ProbeClients", "check_probe_inputs", "defended_updates", "probe_stage", "scaled_to_clip", "identification_pool", "probe_clients", "probe_updates",
+           "run_probe", "matched_identification"]
+
+
+@dataclass(frozen=True)
+class ProbeClients:
+    """N probe clients' examples (N x B x C x H x W) and labels (N x B), and their indices in the training split."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    indices: torch.Tensor
+
+
+def check_probe_inputs(config: Any, data: FederatedData) -> None:
+    """Raise ValueError (one line naming the key) when the probe or the identification test cannot run on ``data``:
+    a probe batch larger than a client's data, more candidates than training examples."""
+    smallest = min(len(ix) for ix in data.client_indices)
+    if (config.probe.enabled or config.identification.enabled) and config.probe.batch_size > smallest:
+        raise ValueError(f"probe.batch_size must be at most the {smallest} examples of the smallest client, "
+                         f"got {config.probe.batch_size}")
+    available = len(data.train.y) - (config.probe.batch_size - 1)
+    if config.identification.enabled and max(config.identification.candidates) > available:
+        raise ValueError(f"identification.candidates must be at most the {available} training examples available, "
+                         f"got {max(config.identification.candidates)}")
+
+
+def probe_clients(data: FederatedData, count: int, batch_size: int, *, seed: int) -> ProbeClients:
+    """``count`` probe clients, client i holding ``batch_size`` distinct examples of FL client i mod K's data."""
+    generator = torch.Generator().manual_seed(derive_seed(seed, "probe-clients") % 2**63)
+    rows = []
+    for i in range(count):
+        own = data.client_indices[i % len(data.client_indices)]
+        if batch_size > len(own):
+            raise ValueError(f"probe.batch_size must be at most the {len(own)} examples of the smallest client, "
+                             f"got {batch_size}")
+        rows.append(own[torch.randperm(len(own), generator=generator)[:batch_size]])
+    indices = torch.stack(rows)
+    return ProbeClients(data.train.x[indices].cpu(), data.train.y[indices].cpu(), indices)
+
+
+def probe_updates(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, *,
+                  local_steps: int, lr: float, momentum: float) -> torch.Tensor:
+    """K x P updates w_after - w_before of K clients, each running ``local_steps`` full-batch momentum-SGD steps
+    on its own B examples (``images``: K x B x C x H x W) from the global ``weights``."""
+    steps_in = images.unsqueeze(1).expand(-1, local_steps, *images.shape[1:])
+    steps_y = labels.unsqueeze(1).expand(-1, local_steps, labels.shape[1])
+    zeros = torch.zeros(len(images), weights.numel())
+    after = train_clients_batched(model, weights, zeros, steps_in, steps_y, lr=lr, mu=momentum).params
+    return (after - weights).detach()
+
+
+def scaled_to_clip(mechanism: mechanisms.Mechanism, updates: torch.Tensor) -> torch.Tensor:
+    """Each row rescaled to the mechanism's clipping norm ``clip`` in its ``clip_norm`` (l1 or l2): the largest
+    update the claim's sensitivity covers. Unchanged for a mechanism without such a clip."""
+    clip, norm = mechanism.params.get("clip"), mechanism.clip_norm
+    if not clip or norm not in ("l1", "l2"):
+        return updates
+    lengths = torch.linalg.vector_norm(updates, 1 if norm == "l1" else 2, dim=1, keepdim=True)
+    return updates * (clip / lengths.clamp(min=1e-30))
+
+
+def defended_updates(mechanism: mechanisms.Mechanism, updates: torch.Tensor, *, seed: int) -> tuple[torch.Tensor, list[int]]:
+    """Row i: decode(from_bytes(to_bytes(encode(u_i, s_i))), s_i), s_i keyed by (seed, i): the server's view of
+    each probe client's real message; and each message's size in bits."""
+    decoded, bits = [], []
+    for i, row in enumerate(updates.float()):
+        shared = derive_seed(seed, "probe-client", i)
+        message = mechanism.encode(row, shared)
+        decoded.append(mechanism.decode(type(message).from_bytes(message.to_bytes()), shared).float())
+        bits.append(int(message.num_bits))
+    return torch.stack(decoded), bits
+
+
+def identification_pool(data: FederatedData, size: int, companions: torch.Tensor, *, seed: int) -> torch.Tensor:
+    """Indices of ``size`` distinct training examples (the identification candidates), none of ``companions``."""
+    taken = set(companions.flatten().tolist())
+    free = torch.tensor([i for i in range(len(data.train.y)) if i not in taken])
+    if size > len(free):
+        raise ValueError(f"identification.candidates must be at most the {len(free)} training examples available, "
+                         f"got {size}")
+    generator = torch.Generator().manual_seed(derive_seed(seed, "identification-pool") % 2**63)
+    return free[torch.randperm(len(free), generator=generator)[:size]]
+
+
+def matched_identification(reconstructions: torch.Tensor, truth: torch.Tensor, others: torch.Tensor,
+                           candidates: Sequence[int], *, seed: int) -> dict[int, int]:
+    """For each M: how many reconstructions are nearer (pixel MSE) to their own example than to each of M - 1 other
+    real examples drawn from ``others`` (the same test as the identification attack, on reconstructions)."""
+    rng = np.random.default_rng(derive_seed(seed, "probe-matching"))
+    flat_others = others.flatten(1).double()
+    wins = dict.fromkeys(candidates, 0)
+    for rec, own in zip(reconstructions.flatten(1).double(), truth.flatten(1).double()):
+        drawn = rng.choice(len(flat_others), size=max(candidates) - 1, replace=False)
+        distances = torch.cat([((rec - own) ** 2).sum()[None], ((flat_others[drawn] - rec) ** 2).sum(dim=1)]).numpy()
+        for m in candidates:
+            best = np.flatnonzero(distances[:m] == distances[:m].min())
+            wins[m] += int(rng.choice(best) == 0)
+    return wins
+
+
+def run_probe(mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor, clients: ProbeClients, *,
+              attack: str, local_steps: int, lr: float, momentum: float, settings: dict[str, Any],
+              seed: int, scale: str = "clip") -> dict[str, Any]:
+    """The inversion probe: clean and defended updates of the probe clients, both inverted with ``attack``.
+
+    ``scale="clip"`` rescales the updates to the mechanism's clip (``scaled_to_clip``) before they are sent; the
+    analytic and unrolled attacks read the update's direction, so the rescaling changes nothing for them but the
+    noise's relative size. Returns the updates' message bits, and per run ("clean", "defended") the scores against each client's
+    best-matching own example, the reconstructions, that example, and the labels recovered.
+    """
+    from torch.nn.utils import vector_to_parameters
+
+    updates = probe_updates(model, weights, clients.images, clients.labels, local_steps=local_steps, lr=lr,
+                            momentum=momentum)
+    if scale == "clip":
+        updates = scaled_to_clip(mechanism, updates)
+    defended, bits = defended_updates(mechanism, updates, seed=seed)
+    vector_to_parameters(weights.clone(), model.parameters())
+    shape = tuple(clients.images.shape[2:])
+    options = {"seed": seed, **settings, "observation": "update", "local_steps": local_steps, "local_lr": lr}
+    runs: dict[str, Any] = {"bits": bits, "updates": updates, "defended_updates": defended}
+    for name, observed in (("clean", updates), ("defended", defended)):
+        result = attacks.invert(attack, model, observed, input_shape=shape, **options)
+        truth = _best_own(result.images, clients.images)
+        runs[name] = {
+            "scores": metrics.score(result.images, truth, labels=result.labels,
+                                    true_labels=_labels_of(truth, clients)),
+            "reconstructions": result.images, "truth": truth, "wall_time": result.wall_time,
+        }
+    return runs
+
+
+def _best_own(reconstructions: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+    """Each client's example that its reconstruction resembles most (SSIM): itself for batch size 1."""
+    if images.shape[1] == 1:
+        return images[:, 0]
+    best = []
+    for rec, own in zip(reconstructions, images):
+        best.append(own[int(np.argmax(metrics.ssim(rec[None].expand_as(own), own)))])
+    return torch.stack(best)
+
+
+def _labels_of(truth: torch.Tensor, clients: ProbeClients) -> torch.Tensor:
+    """The label of each client's matched example."""
+    labels = []
+    for t, own, y in zip(truth, clients.images, clients.labels):
+        labels.append(y[int(((own - t[None]) ** 2).flatten(1).sum(dim=1).argmin())])
+    return torch.stack(labels)
+
+
+# ------------------------------------------------------------------ the audit's probe stage
+
+_KEEP = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr", "label_accuracy")
+
+
+def probe_stage(config: Any, mechanism: mechanisms.Mechanism, saved: dict[str, Any], *, out: Any, figure_id: str,
+                label: str, per_test_confidence: float) -> dict[str, Any]:
+    """What the audit's ``probe`` stage stores for one setting: its ``probe`` and ``identification`` sections
+    (either null when disabled), and the probe's reconstruction grid written to ``out/figures/``."""
+    from auditkit.identification_audit import identification_tests
+    from auditkit.models import create_model
+    from auditkit.pipeline import prepare_data
+
+    probe, ident, seed = config.probe, config.identification, config.seed
+    data, shape, classes, _ = prepare_data(config)
+    model = create_model(config.training.model, input_shape=shape, num_classes=classes)
+    weights, lr, momentum = saved["weights"], float(saved["lr"]), config.training.momentum
+    clients = probe_clients(data, probe.clients, probe.batch_size, seed=seed)
+    companions = clients.indices[0, 1:]  # the informed adversary knows the rest of the target's batch
+    pool_size = max(2 * max(ident.candidates), 200) if ident.enabled else max(probe.clients, 200)
+    pool_rows = identification_pool(data, min(pool_size, len(data.train.y) - len(companions)), companions, seed=seed)
+    if ident.enabled and max(ident.candidates) > len(pool_rows):
+        raise ValueError(f"identification.candidates must be at most the {len(pool_rows)} training examples "
+                         f"available, got {max(ident.candidates)}")
+    batch = lambda rows: torch.cat([rows[:, None], companions.expand(len(rows), -1)], dim=1)  # noqa: E731
+    pool_updates = probe_updates(model, weights, data.train.x[batch(pool_rows)].cpu(),
+                                 data.train.y[batch(pool_rows)].cpu(), local_steps=probe.local_steps, lr=lr,
+                                 momentum=momentum)
+    if probe.scale == "clip":
+        pool_updates = scaled_to_clip(mechanism, pool_updates)
+    identification = None
+    if ident.enabled and mechanism.guarantee().epsilon is not None:
+        identification = identification_tests(mechanism, pool_updates, candidates=ident.candidates,
+                                              trials=ident.trials, per_test_confidence=per_test_confidence,
+                                              confidence=config.distinguish.confidence, seed=seed)
+    section = None
+    if probe.enabled:
+        section = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates, data,
+                                 lr=lr, momentum=momentum, out=out, figure_id=figure_id, label=label)
+    return {"probe": section, "identification": identification}
+
+
+def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
+                   clients: ProbeClients, pool_rows: torch.Tensor, pool_updates: torch.Tensor, data: FederatedData,
+                   *, lr: float, momentum: float, out: Any, figure_id: str, label: str) -> dict[str, Any]:
+    from auditkit.identification_audit import matched_entry
+    from auditkit.stage_store import replace_atomically
+    from reports.figures import image_grid
+
+    probe, seed = config.probe, config.seed
+    candidates = list(config.identification.candidates)
+    run = run_probe(mechanism, model, weights, clients, attack=probe.attack, local_steps=probe.local_steps, lr=lr,
+                    momentum=momentum, settings=_iterations(probe.attack, probe.iterations), seed=seed,
+                    scale=probe.scale)
+    others = data.train.x[pool_rows].cpu()
+    fit = [m for m in candidates if m - 1 <= len(others)]
+    matched = {name: matched_identification(run[name]["reconstructions"], run[name]["truth"], others, fit, seed=seed)
+               for name in ("clean", "defended")}
+    confidence = config.distinguish.confidence
+    rows = {"truth": run["defended"]["truth"].numpy(), "clean": run["clean"]["reconstructions"].numpy(),
+            "defended": run["defended"]["reconstructions"].numpy()}
+    captions = {name: [f"SSIM {v:.2f}" for v in run[name]["scores"]["ssim"]] for name in ("clean", "defended")}
+    if probe.batch_size == 1 and mechanism.guarantee().epsilon is not None:
+        picked, hits = _adversary_picks(mechanism, run["defended_updates"], run["updates"], run["defended"]["truth"],
+                                        pool_updates, others, max(candidates), seed=seed)
+        rows[f"picked of {max(candidates)}"] = picked.numpy()
+        captions[f"picked of {max(candidates)}"] = ["target" if h else "wrong" for h in hits]
+    figure = f"figures/probe-{figure_id}.png"
+    title = (f"probe: {probe.attack}, {probe.clients} clients x {probe.batch_size} example(s), "
+             f"{probe.local_steps} step(s), round {config.probe_round}: {label}")
+    replace_atomically(out / figure, lambda tmp: image_grid(rows, tmp, captions=captions, title=title))
+    bits = float(np.mean(run["bits"])) / run["updates"].shape[1]
+    return {
+        "attack": probe.attack, "round": config.probe_round, "clients": probe.clients,
+        "batch_size": probe.batch_size, "local_steps": probe.local_steps, "model": config.training.model,
+        "observation": (f"one probe client's update ({probe.local_steps} full-batch step(s) on {probe.batch_size} "
+                        "example(s)" + (", rescaled to the mechanism's clip" if probe.scale == "clip" else "")
+                        + ") through the mechanism, decoded by the server"),
+        "ssim_variant": run["defended"]["scores"]["ssim_variant"],
+        "clean": {k: run["clean"]["scores"][k] for k in _KEEP},
+        "defended": {k: run["defended"]["scores"][k] for k in _KEEP},
+        "bits_per_coordinate": bits,
+        "matched": {name: matched_entry(mechanism, matched[name], probe.clients, confidence) for name in matched},
+        "figure": figure,
+    }
+
+
+def _iterations(attack: str, iterations: int) -> dict[str, int]:
+    """The attack's setting that bounds its optimisation: the analytic attack's conv-stack inversion, or the
+    optimisation attacks' iterations."""
+    return {"feature_iterations": iterations} if attack == "analytic" else {"iterations": iterations}
+
+
+def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,
+                     own_images: torch.Tensor, pool_updates: torch.Tensor, others: torch.Tensor, m: int, *,
+                     seed: int) -> tuple[torch.Tensor, list[bool]]:
+    """For each probe client: the candidate the identification adversary picks among its own example and m - 1
+    pool examples, given the client's defended update; the picked images and whether each pick was right."""
+    from attacks.identification import candidate_scorer
+
+    rng = np.random.default_rng(derive_seed(seed, "probe-picks"))
+    picked, hits = [], []
+    for i, y in enumerate(defended.double().numpy()):
+        drawn = rng.choice(len(pool_updates), size=m - 1, replace=False)
+        rows = torch.cat([own[i : i + 1], pool_updates[drawn]]).double().numpy()
+        _, scores = candidate_scorer(mechanism, rows)
+        s = scores(y, np.arange(len(rows)))
+        choice = int(rng.choice(np.flatnonzero(s == s.max())))
+        hits.append(choice == 0)
+        picked.append(others[drawn[choice - 1]] if choice else own_images[i])
+    return torch.stack(picked), hits

@@ -1,0 +1,117 @@
+"""The informed adversary's identification attack, on real mechanisms, against closed forms and the claim's bound."""
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from scipy import integrate, stats
+
+import attacks
+import mechanisms
+from auditkit.identification_audit import claim_bound, identification_tests
+
+HALF_NOISE = Path(__file__).parents[2] / "examples" / "half_noise_plugin" / "half_noise.py"
+
+
+def orthogonal_pool(count: int, dimension: int, norm: float) -> torch.Tensor:
+    """``count`` mutually orthogonal updates of l2 norm ``norm`` (random rotations of the axes)."""
+    q, _ = torch.linalg.qr(torch.randn(dimension, count, generator=torch.Generator().manual_seed(1),
+                                       dtype=torch.float64))
+    return (norm * q.T).float()
+
+
+def orthogonal_success(mu: float, m: int) -> float:
+    """The ML success among M orthogonal signals of norm C under N(0, sigma^2 I), mu = C / sigma: the statistic of
+    the true candidate is N(mu, 1), the others N(0, 1) (written here independently of auditkit)."""
+    return integrate.quad(lambda z: stats.norm.pdf(z - mu) * stats.norm.cdf(z) ** (m - 1), -12, mu + 12)[0]
+
+
+@pytest.mark.parametrize("sigma", [0.5, 1.0])
+def test_success_on_orthogonal_candidates_matches_the_closed_form(sigma):
+    g = mechanisms.create("gaussian", sigma=sigma, clip=1.0)
+    pool = orthogonal_pool(120, 256, 1.0)
+    results = attacks.identify(g, pool, candidates=(2, 10, 100), trials=1500, confidence=0.999, seed=3)
+    assert [r.scoring for r in results] == ["likelihood"] * 3
+    for r in results:
+        expected = orthogonal_success(1.0 / sigma, r.candidates)
+        low, high = r.interval
+        assert low <= expected <= high, (r, expected)
+
+
+def test_nearest_scoring_stands_in_without_a_density_and_clips_the_candidates():
+    @mechanisms.register
+    class Inherited(mechanisms.mechanism_class("gaussian")):  # the density it inherits is not its own
+        name = "inherited-gaussian"
+
+    m = mechanisms.create("inherited-gaussian", sigma=0.5, clip=1.0)
+    pool = orthogonal_pool(50, 128, 5.0)  # five times the clip: the scorer must clip them as the mechanism does
+    (result,) = attacks.identify(m, pool, candidates=10, trials=800, confidence=0.999, seed=0)
+    assert result.scoring == "nearest"
+    expected = orthogonal_success(1.0 / 0.5, 10)
+    low, high = result.interval
+    assert low <= expected <= high
+
+
+def test_the_half_noise_plugin_is_flagged_by_identification_alone_and_the_real_gaussian_is_not():
+    """The plugin claims sigma but adds sigma / 2; the Gaussian at the same claim meets its bound."""
+    mechanisms.load_plugins([str(HALF_NOISE)])
+    params = mechanisms.calibrate("gaussian", 8.0, clip=1.0)
+    pool = orthogonal_pool(200, 400, 1.0)  # the worst-case prior the claim must cover: updates at the clip
+    half = identification_tests(mechanisms.create("half-noise-gaussian", **params), pool, candidates=(10, 100),
+                                trials=400, per_test_confidence=0.9975, confidence=0.95, seed=0)
+    honest = identification_tests(mechanisms.create("gaussian", **params), pool, candidates=(10, 100), trials=400,
+                                  per_test_confidence=0.9975, confidence=0.95, seed=0)
+    assert [t["verdict"] for t in half["tests"]] == ["violated", "violated"]
+    assert all(t["p_value"] < 1e-4 for t in half["tests"])
+    assert [t["verdict"] for t in honest["tests"]] == ["consistent", "consistent"]
+    for t in honest["tests"]:
+        assert t["rate"] <= t["bound"] + 0.05 and t["bound_form"].startswith("gaussian M-point")
+
+
+def test_a_claim_that_allows_certain_identification_is_vacuous_and_too_few_trials_inconclusive():
+    g = mechanisms.create("gaussian", sigma=0.01, clip=1.0)  # eps ~ 1,000: the bound is 1
+    pool = orthogonal_pool(20, 64, 1.0)
+    assert claim_bound(g, 10)[0] == 1.0
+    (test,) = identification_tests(g, pool, candidates=(10,), trials=50, per_test_confidence=0.99,
+                                   confidence=0.95, seed=0)["tests"]
+    assert test["verdict"] == "vacuous claim" and test["rate"] == 1.0
+    weak = mechanisms.create("gaussian", **mechanisms.calibrate("gaussian", 16.0, clip=1.0))
+    (test,) = identification_tests(weak, pool, candidates=(2,), trials=3, per_test_confidence=0.99,
+                                   confidence=0.95, seed=0)["tests"]
+    assert test["verdict"] == "inconclusive"  # 3 of 3 cannot rise above a bound of ~0.98
+
+
+def test_the_same_seed_gives_the_same_record_and_another_seed_another():
+    g = mechanisms.create("laplace", scale=2.0, clip=1.0, private_seed=7)
+    pool = orthogonal_pool(30, 64, 1.0)
+    first = attacks.identify(g, pool, candidates=(2, 10), trials=200, seed=5)
+    assert first == attacks.identify(g, pool, candidates=(2, 10), trials=200, seed=5)
+    assert first != attacks.identify(g, pool, candidates=(2, 10), trials=200, seed=6)
+
+
+def test_a_useless_output_earns_guessing_not_the_first_candidate():
+    """Ties are broken at random: a mechanism whose output says nothing must not credit candidate 0."""
+    quantizer = mechanisms.create("sdq", bits=1, support=1e6)  # every small input decodes to the same levels
+    pool = torch.full((40, 16), 1e-3) + 1e-6 * torch.arange(40.0)[:, None]
+    (result,) = attacks.identify(quantizer, pool, candidates=10, trials=1000, seed=0)
+    assert result.interval[0] <= 0.1 <= result.interval[1]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"candidates": 1}, "candidates must be integers >= 2, got 1"),
+    ({"candidates": (10, 50)}, "candidates must be at most the 20 rows of pool, got 50"),
+    ({"trials": 0}, "trials must be an integer >= 1, got 0"),
+    ({"confidence": 1.0}, r"confidence must be in \(0, 1\), got 1.0"),
+])
+def test_bad_input_is_named(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        attacks.identify(mechanisms.create("gaussian"), orthogonal_pool(20, 32, 1.0), **kwargs)
+
+
+def test_clopper_pearson_limits():
+    r = attacks.IdentificationResult(candidates=10, trials=100, successes=30, scoring="likelihood", confidence=0.95)
+    low, high = r.interval
+    assert stats.binom.sf(29, 100, low) == pytest.approx(0.025, rel=1e-6)
+    assert stats.binom.cdf(30, 100, high) == pytest.approx(0.025, rel=1e-6)
+    assert r.lower(0.975) == pytest.approx(low) and r.p_value(0.3) == pytest.approx(stats.binom.sf(29, 100, 0.3))
+    assert np.isclose(r.kappa, 0.1)
