@@ -26,6 +26,8 @@ TINY = {
          "sweep": {"eps": [1.0, 4.0]}},
     ],
     "inversion": {"clients": 2, "iterations": 5},
+    "probe": {"clients": 2, "iterations": 5},
+    "identification": {"candidates": [2, 10], "trials": 40},
     "distinguish": {"trials": 2000},
 }
 TINY_TOML = """
@@ -48,6 +50,12 @@ sweep = { eps = [1.0, 4.0] }
 [inversion]
 clients = 2
 iterations = 5
+[probe]
+clients = 2
+iterations = 5
+[identification]
+candidates = [2, 10]
+trials = 40
 [distinguish]
 trials = 2000
 """
@@ -242,6 +250,8 @@ SEED_MECHANISMS_II = {
         {"name": "msp-laplace", "eps": 1.0, "consensus_rounds": 4},
     ],
     "inversion": {"clients": 2, "iterations": 5},
+    "probe": {"clients": 2, "iterations": 5},
+    "identification": {"candidates": [2, 10], "trials": 40},
     "distinguish": {"trials": 2000},
 }
 
