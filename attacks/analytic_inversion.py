@@ -189,9 +189,9 @@ def first_linear(model: nn.Module) -> tuple[nn.Linear, int, int]:
     bias in ``model.parameters()``; ``ValueError`` when there is none."""
     positions = {id(p): i for i, p in enumerate(model.parameters())}
     for module in model.modules():
-        if isinstance(module, nn.Linear) and module.bias is not None:
-            if id(module.weight) in positions and id(module.bias) in positions:
-                return module, positions[id(module.weight)], positions[id(module.bias)]
+        biased = isinstance(module, nn.Linear) and module.bias is not None
+        if biased and id(module.weight) in positions and id(module.bias) in positions:
+            return module, positions[id(module.weight)], positions[id(module.bias)]
     raise ValueError(
         "the analytic attack needs a fully-connected layer with a bias (an nn.Linear(..., bias=True) whose "
         f"weight and bias are model parameters); {type(model).__name__} has none"
@@ -273,7 +273,8 @@ def _invert_features(
         x[rows] = _refine(x[rows], rows, image_of, targets, observed, simulator, feature_loss, config)
         steps[rows.cpu()] += config["refine_iterations"]
         with torch.no_grad():
-            final[rows] = torch.nan_to_num(exact.batched(x[rows], targets[image_of[rows]], image_of[rows])[1], nan=math.inf)
+            refined = exact.batched(x[rows], targets[image_of[rows]], image_of[rows])[1]
+            final[rows] = torch.nan_to_num(refined, nan=math.inf)
     best = final.view(restarts, count).argmin(dim=0) * count + torch.arange(count, device=device)
     return x[best], steps[best.cpu()]
 

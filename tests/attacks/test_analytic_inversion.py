@@ -1,5 +1,6 @@
 """The analytic attack: exact first-FC-layer recovery, multi-step updates, batches, feature inversion on real MNIST."""
 import json
+from itertools import pairwise
 
 import pytest
 import torch
@@ -114,7 +115,7 @@ def test_noise_on_the_gradient_degrades_the_reconstruction_gracefully(digits):
         result = attacks.invert("analytic", model, noisy, input_shape=SHAPE, label=labels.tolist())
         scores.append(metrics.score(result.images, x)["ssim_mean"])
     assert scores[0] > 0.999
-    assert all(a > b for a, b in zip(scores, scores[1:])), scores
+    assert all(a > b for a, b in pairwise(scores)), scores
     assert scores[-1] < 0.5
 
 
@@ -135,7 +136,7 @@ def test_cnn_on_real_mnist_beats_threshold(digits):
     x, labels = digits
     model = _model(cnn)
     observed = attacks.per_image_gradients(model, x[:4], labels[:4])
-    settings = dict(restarts=2, feature_iterations=200, refine_iterations=600)
+    settings = {"restarts": 2, "feature_iterations": 200, "refine_iterations": 600}
     result = attacks.invert("analytic", model, observed, input_shape=SHAPE, **settings)
     assert result.labels.tolist() == labels[:4].tolist()
     assert (result.steps == 800).all()  # every image needed the refinement (features alone do not explain it)
