@@ -270,9 +270,12 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
 
 
 def _iterations(attack: str, iterations: int) -> dict[str, int]:
-    """The attack's setting that bounds its optimisation: the analytic attack's conv-stack inversion, or the
-    optimisation attacks' iterations."""
-    return {"feature_iterations": iterations} if attack == "analytic" else {"iterations": iterations}
+    """The attack's settings that bound its optimisation: the analytic attack's feature inversion and gradient-matching
+    refinement (both only run for layers before the first fully-connected one), or the optimisation attacks'
+    iterations."""
+    if attack == "analytic":
+        return {"feature_iterations": iterations, "refine_iterations": iterations}
+    return {"iterations": iterations}
 
 
 def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,
