@@ -74,7 +74,7 @@ from torch.nn.modules.utils import _pair
 
 from attacks import gradient_inversion as gi
 from attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, total_variation
-from attacks.observations import Observation, observation_matrix, split_observation
+from attacks.observations import Observation, split_observation
 
 ANALYTIC_SETTINGS: dict[str, Any] = {
     "seed": 0,  # seeds the dummy initialisation of the feature inversion (drawn on the CPU)
@@ -118,13 +118,7 @@ def analytic(
     """
     config = _resolve_settings(settings)
     input_shape = gi._check_input_shape(input_shape)
-    parameters = list(model.parameters())
-    if not parameters:
-        raise ValueError("model must have parameters to invert gradients of")
-    device = torch.device(config["device"]) if config["device"] is not None else parameters[0].device
-    dtype = parameters[0].dtype
-    shapes = [p.shape for p in parameters]
-    observed_matrix = observation_matrix(observed, shapes).to(device=device, dtype=dtype)
+    device, dtype, shapes, observed_matrix = gi.observed_on_device(model, observed, config["device"])
     count = observed_matrix.shape[0]
     layer, weight_index, bias_index = first_linear(model)
     simulator = ClientSimulator(

@@ -210,13 +210,7 @@ def invert(
         return analytic(model, observed, input_shape=input_shape, label=label, **settings)
     config = _resolve_settings(attack, settings)
     input_shape = _check_input_shape(input_shape)
-    parameters = list(model.parameters())
-    if not parameters:
-        raise ValueError("model must have parameters to invert gradients of")
-    device = torch.device(config["device"]) if config["device"] is not None else parameters[0].device
-    dtype = parameters[0].dtype
-    shapes = [p.shape for p in parameters]
-    observed_matrix = observation_matrix(observed, shapes).to(device=device, dtype=dtype)
+    device, dtype, shapes, observed_matrix = observed_on_device(model, observed, config["device"])
     count = observed_matrix.shape[0]
     simulator = ClientSimulator(
         model, device=device, dtype=dtype, observation=config["observation"],
@@ -266,6 +260,19 @@ def invert(
         wall_time=wall_time,
         label_source=label_source,
     )
+
+
+def observed_on_device(model: nn.Module, observed: Observation,
+                       device: Any) -> tuple[torch.device, torch.dtype, list[torch.Size], Tensor]:
+    """Where an attack runs (``device``, default: the model's parameters' device) and in which dtype, the
+    parameters' shapes, and the observation as an N x P matrix there."""
+    parameters = list(model.parameters())
+    if not parameters:
+        raise ValueError("model must have parameters to invert gradients of")
+    where = torch.device(device) if device is not None else parameters[0].device
+    dtype = parameters[0].dtype
+    shapes = [p.shape for p in parameters]
+    return where, dtype, shapes, observation_matrix(observed, shapes).to(device=where, dtype=dtype)
 
 
 # --- the two paths --------------------------------------------------------------------------------------
