@@ -229,7 +229,9 @@ def test_report_rerenders_from_results_json_alone(reference, tmp_path):
     again, original = (target / "report.md").read_text(), (out / "report.md").read_text()
     assert again.split("## Figures")[0] == original.split("## Figures")[0]  # the same tables, recomputed nothing
     links = re.findall(r"\]\(([^)]+\.png)\)", again)
-    assert len(links) == 4 + 3 and all((target / link).is_file() for link in links)  # figures and the grids
+    # 6 figures (accuracy, SSIM, lower bound, bits, identification, probe SSIM), then per setting (3) an
+    # inversion grid and a probe grid
+    assert len(links) == 6 + 3 + 3 and all((target / link).is_file() for link in links)
     assert not (target / "report.html").exists() and not (target / "stages").exists()
     bad = subprocess.run([sys.executable, "-m", "auditkit.cli", "report", str(out / "results.json"), "--format", "pdf"],
                          capture_output=True, text=True, timeout=120)

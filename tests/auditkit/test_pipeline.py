@@ -56,7 +56,7 @@ def test_data_problems_surface_before_training(tmp_path):
     with pytest.raises(FileNotFoundError, match="MNIST not found"):
         Experiment(config)
     too_many = from_dict({"training": {"clients": 5000}})
-    with pytest.raises(ConfigError, match="training.clients must be at most the 1294 training samples"):
+    with pytest.raises(ConfigError, match="training.clients must be at most the 3500 training samples"):
         Experiment(too_many)
 
 
