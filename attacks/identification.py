@@ -30,7 +30,7 @@ from scipy import stats
 from mechanisms import Mechanism, capability
 from mechanisms.randomness import derive_seed
 
-__all__ = ["IdentificationResult", "SCORINGS", "candidate_scorer", "identify"]
+__all__ = ["IdentificationResult", "SCORINGS", "Scorer", "candidate_scorer", "identify", "scored_candidates"]
 
 SCORINGS = ("likelihood", "nearest")
 
@@ -88,13 +88,21 @@ def clopper_pearson(successes: int, trials: int, confidence: float) -> tuple[flo
     return float(low), float(high)
 
 
-def candidate_scorer(mechanism: Mechanism,
-                     pool: np.ndarray) -> tuple[str, Callable[[np.ndarray, np.ndarray], np.ndarray]]:
-    """The scoring's name, and scores(y, rows) -> one score per candidate row of ``pool`` (P x d, float64) for the
-    mechanism's output y (higher: more likely; module docstring)."""
+Scorer = Callable[[np.ndarray, int], np.ndarray]
+"""scores(ys, r): for outputs ys (n, d) of the mechanism, how likely each is under candidate row r (higher: more
+likely), shape (n,)."""
+
+_CHUNK_ELEMENTS = 1 << 21  # outputs held at once in ``identify`` (16 MiB of float64): each scorer call works in cache
+
+
+def candidate_scorer(mechanism: Mechanism, pool: np.ndarray) -> tuple[str, Scorer]:
+    """The scoring's name, and ``scores(ys, r)`` for the candidate rows of ``pool`` (P x d, float64): the
+    likelihood ln p(y | pool[r]) where the mechanism declares it, else minus the squared distance from y to pool[r]
+    after the mechanism's clipping (module docstring). One call scores many outputs against one candidate, so
+    the cost is in array arithmetic, not in calls."""
     log_density = capability(mechanism, "output_log_density")
     if log_density is not None:
-        return "likelihood", lambda y, rows: np.array([log_density(y[None], pool[r])[0] for r in rows])
+        return "likelihood", lambda ys, r: np.asarray(log_density(ys, pool[r]), dtype=np.float64)
     clipped = torch.from_numpy(pool)
     clip, norm = mechanism.params.get("clip"), mechanism.clip_norm
     if clip and norm in ("l1", "l2"):
@@ -102,7 +110,17 @@ def candidate_scorer(mechanism: Mechanism,
         scale = (torch.linalg.vector_norm(clipped, p, dim=1) / clip).clamp(min=1.0)
         clipped = clipped / scale[:, None]
     reference = clipped.numpy()
-    return "nearest", lambda y, rows: -((reference[rows] - y[None]) ** 2).sum(axis=1)
+    return "nearest", lambda ys, r: -((ys - reference[r][None]) ** 2).sum(axis=1)
+
+
+def scored_candidates(scores: Scorer, ys: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+    """S[t, j] = scores(ys[t], drawn[t, j]) for outputs ys (T, d) and candidate rows drawn (T, M), one scorer call
+    per distinct candidate row (with all the outputs it is a candidate for)."""
+    table = np.empty(drawn.shape, dtype=np.float64)
+    for r in np.unique(drawn):
+        t, j = np.nonzero(drawn == r)
+        table[t, j] = scores(ys[t], int(r))
+    return table
 
 
 def identify(
@@ -134,14 +152,19 @@ def identify(
     rows = pool.detach().cpu().double().numpy()
     scoring, scores = candidate_scorer(mechanism, rows)
     rng = np.random.default_rng(derive_seed(seed, "identification"))
-    wins = dict.fromkeys(sizes, 0)
     largest = max(sizes)
-    for t in range(trials):
-        drawn = rng.choice(len(rows), size=largest, replace=False)  # drawn[0] is the target
-        shared = derive_seed(seed, "identification-trial", t)
-        message = mechanism.encode(torch.from_numpy(rows[drawn[0]]).float(), shared)
-        y = mechanism.decode(type(message).from_bytes(message.to_bytes()), shared).double().numpy()
-        s = scores(y, drawn)
+    drawn = np.stack([rng.choice(len(rows), size=largest, replace=False) for _ in range(trials)])  # [:, 0]: target
+    table = np.empty(drawn.shape, dtype=np.float64)
+    chunk = max(1, _CHUNK_ELEMENTS // rows.shape[1])
+    for start in range(0, trials, chunk):
+        ys = []
+        for t in range(start, min(start + chunk, trials)):
+            shared = derive_seed(seed, "identification-trial", t)
+            message = mechanism.encode(torch.from_numpy(rows[drawn[t, 0]]).float(), shared)
+            ys.append(mechanism.decode(type(message).from_bytes(message.to_bytes()), shared).double().numpy())
+        table[start : start + len(ys)] = scored_candidates(scores, np.stack(ys), drawn[start : start + len(ys)])
+    wins = dict.fromkeys(sizes, 0)
+    for s in table:
         for m in sizes:
             best = np.flatnonzero(s[:m] == s[:m].max())
             wins[m] += int(rng.choice(best) == 0)

@@ -28,7 +28,7 @@ import torch
 import attacks
 import mechanisms
 from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED
-from auditkit.accounting.rero import claim_rero_bound
+from auditkit.accounting.rero import claim_rero_bound, rero_bound
 from mechanisms import capability
 
 __all__ = ["claim_bound", "identification_tests", "matched_entry"]
@@ -37,12 +37,26 @@ OBSERVED_ROUNDS_NOTE = ("one round observed (the probe round): the bound is the 
                         "of several rounds is bounded by the composed claim, which is looser")
 
 
-def claim_bound(mechanism: mechanisms.Mechanism, candidates: int) -> tuple[float, str]:
+WHOLE_UPDATE = "client update"  # ``PrivacyGuarantee.unit`` of a claim about one client's whole update
+
+
+def claim_bound(mechanism: mechanisms.Mechanism, candidates: int, dimension: int) -> tuple[float, str]:
     """The tightest ReRo bound the mechanism's one-round claim implies for a uniform prior over ``candidates``
-    examples, and the form used; (1.0, "no claim") without a claim."""
+    updates of ``dimension`` coordinates, and the form used; (1.0, "no claim") without a claim.
+
+    Candidate updates differ in every coordinate. A claim about a part of the update (``unit``: a scaled
+    coordinate, a block) covers the whole update only composed over its k = ceil(dimension / block) parts
+    (block: the claim's ``audit_setting().block``, else 1: the most parts, the loosest bound), by basic
+    composition (k eps, k delta), and the generic (eps, delta) form is used."""
     guarantee = mechanism.guarantee()
     if guarantee.epsilon is None or guarantee.flags & {"no-privacy", "vacuous"}:
         return 1.0, "no claim"
+    if guarantee.unit != WHOLE_UPDATE:
+        setting = capability(mechanism, "audit_setting")
+        parts = -(-dimension // (setting.block if setting is not None else 1))
+        eps, delta = parts * guarantee.epsilon, min(1.0, parts * guarantee.delta)
+        bound = rero_bound(eps=eps, delta=delta, kappa=1 / candidates)
+        return bound, f"(eps, delta) per {guarantee.unit}, composed over the update's {parts} parts: eps {eps:.4g}"
     try:
         event = capability(mechanism, "dp_event")
     except Exception:  # a refused or failing event: the (eps, delta) form needs none
@@ -69,7 +83,7 @@ def identification_tests(mechanism: mechanisms.Mechanism, pool: torch.Tensor, *,
                              seed=seed)
     tests = []
     for result in found:
-        bound, form = claim_bound(mechanism, result.candidates)
+        bound, form = claim_bound(mechanism, result.candidates, pool.shape[1])
         tests.append({
             "candidates": result.candidates, "trials": result.trials, "successes": result.successes,
             "rate": result.rate, "interval": list(result.interval), "kappa": result.kappa,
@@ -81,13 +95,13 @@ def identification_tests(mechanism: mechanisms.Mechanism, pool: torch.Tensor, *,
             "tests": tests}
 
 
-def matched_entry(mechanism: mechanisms.Mechanism, wins: dict[int, int], clients: int,
-                  confidence: float) -> list[dict[str, Any]]:
+def matched_entry(mechanism: mechanisms.Mechanism, wins: dict[int, int], clients: int, confidence: float,
+                  dimension: int) -> list[dict[str, Any]]:
     """Per M: how many of the probe's reconstructions matched their own example among M candidates, with the
     interval and the claim's bound (reported beside the identification test, not judged: N is small)."""
     rows = []
     for m, k in sorted(wins.items()):
-        bound, form = claim_bound(mechanism, m)
+        bound, form = claim_bound(mechanism, m, dimension)
         low, high = attacks.identification.clopper_pearson(k, clients, confidence)
         rows.append({"candidates": m, "successes": k, "clients": clients, "rate": k / clients,
                      "interval": [low, high], "bound": bound, "bound_form": form,

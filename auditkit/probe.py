@@ -264,7 +264,8 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
         "clean": {k: run["clean"]["scores"][k] for k in _KEEP},
         "defended": {k: run["defended"]["scores"][k] for k in _KEEP},
         "bits_per_coordinate": bits,
-        "matched": {name: matched_entry(mechanism, matched[name], probe.clients, confidence) for name in matched},
+        "matched": {name: matched_entry(mechanism, matched[name], probe.clients, confidence, run["updates"].shape[1])
+                    for name in matched},
         "figure": figure,
     }
 
@@ -283,7 +284,7 @@ def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, ow
                      seed: int) -> tuple[torch.Tensor, list[bool]]:
     """For each probe client: the candidate the identification adversary picks among its own example and m - 1
     pool examples, given the client's defended update; the picked images and whether each pick was right."""
-    from attacks.identification import candidate_scorer
+    from attacks.identification import candidate_scorer, scored_candidates
 
     rng = np.random.default_rng(derive_seed(seed, "probe-picks"))
     picked, hits = [], []
@@ -291,7 +292,7 @@ def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, ow
         drawn = rng.choice(len(pool_updates), size=m - 1, replace=False)
         rows = torch.cat([own[i : i + 1], pool_updates[drawn]]).double().numpy()
         _, scores = candidate_scorer(mechanism, rows)
-        s = scores(y, np.arange(len(rows)))
+        s = scored_candidates(scores, y[None], np.arange(len(rows))[None])[0]
         choice = int(rng.choice(np.flatnonzero(s == s.max())))
         hits.append(choice == 0)
         picked.append(others[drawn[choice - 1]] if choice else own_images[i])

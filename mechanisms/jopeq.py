@@ -133,7 +133,8 @@ def jopeq_scaling(h: torch.Tensor, blocks: int) -> float:
 
 
 def laplace_uniform_logpdf(z: np.ndarray, scale: float, width: float) -> np.ndarray:
-    """ln f(z) for f the density of Laplace(0, b) + Unif(-w/2, w/2), b = ``scale``, w = ``width``.
+    """ln f(z) for f the density of Laplace(0, b) + Unif(-w/2, w/2), b = ``scale``, w = ``width``, in the dtype of
+    z when it is float32 (else float64).
 
     f(z) = [F_L(z + w/2) - F_L(z - w/2)] / w with F_L the Laplace CDF, which gives
         |z| >= w/2:  f(z) = e^(-|z|/b) sinh(w / 2b) / w
@@ -141,15 +142,17 @@ def laplace_uniform_logpdf(z: np.ndarray, scale: float, width: float) -> np.ndar
     f is log-concave (a convolution of log-concave densities), so ln f(z) - ln f(z - D) decreases in z and
     its supremum is the left-tail value D/b: the eps of n + e for the shift D is exactly D/b.
     """
-    z = np.abs(np.asarray(z, dtype=np.float64))
+    z = np.asarray(z)
+    z = torch.from_numpy(np.abs(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64)))  # its dtype
     r = width / (2 * scale)
     log_sinh_r = r + math.log1p(-math.exp(-2 * r)) - math.log(2)
-    tail = -z / scale + log_sinh_r - math.log(width)
-    # With u = |z|/b <= r: 1 - e^-r cosh(u) = (1 - e^(u-r)) + e^(u-r) (1 - e^(-2u))/2, a sum of two
-    # non-negative terms (no cancellation, no overflow).
-    u = np.minimum(z, width / 2) / scale
-    inside = -np.expm1(u - r) - 0.5 * np.exp(u - r) * np.expm1(-2 * u)
-    return np.where(z >= width / 2, tail, np.log(inside) - math.log(width))
+    tail = z * (-1 / scale) + (log_sinh_r - math.log(width))
+    # With u = min(|z|, w/2)/b <= r: 1 - e^-r cosh(u) = (1 - e^(u-r)) + e^(u-r) (1 - e^(-2u))/2, a sum of two
+    # non-negative terms (no cancellation, no overflow); dense arithmetic, no masked indexing (the slow part).
+    u = z.clamp(max=width / 2) * (1 / scale)
+    centre = torch.log(-torch.expm1(u - r) - 0.5 * torch.exp(u - r) * torch.expm1(-2 * u)) - math.log(width)
+    out = torch.where(z < width / 2, centre, tail)
+    return out.numpy()
 
 
 def privacy_loss_sup(logpdf: Callable[[np.ndarray], np.ndarray], points: np.ndarray, shift: np.ndarray) -> float:
@@ -349,8 +352,10 @@ class JoPEQLaplace(_JoPEQ):
 
         def log_density(y: np.ndarray, x: np.ndarray) -> np.ndarray:
             zeta = jopeq_scaling(torch.from_numpy(x), x.size)
-            z = zeta * (y - x)
-            return laplace_uniform_logpdf(z, self.ppn_scale, self.step).sum(axis=1) + x.size * math.log(zeta)
+            # float32 terms (a scoring model, ~2x faster on large outputs), summed in float64
+            z = (zeta * (y - x)).astype(np.float32)
+            terms = laplace_uniform_logpdf(z, self.ppn_scale, self.step)
+            return terms.sum(axis=1, dtype=np.float64) + x.size * math.log(zeta)
 
         return log_density
 

@@ -71,7 +71,7 @@ def test_the_half_noise_plugin_is_flagged_by_identification_alone_and_the_real_g
 def test_a_claim_that_allows_certain_identification_is_vacuous_and_too_few_trials_inconclusive():
     g = mechanisms.create("gaussian", sigma=0.01, clip=1.0)  # eps ~ 1,000: the bound is 1
     pool = orthogonal_pool(20, 64, 1.0)
-    assert claim_bound(g, 10)[0] == 1.0
+    assert claim_bound(g, 10, 64)[0] == 1.0
     (test,) = identification_tests(g, pool, candidates=(10,), trials=50, per_test_confidence=0.99,
                                    confidence=0.95, seed=0)["tests"]
     assert test["verdict"] == "vacuous claim" and test["rate"] == 1.0
@@ -79,6 +79,20 @@ def test_a_claim_that_allows_certain_identification_is_vacuous_and_too_few_trial
     (test,) = identification_tests(weak, pool, candidates=(2,), trials=3, per_test_confidence=0.99,
                                    confidence=0.95, seed=0)["tests"]
     assert test["verdict"] == "inconclusive"  # 3 of 3 cannot rise above a bound of ~0.98
+
+
+def test_a_claim_about_part_of_the_update_is_composed_over_the_parts_before_it_bounds_identification():
+    """JoPEQ claims eps per scaled coordinate; candidates differ in all d coordinates: the claim bounds their
+    identification only as d eps (basic composition): min(e^(d eps) / M, 1 - e^(-d eps) (1 - 1/M)), written out again."""
+    jopeq = mechanisms.create("jopeq-laplace", eps=1.0, bits=2)
+    assert jopeq.guarantee().unit != "client update"
+    for dimension in (1, 3):
+        bound, form = claim_bound(jopeq, 10, dimension)
+        assert bound == pytest.approx(min(np.exp(dimension) / 10, 1 - np.exp(-dimension) * 0.9))
+        assert f"{dimension} parts" in form
+    assert claim_bound(jopeq, 10, 25_818)[0] == 1.0  # a real model's update: the claim says nothing
+    whole = mechanisms.create("laplace", scale=2.0, clip=1.0)  # eps 1 for the whole update, whatever its size
+    assert claim_bound(whole, 10, 25_818)[0] == claim_bound(whole, 10, 3)[0] < 0.3
 
 
 def test_the_same_seed_gives_the_same_record_and_another_seed_another():
