@@ -85,8 +85,10 @@ def p_value(value: float | None) -> str:
 
 def _params(params: dict[str, Any], clip_norm: str | None = None) -> str:
     """``sigma=0.8, clip=1.0 (l2)``: the clip with the norm it is measured in."""
+    shown = {key: f"{value:.4g}" if isinstance(value, float) and len(repr(value)) > 8 else value  # calibrated
+             for key, value in params.items()}
     items = [f"{key}={value}" + (f" ({clip_norm})" if key == "clip" and clip_norm else "")
-             for key, value in params.items()]
+             for key, value in shown.items()]
     if clip_norm and "clip" not in params:
         items.append(f"clip norm {clip_norm}")
     return ", ".join(items) or "no parameters"
