@@ -153,6 +153,15 @@ class InversionResult:
         )
 
 
+def iteration_settings(attack: str, iterations: int) -> dict[str, int]:
+    """The settings of ``attack`` that one iteration budget bounds: the analytic attack's feature inversion and
+    gradient-matching refinement (both run only for the layers before the first fully-connected one), or the
+    optimisation attacks' iterations."""
+    if attack == "analytic":
+        return {"feature_iterations": iterations, "refine_iterations": iterations}
+    return {"iterations": iterations}
+
+
 def preset_settings(attack: str) -> dict[str, Any]:
     """A copy of the default settings of ``attack`` (one of :data:`INVERSION_ATTACKS`)."""
     if attack == "analytic":

@@ -241,6 +241,7 @@ class Audit:
                                         backend=a.backend)
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
+        from attacks.gradient_inversion import iteration_settings
         from auditkit.inversion_audit import RecordedView, attack_recorded_view
         from auditkit.models import create_model
         from reports.figures import image_grid
@@ -249,7 +250,7 @@ class Audit:
         view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train")["view"])
         shape = tuple(view.images_used.shape[2:])
         model = create_model(plan.config.training.model, input_shape=shape, num_classes=10)  # every dataset: 10
-        settings = {"iterations": inv.iterations, "restarts": inv.restarts, "seed": plan.config.seed}
+        settings = {**iteration_settings(inv.attack, inv.iterations), "restarts": inv.restarts, "seed": plan.config.seed}
         done = attack_recorded_view(view, model, attack=inv.attack, unroll=inv.unroll, settings=settings)
         figure = f"figures/reconstruction-{plan.id}.png"
         rows = {"truth (clean match)": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),

@@ -164,8 +164,7 @@ def _describe(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
-INVERSION_ATTACKS = ("inverting_gradients", "idlg", "dlg")
-PROBE_ATTACKS = ("analytic", "inverting_gradients", "idlg", "dlg")
+INVERSION_ATTACKS = ("analytic", "inverting_gradients", "idlg", "dlg")  # attacks.INVERSION_ATTACKS (no torch here)
 PROBE_SCALES = ("clip", "none")
 
 
@@ -618,7 +617,7 @@ def _check_groups(config: AuditConfig) -> None:
 
 def _check_probe(config: AuditConfig) -> None:
     probe, ident, t = config.probe, config.identification, config.training
-    _choice(probe.attack, PROBE_ATTACKS, "probe.attack")
+    _choice(probe.attack, INVERSION_ATTACKS, "probe.attack")
     _choice(probe.scale, PROBE_SCALES, "probe.scale")
     for name in ("clients", "batch_size", "local_steps", "iterations"):
         _at_least(getattr(probe, name), 1, f"probe.{name}")

@@ -28,6 +28,7 @@ from torch import nn
 import attacks
 import mechanisms
 from attacks import metrics
+from attacks.gradient_inversion import iteration_settings
 from auditkit.fl.local_training import train_clients_batched
 from auditkit.fl.simulation import FederatedData
 from mechanisms.randomness import derive_seed
@@ -234,7 +235,7 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
     probe, seed = config.probe, config.seed
     candidates = list(config.identification.candidates)
     run = run_probe(mechanism, model, weights, clients, attack=probe.attack, local_steps=probe.local_steps, lr=lr,
-                    momentum=momentum, settings=_iterations(probe.attack, probe.iterations), seed=seed,
+                    momentum=momentum, settings=iteration_settings(probe.attack, probe.iterations), seed=seed,
                     scale=probe.scale)
     others = data.train.x[pool_rows].cpu()
     fit = [m for m in candidates if m - 1 <= len(others)]
@@ -268,15 +269,6 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
                     for name in matched},
         "figure": figure,
     }
-
-
-def _iterations(attack: str, iterations: int) -> dict[str, int]:
-    """The attack's settings that bound its optimisation: the analytic attack's feature inversion and gradient-matching
-    refinement (both only run for layers before the first fully-connected one), or the optimisation attacks'
-    iterations."""
-    if attack == "analytic":
-        return {"feature_iterations": iterations, "refine_iterations": iterations}
-    return {"iterations": iterations}
 
 
 def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,

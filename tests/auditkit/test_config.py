@@ -104,7 +104,7 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"mechanisms": [{"name": "gaussian", "sweep": {"sigma": [0.1, -1.0]}}]}, "mechanisms[0]: sigma"),
     ({"mechanisms": []}, "config key 'mechanisms' must be a non-empty array of tables"),
     ({"mechanism": {"name": "none"}, "mechanisms": [{"name": "none"}]}, "either a [mechanism] table or [[mechanisms]]"),
-    ({"inversion": {"attack": "gan"}}, "inversion.attack must be one of inverting_gradients, idlg, dlg"),
+    ({"inversion": {"attack": "gan"}}, "inversion.attack must be one of analytic, inverting_gradients, idlg, dlg"),
     ({"inversion": {"round": 7}}, "inversion.round must be one of the checkpoints [1], got 7"),
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer >= 100, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be in (0, 1), got 1.0"),
@@ -157,3 +157,11 @@ def test_accounting_and_plugins_round_trip_and_are_validated(tmp_path):
                                      "scale = 2.0\n")
     loaded = load_config(tmp_path / "c.toml")  # the .py path is relative to the config file
     assert loaded.plugins == (str(plugin),) and loaded.mechanism.params == {"scale": 2.0}
+
+
+def test_the_config_offers_every_inversion_attack_the_attacks_package_has():
+    import attacks
+    from auditkit.config import INVERSION_ATTACKS
+
+    assert sorted(INVERSION_ATTACKS) == sorted(attacks.INVERSION_ATTACKS)
+    assert from_dict({"inversion": {"attack": "analytic"}, "probe": {"attack": "idlg"}}).inversion.attack == "analytic"

@@ -4,6 +4,8 @@ import json
 import pytest
 import torch
 
+from attacks.gradient_inversion import iteration_settings
+
 from auditkit import inversion_audit
 from auditkit.config import from_dict
 from auditkit.models import create_model
@@ -116,6 +118,10 @@ def test_attack_on_a_real_fl_checkpoint_scores_against_the_clients_own_images():
         for truth, candidates in zip(result[run_]["truth"], view.images_used):
             assert any(torch.equal(truth, c) for c in candidates)
     assert result["clean"]["scores"] == result["defended"]["scores"]  # same update, same attack, same start
+    analytic = inversion_audit.attack_recorded_view(view, model, attack="analytic",
+                                                    settings=iteration_settings("analytic", 3))
+    assert analytic["clean"]["scores"] == analytic["defended"]["scores"]
+    assert len(analytic["clean"]["scores"]["ssim"]) == 2 and all(-1 <= v <= 1 for v in analytic["clean"]["scores"]["ssim"])
 
 
 def test_the_clean_attack_can_be_skipped_and_equals_the_none_mechanism():
