@@ -255,3 +255,25 @@ def test_distinguish_prints_bounds_claim_and_verdict(tmp_path):
     assert "jopeq-scale-side-channel: violated" in side.stdout
     bad = auditkit("distinguish", "laplace", "--confidence", "1.5")
     assert bad.returncode == 2 and bad.stderr.startswith("error: confidence must be in (0, 1)")
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["nope"], "PAPER must be one of cepam; got 'nope'"),
+    (["cepam", "--budget", "slow"], "--budget must be one of quick, paper; got 'slow'"),
+    (["cepam", "--data-dir", "{tmp}"], "does not hold mnist in torchvision's layout"),
+    (["cepam", "--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
+    ([], "PAPER is required: one of cepam"),
+])
+def test_reproduce_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message):
+    out = tmp_path / "out"
+    result = auditkit("reproduce", *[a.replace("{tmp}", str(tmp_path)) for a in args], "--out", str(out))
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
+    assert not out.exists()
+
+
+def test_reproduce_list_shows_each_table():
+    result = auditkit("reproduce", "--list", columns=200)
+    assert result.returncode == 0, result.stderr
+    assert all(table in result.stdout for table in ("003 Table I", "000 Table I", "000 Table II"))

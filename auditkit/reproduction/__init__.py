@@ -1,0 +1,106 @@
+"""``auditkit reproduce PAPER``: a paper's own settings, run over seeds, each reported number set beside ours.
+
+``paper`` holds what a paper reports (its tables as data, numbers quoted exactly); ``runner`` trains the
+settings and judges each row and each claimed ordering; :func:`reproduce` ties them into the
+``reproduction.json`` document that ``reports.render_reproduction`` turns into report.html / report.md.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from auditkit import __version__
+from auditkit.reproduction.paper import BUDGETS, METRICS, Paper, load_paper, paper_ids
+from auditkit.reproduction.runner import (
+    Plan,
+    configs,
+    ordering_entry,
+    plan_reproduction,
+    row_entry,
+    run_plan,
+)
+
+__all__ = ["BUDGETS", "SCHEMA", "SCHEMA_VERSION", "check_reproduction_inputs", "load_paper", "paper_ids",
+           "reproduce", "reproduction_document", "write_reproduction"]
+
+SCHEMA, SCHEMA_VERSION = "auditkit.reproduction", 1
+
+
+def check_reproduction_inputs(paper_id: str, budget: str, seeds: int | None, data_dir: str | None) -> Plan:
+    """Every check of the user's input, before anything is trained or written; the plan to run."""
+    from auditkit.config import ConfigError
+    from auditkit.data import dataset_available
+
+    paper = load_paper(paper_id)  # ValueError naming PAPER and the bundled ones
+    if budget not in BUDGETS:
+        raise ConfigError(f"--budget must be one of {', '.join(BUDGETS)}; got {budget!r}")
+    if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1):
+        raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
+    if data_dir is not None:
+        if not Path(data_dir).is_dir():
+            raise ConfigError(f"--data-dir must be an existing folder, got {data_dir!r}")
+        if not dataset_available(paper.data, data_dir):
+            raise ConfigError(f"--data-dir {data_dir!r} does not hold {paper.data} in torchvision's layout (e.g. "
+                              f"{data_dir}/MNIST/raw/train-images-idx3-ubyte); leave it out to run on the embedded "
+                              "mnist-5k")
+    plan = plan_reproduction(paper, budget=budget, seeds=seeds, data_dir=data_dir)
+    configs(plan)  # validates every setting's config
+    return plan
+
+
+def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: float) -> dict[str, Any]:
+    """The ``reproduction.json`` document: the plan, every row and ordering with its verdict, the runs."""
+    paper = plan.paper
+    tables = []
+    for table in paper.tables:
+        tables.append({"id": table.id, "caption": table.caption, "metric": METRICS[table.metric],
+                       "rows": [row_entry(plan, table.id, i, runs) for i in range(len(table.rows))]})
+    orderings = [{"id": o.id, "quote": o.quote, "table": o.table,
+                  "pairs": ordering_entry(plan, o, runs)} for o in paper.orderings]
+    return {
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "auditkit": __version__,
+        "paper": {"id": paper.id, "title": paper.title, "sources": list(paper.sources), "data": paper.data,
+                  "data_note": paper.data_note},
+        "budget": {"name": plan.budget, "rounds": plan.rounds, "seeds": list(plan.seeds),
+                   "why": paper.budgets[plan.budget].get("why", ""),
+                   "paper_rounds": paper.budgets["paper"]["rounds"], "paper_seeds": paper.budgets["paper"]["seeds"]},
+        "dataset": plan.dataset, "seconds": seconds,
+        "tables": tables, "orderings": orderings,
+        "runs": {key: {"config": plan.settings[key],
+                       "seeds": {str(s): r for s, r in by_seed.items()}} for key, by_seed in runs.items()},
+    }
+
+
+def write_reproduction(document: dict[str, Any], out: Path) -> Path:
+    """Write ``reproduction.json`` atomically."""
+    import json
+
+    from auditkit.stage_store import replace_atomically
+
+    target = out / "reproduction.json"
+    replace_atomically(target, lambda tmp: tmp.write_text(json.dumps(document, indent=1), encoding="utf-8"))
+    return target
+
+
+def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None, data_dir: str | None = None,
+              out: str | Path = "auditkit-reproduce",
+              on_run: Callable[[str, int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Run ``paper_id``'s settings at ``budget`` and write reproduction.json, report.html and report.md in ``out``."""
+    from auditkit.pipeline import prepare_output
+    from reports.reproduction_report import render_reproduction
+
+    plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir)
+    target = prepare_output(Path(out))  # refused before any training
+    start = time.perf_counter()
+    runs = run_plan(plan, on_run)
+    document = reproduction_document(plan, runs, time.perf_counter() - start)
+    write_reproduction(document, target)
+    render_reproduction(document, target)
+    return document
+
+
+def describe(paper: Paper) -> list[tuple[str, str, int]]:
+    """(table id, caption, rows) of each table: what ``--list`` shows."""
+    return [(t.id, t.caption, len(t.rows)) for t in paper.tables]

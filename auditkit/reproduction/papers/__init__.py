@@ -1,0 +1,1 @@
+"""Bundled paper files (`auditkit reproduce PAPER`)."""
