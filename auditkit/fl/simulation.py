@@ -29,6 +29,7 @@ from auditkit.fl.local_training import train_clients_batched, train_clients_sequ
 from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.fl.sampling import draw_batches, select_clients
 from auditkit.fl.schedule import PlateauSchedule
+from auditkit.fl.snr import snr
 from mechanisms.randomness import derive_seed
 
 VIEWS = ("server", "eavesdropper", "peer", "public")
@@ -181,7 +182,10 @@ class FederatedSimulation:
                 updates, clients, self.client_weights[clients], round_, global_params=before
             )
             self.params = before + outcome.aggregate.to(self.device, before.dtype)
-            bits, stats = outcome.bits, outcome.stats
+            bits, stats = outcome.bits, dict(outcome.stats)
+            server = outcome.views.get("server")
+            if isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
+                stats["snr"] = snr(updates, server)
             train_loss = float(local.loss.mean())
             if record_views:
                 views = dict(outcome.views)

@@ -1,0 +1,33 @@
+"""JoPEQ's signal-to-noise ratio of a round's uplink (Lang et al., seed 002, Sec. V):
+
+    SNR = (1/K) sum_k Var(h_k) / Var(h_k - h~_k),
+
+h_k client k's true update and h~_k what the server decodes, each variance over the update's coordinates
+(the empirical variance, about the coordinates' mean). The paper plots and tabulates it in decibels without
+saying which convention; a ratio of variances is a power ratio, so :func:`snr_db` is 10 log10(SNR).
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+__all__ = ["snr", "snr_db"]
+
+
+def snr(true: torch.Tensor, decoded: torch.Tensor) -> float:
+    """The mean over clients (rows) of Var(h_k) / Var(h_k - h~_k); inf when every client's error is constant."""
+    if true.shape != decoded.shape or true.dim() != 2:
+        raise ValueError(f"true and decoded must be (clients, coordinates) of one shape, got {tuple(true.shape)} "
+                         f"and {tuple(decoded.shape)}")
+    h = true.detach().to(torch.float64)
+    error = h - decoded.detach().to(device=h.device, dtype=torch.float64)
+    signal, noise = h.var(dim=1, unbiased=False), error.var(dim=1, unbiased=False)
+    ratios = torch.where(noise > 0, signal / noise.clamp(min=torch.finfo(torch.float64).tiny),
+                         torch.full_like(signal, math.inf))
+    return float(ratios.mean())
+
+
+def snr_db(value: float) -> float:
+    """10 log10 of an SNR (a ratio of variances)."""
+    return 10 * math.log10(value) if value > 0 else -math.inf
