@@ -36,8 +36,9 @@ def _intro(doc: dict[str, Any]) -> list[str]:
         f"rounds, {b['paper_seeds']} seeds). {b['why']}",
         f"Data: {doc['dataset']} (the paper's: {paper['data_note']}). Wall time {doc['seconds']:.0f} s.",
         "Ours: the mean over seeds with its 95% Student-t interval. Verdict: reproduced when the paper's number "
-        "(widened by the +- it states) meets our interval; not comparable when our run differs from the paper's "
-        "in a way the row names.",
+        "(widened by the +- it states) meets our interval; not comparable when this run, or the row's setting, "
+        "differs from the paper's.",
+        *(f"Not comparable, every row: {reason}." for reason in doc["not_comparable"]),
     ]
 
 

@@ -20,6 +20,7 @@ from auditkit.reproduction.runner import (
     plan_reproduction,
     row_entry,
     run_plan,
+    run_reasons,
 )
 
 __all__ = ["BUDGETS", "SCHEMA", "SCHEMA_VERSION", "check_reproduction_inputs", "load_paper", "paper_ids",
@@ -66,7 +67,7 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
         "budget": {"name": plan.budget, "rounds": plan.rounds, "seeds": list(plan.seeds),
                    "why": paper.budgets[plan.budget].get("why", ""),
                    "paper_rounds": paper.budgets["paper"]["rounds"], "paper_seeds": paper.budgets["paper"]["seeds"]},
-        "dataset": plan.dataset, "seconds": seconds,
+        "dataset": plan.dataset, "seconds": seconds, "not_comparable": run_reasons(plan),
         "tables": tables, "orderings": orderings,
         "runs": {key: {"config": plan.settings[key],
                        "seeds": {str(s): r for s, r in by_seed.items()}} for key, by_seed in runs.items()},

@@ -6,9 +6,10 @@ mean +- t_{0.975, s-1} sd / sqrt(s) (s seeds). Row verdicts:
 
 * "reproduced": the paper's number, widened by the +- it states, meets our interval;
 * "not reproduced": it does not;
-* "not comparable": our run cannot be held to the paper's number, and the row says why: another dataset
-  (the embedded ``mnist-5k``, 3,500 training digits, instead of the paper's MNIST), fewer rounds than the
-  paper's (``--budget quick``), one seed (no interval), or a reason the paper file records for the row.
+* "not comparable": our run cannot be held to the paper's number: for the whole run (:func:`run_reasons`:
+  another dataset, the embedded ``mnist-5k`` instead of the paper's MNIST; fewer rounds than the paper's,
+  ``--budget quick``; one seed, no interval), or for the row (a reason the paper file records: a setting the
+  paper leaves unstated).
 
 Orderings ("A above B") are checked on our runs, seed by seed (the same seed gives both settings the same data,
 partition and initial model): the paired differences' 95% interval is above 0 ("holds"), below 0
@@ -31,7 +32,7 @@ from auditkit.pipeline import Experiment
 from auditkit.reproduction.paper import Ordering, Paper, Row
 
 __all__ = ["HOLDS", "NOT_COMPARABLE", "NOT_REPRODUCED", "REPRODUCED", "REVERSED", "UNRESOLVED", "Plan", "interval",
-           "ordering_entry", "plan_reproduction", "row_entry", "run_plan"]
+           "ordering_entry", "plan_reproduction", "row_entry", "run_plan", "run_reasons"]
 
 REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "not comparable"
 HOLDS, REVERSED, UNRESOLVED = "holds", "reversed", "unresolved"
@@ -120,10 +121,10 @@ def interval(values: list[float], confidence: float = 0.95) -> tuple[float, floa
     return mean, mean - half, mean + half
 
 
-def _not_comparable_reasons(plan: Plan, row: Row) -> list[str]:
+def run_reasons(plan: Plan) -> list[str]:
+    """Why no row of this run can be held to the paper's numbers (empty when the run matches the paper's):
+    another dataset, fewer rounds, one seed."""
     reasons = []
-    if not row.comparable:
-        reasons.append(row.why)
     if plan.dataset != plan.paper.data:
         reasons.append(f"our data: {plan.dataset} (the embedded real MNIST subset, 3,500 training digits), the "
                        f"paper's: {plan.paper.data_note}; rerun with --data-dir holding {plan.paper.data}")
@@ -141,8 +142,8 @@ def row_entry(plan: Plan, table_id: str, index: int, runs: dict[str, dict[int, A
     value, plus_minus = row.reported
     per_seed = [100 * runs[plan.row_setting[(table_id, index)]][s]["test_accuracy"] for s in plan.seeds]
     ours = interval(per_seed)
-    reasons = _not_comparable_reasons(plan, row)
-    if reasons:
+    reasons = [row.why] if not row.comparable else []
+    if reasons or run_reasons(plan):
         verdict = NOT_COMPARABLE
     else:
         assert ours is not None  # two seeds at least, or "one seed" above
@@ -152,7 +153,7 @@ def row_entry(plan: Plan, table_id: str, index: int, runs: dict[str, dict[int, A
         "table": table_id, "method": row.method, "column": row.column, "paper": row.paper, "line": row.line,
         "paper_value": value, "paper_plus_minus": plus_minus, "per_seed": per_seed,
         "mean": float(np.mean(per_seed)), "interval": None if ours is None else [ours[1], ours[2]],
-        "difference": float(np.mean(per_seed)) - value, "verdict": verdict, "why": reasons,
+        "difference": float(np.mean(per_seed)) - value, "verdict": verdict, "why": reasons,  # the row's own
         "setting": plan.row_setting[(table_id, index)],
     }
 

@@ -7,7 +7,7 @@ import pytest
 
 from auditkit.reproduction import check_reproduction_inputs, load_paper, reproduce
 from auditkit.reproduction.paper import Ordering, Row, Table
-from auditkit.reproduction.runner import interval, ordering_entry, plan_reproduction, row_entry
+from auditkit.reproduction.runner import interval, ordering_entry, plan_reproduction, row_entry, run_reasons
 
 
 def test_interval_is_the_student_t_interval():
@@ -49,9 +49,10 @@ def test_verdicts_follow_the_paper_interval_and_name_why_not_comparable(tmp_path
     assert third["verdict"] == "not comparable" and third["why"] == ["a setting the paper leaves unstated"]
     quick = plan_reproduction(paper, budget="quick", seeds=1)
     entry = row_entry(quick, "T", 0, runs_for(quick, [[0.8], [0.8], [0.8]]))
-    assert entry["verdict"] == "not comparable" and entry["interval"] is None
-    assert any("mnist-5k" in w for w in entry["why"]) and any("20 rounds" in w for w in entry["why"])
-    assert "one seed: no interval" in entry["why"]
+    assert entry["verdict"] == "not comparable" and entry["interval"] is None and entry["why"] == []
+    reasons = run_reasons(quick)  # the whole run's: data, rounds, seeds
+    assert any("mnist-5k" in w for w in reasons) and any("rounds (--budget quick)" in w for w in reasons)
+    assert "one seed: no interval" in reasons and run_reasons(plan) == []
 
 
 def test_orderings_are_judged_on_paired_seeds():
