@@ -569,6 +569,11 @@ def _check_values(config: AuditConfig) -> None:
                 f"training.clients_per_round must be an integer in [1, {t.clients}] with "
                 f"participation 'uniform', got {t.clients_per_round}"
             )
+    if t.participation == "replacement" and (t.clients_per_round is None or t.clients_per_round < 1):
+        raise ConfigError(
+            f"training.clients_per_round must be an integer >= 1 with participation 'replacement', "
+            f"got {t.clients_per_round}"
+        )
     if t.participation == "poisson" and (t.sample_rate is None or not 0 < t.sample_rate <= 1):
         raise ConfigError(
             f"training.sample_rate must be in (0, 1] with participation 'poisson', got {t.sample_rate}"

@@ -9,7 +9,7 @@ import torch
 
 from mechanisms.randomness import generator
 
-PARTICIPATION = ("full", "uniform", "poisson")
+PARTICIPATION = ("full", "uniform", "replacement", "poisson")
 
 
 def select_clients(
@@ -25,6 +25,9 @@ def select_clients(
 
     * ``full``: every client.
     * ``uniform``: `clients_per_round` clients uniformly without replacement (FedAvg's C*K).
+    * ``replacement``: `clients_per_round` draws uniformly *with* replacement (MSP-FL's M of N, seed 004 Sec. III):
+      a client drawn twice appears twice (it trains once per draw, with the same data and shared randomness, so
+      its update counts twice in the mean).
     * ``poisson``: each client independently with probability `sample_rate` (the sampling that
       DP accountants support); a round may select nobody.
     """
@@ -35,6 +38,10 @@ def select_clients(
         if clients_per_round is None:
             raise ValueError("clients_per_round is required when participation is 'uniform'")
         return sorted(torch.randperm(clients, generator=g)[:clients_per_round].tolist())
+    if participation == "replacement":
+        if clients_per_round is None:
+            raise ValueError("clients_per_round is required when participation is 'replacement'")
+        return sorted(torch.randint(clients, (clients_per_round,), generator=g).tolist())
     if participation == "poisson":
         if sample_rate is None:
             raise ValueError("sample_rate is required when participation is 'poisson'")

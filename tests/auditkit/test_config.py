@@ -93,6 +93,8 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"device": "tpu"}, "device must be one of auto, cpu, cuda, cuda:N"),
     ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be rounds in [1, 10], got 99"),
     ({"training": {"participation": "uniform"}}, "training.clients_per_round must be an integer in [1, 10]"),
+    ({"training": {"participation": "replacement"}},
+     "training.clients_per_round must be an integer >= 1 with participation 'replacement', got None"),
     ({"mechanism": {"name": "nope"}}, "mechanism: unknown mechanism 'nope'"),
     ({"mechanism": {"name": "gaussian", "sigma": -1.0}}, "mechanism: sigma"),
     ({"mechanisms": [{"name": "gaussian"}, {"name": "nope"}]}, "mechanisms[1]: unknown mechanism 'nope'"),

@@ -28,7 +28,9 @@ def test_poisson_participation_rate():
 def test_missing_sampling_parameters_are_errors():
     with pytest.raises(ValueError, match="clients_per_round"):
         select_clients(10, 1, seed=0, participation="uniform")
-    with pytest.raises(ValueError, match="participation must be one of full, uniform, poisson"):
+    with pytest.raises(ValueError, match="clients_per_round is required when participation is 'replacement'"):
+        select_clients(10, 1, seed=0, participation="replacement")
+    with pytest.raises(ValueError, match="participation must be one of full, uniform, replacement, poisson"):
         select_clients(10, 1, seed=0, participation="sometimes")
 
 
@@ -42,3 +44,31 @@ def test_batches_come_from_each_clients_own_data_and_are_reproducible():
     alone = draw_batches(own, [2], 5, seed=3, tau=15, batch_size=4)
     assert torch.equal(alone[0], batches[1])
     assert not torch.equal(draw_batches(own, [0], 6, seed=3, tau=15, batch_size=4)[0], batches[0])
+
+
+def test_sampling_with_replacement_draws_duplicates_at_the_expected_rate():
+    """M = 20 draws of N = 100 with replacement: E[distinct] = N (1 - (1 - 1/N)^M) = 18.209, so 1.791 duplicate
+    draws per round; over 2,000 rounds the mean is within 4 standard errors (per-round sd ~1.2: se ~0.027)."""
+    n, m, rounds = 100, 20, 2000
+    duplicates = []
+    for r in range(1, rounds + 1):
+        drawn = select_clients(n, r, seed=0, participation="replacement", clients_per_round=m)
+        assert len(drawn) == m and drawn == sorted(drawn) and all(0 <= c < n for c in drawn)
+        duplicates.append(m - len(set(drawn)))
+    expected = m - n * (1 - (1 - 1 / n) ** m)
+    mean = sum(duplicates) / rounds
+    sd = (sum((d - mean) ** 2 for d in duplicates) / (rounds - 1)) ** 0.5
+    assert abs(mean - expected) < 4 * sd / rounds**0.5, (mean, expected)
+    assert select_clients(n, 1, seed=0, participation="replacement", clients_per_round=m) == \
+        select_clients(n, 1, seed=0, participation="replacement", clients_per_round=m)
+
+
+def test_a_client_drawn_twice_trains_twice_in_a_real_run():
+    from auditkit.config import from_dict
+    from auditkit.pipeline import Experiment
+
+    config = from_dict({"training": {"clients": 3, "rounds": 3, "tau": 2, "participation": "replacement",
+                                     "clients_per_round": 6}, "mechanism": {"name": "gaussian", "sigma": 0.01}})
+    rounds = Experiment(config).train().result.rounds
+    assert all(len(r.clients) == 6 and len(set(r.clients)) < 6 for r in rounds)  # 6 draws of 3: always a repeat
+    assert all(len(r.bits) == 6 for r in rounds)
