@@ -39,7 +39,7 @@ __all__ = [
     "fusion_weights",
 ]
 
-FUSION_MODES = ("central-cell", "oracle", "bound", "mean")
+FUSION_MODES = ("central-cell", "oracle", "bound", "resolution", "mean")
 CLUSTER_MODES = ("random", "optimal", "proportional")
 
 
@@ -220,6 +220,9 @@ def fusion_weights(
       also what the oracle measures;
     * "bound": 4 d C^2 / (2^{b_m} - 1)^2 = d Delta_m^2, since |Q(a) - a| <= Delta (the paper's Lemma 5 carries
       8 d C^2 / (2^b - 1)^2, twice this, which leaves the weights unchanged only when sigma = 0);
+    * "resolution": omega_u proportional to 1 / Delta_m, "inversely-proportional to quantization resolution", the
+      fusion of the paper's reference [28] (Chen, Shen, Zhang & Tang 2021) that its LaplaceSQ-FL baseline adopts
+      (Sec. V-A); it ignores the noise;
     * "mean": omega = 1/N, Alg. 1 without fusion-weight optimisation (FWO).
 
     ``noise_variance``: per-coordinate variance of noise the mechanism itself adds (LaplaceSQ: 2 rho^2 / eps1^2;
@@ -235,6 +238,9 @@ def fusion_weights(
     if mode == "mean":
         return torch.full((ids.size,), 1.0 / ids.size, dtype=torch.float64)
     bits = np.asarray(groups.bits, dtype=np.float64)[ids]
+    if mode == "resolution":
+        inverse_step = (2**bits - 1) / (2 * bound)
+        return torch.from_numpy(inverse_step / inverse_step.sum())
     step_sq = (2 * bound / (2**bits - 1)) ** 2
     if mode == "oracle":
         if oracle_distortions is None or len(oracle_distortions) != ids.size:

@@ -136,13 +136,22 @@ def test_fusion_weights_sum_to_one_and_order_by_mode():
     )
 
 
+def test_resolution_fusion_of_reference_28_is_inversely_proportional_to_the_step():
+    """Bits (2, 4), C = 10: Delta = 20/3 and 20/15, so 1/Delta = 0.15 and 0.75; devices of groups [0, 0, 1] get
+    0.15, 0.15, 0.75 over 1.05 = 1/7, 1/7, 5/7, whatever the link noise."""
+    w = fusion_weights("resolution", PAPER, [0, 0, 1], dimension=PAPER_D, bound=10.0)
+    assert w.tolist() == pytest.approx([1 / 7, 1 / 7, 5 / 7], abs=1e-12)
+    quiet = DeviceGroups((50, 50), (2, 4), (0.0, 0.0))
+    assert torch.equal(w, fusion_weights("resolution", quiet, [0, 0, 1], dimension=3, bound=10.0))
+
+
 def test_oracle_fusion_uses_the_measured_distortions():
     w = fusion_weights("oracle", PAPER, [0, 1, 1], dimension=4, bound=10.0, oracle_distortions=[1.0, 2.0, 6.0])
     theta = 1 / (np.array([1.0, 2.0, 6.0]) + 4 * np.array([6.25e-4, 0.125, 0.125]) ** 2)
     assert np.allclose(w.numpy(), theta / theta.sum())
     with pytest.raises(ValueError, match="oracle_distortions must hold one measured"):
         fusion_weights("oracle", PAPER, [0, 1], dimension=4, bound=10.0)
-    with pytest.raises(ValueError, match="mode must be one of: central-cell, oracle, bound, mean"):
+    with pytest.raises(ValueError, match="mode must be one of: central-cell, oracle, bound, resolution, mean"):
         fusion_weights("snr", PAPER, [0, 1], dimension=4, bound=10.0)
     with pytest.raises(ValueError, match="group_ids must be a non-empty sequence of group indices in 0..1"):
         fusion_weights("mean", PAPER, [2], dimension=4, bound=10.0)
@@ -256,7 +265,7 @@ def test_laplace_sq_protocol_counts_its_noise_in_the_weights():
     ("kwargs", "message"),
     [
         ({"mechanism": "gaussian"}, "mechanism must declare device_groups \\(dpsq, laplace-sq\\)"),
-        ({"fusion": "snr"}, "fusion must be one of: central-cell, oracle, bound, mean"),
+        ({"fusion": "snr"}, "fusion must be one of: central-cell, oracle, bound, resolution, mean"),
         ({"params": {"bits": 3}}, "params must not set bits"),
         ({"params": {"eps": -1}}, "eps must be a finite number > 0"),
         ({"cluster_sizes": "optimal", "total": 4}, r'cluster_sizes="optimal" needs bandwidth \(B\)'),
