@@ -142,14 +142,19 @@ def _training_progress(total: int) -> tuple[Progress, Any]:
 
 def _round_table(setting: dict[str, Any]) -> Table:
     table = Table(title="FedAvg rounds", show_lines=False)
-    for column in ("round", "lr", "train loss", "test loss", "test acc", "bits/coord"):
+    for column in ("round", "lr", "train loss", "test loss", "test acc", "bits/coord", "SNR (dB)"):
         table.add_column(column, justify="right")
     for r in setting["training"]["rounds"]:
         table.add_row(
             str(r["round"]), f"{r['lr']:.4g}", f"{r['train_loss']:.4f}", f"{r['test_loss']:.4f}",
-            f"{100 * r['test_accuracy']:.2f}%", f"{r['bits_per_coordinate']:.3f}",
+            f"{100 * r['test_accuracy']:.2f}%", f"{r['bits_per_coordinate']:.3f}", _snr(r.get("snr_db")),
         )
     return table
+
+
+def _snr(value: Optional[float]) -> str:
+    """An SNR in dB as the tables show it: "-" when not measured, "inf" for a lossless uplink."""
+    return "-" if value is None else f"{value:.2f}"
 
 
 def _title(config, config_path: Optional[Path], preset: Optional[str]) -> str:
@@ -178,7 +183,7 @@ def _train(config_path, preset, out, overrides, words, plugins) -> None:
     final = setting["training"]["final"]
     console.print(
         f"final test accuracy {100 * final['test_accuracy']:.2f}%  |  "
-        f"{final['bits_per_coordinate']:.3f} bits/coordinate (float32 = 32)"
+        f"{final['bits_per_coordinate']:.3f} bits/coordinate (float32 = 32)  |  SNR {_snr(final.get('snr_db'))} dB"
     )
     console.print(f"claimed guarantee: {escape(setting['mechanism']['guarantee']['summary'])}", highlight=False)
     _print_written(written)
@@ -228,7 +233,7 @@ def _audit(config_path, preset, out, overrides, words, plugins, resume: bool) ->
 
 def _audit_table(document: dict[str, Any]) -> Table:
     table = Table(title=f"audit: {escape(document['title'])}")
-    for column in ("setting", "test acc", "claimed eps (1 round)", "verdict (all tests)", "certified eps >=",
+    for column in ("setting", "test acc", "SNR (dB)", "claimed eps (1 round)", "verdict (all tests)", "certified eps >=",
                    "identified (M): rate <= bound", "probe SSIM clean -> defended"):
         table.add_column(column)
     for s in document["settings"]:
@@ -240,6 +245,7 @@ def _audit_table(document: dict[str, Any]) -> Table:
             for t in ident["tests"])
         table.add_row(
             escape(s["label"]), f"{100 * s['training']['final']['test_accuracy']:.2f}%",
+            _snr(s["training"]["final"].get("snr_db")),
             escape(("none" if claim["epsilon"] is None else f"{claim['epsilon']:.4g}") + flags),
             "-" if headline is None else headline["verdict"],
             "-" if dist is None else f"{dist['epsilon_lower_bound']:.3f} ({100 * dist['confidence']:g}%)",
@@ -713,7 +719,7 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
 # ------------------------------------------------------------------ reproduce
 
 def reproduce_command(
-    paper: Annotated[Optional[str], typer.Argument(help="cepam (see --list).", show_default=False)] = None,
+    paper: Annotated[Optional[str], typer.Argument(help="cepam, jopeq, dpsq or msp (see --list).", show_default=False)] = None,
     list_: Annotated[bool, typer.Option("--list", help="Show each paper's tables and figures, then exit.")] = False,
     budget: Annotated[str, typer.Option(help="quick (fewer rounds and seeds, stated in the report) or paper.")] = "quick",
     seeds: Annotated[Optional[int], typer.Option(help="Seeds per setting (default: the budget's).", show_default=False)] = None,
@@ -759,7 +765,13 @@ def _reproduce(paper: Optional[str], list_: bool, budget: str, seeds: Optional[i
     task = progress.add_task(f"reproduce {paper} ({budget})", total=total, status="")
 
     def on_run(key: str, seed: int, entry: dict[str, Any]) -> None:
-        progress.update(task, advance=1, status=f"seed {seed}: test acc {100 * entry['test_accuracy']:.2f}%")
+        if "test_accuracy" in entry:
+            status = f"test acc {100 * entry['test_accuracy']:.2f}%"
+        elif "ssim" in entry:
+            status = f"SSIM {entry['ssim']:.3f}"
+        else:
+            status = f"log10 distortion {entry['distortion']:.2f}"
+        progress.update(task, advance=1, status=f"seed {seed}: {status}")
 
     with progress:
         document = reproduction.reproduce(paper, budget=budget, seeds=seeds,
@@ -768,12 +780,13 @@ def _reproduce(paper: Optional[str], list_: bool, budget: str, seeds: Optional[i
     summary = Table(title=f"reproduction: {paper} ({budget})")
     for column in ("table", "method", "column", "paper", "ours [95%]", "verdict"):
         summary.add_column(column)
+    from reports.reproduction_report import ours_text
+
     for t in document["tables"]:
         for row in t["rows"]:
-            ours = (f"{row['mean']:.2f}" if row["interval"] is None
-                    else f"{row['mean']:.2f} [{row['interval'][0]:.2f}, {row['interval'][1]:.2f}]")
-            summary.add_row(escape(t["id"]), escape(row["method"]), escape(row["column"]), escape(row["paper"]),
-                            ours, row["verdict"])
+            column = row["column"] if row["x"] is None else f"{row['column']} {t['x_label']} = {row['x']:g}".strip()
+            summary.add_row(escape(t["id"]), escape(row["method"]), escape(column), escape(row["paper"] or "(plot)"),
+                            ours_text(row), row["verdict"])
     console.print(summary)
     _print_written(out / name for name in ("reproduction.json", "report.html", "report.md"))
 

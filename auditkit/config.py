@@ -51,6 +51,7 @@ import mechanisms
 from auditkit.accounting.composition import BACKENDS
 from auditkit.data import DATASETS, PARTITION_SCHEMES, dataset_available
 from auditkit.fl.device_groups import CLUSTER_MODES, FUSION_MODES
+from auditkit.fl.schedule import LR_SCHEDULES
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.models import MODEL_NAMES
 
@@ -88,6 +89,7 @@ class TrainingConfig:
     momentum: float = 0.9
     lr_patience: int = 10
     lr_factor: float = 0.5
+    lr_schedule: str = "plateau"
     participation: str = "full"
     clients_per_round: int | None = None
     sample_rate: float | None = None
@@ -557,6 +559,7 @@ def _check_values(config: AuditConfig) -> None:
     for name in ("clients", "rounds", "tau", "batch_size"):
         _at_least(getattr(t, name), 1, f"training.{name}")
     _at_least(t.lr_patience, 0, "training.lr_patience")
+    _choice(t.lr_schedule, LR_SCHEDULES, "training.lr_schedule")
     if not t.lr > 0:
         raise ConfigError(f"training.lr must be > 0, got {t.lr}")
     if not 0 <= t.momentum < 1:

@@ -131,18 +131,31 @@ def mechanism_entry(mechanism: mechanisms.Mechanism) -> dict[str, Any]:
     }
 
 
+def round_snr_db(record: Any) -> float | None:
+    """JoPEQ's SNR of one round's uplink in dB (``auditkit.fl.snr``); None when the protocol has no decoded update
+    per client to measure it on (MSP-FL's consensus)."""
+    from auditkit.fl.snr import snr_db
+
+    value = record.stats.get("snr")
+    return None if value is None else snr_db(value)
+
+
 def training_entry(result: Any, protocol: str) -> dict[str, Any]:
-    """A setting's ``training`` section from a ``SimulationResult``: every round's metrics, the final ones, the
-    checkpoint rounds and the round protocol ("uplink", "consensus" or "device-groups")."""
+    """A setting's ``training`` section from a ``SimulationResult``: every round's metrics (with ``snr_db``, JoPEQ's
+    uplink SNR), the final ones (``snr_db``: its mean over the rounds, in dB), the checkpoint rounds and the round
+    protocol ("uplink", "consensus" or "device-groups")."""
     keep = ("round", "lr", "train_loss", "test_loss", "test_accuracy", "bits_per_coordinate")
     rounds = result.rounds
     last = rounds[-1]
     sent = [r for r in rounds if r.bits]
     bits_per_coordinate = float(np.mean([r.bits_per_coordinate for r in sent])) if sent else 0.0
+    snrs = [round_snr_db(r) for r in rounds]
+    measured = [v for v in snrs if v is not None]
     return {
         "protocol": protocol,
-        "rounds": [{k: getattr(r, k) for k in keep} for r in rounds],
+        "rounds": [{**{k: getattr(r, k) for k in keep}, "snr_db": v} for r, v in zip(rounds, snrs, strict=True)],
         "final": {
+            "snr_db": float(np.mean(measured)) if measured else None,
             "round": last.round,
             "test_accuracy": last.test_accuracy,
             "test_loss": last.test_loss,

@@ -40,7 +40,7 @@ from scipy.optimize import minimize
 from scipy.special import gammaln, roots_legendre
 
 from mechanisms.additive import _FLOAT_NOISE_CAVEAT, _PER_ROUND_CAVEAT, laplace_noise
-from mechanisms.base import Mechanism, as_update, int_range, positive_float, zero_or_above
+from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float, zero_or_above
 from mechanisms.capabilities import AuditSetting, LogDensity, Tiling
 from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
 from mechanisms.lattice import HexagonalLattice, from_blocks, to_blocks
@@ -130,6 +130,19 @@ def jopeq_scaling(h: torch.Tensor, blocks: int) -> float:
     norm = torch.linalg.vector_norm(h).item()
     raw = math.sqrt(blocks) / (3 * norm) if norm > 0 else math.inf
     return float(np.float32(min(max(raw, float(_F32.tiny)), float(_F32.max))))
+
+
+SUPPORT_RULES = ("code", "paper")
+FORMS = ("joint", "separate")
+
+
+def laplace_support(eps: float, bits: int, rule: str) -> float:
+    """The scaled-domain range radius gamma of JoPEQ-Laplace when none is given: "code", the reference code's
+    1.5 sqrt(1 + 2 (2/eps)^2) (1.5 times the rms of 1 + the target noise); "paper", gamma = 2R + 1/eps
+    (Sec. IV-A, MNIST)."""
+    if rule == "paper":
+        return 2 * bits + 1 / eps
+    return 1.5 * math.sqrt(1 + 2 * (2 / eps) ** 2)
 
 
 def laplace_uniform_logpdf(z: np.ndarray, scale: float, width: float) -> np.ndarray:
@@ -311,8 +324,9 @@ class JoPEQLaplace(_JoPEQ):
 
     Target: n + e ~ Laplace(b), b = 2/eps (Theorem III.2: eps-LDP for scaled coordinates in [-1, 1], shift
     <= 2). Quantizer: ``sdq`` with K = 2^bits levels (2^bits + 1 with compat="jopeq-code") on
-    [-support, support], step Delta = 2 support / K; support = 0 means the reference code's
-    1.5 sqrt(1 + 2 (2/eps)^2). PPN: Laplace(b') with 2 b'^2 = 2 b^2 - Delta^2/12 (refused unless > 0).
+    [-support, support], step Delta = 2 support / K; support = 0 derives it by ``support_rule``: "code", the
+    reference code's 1.5 sqrt(1 + 2 (2/eps)^2), or "paper", gamma = 2R + 1/eps (Sec. IV-A, MNIST: "numerically
+    assures non-overloaded quantizers with high probability"). PPN: Laplace(b') with 2 b'^2 = 2 b^2 - Delta^2/12 (refused unless > 0).
 
     n + e has the variance 2 b^2 of the target but the tails of Laplace(b'): its density is
     ``laplace_uniform_logpdf`` and its epsilon 2/b' > eps (``true_epsilon``; e.g. eps = 4, R = 1,
@@ -324,17 +338,25 @@ class JoPEQLaplace(_JoPEQ):
     params_spec = (
         positive_float("eps", 4.0, "claimed epsilon of the Laplace mechanism per scaled coordinate (b = 2/eps)"),
         int_range("bits", 1, 16, 1, "bit rate R: 2^R levels (2^R + 1 with compat=jopeq-code)"),
-        zero_or_above("support", 0, "range radius gamma (scaled domain); 0: the code's 1.5 sqrt(1 + 2 (2/eps)^2)"),
+        zero_or_above("support", 0, "range radius gamma (scaled domain); 0: derived by support_rule"),
         SDQ.params_spec[2],
+        choice("support_rule", SUPPORT_RULES, "code",
+               "how support = 0 is derived: code: 1.5 sqrt(1 + 2 (2/eps)^2); paper: 2R + 1/eps (Sec. IV-A)"),
+        choice("form", FORMS, "joint",
+               "joint: JoPEQ (PPN moment-matched to the dither); separate: the paper's disjoint FL+Lap+SDQ, the "
+               "full Laplace(2/eps), then the same quantizer"),
     )
 
     def __init__(self, **params: object) -> None:
         super().__init__(**params)
         p = self.params
         self.target_scale: float = 2 / p["eps"]
-        support = p["support"] or 1.5 * math.sqrt(1 + 2 * self.target_scale**2)
+        support = p["support"] or laplace_support(p["eps"], p["bits"], p["support_rule"])
         self.quantizer = SDQ(bits=p["bits"], support=support, compat=p["compat"])
         target, dither = 2 * self.target_scale**2, self.step**2 / 12
+        if p["form"] == "separate":  # the baseline: privacy noise, then quantization adding its own error
+            self.ppn_scale: float = self.target_scale
+            return
         if target <= dither:
             raise ValueError(
                 f"jopeq-laplace: the target noise variance 2b^2 = {target:.6g} (b = 2/eps) is not above the dither "
@@ -368,6 +390,13 @@ class JoPEQLaplace(_JoPEQ):
         return privacy_loss_sup(lambda v: laplace_uniform_logpdf(v, self.ppn_scale, self.step), z, np.array(2.0))
 
     def guarantee(self) -> PrivacyGuarantee:
+        if self.params["form"] == "separate":
+            return self._claim(
+                "one coordinate of the scaled update (L = 1 block)", "scaled coordinate in [-1, 1]: shift <= 2",
+                (f"separate (FL+Lap+SDQ): n + e = Laplace(b = {self.ppn_scale:.4g}) + Unif(+-{self.step / 2:.4g}), "
+                 f"error variance 2 b^2 + Delta^2/12 = {2 * self.ppn_scale**2 + self.step**2 / 12:.4g}; the "
+                 "quantizer adds distortion and no privacy",),
+            )
         return self._claim(
             "one coordinate of the scaled update (L = 1 block)",
             "scaled coordinate in [-1, 1]: shift <= 2",

@@ -31,7 +31,8 @@ FIGURE_CAPTIONS = {
                              "line per mechanism; dashed: the same attack on the clean updates.",
 }
 SUMMARY_COLUMNS = (
-    "setting", "mechanism", "final test accuracy", "uplink", "compression vs float32", "claimed per round",
+    "setting", "mechanism", "final test accuracy", "uplink", "compression vs float32", "uplink SNR (mean over rounds)",
+    "claimed per round",
     "claimed over the rounds run", "verdict (worst over all tests)", "certified ε lower bound",
     "identification success ≤ the claim's bound", "probe SSIM clean → defended", "inversion SSIM clean → defended",
     "inversion MSE (pixels in [0, 1]) clean → defended", "inversion PSNR clean → defended",
@@ -121,6 +122,7 @@ class SummaryRow:
     accuracy: str
     bits: str
     compression: str
+    snr: str
     claim: str
     flags: list[str]
     composed: str
@@ -164,6 +166,13 @@ def _bits(final: dict[str, Any]) -> str:
     return text if uploads <= 1 else f"{text} ({number(uploads, '.3g')} uploads/round)"
 
 
+def _snr(value: float | None) -> str:
+    """JoPEQ's uplink SNR in dB; "-" where the protocol has no decoded update per client (or an older file)."""
+    if value is None:
+        return "-"
+    return "∞ (lossless)" if value == float("inf") else number(value, ".2f", " dB")
+
+
 def summary_row(setting: dict[str, Any]) -> SummaryRow:
     """The summary table's cells for one setting, each number with its unit; "not run" for a stage not run."""
     mechanism, training, test = setting["mechanism"], setting["training"], setting["distinguish"]
@@ -178,6 +187,7 @@ def summary_row(setting: dict[str, Any]) -> SummaryRow:
         bits=NOT_RUN if final is None else _bits(final),
         compression=NOT_RUN if final is None else
         "-" if final["compression_vs_float32"] is None else number(final["compression_vs_float32"], ".1f", "x"),
+        snr=NOT_RUN if final is None else _snr(final.get("snr_db")),
         claim=claim(guarantee["epsilon"], guarantee["delta"]),
         flags=list(guarantee["flags"]),
         composed=_composed(setting["accounting"], guarantee["epsilon"]),

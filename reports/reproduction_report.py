@@ -14,18 +14,42 @@ _BADGE = {"reproduced": "#2e7d32", "not reproduced": "#c62828", "not comparable"
           "holds": "#2e7d32", "reversed": "#c62828", "unresolved": "#757575"}
 
 
-def _ours(row: dict[str, Any]) -> str:
+def _number(value: float | None) -> str:
+    if value is None or value != value:
+        return "-"
+    return "inf" if value == float("inf") else "-inf" if value == float("-inf") else f"{value:.4g}"
+
+
+def ours_text(row: dict[str, Any]) -> str:
+    """Our mean with its 95% interval, 4 significant digits: "70.12 [68.3, 71.9]"."""
     if row["interval"] is None:
-        return f"{row['mean']:.2f}"
+        return _number(row["mean"])
     low, high = row["interval"]
-    return f"{row['mean']:.2f} [{low:.2f}, {high:.2f}]"
+    return f"{_number(row['mean'])} [{_number(low)}, {_number(high)}]"
+
+
+def _difference(row: dict[str, Any]) -> str:
+    return "-" if row["difference"] is None else f"{row['difference']:+.3g}"
 
 
 def _interval(pair: dict[str, Any]) -> str:
     if pair["interval"] is None:
-        return f"{pair['difference']:+.2f}"
+        return f"{pair['difference']:+.3g}"
     low, high = pair["interval"]
-    return f"{pair['difference']:+.2f} [{low:+.2f}, {high:+.2f}]"
+    return f"{pair['difference']:+.3g} [{low:+.3g}, {high:+.3g}]"
+
+
+def _gap(pair: dict[str, Any]) -> str:
+    gap = pair.get("gap")
+    if gap is None:
+        return ""
+    return f"claimed {gap['claimed']:g} ± {gap['tolerance']:g}: {gap['verdict']}"
+
+
+def _column(table: dict[str, Any], row_or_pair: dict[str, Any]) -> str:
+    if row_or_pair["x"] is None:
+        return row_or_pair["column"]
+    return f"{row_or_pair['column']}, {table['x_label'] or 'x'} = {row_or_pair['x']:g}".lstrip(", ")
 
 
 def _intro(doc: dict[str, Any]) -> list[str]:
@@ -36,31 +60,34 @@ def _intro(doc: dict[str, Any]) -> list[str]:
         f"rounds, {b['paper_seeds']} seeds). {b['why']}",
         f"Data: {doc['dataset']} (the paper's: {paper['data_note']}). Wall time {doc['seconds']:.0f} s.",
         "Ours: the mean over seeds with its 95% Student-t interval. Verdict: reproduced when the paper's number "
-        "(widened by the +- it states) meets our interval; not comparable when this run, or the row's setting, "
-        "differs from the paper's.",
-        *(f"Not comparable, every row: {reason}." for reason in doc["not_comparable"]),
+        "(widened by the +- it states, or by what its 'approximately' or printed precision allows) meets our "
+        "interval; not comparable when this run, or the row's setting, differs from the paper's, or when the paper "
+        "only plots the point.",
+        *(f"Not comparable, every training row: {reason}." for reason in doc["not_comparable"]),
     ]
 
 
 def _figure(doc: dict[str, Any], table: dict[str, Any], out: Path, index: int) -> str:
-    """Our mean test-accuracy curve per row (the paper's final number as a marker at its last round)."""
+    """One panel per column: ours against x with the 95% interval (rows with ``x``), our mean curve per round
+    (training tables), or our means with their intervals (the rest); the paper's numbers as stars."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     columns = list(dict.fromkeys(r["column"] for r in table["rows"]))
-    fig, axes = plt.subplots(1, len(columns), figsize=(6 * len(columns), 4), squeeze=False)
+    fig, axes = plt.subplots(1, len(columns), figsize=(min(6 * len(columns), 18), 4), squeeze=False)
+    by_x = any(r["x"] is not None for r in table["rows"])
     for ax, column in zip(axes[0], columns, strict=True):
-        for row in (r for r in table["rows"] if r["column"] == column):
-            seeds = doc["runs"][row["setting"]]["seeds"]
-            curve = 100 * np.mean([seeds[str(s)]["curve"] for s in doc["budget"]["seeds"]], axis=0)
-            line, = ax.plot(np.arange(1, len(curve) + 1), curve, label=row["method"])
-            ax.plot([len(curve)], [row["paper_value"]], marker="*", markersize=10, color=line.get_color())
-        ax.set_title(f"{table['id']}: {column}" if column else table["id"])
-        ax.set_xlabel("round")
-        ax.set_ylabel("test accuracy (%)")
+        rows = [r for r in table["rows"] if r["column"] == column]
+        if by_x:
+            _against_x(ax, rows, table["x_label"])
+        elif table["kind"] == "train":
+            _per_round(ax, doc, rows, table["metric"])
+        else:
+            _means(ax, rows)
+        ax.set_title(f"{table['id']}: {column}" if column else table["id"], fontsize=10)
+        ax.set_ylabel(table["metric"].replace("_", " "))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=7)
     fig.tight_layout()
@@ -70,26 +97,86 @@ def _figure(doc: dict[str, Any], table: dict[str, Any], out: Path, index: int) -
     return name
 
 
+def _finite(values: list[float | None]) -> list[float]:
+    return [float("nan") if v is None or v != v or abs(v) == float("inf") else v for v in values]
+
+
+def _against_x(ax: Any, rows: list[dict[str, Any]], x_label: str) -> None:
+    for method in dict.fromkeys(r["method"] for r in rows):
+        mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["x"])
+        xs = [r["x"] for r in mine]
+        means = _finite([r["mean"] for r in mine])
+        low = _finite([r["mean"] if r["interval"] is None else r["interval"][0] for r in mine])
+        high = _finite([r["mean"] if r["interval"] is None else r["interval"][1] for r in mine])
+        line, = ax.plot(xs, means, marker="o", label=method)
+        ax.fill_between(xs, low, high, color=line.get_color(), alpha=0.2)
+        stars = [(r["x"], r["paper_value"]) for r in mine if r["paper_value"] is not None]
+        if stars:
+            ax.plot(*zip(*stars, strict=True), linestyle="none", marker="*", markersize=11, color=line.get_color())
+    ax.set_xlabel(x_label or "x")
+
+
+def _per_round(ax: Any, doc: dict[str, Any], rows: list[dict[str, Any]], metric: str) -> None:
+    import numpy as np
+
+    curve_key, scale = ("curve", 100.0) if metric == "test_accuracy" else ("snr_curve", 1.0)
+    for row in rows:
+        seeds = doc["runs"][row["setting"]]["seeds"]
+        curves = [_finite(seeds[str(s)][curve_key]) for s in doc["budget"]["seeds"]]
+        curve = scale * np.mean(curves, axis=0)
+        line, = ax.plot(np.arange(1, len(curve) + 1), curve, label=row["method"])
+        if row["paper_value"] is not None:
+            ax.plot([len(curve)], [row["paper_value"]], marker="*", markersize=10, color=line.get_color())
+    ax.set_xlabel("round")
+
+
+def _means(ax: Any, rows: list[dict[str, Any]]) -> None:
+    for i, row in enumerate(rows):
+        low, high = row["interval"] or (row["mean"], row["mean"])
+        bar = ax.errorbar([i], [row["mean"]], yerr=[[row["mean"] - low], [high - row["mean"]]], marker="o",
+                          capsize=4, label=row["method"])
+        if row["paper_value"] is not None:
+            ax.plot([i], [row["paper_value"]], marker="*", markersize=11, color=bar.lines[0].get_color())
+    ax.set_xticks(range(len(rows)), [r["method"] for r in rows], rotation=20, ha="right", fontsize=7)
+
+
+def _caption(table: dict[str, Any]) -> str:
+    if any(r["x"] is not None for r in table["rows"]):
+        return f"Ours against {table['x_label'] or 'x'}: the mean over seeds and its 95% band; the paper's numbers (stars)."
+    if table["kind"] == "train":
+        return f"Our mean {table['metric'].replace('_', ' ')} per round (lines); the paper's final number (stars)."
+    return "Our means over seeds with their 95% intervals; the paper's numbers (stars)."
+
+
+def _tables_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {t["id"]: t for t in doc["tables"]}
+
+
 def _markdown(doc: dict[str, Any], figures: list[str]) -> str:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|")
+
     lines = [f"# Reproduction: {doc['paper']['id']}", ""]
     lines += [*(f"- {text}" for text in _intro(doc)), ""]
     for table, figure in zip(doc["tables"], figures, strict=True):
-        lines += [f"## {table['id']}: {table['caption']}", "", f"Metric: {table['metric']}.", "",
+        lines += [f"## {table['id']}: {table['caption']}", "", f"Metric: {table['metric_description']}.", "",
                   "| method | column | paper (line) | ours [95%] | ours - paper | verdict | why |",
                   "|---|---|---|---|---|---|---|"]
         for row in table["rows"]:
-            why = "; ".join(row["why"]).replace("|", "\\|")
-            lines.append(f"| {row['method']} | {row['column']} | {row['paper']} (l. {row['line']}) | {_ours(row)} | "
-                         f"{row['difference']:+.2f} | {row['verdict']} | {why} |")
+            lines.append(f"| {cell(row['method'])} | {cell(_column(table, row))} | {cell(row['paper'] or '(plot)')} "
+                         f"(l. {row['line']}) | {ours_text(row)} | {_difference(row)} | {row['verdict']} | "
+                         f"{cell('; '.join(row['why']))} |")
         lines += ["", f"![{table['id']}]({figure})", ""]
     if doc["orderings"]:
+        tables = _tables_of(doc)
         lines += ["## Orderings the paper claims", "",
-                  "| claim | column | above | below | difference [95%] | verdict |", "|---|---|---|---|---|---|"]
+                  "| claim | column | above | below | above - below [95%] | verdict | claimed gap |",
+                  "|---|---|---|---|---|---|---|"]
         for o in doc["orderings"]:
             for p in o["pairs"]:
-                lines.append(f"| {o['id']} | {p['column']} | {p['above']} | {p['below']} | {_interval(p)} | "
-                             f"{p['verdict']} |")
-        lines += ["", *(f"- {o['id']}: \"{o['quote']}\"" for o in doc["orderings"]), ""]
+                lines.append(f"| {cell(o['id'])} | {cell(_column(tables[o['table']], p))} | {cell(p['above'])} | "
+                             f"{cell(p['below'])} | {_interval(p)} | {p['verdict']} | {_gap(p)} |")
+        lines += ["", *(f"- {o['id']} ({o['table']}, {o['metric']}): \"{o['quote']}\"" for o in doc["orderings"]), ""]
     return "\n".join(lines)
 
 
@@ -113,28 +200,30 @@ def _html(doc: dict[str, Any], figures: list[str]) -> str:
         "<ul>", *(f"<li>{e(t)}</li>" for t in _intro(doc)), "</ul>",
     ]
     for table, figure in zip(doc["tables"], figures, strict=True):
-        parts += [f"<h2>{e(table['id'])}: {e(table['caption'])}</h2><p>Metric: {e(table['metric'])}.</p>",
+        parts += [f"<h2>{e(table['id'])}: {e(table['caption'])}</h2><p>Metric: {e(table['metric_description'])}.</p>",
                   "<table><tr><th>method</th><th>column</th><th>paper (line)</th><th>ours [95%]</th>"
                   "<th>ours - paper</th><th>verdict</th><th>why</th></tr>"]
         for row in table["rows"]:
             why = "<br>".join(e(w) for w in row["why"])
-            parts.append(f"<tr><td>{e(row['method'])}</td><td>{e(row['column'])}</td>"
-                         f"<td class='num'>{e(row['paper'])} (l. {row['line']})</td><td class='num'>{e(_ours(row))}</td>"
-                         f"<td class='num'>{row['difference']:+.2f}</td><td>{_badge(row['verdict'])}</td>"
-                         f"<td class='why'>{why}</td></tr>")
+            parts.append(f"<tr><td>{e(row['method'])}</td><td>{e(_column(table, row))}</td>"
+                         f"<td class='num'>{e(row['paper'] or '(plot)')} (l. {row['line']})</td>"
+                         f"<td class='num'>{e(ours_text(row))}</td><td class='num'>{e(_difference(row))}</td>"
+                         f"<td>{_badge(row['verdict'])}</td><td class='why'>{why}</td></tr>")
         parts += ["</table>", f"<img src='{e(figure)}' alt='{e(table['id'])}'>",
-                  "<p class='why'>Our mean test accuracy per round (lines); the paper's final number (stars).</p>"]
+                  f"<p class='why'>{e(_caption(table))}</p>"]
     if doc["orderings"]:
+        tables = _tables_of(doc)
         parts += ["<h2>Orderings the paper claims</h2>",
-                  "<table><tr><th>claim</th><th>column</th><th>above</th><th>below</th><th>difference [95%]</th>"
-                  "<th>verdict</th></tr>"]
+                  "<table><tr><th>claim</th><th>column</th><th>above</th><th>below</th><th>above - below [95%]</th>"
+                  "<th>verdict</th><th>claimed gap</th></tr>"]
         for o in doc["orderings"]:
             for p in o["pairs"]:
-                parts.append(f"<tr><td>{e(o['id'])}</td><td>{e(p['column'])}</td><td>{e(p['above'])}</td>"
-                             f"<td>{e(p['below'])}</td><td class='num'>{e(_interval(p))}</td>"
-                             f"<td>{_badge(p['verdict'])}</td></tr>")
+                parts.append(f"<tr><td>{e(o['id'])}</td><td>{e(_column(tables[o['table']], p))}</td>"
+                             f"<td>{e(p['above'])}</td><td>{e(p['below'])}</td><td class='num'>{e(_interval(p))}</td>"
+                             f"<td>{_badge(p['verdict'])}</td><td>{e(_gap(p))}</td></tr>")
         parts.append("</table>")
-        parts += [f"<p class='why'>{e(o['id'])}: &ldquo;{e(o['quote'])}&rdquo;</p>" for o in doc["orderings"]]
+        parts += [f"<p class='why'>{e(o['id'])} ({e(o['table'])}, {e(o['metric'])}): &ldquo;{e(o['quote'])}&rdquo;</p>"
+                  for o in doc["orderings"]]
     parts.append("</body></html>")
     return "\n".join(parts)
 

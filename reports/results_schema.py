@@ -23,8 +23,10 @@ Each setting (one mechanism setting, a grid point of a sweep):
   ``CAPABILITIES`` -> "declared" by the mechanism, or the "generic default" stood in; "unknown" in a version 2
   file upgraded here);
 - ``training`` (null when nothing was trained): ``protocol`` ("uplink", "consensus", "device-groups"; "unknown"
-  when upgraded), ``rounds`` (per round: lr, losses, test_accuracy in [0, 1], bits_per_coordinate), ``final``
-  (accuracy, loss, bits, ``compression_vs_float32`` or null, uplink bits, optionally ``uploads_per_round`` for
+  when upgraded), ``rounds`` (per round: lr, losses, test_accuracy in [0, 1], bits_per_coordinate, optionally
+  ``snr_db``: JoPEQ's uplink SNR 10 log10(mean_k Var(h_k) / Var(h_k - h~_k)), null where the protocol has no
+  decoded update per client, Infinity for a lossless one), ``final`` (accuracy, loss, bits, optionally ``snr_db``,
+  the mean of the rounds' snr_db, ``compression_vs_float32`` or null, uplink bits, optionally ``uploads_per_round`` for
   protocols with several uploads per round, e.g. MSP-FL's K_t + 1) and ``checkpoints``;
 - ``accounting`` (null when not run): the claim composed over ``rounds`` at ``composition_delta`` with the
   ``backend`` asked for (``composed``: epsilon, delta, rounds, the backend used and the event; or null with a
@@ -104,8 +106,8 @@ _GUARANTEE = {
 _TRAINING = {
     "protocol": str,
     "rounds": [{"round": int, "lr": _NUMBER, "train_loss": _NUMBER, "test_loss": _NUMBER,
-                "test_accuracy": _NUMBER, "bits_per_coordinate": _NUMBER}],
-    "final": {"round": int, "test_accuracy": _NUMBER, "best_test_accuracy": _NUMBER, "test_loss": _NUMBER,
+                "test_accuracy": _NUMBER, "bits_per_coordinate": _NUMBER, "snr_db": _Optional(_Nullable(_NUMBER))}],
+    "final": {"snr_db": _Optional(_Nullable(_NUMBER)), "round": int, "test_accuracy": _NUMBER, "best_test_accuracy": _NUMBER, "test_loss": _NUMBER,
               "bits_per_coordinate": _NUMBER, "float32_bits_per_coordinate": _NUMBER,
               "compression_vs_float32": _Nullable(_NUMBER), "uplink_bits_total": int,
               "uploads_per_round": _Optional(_NUMBER)},

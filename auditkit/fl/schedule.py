@@ -1,4 +1,5 @@
-"""Learning-rate schedule of the seed papers: halve the rate when validation stops improving."""
+"""Learning-rate schedules of the seed papers: halve the rate when validation stops improving (CEPAM), or
+decay it as lr / t (MSP-FL)."""
 from __future__ import annotations
 
 import math
@@ -28,3 +29,30 @@ class PlateauSchedule:
             self.lr *= self.factor
             self.stale = 0
         return self.lr
+
+
+class InverseSchedule:
+    """lr / t in round t = 1, 2, ... (MSP-FL, paper 004: eta_t = 1/(5(t+1)) with t from 0, i.e. lr = 0.2).
+    ``step`` ignores the validation loss."""
+
+    def __init__(self, lr: float) -> None:
+        self.base = lr
+        self.round = 1
+        self.lr = lr
+
+    def step(self, validation_loss: float) -> float:
+        """Advance one round; return the learning rate for the next round."""
+        del validation_loss
+        self.round += 1
+        self.lr = self.base / self.round
+        return self.lr
+
+
+LR_SCHEDULES = ("plateau", "inverse")
+
+
+def make_schedule(name: str, lr: float, *, patience: int, factor: float) -> PlateauSchedule | InverseSchedule:
+    """The schedule ``name`` (one of :data:`LR_SCHEDULES`) starting at ``lr``."""
+    if name == "inverse":
+        return InverseSchedule(lr)
+    return PlateauSchedule(lr, patience=patience, factor=factor)

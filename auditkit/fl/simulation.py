@@ -28,7 +28,7 @@ from auditkit.fl.aggregation import RoundProtocol
 from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
 from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.fl.sampling import draw_batches, select_clients
-from auditkit.fl.schedule import PlateauSchedule
+from auditkit.fl.schedule import make_schedule
 from auditkit.fl.snr import snr
 from mechanisms.randomness import derive_seed
 
@@ -135,7 +135,8 @@ class FederatedSimulation:
         self.momentum = torch.zeros(training.clients, self.layout.size, device=self.device)
         sizes = torch.tensor([len(ix) for ix in data.client_indices], dtype=torch.float64)
         self.client_weights = sizes if training.client_weights == "data" else torch.ones_like(sizes)
-        self.schedule = PlateauSchedule(training.lr, patience=training.lr_patience, factor=training.lr_factor)
+        self.schedule = make_schedule(training.lr_schedule, training.lr, patience=training.lr_patience,
+                                      factor=training.lr_factor)
 
     def run(self, on_round: Callable[[RoundRecord], None] | None = None) -> SimulationResult:
         """Train for `training.rounds` rounds; `on_round` is called after each (progress, tables)."""

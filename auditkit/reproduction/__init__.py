@@ -26,7 +26,7 @@ from auditkit.reproduction.runner import (
 __all__ = ["BUDGETS", "SCHEMA", "SCHEMA_VERSION", "check_reproduction_inputs", "load_paper", "paper_ids",
            "reproduce", "reproduction_document", "write_reproduction"]
 
-SCHEMA, SCHEMA_VERSION = "auditkit.reproduction", 1
+SCHEMA, SCHEMA_VERSION = "auditkit.reproduction", 2
 
 
 def check_reproduction_inputs(paper_id: str, budget: str, seeds: int | None, data_dir: str | None) -> Plan:
@@ -56,10 +56,13 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
     paper = plan.paper
     tables = []
     for table in paper.tables:
-        tables.append({"id": table.id, "caption": table.caption, "metric": METRICS[table.metric],
+        tables.append({"id": table.id, "caption": table.caption, "metric": table.metric,
+                       "metric_description": METRICS[table.metric].description, "kind": table.kind,
+                       "rounds": table.rounds, "x_label": table.x_label,
                        "rows": [row_entry(plan, table.id, i, runs) for i in range(len(table.rows))]})
     orderings = [{"id": o.id, "quote": o.quote, "table": o.table,
-                  "pairs": ordering_entry(plan, o, runs)} for o in paper.orderings]
+                  "metric": paper.table(o.table).metric, "pairs": ordering_entry(plan, o, runs)}
+                 for o in paper.orderings]
     return {
         "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "auditkit": __version__,
         "paper": {"id": paper.id, "title": paper.title, "sources": list(paper.sources), "data": paper.data,
@@ -69,7 +72,7 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
                    "paper_rounds": paper.budgets["paper"]["rounds"], "paper_seeds": paper.budgets["paper"]["seeds"]},
         "dataset": plan.dataset, "seconds": seconds, "not_comparable": run_reasons(plan),
         "tables": tables, "orderings": orderings,
-        "runs": {key: {"config": plan.settings[key],
+        "runs": {key: {"kind": plan.settings[key]["kind"], "config": plan.settings[key]["config"],
                        "seeds": {str(s): r for s, r in by_seed.items()}} for key, by_seed in runs.items()},
     }
 

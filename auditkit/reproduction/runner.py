@@ -1,15 +1,19 @@
 """Run a paper's settings over seeds and compare each row, and each claimed ordering, with the paper.
 
-Each distinct setting (``base`` overlaid with a row's ``config``) trains once per seed with the budget's rounds;
-a row's number is the mean of the metric over seeds with the two-sided 95% Student-t interval
-mean +- t_{0.975, s-1} sd / sqrt(s) (s seeds). Row verdicts:
+Each distinct setting (the table's or the paper's ``base`` overlaid with a row's ``config``) runs once per seed;
+what it runs is its table's metric's kind: FL training with the budget's rounds (test accuracy, SNR), an attack
+on single-image gradients through the mechanism (``auditkit.inversion_audit.run_inversion``: SSIM, MSE), or the
+mechanism alone on synthetic inputs (distortion), or training up to a round and attacking the server's view of
+that round as ``auditkit audit`` does (``round_mse``). A row's number is the mean of the metric over seeds with the
+two-sided 95% Student-t interval mean +- t_{0.975, s-1} sd / sqrt(s) (s seeds). Row verdicts:
 
-* "reproduced": the paper's number, widened by the +- it states, meets our interval;
+* "reproduced": the paper's number, widened by the +- it states or the row's tolerance (what "approximately"
+  or the printed precision allows), meets our interval;
 * "not reproduced": it does not;
-* "not comparable": our run cannot be held to the paper's number: for the whole run (:func:`run_reasons`:
-  another dataset, the embedded ``mnist-5k`` instead of the paper's MNIST; fewer rounds than the paper's,
-  ``--budget quick``; one seed, no interval), or for the row (a reason the paper file records: a setting the
-  paper leaves unstated).
+* "not comparable": our run cannot be held to the paper's number: for every training row of the run
+  (:func:`run_reasons`: another dataset, the embedded ``mnist-5k`` instead of the paper's MNIST; fewer rounds
+  than the paper's, ``--budget quick``), for every row (one seed, no interval), or for the row (a reason the
+  paper file records: a setting the paper leaves unstated; a figure that prints no number).
 
 Orderings ("A above B") are checked on our runs, seed by seed (the same seed gives both settings the same data,
 partition and initial model): the paired differences' 95% interval is above 0 ("holds"), below 0
@@ -29,10 +33,10 @@ from scipy import stats
 from auditkit.config import AuditConfig, from_dict, merge
 from auditkit.data import dataset_available
 from auditkit.pipeline import Experiment
-from auditkit.reproduction.paper import Ordering, Paper, Row
+from auditkit.reproduction.paper import ATTACK, ROUND_ATTACK, TRAIN, Ordering, Paper, Table
 
 __all__ = ["HOLDS", "NOT_COMPARABLE", "NOT_REPRODUCED", "REPRODUCED", "REVERSED", "UNRESOLVED", "Plan", "interval",
-           "ordering_entry", "plan_reproduction", "row_entry", "run_plan", "run_reasons"]
+           "ordering_entry", "plan_reproduction", "row_entry", "run_plan", "run_reasons", "run_setting"]
 
 REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "not comparable"
 HOLDS, REVERSED, UNRESOLVED = "holds", "reversed", "unresolved"
@@ -40,7 +44,7 @@ HOLDS, REVERSED, UNRESOLVED = "holds", "reversed", "unresolved"
 
 @dataclass(frozen=True)
 class Plan:
-    """What a reproduction runs: the distinct settings (key -> raw config) and the seeds, rounds, data."""
+    """What a reproduction runs: the distinct settings (key -> {"kind", "config"}) and the seeds, rounds, data."""
 
     paper: Paper
     budget: str
@@ -60,10 +64,24 @@ class Plan:
         return data.get("dataset", "mnist-5k")
 
 
-def _key(raw: dict[str, Any]) -> str:
+def _key(setting: dict[str, Any]) -> str:
     import json
 
-    return json.dumps(raw, sort_keys=True)
+    return json.dumps(setting, sort_keys=True)
+
+
+def _setting(paper: Paper, table: Table, config: dict[str, Any], rounds: int,
+             data_dir: str | None) -> dict[str, Any]:
+    """A row's setting: its kind and raw config (training: the rounds and data folder set)."""
+    raw = merge(table.base if table.base is not None else paper.base, config)
+    if table.kind == ROUND_ATTACK:  # the attacked round is the last: nothing after it is needed
+        rounds = table.rounds or 1
+        raw = merge(raw, {"training": {"rounds": rounds, "checkpoints": [rounds]}, "data": {"data_dir": data_dir},
+                          "inversion": {"round": rounds}})
+    elif table.kind == TRAIN:
+        rounds = table.rounds or rounds
+        raw = merge(raw, {"training": {"rounds": rounds, "checkpoints": [rounds]}, "data": {"data_dir": data_dir}})
+    return {"kind": table.kind, "config": raw}
 
 
 def plan_reproduction(paper: Paper, *, budget: str = "quick", seeds: int | None = None,
@@ -76,36 +94,126 @@ def plan_reproduction(paper: Paper, *, budget: str = "quick", seeds: int | None 
     row_setting: dict[tuple[str, int], str] = {}
     for table in paper.tables:
         for i, row in enumerate(table.rows):
-            raw = merge(paper.base, row.config)
-            raw = merge(raw, {"training": {"rounds": rounds, "checkpoints": [rounds]},
-                              "data": {"data_dir": data_dir}})
-            key = _key(raw)
-            settings.setdefault(key, raw)
+            setting = _setting(paper, table, row.config, rounds, data_dir)
+            key = _key(setting)
+            settings.setdefault(key, setting)
             row_setting[(table.id, i)] = key
     return Plan(paper, budget, tuple(range(count)), rounds, data_dir, settings, row_setting)
 
 
-def configs(plan: Plan) -> list[tuple[str, int, AuditConfig]]:
-    """Every (setting key, seed, validated config) the plan trains; validating all first refuses bad input
-    before any training starts."""
-    out = []
-    for key, raw in plan.settings.items():
-        for seed in plan.seeds:
-            out.append((key, seed, from_dict(merge(raw, {"seed": seed}))))
-    return out
+def _checked(setting: dict[str, Any], seed: int) -> Any:
+    """The setting made ready to run at ``seed``: a validated AuditConfig (training), or the raw config with its
+    mechanism built once to validate its parameters (attack, distortion); ValueError naming what is wrong."""
+    import mechanisms
+
+    raw = setting["config"]
+    if setting["kind"] in (TRAIN, ROUND_ATTACK):
+        return from_dict(merge(raw, {"seed": seed}))
+    params = dict(raw["mechanism"])
+    mechanisms.create(params.pop("name"), **params)
+    if setting["kind"] == ATTACK:
+        import attacks
+        from auditkit.models import MODEL_NAMES
+
+        attack = raw["attack"]
+        if attack["name"] not in attacks.INVERSION_ATTACKS or attack["model"] not in MODEL_NAMES:
+            raise ValueError(f"attack {attack['name']!r} on model {attack['model']!r} is not available")
+    return raw
+
+
+def configs(plan: Plan) -> list[tuple[str, int, Any]]:
+    """Every (setting key, seed, ready setting) the plan runs; validating all first refuses bad input before any
+    run starts."""
+    return [(key, seed, _checked(setting, seed)) for key, setting in plan.settings.items() for seed in plan.seeds]
+
+
+def _train(config: AuditConfig) -> dict[str, Any]:
+    from auditkit.results import round_snr_db
+
+    result = Experiment(config).train().result
+    snrs = [round_snr_db(r) for r in result.rounds]
+    measured = [v for v in snrs if v is not None]
+    return {"test_accuracy": result.rounds[-1].test_accuracy,
+            "snr_db": float(np.mean(measured)) if measured else None,
+            "curve": [r.test_accuracy for r in result.rounds], "snr_curve": snrs}
+
+
+def _attack(raw: dict[str, Any], seed: int) -> dict[str, Any]:
+    """``raw["attack"]``: name, model, images, source, iterations, label_given; ``raw["mechanism"]``: the
+    mechanism the single-image clients' gradients go through."""
+    from attacks.gradient_inversion import iteration_settings
+    from auditkit.inversion_audit import run_inversion
+
+    attack, params = raw["attack"], dict(raw["mechanism"])
+    run = run_inversion(attack["name"], mechanism=params.pop("name"), params=params, model=attack["model"],
+                        images=attack["images"], source=attack["source"], seed=seed,
+                        label_given=attack.get("label_given", False),
+                        settings=iteration_settings(attack["name"], attack["iterations"]), clean=False)
+    scores = run["defended"]["scores"]
+    return {"ssim": scores["ssim_mean"], "mse": scores["mse_mean"], "psnr": scores["psnr_mean"],
+            "bits_per_coordinate": run["bits_per_coordinate"]}
+
+
+def _round_attack(config: AuditConfig) -> dict[str, Any]:
+    """Train up to the config's inversion round and attack the server's view of it as ``auditkit audit`` does
+    (``[inversion]``: attack, clients, iterations; MSP-FL's view is its transcript's least-squares estimate)."""
+    from attacks.gradient_inversion import iteration_settings
+    from auditkit.inversion_audit import RecordedView, attack_recorded_view
+    from auditkit.models import create_model
+
+    experiment = Experiment(config)
+    run = experiment.train()
+    observed = [o for o in run.result.observations if o.round == config.checkpoint_round]
+    inv = config.inversion
+    view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(), inv.clients,
+                                         run.mechanism.round_protocol)
+    model = create_model(config.training.model, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
+    settings = {**iteration_settings(inv.attack, inv.iterations), "restarts": inv.restarts, "seed": config.seed}
+    done = attack_recorded_view(view, model, attack=inv.attack, unroll=inv.unroll, settings=settings)
+    scores = done["defended"]["scores"]
+    return {"round_mse": scores["mse_mean"], "ssim": scores["ssim_mean"],
+            "clean_mse": done["clean"]["scores"]["mse_mean"], "test_accuracy": run.result.rounds[-1].test_accuracy}
+
+
+def _distortion(raw: dict[str, Any], seed: int) -> dict[str, Any]:
+    """E (Q(a) - a)^2 per coordinate for ``coordinates`` inputs a ~ U[low, high] (``raw["distortion"]``) through
+    the real mechanism (decode of encode), as log10."""
+    import torch
+
+    import mechanisms
+    from mechanisms.randomness import derive_seed
+
+    spec, params = raw["distortion"], dict(raw["mechanism"])
+    mechanism = mechanisms.create(params.pop("name"), private_seed=derive_seed(seed, "distortion-private"),
+                                  **params)
+    generator = torch.Generator().manual_seed(derive_seed(seed, "distortion-inputs"))
+    a = spec["low"] + (spec["high"] - spec["low"]) * torch.rand(spec["coordinates"], generator=generator,
+                                                                 dtype=torch.float64)
+    shared = derive_seed(seed, "distortion-shared")
+    y = mechanism.decode(mechanism.encode(a, shared), shared)
+    error = float(torch.mean((y.double() - a) ** 2))
+    return {"distortion": math.log10(error), "mean_squared_error": error}
+
+
+def run_setting(setting: dict[str, Any], seed: int, ready: Any) -> dict[str, Any]:
+    """Run one setting at one seed: its metrics and the seconds it took."""
+    start = time.perf_counter()
+    if setting["kind"] == TRAIN:
+        entry = _train(ready)
+    elif setting["kind"] == ROUND_ATTACK:
+        entry = _round_attack(ready)
+    elif setting["kind"] == ATTACK:
+        entry = _attack(ready, seed)
+    else:
+        entry = _distortion(ready, seed)
+    return {**entry, "seconds": time.perf_counter() - start}
 
 
 def run_plan(plan: Plan, on_run: Callable[[str, int, dict[str, Any]], None] | None = None) -> dict[str, dict[int, Any]]:
-    """Train every setting at every seed: {setting key: {seed: {"test_accuracy", "rounds", "seconds"}}}."""
+    """Run every setting at every seed: {setting key: {seed: metrics}}."""
     runs: dict[str, dict[int, Any]] = {}
-    for key, seed, config in configs(plan):
-        start = time.perf_counter()
-        result = Experiment(config).train().result
-        entry = {
-            "test_accuracy": result.rounds[-1].test_accuracy,
-            "curve": [r.test_accuracy for r in result.rounds],
-            "seconds": time.perf_counter() - start,
-        }
+    for key, seed, ready in configs(plan):
+        entry = run_setting(plan.settings[key], seed, ready)
         runs.setdefault(key, {})[seed] = entry
         if on_run is not None:
             on_run(key, seed, entry)
@@ -113,17 +221,20 @@ def run_plan(plan: Plan, on_run: Callable[[str, int, dict[str, Any]], None] | No
 
 
 def interval(values: list[float], confidence: float = 0.95) -> tuple[float, float, float] | None:
-    """(mean, low, high): the Student-t interval of the mean; None for fewer than 2 values."""
+    """(mean, low, high): the Student-t interval of the mean; None for fewer than 2 values. Equal infinite
+    values (a lossless uplink's SNR) give (inf, inf, inf)."""
     if len(values) < 2:
         return None
+    if not all(math.isfinite(v) for v in values):
+        return (values[0],) * 3 if len(set(values)) == 1 else None
     mean, sd = float(np.mean(values)), float(np.std(values, ddof=1))
     half = float(stats.t.ppf(0.5 + confidence / 2, len(values) - 1)) * sd / math.sqrt(len(values))
     return mean, mean - half, mean + half
 
 
 def run_reasons(plan: Plan) -> list[str]:
-    """Why no row of this run can be held to the paper's numbers (empty when the run matches the paper's):
-    another dataset, fewer rounds, one seed."""
+    """Why no training row of this run can be held to the paper's numbers (empty when the run matches the
+    paper's): another dataset, fewer rounds."""
     reasons = []
     if plan.dataset != plan.paper.data:
         reasons.append(f"our data: {plan.dataset} (the embedded real MNIST subset, 3,500 training digits), the "
@@ -131,52 +242,72 @@ def run_reasons(plan: Plan) -> list[str]:
     paper_rounds = plan.paper.budgets["paper"]["rounds"]
     if plan.rounds < paper_rounds:
         reasons.append(f"{plan.rounds} rounds (--budget {plan.budget}), the paper's {paper_rounds}")
-    if len(plan.seeds) < 2:
-        reasons.append("one seed: no interval")
     return reasons
 
 
+def _metric(entry: dict[str, Any], metric: str) -> float:
+    value = entry[metric]
+    return float("nan") if value is None else 100 * value if metric == "test_accuracy" else value
+
+
 def row_entry(plan: Plan, table_id: str, index: int, runs: dict[str, dict[int, Any]]) -> dict[str, Any]:
-    """One row of the reproduction: the paper's number, ours with its interval, the verdict and why."""
-    row = plan.paper.table(table_id).rows[index]
-    value, plus_minus = row.reported
-    per_seed = [100 * runs[plan.row_setting[(table_id, index)]][s]["test_accuracy"] for s in plan.seeds]
+    """One row of the reproduction: the paper's number (in our unit), ours with its interval, the verdict, why."""
+    table = plan.paper.table(table_id)
+    row = table.rows[index]
+    key = plan.row_setting[(table_id, index)]
+    per_seed = [_metric(runs[key][s], table.metric) for s in plan.seeds]
     ours = interval(per_seed)
-    reasons = [row.why] if not row.comparable else []
-    if reasons or run_reasons(plan):
+    mean = float(np.mean(per_seed)) if ours is None else ours[0]
+    reported = row.reported
+    reasons = [] if row.comparable else [row.why]
+    if reported is None:
+        reasons.append("plot only: the paper prints no number for this point")
+    elif len(plan.seeds) < 2:
+        reasons.append("one seed: no interval")
+    value = plus_minus = None
+    if reported is not None:
+        value, plus_minus = reported[0] * table.scale, max(reported[1], row.tolerance or 0.0) * table.scale
+    if reasons or (table.kind == TRAIN and run_reasons(plan)) or ours is None:
         verdict = NOT_COMPARABLE
     else:
-        assert ours is not None  # two seeds at least, or "one seed" above
         meets = ours[1] <= value + plus_minus and value - plus_minus <= ours[2]
         verdict = REPRODUCED if meets else NOT_REPRODUCED
+    difference = None if value is None or not math.isfinite(mean - value) else mean - value
     return {
-        "table": table_id, "method": row.method, "column": row.column, "paper": row.paper, "line": row.line,
-        "paper_value": value, "paper_plus_minus": plus_minus, "per_seed": per_seed,
-        "mean": float(np.mean(per_seed)), "interval": None if ours is None else [ours[1], ours[2]],
-        "difference": float(np.mean(per_seed)) - value, "verdict": verdict, "why": reasons,  # the row's own
-        "setting": plan.row_setting[(table_id, index)],
+        "table": table_id, "method": row.method, "column": row.column, "x": row.x, "paper": row.paper,
+        "line": row.line, "paper_value": value, "paper_plus_minus": plus_minus, "per_seed": per_seed,
+        "mean": mean, "interval": None if ours is None else [ours[1], ours[2]], "difference": difference,
+        "verdict": verdict, "why": reasons, "setting": key,  # why: the row's own reasons
     }
 
 
 def ordering_entry(plan: Plan, ordering: Ordering, runs: dict[str, dict[int, Any]]) -> list[dict[str, Any]]:
-    """Each (above, below) pair of the ordering within each column, checked on paired seeds."""
+    """Each (above, below) pair of the ordering within each column and x, checked on paired seeds; with ``by``,
+    the claimed gap against the differences' interval ("reproduced" when it meets it, widened by the
+    tolerance)."""
     table = plan.paper.table(ordering.table)
-    by_label = {(r.method, r.column): i for i, r in enumerate(table.rows)}
+    by_label = {(r.method, r.column, r.x): i for i, r in enumerate(table.rows)}
     out = []
-    for column in dict.fromkeys(r.column for r in table.rows):
+    for column, x in dict.fromkeys((r.column, r.x) for r in table.rows):
         for a in ordering.above:
             for b in ordering.below:
-                if (a, column) not in by_label or (b, column) not in by_label:
+                if (a, column, x) not in by_label or (b, column, x) not in by_label:
                     continue
-                ra = runs[plan.row_setting[(table.id, by_label[(a, column)])]]
-                rb = runs[plan.row_setting[(table.id, by_label[(b, column)])]]
-                diffs = [100 * (ra[s]["test_accuracy"] - rb[s]["test_accuracy"]) for s in plan.seeds]
+                ra = runs[plan.row_setting[(table.id, by_label[(a, column, x)])]]
+                rb = runs[plan.row_setting[(table.id, by_label[(b, column, x)])]]
+                diffs = [_metric(ra[s], table.metric) - _metric(rb[s], table.metric) for s in plan.seeds]
                 found = interval(diffs)
                 if found is None:
                     verdict = UNRESOLVED
                 else:
                     verdict = HOLDS if found[1] > 0 else REVERSED if found[2] < 0 else UNRESOLVED
-                out.append({"ordering": ordering.id, "column": column, "above": a, "below": b,
-                            "difference": float(np.mean(diffs)),
-                            "interval": None if found is None else [found[1], found[2]], "verdict": verdict})
+                pair = {"ordering": ordering.id, "column": column, "x": x, "above": a, "below": b,
+                        "difference": float(np.mean(diffs)),
+                        "interval": None if found is None else [found[1], found[2]], "verdict": verdict}
+                if ordering.by is not None:
+                    meets = found is not None and found[1] <= ordering.by + ordering.tolerance \
+                        and ordering.by - ordering.tolerance <= found[2]
+                    pair["gap"] = {"claimed": ordering.by, "tolerance": ordering.tolerance,
+                                   "verdict": REPRODUCED if meets else NOT_REPRODUCED}
+                out.append(pair)
     return out

@@ -258,11 +258,12 @@ def test_distinguish_prints_bounds_claim_and_verdict(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["nope"], "PAPER must be one of cepam; got 'nope'"),
+    (["nope"], "PAPER must be one of cepam, dpsq, jopeq, msp; got 'nope'"),
     (["cepam", "--budget", "slow"], "--budget must be one of quick, paper; got 'slow'"),
     (["cepam", "--data-dir", "{tmp}"], "does not hold mnist in torchvision's layout"),
     (["cepam", "--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
-    ([], "PAPER is required: one of cepam"),
+    (["jopeq", "--data-dir", "{tmp}"], "does not hold mnist in torchvision's layout"),
+    ([], "PAPER is required: one of cepam, dpsq, jopeq, msp"),
 ])
 def test_reproduce_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message):
     out = tmp_path / "out"
@@ -276,4 +277,6 @@ def test_reproduce_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, arg
 def test_reproduce_list_shows_each_table():
     result = auditkit("reproduce", "--list", columns=200)
     assert result.returncode == 0, result.stderr
-    assert all(table in result.stdout for table in ("003 Table I", "000 Table I", "000 Table II"))
+    tables = ("003 Table I", "000 Table I", "000 Table II", "003 Fig. 2", "002 Table I", "002 Fig. 2", "002 Fig. 4",
+              "001 Fig. 2a", "001 Fig. 4a", "004 Fig. 2")
+    assert all(table in result.stdout for table in tables)

@@ -80,6 +80,35 @@ def test_laplace_error_is_laplace_conv_uniform_with_the_target_variance():
     assert err.var() == pytest.approx(2 * b**2 / enc.zeta**2, rel=0.02)
 
 
+@pytest.mark.parametrize(("eps", "bits"), [(4.0, 1), (3.0, 8), (0.5, 2)])
+def test_laplace_support_rules(eps, bits):
+    # paper (Sec. IV-A): gamma = 2R + 1/eps; code: 1.5 sqrt(1 + 2 (2/eps)^2); an explicit support wins over both
+    paper = mechanisms.create("jopeq-laplace", eps=eps, bits=bits, support_rule="paper")
+    code = mechanisms.create("jopeq-laplace", eps=eps, bits=bits)
+    assert paper.step == pytest.approx(2 * (2 * bits + 1 / eps) / 2**bits, rel=1e-12)
+    assert code.step == pytest.approx(2 * 1.5 * math.sqrt(1 + 2 * (2 / eps) ** 2) / 2**bits, rel=1e-12)
+    given = mechanisms.create("jopeq-laplace", eps=eps, bits=bits, support=0.5, support_rule="paper")
+    assert given.step == pytest.approx(1.0 / 2**bits)
+
+
+def test_laplace_separate_form_adds_the_full_laplace_noise_and_the_dither():
+    # FL+Lap+SDQ: error Laplace(b) + Unif(+-Delta/2): variance 2 b^2 + Delta^2/12, epsilon <= 2/b = eps
+    m = mechanisms.create("jopeq-laplace", private_seed=5, eps=4.0, bits=4, support=8.0, form="separate")
+    e, _ = _scaled_error(m, _inputs(N)["gaussian"], seed=6)
+    b, step = 0.5, 1.0
+    assert m.ppn_scale == b
+    assert e.var() == pytest.approx(2 * b**2 + step**2 / 12, rel=0.02)
+    assert stats.kstest(e, lambda z: _laplace_uniform_cdf(z, b, step)).pvalue > 0.01
+    assert m.true_epsilon() <= 4.0 + 1e-9 and "claim-exceeded" not in m.guarantee().flags
+    joint = mechanisms.create("jopeq-laplace", eps=4.0, bits=4, support=8.0)
+    assert joint.ppn_scale < b  # the joint form draws less privacy noise, as the moment matching says
+
+
+def test_laplace_support_rule_refuses_unknown_words():
+    with pytest.raises(ValueError, match="support_rule must be one of: code, paper"):
+        mechanisms.create("jopeq-laplace", support_rule="reference")
+
+
 def test_laplace_error_law_is_the_same_at_very_different_inputs():
     m = mechanisms.create("jopeq-laplace", private_seed=3, **LAPLACE)
     errors = {name: _scaled_error(m, x, seed=10 + i)[0] for i, (name, x) in enumerate(_inputs(N // 2).items())}

@@ -29,9 +29,10 @@ def _rounds(accuracies: list[float], bits: float) -> list[dict[str, Any]]:
              "test_accuracy": a, "bits_per_coordinate": bits} for r, a in enumerate(accuracies)]
 
 
-def _training(accuracies: list[float], bits: float, ratio: float | None, protocol: str = "uplink") -> dict[str, Any]:
+def _training(accuracies: list[float], bits: float, ratio: float | None, protocol: str = "uplink",
+              snr_db: float | None = None) -> dict[str, Any]:
     return {"protocol": protocol, "rounds": _rounds(accuracies, bits),
-            "final": {"round": len(accuracies), "test_accuracy": accuracies[-1], "best_test_accuracy": max(accuracies),
+            "final": {"snr_db": snr_db, "round": len(accuracies), "test_accuracy": accuracies[-1], "best_test_accuracy": max(accuracies),
                       "test_loss": 0.4, "bits_per_coordinate": bits, "float32_bits_per_coordinate": 32,
                       "compression_vs_float32": ratio, "uplink_bits_total": 123_456},
             "checkpoints": [1, 3]}
@@ -150,7 +151,7 @@ def _audit_settings() -> list[dict[str, Any]]:
         "s00", "float32 (none)",
         _mechanism("none", {}, _guarantee(None, 0.0, ["no-privacy"], "no privacy guarantee [no-privacy]"),
                    generic=("true_epsilon",)),
-        training=_training([0.5, 0.8, 0.9123], 32.0, 1.0),
+        training=_training([0.5, 0.8, 0.9123], 32.0, 1.0, snr_db=float("inf")),
         accounting=_accounting(),
         inversion=_inversion("s00", _scores(0.97, 0.0, math.inf), _scores(0.97, 0.0, math.inf)),
     )
@@ -159,7 +160,7 @@ def _audit_settings() -> list[dict[str, Any]]:
         _mechanism("jopeq-laplace", {"eps": 1.0, "n": 2},
                    _guarantee(1.0, 0.0, ["claim-exceeded"], "(1, 0)-DP per round [claim-exceeded]")),
         {"eps": 1.0},
-        training=_training([0.4, 0.7, 0.8123], 2.75, 11.636),
+        training=_training([0.4, 0.7, 0.8123], 2.75, 11.636, snr_db=-3.456),
         accounting=_accounting(composed=_run(3.0, 0.0, 3, "basic composition", "3 x claim"),
                                composed_actual=_run(9.5, 0.0, 3, "basic composition", "3 x realised noise")),
         inversion=_inversion("s01", _scores(0.412, 0.0123, 19.1), _scores(0.0213, 0.0456, 13.4)),

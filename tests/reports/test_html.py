@@ -62,12 +62,12 @@ def test_user_strings_are_text_only(page):
 def test_the_summary_table_carries_each_setting_with_units_and_badges(page):
     summary = page[page.index('<table id="summary">'):page.index("</table>")]
     assert re.findall(r"<th>(.*?)</th>", summary) == [name.replace("'", "&#39;") for name in SUMMARY_COLUMNS]
-    assert len(SUMMARY_COLUMNS) == 14
+    assert len(SUMMARY_COLUMNS) == 15
     rows = summary.split("<tr>")[2:]
     assert len(rows) == 3
-    assert all(row.count("<td") == 14 for row in rows)
+    assert all(row.count("<td") == 15 for row in rows)
     assert all(f"<td class=\"num\">{value}</td>" in rows[1] for value in
-               ("81.23 %", "2.75 bits/coord", "11.6x", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB"))
+               ("81.23 %", "2.75 bits/coord", "11.6x", "-3.46 dB", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB"))
     assert 'ε = 1, δ = 0 <span class="badge flag">claim-exceeded</span>' in rows[1]
     assert ("≥ 1.83 (95 % conf.)<br><span class=\"muted\">cap 4.61</span><br><span class=\"muted\">p = 0.00012"
             "</span>") in rows[1]
@@ -77,6 +77,7 @@ def test_the_summary_table_carries_each_setting_with_units_and_badges(page):
     assert "<td>M=10: 0.42 [0.38, 0.46] &gt; 0.27; M=100: 0.06 [0.02, 0.10]" in rows[1]
     assert '<td class="num">0.998 → 0.05</td>\n  <td class="num">0.412 → 0.0213</td>' in rows[1]  # probe, inversion
     assert '<span class="badge v-none">not run</span>' in rows[0]
+    assert '<td class="num">∞ (lossless)</td>' in rows[0] and '<td class="num">-</td>' in rows[2]  # SNR
     assert "<td class=\"num\">inf dB → inf dB</td>" in rows[0]
     assert ('<span class="badge v-consistent">consistent</span><br><span class="muted">decided by: identification '
             'among 10 candidates, p = 0.6; 3 tests</span>') in rows[2]

@@ -25,24 +25,24 @@ def _summary_rows(text):
 def test_summary_rows_carry_the_numbers_with_units(text):
     none, jopeq, gaussian = _summary_rows(text)
     assert none == (
-        "| float32 (none) | none (no parameters) | 91.23 % | 32 bits/coord | 1.0x | no claim (flags: no-privacy) "
+        "| float32 (none) | none (no parameters) | 91.23 % | 32 bits/coord | 1.0x | ∞ (lossless) | no claim (flags: no-privacy) "
         "| - | not run | not run | not run | not run | 0.97 → 0.97 | 0 → 0 | inf dB → inf dB |")
     cells = jopeq.split(" | ")
-    assert len(cells) == 14
-    assert cells[:9] == [
-        "| JoPEQ \\| eps=1", "jopeq-laplace (eps=1.0, n=2)", "81.23 %", "2.75 bits/coord", "11.6x",
+    assert len(cells) == 15
+    assert cells[:10] == [
+        "| JoPEQ \\| eps=1", "jopeq-laplace (eps=1.0, n=2)", "81.23 %", "2.75 bits/coord", "11.6x", "-3.46 dB",
         "ε = 1, δ = 0 (flags: claim-exceeded)",
         "ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0",
         "violated (decided by: identification among 10 candidates, p = 1e-09; 4 tests)",
         "≥ 1.83 (95 % conf.), cap 4.61, p = 0.00012"]
     # identification: M=10 exceeds the bound (violated); M=100's point estimate is above its bound, not significantly
-    assert cells[9].startswith("M=10: 0.42 \\[0.38, 0.46\\] &gt; 0.27; M=100: 0.06 \\[0.02, 0.10\\] ")
-    assert cells[9].endswith(" 0.03")
-    assert cells[10:] == ["0.998 → 0.05", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB |"]
+    assert cells[10].startswith("M=10: 0.42 \\[0.38, 0.46\\] &gt; 0.27; M=100: 0.06 \\[0.02, 0.10\\] ")
+    assert cells[10].endswith(" 0.03")
+    assert cells[11:] == ["0.998 → 0.05", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB |"]
     assert gaussian == (
         "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian "
         "| gaussian (sigma=0.8, clip=1.0 (l2), note=&lt;script&gt;alert(1)&lt;/script&gt;) | 70.00 % "
-        "| 32 bits/coord | - | ε = 2.5, δ = 1e-05 | refused: the accountant needs the sampling rate "
+        "| 32 bits/coord | - | - | ε = 2.5, δ = 1e-05 | refused: the accountant needs the sampling rate "
         "| consistent (decided by: identification among 10 candidates, p = 0.6; 3 tests) "
         "| ≥ 0.4 (95 % conf.), cap 4.61, p = 0.91 "
         "| M=10: 0.12 \\[0.08, 0.16\\] ≤ 0.35; M=100: 0.02 \\[-0.02, 0.06\\] ≤ 0.06 "
@@ -52,7 +52,7 @@ def test_summary_rows_carry_the_numbers_with_units(text):
 def test_every_table_row_has_as_many_cells_as_its_header(text):
     rows = [line for line in text.splitlines() if line.startswith("|")]
     cells = [len(re.split(r"(?<!\\)\|", row)) for row in rows]
-    assert cells[:5] == [16] * 5  # the summary: header, rule, 3 settings (14 columns, 15 pipes)
+    assert cells[:5] == [17] * 5  # the summary: header, rule, 3 settings (15 columns, 16 pipes)
     assert cells[5:8] == [8] * 3  # adaptive tests: header, rule, 1 test (6 columns)
     assert cells[8:16] == [9] * 8  # identification: header, rule, 4 tests and 2 probe matches (7 columns)
     assert len(rows) > 5

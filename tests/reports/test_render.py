@@ -185,7 +185,7 @@ def test_the_train_report(rendered_commands):
         "split over 10 clients; 1,200 training, 200 validation and 397 test examples), model cnn (6,422 parameters), "
         "3 FedAvg rounds of τ = 15 local steps")
     assert _summary_rows(r.md) == [
-        "| dpsq | dpsq (bits=4, clip=1.0 (l1), rho=0.5) | 80.10 % | 4 bits/coord | 8.0x | ε = 0.5, δ = 1e-05 "
+        "| dpsq | dpsq (bits=4, clip=1.0 (l1), rho=0.5) | 80.10 % | 4 bits/coord | 8.0x | - | ε = 0.5, δ = 1e-05 "
         "| ε = 1.2, δ = 1e-05 over 3 rounds (dp\\_accounting-pld) | not run | not run | not run | not run | not run "
         "| not run | not run |"]
     assert "- **training**: protocol device-groups, 3 rounds, checkpoints at 1, 3" in r.md
@@ -209,7 +209,7 @@ def test_the_attack_report(rendered_commands):
         "on the clean gradients and once on the server's view after the mechanism, the labels inferred by the "
         "attack; seed 4, device cpu.")
     assert _summary_rows(r.md) == [
-        "| laplace scale=0.01 | laplace (scale=0.01, clip=1.0 (l1)) | not run | not run | not run | ε = 200, δ = 0 "
+        "| laplace scale=0.01 | laplace (scale=0.01, clip=1.0 (l1)) | not run | not run | not run | not run | ε = 200, δ = 0 "
         "| not run | not run | not run | not run | not run | 0.934 → 0.183 | 0.0021 → 0.0612 | 26.8 dB → 12.1 dB |"]
     assert ("![laplace scale=0.01: idlg on the server's view of single-image gradients (rows: ground truth, clean, "
             "defended).](inversion.png)") in r.md
@@ -226,7 +226,7 @@ def test_the_defence_curve_report_draws_ssim_against_the_error(rendered_commands
     assert f"![{ERROR_STD_CAPTION}](figures/ssim_vs_error_std.png)" in r.md
     assert "<figcaption>" + ERROR_STD_CAPTION.replace("'", "&#39;") + "</figcaption>" in r.html
     assert "a defence curve: each setting is one mechanism at one parameter value" in r.md
-    assert [row.split(" | ")[11] for row in _summary_rows(r.md)] == [
+    assert [row.split(" | ")[12] for row in _summary_rows(r.md)] == [
         "0.934 → 0.91", "0.934 → 0.62", "0.934 → 0.11", "0.934 → 0.85", "0.934 → 0.2"]
     assert "- **server's view**: error std 0.0009, 32 bits/coord" in r.md
     assert "## Reconstructions" not in r.md  # no grid drawn for a curve point
@@ -240,7 +240,7 @@ def test_the_distinguish_report(rendered_commands):
         "family-wise confidence, Bonferroni): each certified lower bound on epsilon is set against the claim; seed 4, "
         "device cpu.")
     assert _summary_rows(r.md) == [
-        "| half | half (clip=1.0, eps=1.0) (plugin: entry point half = my\\_pkg.half) | not run | not run | not run "
+        "| half | half (clip=1.0, eps=1.0) (plugin: entry point half = my\\_pkg.half) | not run | not run | not run | not run "
         "| ε = 1, δ = 0 | not run | violated (decided by: distinguishing test (worst pair: 0 vs clip), p = 3.2e-07; "
         "1 test) | ≥ 1.41 (95 % conf.), cap 9.2, p = 3.2e-07 | not run | not run | not run | not run | not run |"]
     assert r.md[r.md.index("## Findings"):r.md.index("## Summary")] == (
@@ -275,7 +275,7 @@ def test_the_account_report(rendered_commands):
         "claim composed over 100 rounds at δ = 1e-05 (backend asked for: dp\\_accounting-pld); nothing was trained, "
         "attacked or tested; seed 4, device cpu.")
     assert _summary_rows(r.md) == [
-        "| cepam-gaussian | cepam-gaussian (sigma=1.2, clip=1.0 (l2)) | not run | not run | not run "
+        "| cepam-gaussian | cepam-gaussian (sigma=1.2, clip=1.0 (l2)) | not run | not run | not run | not run "
         "| ε = 0.9, δ = 1e-05 | ε = 7.3, δ = 1e-05 over 100 rounds (dp\\_accounting-pld); paper's FL claim: ε = 2.1, "
         "δ = 1e-05 | not run | not run | not run | not run | not run | not run | not run |"]
     assert ("- **paper's claim**: (eps=2.1, delta=1e-05)-DP for the whole run (003 Theorem 12) (unit: one record; "

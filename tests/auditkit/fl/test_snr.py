@@ -8,6 +8,7 @@ import mechanisms
 from auditkit.config import from_dict
 from auditkit.fl.snr import snr, snr_db
 from auditkit.pipeline import Experiment
+from auditkit.results import training_entry
 
 
 def test_snr_of_a_synthetic_round_is_the_mean_of_the_clients_variance_ratios():
@@ -28,10 +29,25 @@ def test_snr_through_the_gaussian_mechanism_is_signal_variance_over_sigma_square
     assert snr(true, decoded) == pytest.approx(16.0, rel=0.03)  # 8 x 2e4 coordinates: ~0.5% standard error
 
 
-def test_every_round_of_a_run_records_its_snr():
+def test_every_round_of_a_run_records_its_snr_and_results_carry_it_in_db():
     config = from_dict({"training": {"clients": 3, "rounds": 2, "tau": 2},
                         "mechanism": {"name": "jopeq-laplace", "eps": 4.0, "bits": 2}})
-    rounds = Experiment(config).train().result.rounds
+    run = Experiment(config).train()
+    rounds = run.result.rounds
     assert all(0 < r.stats["snr"] < math.inf for r in rounds)
+    entry = training_entry(run.result, run.protocol)
+    per_round = [10 * math.log10(r.stats["snr"]) for r in rounds]
+    assert [r["snr_db"] for r in entry["rounds"]] == pytest.approx(per_round)
+    assert entry["final"]["snr_db"] == pytest.approx(sum(per_round) / 2)
     none = from_dict({"training": {"clients": 3, "rounds": 1, "tau": 2}, "mechanism": {"name": "none"}})
-    assert Experiment(none).train().result.rounds[0].stats["snr"] == math.inf
+    lossless = Experiment(none).train()
+    assert lossless.result.rounds[0].stats["snr"] == math.inf
+    assert training_entry(lossless.result, lossless.protocol)["final"]["snr_db"] == math.inf
+
+
+def test_a_consensus_protocol_has_no_snr():
+    config = from_dict({"training": {"clients": 4, "rounds": 1, "tau": 2},
+                        "mechanism": {"name": "msp", "consensus_rounds": 2}})
+    run = Experiment(config).train()
+    entry = training_entry(run.result, run.protocol)
+    assert entry["rounds"][0]["snr_db"] is None and entry["final"]["snr_db"] is None
