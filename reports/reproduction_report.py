@@ -140,6 +140,12 @@ def _means(ax: Any, rows: list[dict[str, Any]]) -> None:
     ax.set_xticks(range(len(rows)), [r["method"] for r in rows], rotation=20, ha="right", fontsize=7)
 
 
+def _metric_line(table: dict[str, Any]) -> str:
+    """"Metric: ...; data: cifar10" (the data only for tables that ran on data)."""
+    data = f"; data: {table['dataset']}" if table.get("dataset") else ""
+    return f"Metric: {table['metric_description']}{data}"
+
+
 def _caption(table: dict[str, Any]) -> str:
     if any(r["x"] is not None for r in table["rows"]):
         return f"Ours against {table['x_label'] or 'x'}: the mean over seeds and its 95% band; the paper's numbers (stars)."
@@ -159,7 +165,7 @@ def _markdown(doc: dict[str, Any], figures: list[str]) -> str:
     lines = [f"# Reproduction: {doc['paper']['id']}", ""]
     lines += [*(f"- {text}" for text in _intro(doc)), ""]
     for table, figure in zip(doc["tables"], figures, strict=True):
-        lines += [f"## {table['id']}: {table['caption']}", "", f"Metric: {table['metric_description']}.", "",
+        lines += [f"## {table['id']}: {table['caption']}", "", f"{_metric_line(table)}.", "",
                   "| method | column | paper (line) | ours [95%] | ours - paper | verdict | why |",
                   "|---|---|---|---|---|---|---|"]
         for row in table["rows"]:
@@ -200,7 +206,7 @@ def _html(doc: dict[str, Any], figures: list[str]) -> str:
         "<ul>", *(f"<li>{e(t)}</li>" for t in _intro(doc)), "</ul>",
     ]
     for table, figure in zip(doc["tables"], figures, strict=True):
-        parts += [f"<h2>{e(table['id'])}: {e(table['caption'])}</h2><p>Metric: {e(table['metric_description'])}.</p>",
+        parts += [f"<h2>{e(table['id'])}: {e(table['caption'])}</h2><p>{e(_metric_line(table))}.</p>",
                   "<table><tr><th>method</th><th>column</th><th>paper (line)</th><th>ours [95%]</th>"
                   "<th>ours - paper</th><th>verdict</th><th>why</th></tr>"]
         for row in table["rows"]:

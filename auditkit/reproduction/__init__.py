@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from auditkit import __version__
-from auditkit.reproduction.paper import BUDGETS, METRICS, Paper, load_paper, paper_ids
+from auditkit.reproduction.paper import BUDGETS, METRICS, ROUND_ATTACK, TRAIN, Paper, load_paper, paper_ids
 from auditkit.reproduction.runner import (
     Plan,
     configs,
@@ -42,10 +42,11 @@ def check_reproduction_inputs(paper_id: str, budget: str, seeds: int | None, dat
     if data_dir is not None:
         if not Path(data_dir).is_dir():
             raise ConfigError(f"--data-dir must be an existing folder, got {data_dir!r}")
-        if not dataset_available(paper.data, data_dir):
-            raise ConfigError(f"--data-dir {data_dir!r} does not hold {paper.data} in torchvision's layout (e.g. "
-                              f"{data_dir}/MNIST/raw/train-images-idx3-ubyte); leave it out to run on the embedded "
-                              "mnist-5k")
+        wanted = list(dict.fromkeys([paper.data, *(t.data for t in paper.tables if t.data)]))
+        if not any(dataset_available(name, data_dir) for name in wanted):
+            raise ConfigError(f"--data-dir {data_dir!r} does not hold {' or '.join(wanted)} in torchvision's layout "
+                              f"(e.g. {data_dir}/MNIST/raw/train-images-idx3-ubyte); leave it out to run on the "
+                              "embedded mnist-5k")
     plan = plan_reproduction(paper, budget=budget, seeds=seeds, data_dir=data_dir)
     configs(plan)  # validates every setting's config
     return plan
@@ -57,6 +58,7 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
     tables = []
     for table in paper.tables:
         tables.append({"id": table.id, "caption": table.caption, "metric": table.metric,
+                       "dataset": plan.table_dataset(table) if table.kind in (TRAIN, ROUND_ATTACK) else None,
                        "metric_description": METRICS[table.metric].description, "kind": table.kind,
                        "rounds": table.rounds, "x_label": table.x_label,
                        "rows": [row_entry(plan, table.id, i, runs) for i in range(len(table.rows))]})

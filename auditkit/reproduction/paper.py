@@ -12,7 +12,9 @@ A paper file (``auditkit/reproduction/papers/<id>.toml``) holds:
   a real FL round, or the mechanism alone on synthetic inputs), optionally ``base`` (raw tables that replace the paper's ``base`` for this table: an attack's
   or a distortion run's setting), ``rounds`` (a fixed number of rounds for this table whatever the budget, e.g.
   an SNR that needs no converged model), ``scale`` (the paper's unit in ours: 100 for accuracies printed as
-  fractions), ``tolerance`` (the default of its rows), ``x_label`` (the figure's x axis, for rows with ``x``), and
+  fractions), ``tolerance`` (the default of its rows), ``x_label`` (the figure's x axis, for rows with ``x``),
+  ``data`` (the dataset the paper ran this table on when it is not the paper's ``data``, e.g. "cifar10": used when
+  ``--data-dir`` holds it, else the run's dataset, said in each row), and
   ``rows``: each with ``method`` (the paper's label), ``column`` (the table's column or the figure's panel),
   ``config`` (raw tables overlaid on the base: model, mechanism, ...), ``paper`` (the number verbatim, e.g.
   "82.06±1.35", "≈70", "∞"; "" for a figure that prints none), ``line`` (the line in the seed's text that
@@ -107,6 +109,7 @@ class Table:
     rounds: int | None = None
     scale: float = 1.0
     x_label: str = ""
+    data: str | None = None
 
     @property
     def kind(self) -> str:
@@ -170,7 +173,7 @@ def _table(raw: dict[str, Any]) -> Table:
     default = raw.get("tolerance")
     rows = tuple(Row(**{"tolerance": default, **row}) for row in raw["rows"])
     return Table(raw["id"], raw["caption"], raw["metric"], rows, raw.get("base"), raw.get("rounds"),
-                 raw.get("scale", 1.0), raw.get("x_label", ""))
+                 raw.get("scale", 1.0), raw.get("x_label", ""), raw.get("data"))
 
 
 def _check(paper: Paper) -> None:

@@ -63,6 +63,14 @@ class Plan:
             return preferred
         return data.get("dataset", "mnist-5k")
 
+    def table_dataset(self, table: Table) -> str:
+        """The dataset ``table``'s training runs use: its own (``table.data``) when ``data_dir`` holds it."""
+        return table.data if table_data_available(table, self.data_dir) else self.dataset
+
+
+def table_data_available(table: Table, data_dir: str | None) -> bool:
+    return table.data is not None and bool(data_dir) and dataset_available(table.data, data_dir)
+
 
 def _key(setting: dict[str, Any]) -> str:
     import json
@@ -74,6 +82,8 @@ def _setting(paper: Paper, table: Table, config: dict[str, Any], rounds: int,
              data_dir: str | None) -> dict[str, Any]:
     """A row's setting: its kind and raw config (training: the rounds and data folder set)."""
     raw = merge(table.base if table.base is not None else paper.base, config)
+    if table.kind != ATTACK and "distortion" not in raw and table_data_available(table, data_dir):
+        raw = merge(raw, {"data": {"dataset": table.data, "prefer": table.data}})
     if table.kind == ROUND_ATTACK:  # the attacked round is the last: nothing after it is needed
         rounds = table.rounds or 1
         raw = merge(raw, {"training": {"rounds": rounds, "checkpoints": [rounds]}, "data": {"data_dir": data_dir},
@@ -260,6 +270,9 @@ def row_entry(plan: Plan, table_id: str, index: int, runs: dict[str, dict[int, A
     mean = float(np.mean(per_seed)) if ours is None else ours[0]
     reported = row.reported
     reasons = [] if row.comparable else [row.why]
+    if table.kind in (TRAIN, ROUND_ATTACK) and table.data and plan.table_dataset(table) != table.data:
+        reasons.append(f"the paper ran this table on {table.data}; ours on {plan.table_dataset(table)} (rerun with "
+                       f"--data-dir holding {table.data})")
     if reported is None:
         reasons.append("plot only: the paper prints no number for this point")
     elif len(plan.seeds) < 2:

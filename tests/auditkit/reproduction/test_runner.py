@@ -201,3 +201,24 @@ def test_a_document_of_every_kind_renders_its_rows_orderings_and_figures(tmp_pat
     assert "| Algorithm 1 | range = literal | ≈70 (l. 431) | 71 [" in text  # 70, 71, 72 % over the seeds
     assert len(list((tmp_path / "figures").glob("reproduction-*.png"))) == len(document["tables"])
     assert "claimed gap" in (tmp_path / "report.html").read_text()
+
+
+def test_a_table_the_paper_ran_on_cifar10_uses_it_when_the_data_dir_holds_it(tmp_path):
+    """MSP-FL's Fig. 2 is CIFAR-10 in the paper: with the files given it trains on them (the other table keeps the
+    run's data); without them it says which data it used instead."""
+    from auditkit.data import torchvision_sets
+
+    folder = tmp_path / "cifar-10-batches-py"
+    folder.mkdir()
+    for name in torchvision_sets.CIFAR10_FILES:
+        (folder / name).write_bytes(b"")  # presence is what the plan checks; nothing is loaded here
+    paper = load_paper("msp")
+    plan = check_reproduction_inputs("msp", "quick", None, str(tmp_path))
+    datasets = {table.id: {plan.settings[plan.row_setting[(table.id, i)]]["config"]["data"]["dataset"]
+                           for i in range(len(table.rows))} for table in paper.tables}
+    assert datasets == {"004 Fig. 2": {"cifar10"}, "004 Fig. 6": {"mnist-5k"}}
+    runs = {key: {s: {"test_accuracy": 0.5, "round_mse": 0.1} for s in plan.seeds} for key in plan.settings}
+    assert not any("CIFAR" in w or "cifar10" in w for w in row_entry(plan, "004 Fig. 2", 0, runs)["why"])
+    without = plan_reproduction(paper, budget="quick")
+    runs = {key: {s: {"test_accuracy": 0.5, "round_mse": 0.1} for s in without.seeds} for key in without.settings}
+    assert "the paper ran this table on cifar10; ours on mnist-5k" in row_entry(without, "004 Fig. 2", 0, runs)["why"][0]
