@@ -241,17 +241,12 @@ class Audit:
                                         backend=a.backend)
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
-        from attacks.gradient_inversion import iteration_settings
-        from auditkit.inversion_audit import RecordedView, attack_recorded_view
-        from auditkit.models import create_model
+        from auditkit.inversion_audit import RecordedView, invert_recorded_view
         from reports.figures import image_grid
 
         inv = plan.config.inversion
         view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train")["view"])
-        shape = tuple(view.images_used.shape[2:])
-        model = create_model(plan.config.training.model, input_shape=shape, num_classes=10)  # every dataset: 10
-        settings = {**iteration_settings(inv.attack, inv.iterations), "restarts": inv.restarts, "seed": plan.config.seed}
-        done = attack_recorded_view(view, model, attack=inv.attack, unroll=inv.unroll, settings=settings)
+        done = invert_recorded_view(view, plan.config.training.model, inv, plan.config.seed)
         figure = f"figures/reconstruction-{plan.id}.png"
         rows = {"truth (clean match)": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
                 "truth (defended match)": done["defended"]["truth"].numpy(),

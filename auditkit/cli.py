@@ -154,7 +154,9 @@ def _round_table(setting: dict[str, Any]) -> Table:
 
 def _snr(value: Optional[float]) -> str:
     """An SNR in dB as the tables show it: "-" when not measured, "inf" for a lossless uplink."""
-    return "-" if value is None else f"{value:.2f}"
+    from reports.content import number
+
+    return number(value, ".2f")
 
 
 def _title(config, config_path: Optional[Path], preset: Optional[str]) -> str:

@@ -294,6 +294,18 @@ DEFAULT_CURVE: dict[str, list[dict[str, Any]]] = {
 }
 
 
+def invert_recorded_view(view: RecordedView, model_name: str, inversion: Any, seed: int) -> dict[str, Any]:
+    """``attack_recorded_view`` with the settings of a config's ``[inversion]`` (attack, iterations, restarts,
+    unroll) on a freshly built ``model_name`` shaped for the view's images (10 classes, every dataset's)."""
+    from attacks.gradient_inversion import iteration_settings
+    from auditkit.models import create_model
+
+    model = create_model(model_name, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
+    settings = {**iteration_settings(inversion.attack, inversion.iterations), "restarts": inversion.restarts,
+                "seed": seed}
+    return attack_recorded_view(view, model, attack=inversion.attack, unroll=inversion.unroll, settings=settings)
+
+
 def defence_curve(
     attack: str = "idlg",
     *,

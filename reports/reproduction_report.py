@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from auditkit.stage_store import replace_atomically
+from reports.content import number
 
 __all__ = ["render_reproduction"]
 
@@ -15,9 +16,7 @@ _BADGE = {"reproduced": "#2e7d32", "not reproduced": "#c62828", "not comparable"
 
 
 def _number(value: float | None) -> str:
-    if value is None or value != value:
-        return "-"
-    return "inf" if value == float("inf") else "-inf" if value == float("-inf") else f"{value:.4g}"
+    return number(value, ".4g")
 
 
 def ours_text(row: dict[str, Any]) -> str:

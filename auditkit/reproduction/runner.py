@@ -84,13 +84,11 @@ def _setting(paper: Paper, table: Table, config: dict[str, Any], rounds: int,
     raw = merge(table.base if table.base is not None else paper.base, config)
     if table.kind != ATTACK and "distortion" not in raw and table_data_available(table, data_dir):
         raw = merge(raw, {"data": {"dataset": table.data, "prefer": table.data}})
-    if table.kind == ROUND_ATTACK:  # the attacked round is the last: nothing after it is needed
-        rounds = table.rounds or 1
-        raw = merge(raw, {"training": {"rounds": rounds, "checkpoints": [rounds]}, "data": {"data_dir": data_dir},
-                          "inversion": {"round": rounds}})
-    elif table.kind == TRAIN:
-        rounds = table.rounds or rounds
+    if table.kind in (TRAIN, ROUND_ATTACK):  # a round attack attacks the last round: nothing after it is needed
+        rounds = table.rounds or (1 if table.kind == ROUND_ATTACK else rounds)
         raw = merge(raw, {"training": {"rounds": rounds, "checkpoints": [rounds]}, "data": {"data_dir": data_dir}})
+        if table.kind == ROUND_ATTACK:
+            raw = merge(raw, {"inversion": {"round": rounds}})
     return {"kind": table.kind, "config": raw}
 
 
@@ -138,14 +136,12 @@ def configs(plan: Plan) -> list[tuple[str, int, Any]]:
 
 
 def _train(config: AuditConfig) -> dict[str, Any]:
-    from auditkit.results import round_snr_db
+    from auditkit.results import training_entry
 
-    result = Experiment(config).train().result
-    snrs = [round_snr_db(r) for r in result.rounds]
-    measured = [v for v in snrs if v is not None]
-    return {"test_accuracy": result.rounds[-1].test_accuracy,
-            "snr_db": float(np.mean(measured)) if measured else None,
-            "curve": [r.test_accuracy for r in result.rounds], "snr_curve": snrs}
+    run = Experiment(config).train()
+    entry = training_entry(run.result, run.protocol)
+    return {"test_accuracy": entry["final"]["test_accuracy"], "snr_db": entry["final"]["snr_db"],
+            "curve": [r["test_accuracy"] for r in entry["rounds"]], "snr_curve": [r["snr_db"] for r in entry["rounds"]]}
 
 
 def _attack(raw: dict[str, Any], seed: int) -> dict[str, Any]:
@@ -167,19 +163,14 @@ def _attack(raw: dict[str, Any], seed: int) -> dict[str, Any]:
 def _round_attack(config: AuditConfig) -> dict[str, Any]:
     """Train up to the config's inversion round and attack the server's view of it as ``auditkit audit`` does
     (``[inversion]``: attack, clients, iterations; MSP-FL's view is its transcript's least-squares estimate)."""
-    from attacks.gradient_inversion import iteration_settings
-    from auditkit.inversion_audit import RecordedView, attack_recorded_view
-    from auditkit.models import create_model
+    from auditkit.inversion_audit import RecordedView, invert_recorded_view
 
     experiment = Experiment(config)
     run = experiment.train()
     observed = [o for o in run.result.observations if o.round == config.checkpoint_round]
-    inv = config.inversion
-    view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(), inv.clients,
-                                         run.mechanism.round_protocol)
-    model = create_model(config.training.model, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
-    settings = {**iteration_settings(inv.attack, inv.iterations), "restarts": inv.restarts, "seed": config.seed}
-    done = attack_recorded_view(view, model, attack=inv.attack, unroll=inv.unroll, settings=settings)
+    view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
+                                         config.inversion.clients, run.mechanism.round_protocol)
+    done = invert_recorded_view(view, config.training.model, config.inversion, config.seed)
     scores = done["defended"]["scores"]
     return {"round_mse": scores["mse_mean"], "ssim": scores["ssim_mean"],
             "clean_mse": done["clean"]["scores"]["mse_mean"], "test_accuracy": run.result.rounds[-1].test_accuracy}
