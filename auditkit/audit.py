@@ -136,17 +136,29 @@ class Audit:
     """A planned audit writing into ``out``; :meth:`run` executes the stages and writes the reports."""
 
     def __init__(self, config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,
-                 title: str | None = None) -> None:
+                 title: str | None = None, recorded: Any = None) -> None:
         self.config = config
         self.out = prepare_output(out)
         self.title = title or config.title or "auditkit audit"
         self.plans = plan_audit(config)
         self.family = family_size(self.plans)
+        self.recorded = recorded  # an auditkit.flower.recording.Recording: the train stage reads it, trains nothing
         experiment = Experiment(self.plans[0].config)  # data files, device: every input checked before any stage runs
+        self._data_summary = experiment.data_summary
         try:
             check_probe_inputs(config, experiment.simulation.data)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+        if config.training.backend == "flower":  # every setting, not only the first, must fit the backend
+            from auditkit.flower.backend import check_protocol
+            from auditkit.pipeline import build_protocol
+
+            for plan in self.plans:
+                check_protocol(build_protocol(build_mechanism(plan.config), plan.config))
+        if recorded is not None:
+            from auditkit.recorded_audit import check_recording
+
+            check_recording(recorded, config)
         self.store = StageStore(self.out, resume=resume)
         self.code = results.code_fingerprint(config.plugins)
 
@@ -188,8 +200,15 @@ class Audit:
         inversion_round = config.checkpoint_round
         train_inputs = {"config": training_inputs, "inversion_round": inversion_round,
                         "inversion_clients": config.inversion.clients, "probe_round": config.probe_round}
-        trained, train_key = self._stage(plan, "train", train_inputs,
-                                         lambda: self._train(plan, inversion_round, notify), notify)
+        if self.recorded is not None:
+            from auditkit.recorded_audit import recording_fingerprint, train_from_recording
+
+            train_inputs["recording"] = recording_fingerprint(self.recorded)
+            compute = lambda: train_from_recording(self.recorded, plan.config, self._data_summary,  # noqa: E731
+                                                   lambda tensors: self.store.save_tensors(plan.id, "train", tensors))
+        else:
+            compute = lambda: self._train(plan, inversion_round, notify)  # noqa: E731
+        trained, train_key = self._stage(plan, "train", train_inputs, compute, notify)
         accounted, _ = self._stage(plan, "account", {"train": train_key, "accounting": dataclasses.asdict(config.accounting)},
                                    lambda: self._account(plan, trained["training"]["final"]["round"]), notify)
         inverted = None
@@ -312,10 +331,11 @@ class Audit:
 
 
 def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,
-              on_event: Event | None = None) -> dict[str, Any]:
+              on_event: Event | None = None, recorded: Any = None) -> dict[str, Any]:
     """What ``auditkit audit`` does: plan, run (or resume) every stage, write results.json and the reports;
-    returns the results document."""
-    return Audit(config, out=out, resume=resume).run(on_event)
+    returns the results document. ``recorded`` (``auditkit.flower.recording.Recording``): audit what a Flower app
+    recorded instead of training (``config`` from ``auditkit.recorded_audit.recorded_config``)."""
+    return Audit(config, out=out, resume=resume, recorded=recorded).run(on_event)
 
 
 __all__ = ["Audit", "STAGES", "SettingPlan", "distinguish_family", "family_size", "plan_audit", "run_audit",

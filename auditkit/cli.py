@@ -191,12 +191,41 @@ def _train(config_path, preset, out, overrides, words, plugins) -> None:
     _print_written(written)
 
 
-def _audit(config_path, preset, out, overrides, words, plugins, resume: bool) -> None:
+def _audit_recorded(recorded: Path, config_path, preset, out, overrides, words, resume: bool) -> None:
+    """``auditkit audit --recorded DIR``: the recording's app tables over the audit tables of CONFIG / --preset."""
+    from auditkit.config import load_config, preset_dict, read_config
+    from auditkit.flower.recording import RecordingError, load_recording
+    from auditkit.recorded_audit import recorded_config
+
+    given = [f"--{k.replace('_', '-')}" for table in ("data", "training") for k, v in overrides[table].items()
+             if v is not None]
+    given += ["--mechanism"] * (overrides["mechanism_name"] is not None) + ["--seed"] * (overrides["seed"] is not None)
+    if given or words:
+        raise UsageFailure(f"--recorded takes the data, training, mechanism and seed from the recording; leave out "
+                           f"{', '.join(given) or 'the mechanism parameters'}")
+    if config_path is not None and preset is not None:
+        raise UsageFailure("give either a CONFIG file or --preset, not both")
+    try:
+        recording = load_recording(recorded)
+    except RecordingError as err:
+        raise UsageFailure(str(err)) from None
+    if config_path is not None:
+        load_config(config_path)
+    raw = read_config(config_path) if config_path is not None else preset_dict(preset or "quickstart")
+    config = recorded_config(recording, {**raw, "device": overrides["device"] or raw.get("device", "auto")})
+    _audit(config_path, preset, out, overrides, words, [], resume, config=config, recording=recording,
+           title=config.title if config_path or preset else f"recorded Flower app ({recorded.name})")
+
+
+def _audit(config_path, preset, out, overrides, words, plugins, resume: bool, *, config=None, recording=None,
+           title: Optional[str] = None) -> None:
     from auditkit.audit import Audit
 
-    config = _load(config_path, preset, overrides, words, plugins)
+    if config is None:
+        config = _load(config_path, preset, overrides, words, plugins)
     try:
-        audit = Audit(config, out=out, resume=resume, title=_title(config, config_path, preset))
+        audit = Audit(config, out=out, resume=resume, title=title or _title(config, config_path, preset),
+                      recorded=recording)
     except ValueError as err:  # a mechanism or attack setting refused while planning
         raise UsageFailure(str(err)) from None
     rounds = config.training.rounds
@@ -278,6 +307,12 @@ def _config_command(command: str):
         tau: Annotated[Optional[int], typer.Option(help="Local steps per round.")] = None,
         batch_size: Annotated[Optional[int], typer.Option(help="Samples per local step (1 = CEPAM).")] = None,
         lr: Annotated[Optional[float], typer.Option(help="Client learning rate.")] = None,
+        backend: Annotated[Optional[str], typer.Option(
+            help="Where FL training runs: builtin (the batched simulator in this process) | flower (Flower's "
+                 "Simulation Engine on Ray; pip install 'auditkit[flower]'; resources in the config's [flower]).")] = None,
+        recorded: Annotated[Optional[Path], typer.Option(
+            help="audit: audit what a Flower app recorded (auditkit.flower.AuditStrategy's record_dir) instead of "
+                 "training; the data, training and mechanism come from the recording.")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="audit: keep the finished stages found in --out "
                                              "(same inputs and code) and run only the rest.")] = False,
         mechanism_params: dict[str, str] | None = None,
@@ -288,14 +323,16 @@ def _config_command(command: str):
             "data": {"dataset": dataset, "data_dir": None if data_dir is None else str(data_dir),
                      "download": download or None, "partition": partition},
             "training": {"model": model, "clients": clients, "rounds": rounds, "tau": tau,
-                         "batch_size": batch_size, "lr": lr},
+                         "batch_size": batch_size, "lr": lr, "backend": backend},
             "mechanism_name": mechanism,
         }
         words, plugins = mechanism_params or {}, list(plugin or [])
-        if command == "audit":
+        if recorded is not None and command == "audit":
+            _run_guarded(_audit_recorded, recorded, config, preset, out, overrides, words, resume)
+        elif command == "audit":
             _run_guarded(_audit, config, preset, out, overrides, words, plugins, resume)
-        elif resume:
-            _fail("--resume applies to `auditkit audit` only")
+        elif resume or recorded is not None:
+            _fail(f"{'--resume' if resume else '--recorded'} applies to `auditkit audit` only")
         else:
             _run_guarded(_train, config, preset, out, overrides, words, plugins)
 

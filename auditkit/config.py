@@ -15,6 +15,7 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     clients = 10
     rounds = 60
     tau = 15
+    backend = "builtin"      # builtin | flower (Flower's Simulation Engine, pip install 'auditkit[flower]')
 
     [mechanism]              # one mechanism: any registered name, its parameters beside it
     name = "none"
@@ -24,6 +25,10 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     label = "JoPEQ"          # optional display name
     bits = 8
     sweep = { eps = [1, 3, 10] }   # a grid over parameters: one setting per combination
+
+    [flower]                 # with [training] backend = "flower": Flower's Simulation Engine on Ray
+    num_cpus = 1             # Ray resources per client
+    ray_address = "10.0.0.2:6379"  # an existing Ray cluster (unset: Ray on this machine)
 
     [accounting]             # how each claim is composed over the rounds run
     composition_delta = 1e-5
@@ -56,6 +61,7 @@ from auditkit.fl.sampling import PARTICIPATION
 from auditkit.models import MODEL_NAMES
 
 PRESETS = ("quickstart", "cepam", "jopeq", "dpsq", "msp")
+TRAINING_BACKENDS = ("builtin", "flower")
 CLIENT_WEIGHTS = ("data", "uniform")
 
 
@@ -96,6 +102,18 @@ class TrainingConfig:
     client_weights: str = "data"
     checkpoints: tuple[int, ...] = (1,)
     batched: bool = True
+    backend: str = "builtin"  # builtin (the batched simulator in this process) | flower (Flower's Simulation Engine)
+
+
+@dataclass(frozen=True)
+class FlowerConfig:
+    """Flower's Simulation Engine, for ``training.backend = "flower"`` (``auditkit.flower.backend``): the Ray
+    resources each client's ``ClientApp`` gets (Flower's ``client_resources``), and the address of an existing Ray
+    cluster to run on (``host:port`` of its head node, or ``ray://host:port``; unset: start Ray on this machine)."""
+
+    num_cpus: float = 1.0
+    num_gpus: float = 0.0
+    ray_address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -251,6 +269,7 @@ class AuditConfig:
     data: DataConfig = field(default_factory=DataConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
     groups: GroupsConfig = field(default_factory=GroupsConfig)
+    flower: FlowerConfig = field(default_factory=FlowerConfig)
     mechanisms: tuple[MechanismConfig, ...] = (MechanismConfig(),)
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
     inversion: InversionConfig = field(default_factory=InversionConfig)
@@ -300,6 +319,8 @@ class AuditConfig:
             out["groups"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["groups"].items() if v is not None}
         else:
             del out["groups"]
+        if self.training.backend != "flower":
+            del out["flower"]
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -356,7 +377,7 @@ def load_preset(name: str) -> AuditConfig:
 
 def from_dict(raw: dict[str, Any]) -> AuditConfig:
     """Validate raw config tables (as read from TOML) into an `AuditConfig`."""
-    top_allowed = {"seed", "device", "title", "plugins", "data", "training", "groups", "mechanism", "mechanisms",
+    top_allowed = {"seed", "device", "title", "plugins", "data", "training", "groups", "flower", "mechanism", "mechanisms",
                    "accounting", "inversion", "probe", "identification", "distinguish"}
     _reject_unknown(raw, top_allowed, "")
     plugins = _plugins(raw.get("plugins", []))
@@ -369,7 +390,8 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     training = _section(raw.get("training", {}), TrainingConfig, "training")
     config = AuditConfig(
         seed=seed, device=device, title=title, plugins=plugins, data=data, training=training,
-        groups=_section(raw.get("groups", {}), GroupsConfig, "groups"), mechanisms=_mechanisms(raw),
+        groups=_section(raw.get("groups", {}), GroupsConfig, "groups"),
+        flower=_section(raw.get("flower", {}), FlowerConfig, "flower"), mechanisms=_mechanisms(raw),
         accounting=_section(raw.get("accounting", {}), AccountingConfig, "accounting"),
         inversion=_section(raw.get("inversion", {}), InversionConfig, "inversion"),
         probe=_section(raw.get("probe", {}), ProbeConfig, "probe"),
@@ -560,6 +582,7 @@ def _check_values(config: AuditConfig) -> None:
         _at_least(getattr(t, name), 1, f"training.{name}")
     _at_least(t.lr_patience, 0, "training.lr_patience")
     _choice(t.lr_schedule, LR_SCHEDULES, "training.lr_schedule")
+    _check_backend(config)
     if not t.lr > 0:
         raise ConfigError(f"training.lr must be > 0, got {t.lr}")
     if not 0 <= t.momentum < 1:
@@ -592,6 +615,27 @@ def _check_values(config: AuditConfig) -> None:
     if not 0 <= a.composition_delta < 1:
         raise ConfigError(f"accounting.composition_delta must be in [0, 1), got {a.composition_delta}")
     _choice(a.backend, BACKENDS, "accounting.backend")
+
+
+def _check_backend(config: AuditConfig) -> None:
+    """``training.backend`` is known, Flower is installed when asked for, and ``[flower]``'s resources are numbers
+    Ray accepts (whether the machine or cluster has them is checked when Ray is reached, ``auditkit.flower``)."""
+    t, f = config.training, config.flower
+    _choice(t.backend, TRAINING_BACKENDS, "training.backend")
+    if t.backend != "flower":
+        return
+    from auditkit.flower.install import flower_missing
+
+    missing = flower_missing()
+    if missing:
+        raise ConfigError(f"training.backend = 'flower' needs {missing}: pip install 'auditkit[flower]'")
+    if not f.num_cpus > 0:
+        raise ConfigError(f"flower.num_cpus must be > 0 (CPUs per client), got {f.num_cpus}")
+    if not f.num_gpus >= 0:
+        raise ConfigError(f"flower.num_gpus must be >= 0 (GPUs per client, fractions allowed), got {f.num_gpus}")
+    if f.ray_address is not None and not f.ray_address.strip():
+        raise ConfigError("flower.ray_address must be host:port or ray://host:port of a Ray head node (leave it "
+                          "out to start Ray on this machine), got ''")
 
 
 def _check_groups(config: AuditConfig) -> None:

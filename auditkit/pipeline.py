@@ -118,6 +118,16 @@ def build_protocol(mechanism: mechanisms.Mechanism, config: AuditConfig) -> Roun
     return UplinkProtocol(mechanism, config.seed)
 
 
+def client_spec(config: AuditConfig) -> dict[str, Any]:
+    """The config as plain data a client process rebuilds its side from (``auditkit.flower``): paths made absolute,
+    since Ray's workers may run elsewhere."""
+    spec = config.to_dict()
+    spec["plugins"] = [str(Path(p).resolve()) if p.endswith(".py") else p for p in config.plugins]
+    if config.data.data_dir is not None:
+        spec["data"]["data_dir"] = str(Path(config.data.data_dir).resolve())
+    return spec
+
+
 class Experiment:
     """A config turned into ready-to-run objects: device, mechanism, data, model, simulation.
 
@@ -131,10 +141,15 @@ class Experiment:
         self.mechanism = build_mechanism(config)
         data, input_shape, num_classes, self.data_summary = prepare_data(config)
         model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
-        self.simulation = FederatedSimulation(
-            model, data, build_protocol(self.mechanism, config), config.training,
-            seed=config.seed, device=self.device,
-        )
+        protocol = build_protocol(self.mechanism, config)
+        if config.training.backend == "flower":
+            from auditkit.flower.backend import FlowerSimulation
+
+            self.simulation = FlowerSimulation(model, data, protocol, config.training, seed=config.seed,
+                                               device=self.device, flower=config.flower, spec=client_spec(config))
+        else:
+            self.simulation = FederatedSimulation(model, data, protocol, config.training, seed=config.seed,
+                                                  device=self.device)
 
     def train(self, on_round: Callable[[RoundRecord], None] | None = None) -> TrainingRun:
         """Run FedAvg with the configured mechanism between clients and server."""
@@ -151,6 +166,15 @@ def run_training(
     return Experiment(config).train(on_round)
 
 
+def backend_label(backend: str) -> str:
+    """The training backend as the provenance states it, with Flower's and Ray's versions on ``flower``."""
+    if backend != "flower":
+        return "builtin (auditkit's batched simulator)"
+    from importlib import metadata
+
+    return f"flower (Flower {metadata.version('flwr')} Simulation Engine, Ray {metadata.version('ray')})"
+
+
 def data_provenance(run: TrainingRun) -> dict[str, Any]:
     """The provenance's data, model and training blocks of a finished run."""
     t = run.config.training
@@ -160,7 +184,8 @@ def data_provenance(run: TrainingRun) -> dict[str, Any]:
         "data": run.data_summary,
         "model": {"name": t.model, "num_params": run.result.num_params},
         "training": {"clients": t.clients, "rounds": t.rounds, "tau": t.tau, "batch_size": t.batch_size,
-                     "lr": t.lr, "participation": t.participation, "sampling": sampling},
+                     "lr": t.lr, "participation": t.participation, "sampling": sampling,
+                     "backend": backend_label(t.backend)},
     }
 
 

@@ -674,6 +674,8 @@ def provenance(results: dict[str, Any]) -> list[tuple[str, str]]:
         facts.append(("client sizes", ", ".join(f"{size:,}" for size in p["data"]["client_sizes"]) + " examples"))
     if p["training"] is not None:
         facts += [("sampling", p["training"]["sampling"]), ("participation", p["training"]["participation"])]
+        if p["training"].get("backend"):
+            facts.append(("training backend", p["training"]["backend"]))
     return facts + [
         ("accountant backends", ", ".join(p["accountant_backends"]) or "none"),
         ("neighbouring relations", ", ".join(p["neighbouring_relations"]) or "none"),

@@ -9,8 +9,9 @@ inputs as plain data) and ``provenance`` and ``settings`` (at least one).
 "sha256:0123abcd..."), ``plugins`` (the plugin modules / entry points loaded; [] for none), ``seed``,
 ``device``, ``versions`` (package -> version), ``platform``, ``data`` (null, or dataset, its source, partition,
 train / validation / test sizes, client_sizes), ``model`` (null, or name, num_params), ``training`` (null, or clients,
-rounds, tau, batch_size, lr, participation, sampling), ``threat_models`` (view -> what it sees),
-``accountant_backends`` and ``neighbouring_relations`` (sorted lists of words).
+rounds, tau, batch_size, lr, participation, sampling, and optionally backend: builtin, flower or a Flower app's
+recording), ``threat_models`` (view -> what it sees), ``accountant_backends`` and ``neighbouring_relations``
+(sorted lists of words).
 
 Each setting (one mechanism setting, a grid point of a sweep):
 
@@ -174,7 +175,7 @@ _DOCUMENT = {
                            "test": int, "client_sizes": [int]}),
         "model": _Nullable({"name": str, "num_params": int}),
         "training": _Nullable({"clients": int, "rounds": int, "tau": int, "batch_size": int, "lr": _NUMBER,
-                               "participation": str, "sampling": str}),
+                               "participation": str, "sampling": str, "backend": _Optional(str)}),
         "threat_models": dict,
         "accountant_backends": _STRINGS,
         "neighbouring_relations": _STRINGS,

@@ -64,6 +64,19 @@ def report_browser():
     return browser.check_report_in_browser
 
 
+@pytest.fixture
+def flower_installed():
+    """Skips a Flower test without ``auditkit[flower]`` unless ``CI`` is set (CI installs the extra and must run
+    them)."""
+    from auditkit.flower.install import flower_missing
+
+    missing = flower_missing()
+    if missing and os.environ.get("CI"):
+        pytest.fail(f"CI must run the Flower tests, but {missing} is not installed (pip install -e '.[flower]')")
+    if missing:
+        pytest.skip(f"{missing} is not installed (pip install -e '.[flower]')")
+
+
 def _load_browser_module():
     spec = importlib.util.spec_from_file_location("report_browser", Path(__file__).parent / "reports" / "browser.py")
     module = importlib.util.module_from_spec(spec)

@@ -6,9 +6,11 @@ the bits those messages cost, and what each adversary saw. The training loop kno
 else, so a mechanism with its own protocol (consensus rounds, fusion) replaces the protocol
 without touching the loop.
 
-`UplinkProtocol` is the common case: each client encodes its update with the mechanism, the
+`UplinkProtocol` is the common case: each client encodes its update with the mechanism (``encode``), the
 real bytes are sent, the server decodes them and combines the decoded updates with an
-`Aggregator` (FedAvg's weighted mean by default, SNR-weighted fusion later).
+`Aggregator` (FedAvg's weighted mean by default, SNR-weighted fusion later) (``receive``). The two halves
+are separate methods so that a backend whose clients live elsewhere (``auditkit.flower``) runs the same
+code on each side of the wire.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from typing import Protocol
 
 import torch
 
+from mechanisms.message import Message
 from mechanisms.randomness import derive_seed
 
 
@@ -84,23 +87,34 @@ class UplinkProtocol:
         self.seed = seed
         self.aggregator = aggregator or FedAvg()
 
+    def encode(self, update: torch.Tensor, client: int, round_: int) -> bytes:
+        """Client side: the bytes client ``client`` sends in round ``round_`` for its true ``update`` (P,)."""
+        return self.mechanism.encode(update.detach().cpu(), shared_seed(self.seed, client, round_)).to_bytes()
+
+    def decode(self, message: Message | bytes, client: int, round_: int) -> torch.Tensor:
+        """Server side: the update client ``client`` sent in round ``round_``, decoded under their shared seed."""
+        if isinstance(message, bytes):
+            message = Message.from_bytes(message)
+        return self.mechanism.decode(message, shared_seed(self.seed, client, round_))
+
+    def receive(self, payloads: list[bytes], clients: list[int], weights: torch.Tensor, round_: int,
+                *, like: torch.Tensor) -> RoundOutcome:
+        """Server side: decode each client's bytes under its shared seed and aggregate; ``like`` gives the
+        device and dtype of the decoded updates."""
+        received = [Message.from_bytes(p) for p in payloads]  # the server sees only the bytes
+        decoded = [self.decode(m, client, round_) for m, client in zip(received, clients, strict=True)]
+        overloads = sum(int(getattr(m, "overloads", 0)) for m in received)
+        decoded_updates = torch.stack(decoded).to(like.device, like.dtype)
+        return RoundOutcome(
+            aggregate=self.aggregator.aggregate(decoded_updates, weights.to(like.device)),
+            bits=[8 * len(p) for p in payloads],
+            views={"server": decoded_updates, "eavesdropper": list(payloads)},
+            stats={"overloads": float(overloads)},
+        )
+
     def communicate(
         self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
         *, global_params: torch.Tensor | None = None,
     ) -> RoundOutcome:
-        decoded, payloads, overloads = [], [], 0
-        for update, client in zip(updates, clients):
-            seed = shared_seed(self.seed, client, round_)
-            message = self.mechanism.encode(update.detach().cpu(), seed)
-            payload = message.to_bytes()
-            received = type(message).from_bytes(payload)  # the server sees only the bytes
-            decoded.append(self.mechanism.decode(received, seed).to(updates.device, updates.dtype))
-            payloads.append(payload)
-            overloads += int(getattr(received, "overloads", 0))
-        decoded_updates = torch.stack(decoded)
-        return RoundOutcome(
-            aggregate=self.aggregator.aggregate(decoded_updates, weights.to(updates.device)),
-            bits=[8 * len(p) for p in payloads],
-            views={"server": decoded_updates, "eavesdropper": payloads},
-            stats={"overloads": float(overloads)},
-        )
+        payloads = [self.encode(update, client, round_) for update, client in zip(updates, clients)]
+        return self.receive(payloads, clients, weights, round_, like=updates)

@@ -24,7 +24,7 @@ from torch.func import functional_call
 
 from auditkit.config import TrainingConfig
 from auditkit.data import Split
-from auditkit.fl.aggregation import RoundProtocol
+from auditkit.fl.aggregation import RoundOutcome, RoundProtocol
 from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
 from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.fl.sampling import draw_batches, select_clients
@@ -37,6 +37,15 @@ VIEWS = ("server", "eavesdropper", "peer", "public")
 
 class TrainingDiverged(ValueError):
     """The global model left the finite numbers: the run cannot go on (the message says what to change)."""
+
+
+def check_finite(updates: torch.Tensor, round_: int) -> None:
+    """Stop the run with `TrainingDiverged` when local training gave non-finite updates."""
+    if not torch.isfinite(updates).all():
+        raise TrainingDiverged(
+            f"training diverged in round {round_}: local training from the global model gave non-finite "
+            "updates (the mechanism's noise is too large for this model and learning rate; lower the noise, "
+            "the clip or training.lr)")
 
 
 @dataclass
@@ -171,23 +180,13 @@ class FederatedSimulation:
             batches = draw_batches(
                 self.data.client_indices, clients, round_, seed=self.seed, tau=t.tau, batch_size=t.batch_size
             ).to(self.device)
-            local = self._train_locally(clients, batches, lr, round_)
-            self.momentum[clients] = local.momentum
-            updates = local.params - before
-            if not torch.isfinite(updates).all():
-                raise TrainingDiverged(
-                    f"training diverged in round {round_}: local training from the global model gave non-finite "
-                    "updates (the mechanism's noise is too large for this model and learning rate; lower the noise, "
-                    "the clip or training.lr)")
-            outcome = self.protocol.communicate(
-                updates, clients, self.client_weights[clients], round_, global_params=before
-            )
+            updates, losses, outcome = self._exchange(clients, batches, lr, round_, before)
             self.params = before + outcome.aggregate.to(self.device, before.dtype)
             bits, stats = outcome.bits, dict(outcome.stats)
             server = outcome.views.get("server")
             if isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
                 stats["snr"] = snr(updates, server)
-            train_loss = float(local.loss.mean())
+            train_loss = float(losses.mean())
             if record_views:
                 views = dict(outcome.views)
                 views["peer"] = self.params.detach().cpu().clone()
@@ -207,6 +206,19 @@ class FederatedSimulation:
             stats=stats,
         )
         return record, observation
+
+    def _exchange(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int,
+                  before: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, RoundOutcome]:
+        """Local training of ``clients`` from ``before`` and the round protocol: returns the true updates (S, P),
+        the clients' mean training losses (S,) and the protocol's outcome. A backend whose clients run elsewhere
+        (``auditkit.flower``) replaces this method and nothing else."""
+        local = self._train_locally(clients, batches, lr, round_)
+        self.momentum[clients] = local.momentum
+        updates = local.params - before
+        check_finite(updates, round_)
+        outcome = self.protocol.communicate(updates, clients, self.client_weights[clients], round_,
+                                            global_params=before)
+        return updates, local.loss, outcome
 
     def _train_locally(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int):
         t = self.training

@@ -167,3 +167,13 @@ def test_the_config_offers_every_inversion_attack_the_attacks_package_has():
 
     assert sorted(INVERSION_ATTACKS) == sorted(attacks.INVERSION_ATTACKS)
     assert from_dict({"inversion": {"attack": "analytic"}, "probe": {"attack": "idlg"}}).inversion.attack == "analytic"
+
+
+def test_training_backend_is_builtin_or_flower():
+    assert from_dict({}).training.backend == "builtin"
+    assert "flower" not in from_dict({}).to_dict()  # the [flower] table is written only when it is used
+    with pytest.raises(ConfigError, match=r"^training\.backend must be one of builtin, flower; got 'ray'$"):
+        from_dict({"training": {"backend": "ray"}})
+    with pytest.raises(ConfigError, match=r"config key 'flower.cpus' is not allowed; allowed keys in \[flower\]: "
+                                          r"num_cpus, num_gpus, ray_address"):
+        from_dict({"flower": {"cpus": 2}})

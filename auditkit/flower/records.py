@@ -1,0 +1,60 @@
+"""How auditkit's data travels in Flower's records: model vectors as ``ArrayRecord``s, a mechanism's message as
+bytes in a ``ConfigRecord``, and the ground truth a simulation keeps beside the message.
+
+Keys (one meaning each, in every message auditkit builds or reads):
+
+* ``"arrays"``, ``"config"``, ``"metrics"``: Flower's own conventions (its strategies read them);
+* ``PAYLOAD``: a ``ConfigRecord`` with ``payload`` (the mechanism's real bytes), ``client`` and ``round`` (which
+  shared seed encoded it);
+* ``TRUTH``: an ``ArrayRecord`` of what no adversary sees (the client's true update, the images it trained on),
+  used to score attacks in a simulation; the client side strips it before the message leaves (the mod), or the
+  simulated server hands it to the harness and never to the protocol (the backend).
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+from flwr.app import Array, ArrayRecord, ConfigRecord
+
+__all__ = ["PAYLOAD", "TRUTH", "flat_record", "flatten_record", "payload_record", "read_payload", "unflatten_like"]
+
+PAYLOAD = "auditkit.payload"
+TRUTH = "auditkit.truth"
+
+
+def flat_record(flat: torch.Tensor) -> ArrayRecord:
+    """One flat float32 vector as an ``ArrayRecord`` holding the single array ``flat``."""
+    return ArrayRecord({"flat": Array(flat.detach().cpu().to(torch.float32).numpy())})
+
+
+def flatten_record(record: ArrayRecord) -> torch.Tensor:
+    """Every array of ``record``, in its order, concatenated into one float32 vector (a model's state as the
+    flat update vector mechanisms encode)."""
+    arrays = record.to_numpy_ndarrays()
+    if not arrays:
+        return torch.zeros(0)
+    return torch.from_numpy(np.concatenate([np.asarray(a, dtype=np.float32).reshape(-1) for a in arrays]))
+
+
+def unflatten_like(flat: torch.Tensor, like: ArrayRecord) -> ArrayRecord:
+    """``flat`` cut into arrays of ``like``'s names, shapes and dtypes (the inverse of :func:`flatten_record`)."""
+    out, start = {}, 0
+    values = flat.detach().cpu().numpy()
+    for name, array in like.items():
+        reference = array.numpy()
+        size = reference.size
+        out[name] = Array(values[start:start + size].reshape(reference.shape).astype(reference.dtype))
+        start += size
+    if start != values.size:
+        raise ValueError(f"a flat vector of {values.size} values does not fit a record of {start} values")
+    return ArrayRecord(out)
+
+
+def payload_record(payload: bytes, client: int, round_: int) -> ConfigRecord:
+    """The ``PAYLOAD`` record of a client's encoded update."""
+    return ConfigRecord({"payload": payload, "client": int(client), "round": int(round_)})
+
+
+def read_payload(record: ConfigRecord) -> tuple[bytes, int, int]:
+    """``(payload, client, round)`` of a ``PAYLOAD`` record."""
+    return bytes(record["payload"]), int(record["client"]), int(record["round"])
