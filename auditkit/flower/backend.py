@@ -232,8 +232,10 @@ class FlowerSimulation(FederatedSimulation):
             done["result"] = FederatedSimulation.run(self, on_round)
 
         resources = {"num_cpus": self.flower.num_cpus, "num_gpus": self.flower.num_gpus}
+        # Ray is already up (connect_ray), so Flower reuses it; the address is passed on for the record
+        init_args = {} if self.flower.ray_address is None else {"address": self.flower.ray_address}
         run_simulation(server, client_app(self.spec, self.flower.num_cpus), num_supernodes=self.training.clients,
-                       backend_config={"client_resources": resources, "init_args": {}})
+                       backend_config={"client_resources": resources, "init_args": init_args})
         if "result" not in done:
             raise RuntimeError("Flower's simulation ended without running the ServerApp")
         return done["result"]

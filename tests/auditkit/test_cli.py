@@ -66,7 +66,7 @@ def test_config_with_unknown_key_fails_without_touching_earlier_results(tmp_path
     result = auditkit("audit", str(config), "--out", str(out))
     assert result.returncode == 2
     assert result.stderr.strip() == (
-        "error: config key 'training.clientz' is not allowed; allowed keys in [training]: batch_size, "
+        "error: config key 'training.clientz' is not allowed; allowed keys in [training]: backend, batch_size, "
         "batched, checkpoints, client_weights, clients, clients_per_round, lr, lr_factor, lr_patience, lr_schedule, "
         "model, momentum, participation, rounds, sample_rate, tau")
     assert earlier.read_text() == '{"kept": true}'
