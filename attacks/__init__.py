@@ -59,7 +59,10 @@ from attacks.epsilon_bounds import (
     one_run_p_value,
 )
 from attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
-from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VERDICTS, VIOLATED, bonferroni_confidence, holm, verdict
+from attacks.verdicts import (
+    CONSISTENT, DECISIVE_P, INCONCLUSIVE, VACUOUS, VERDICTS, VIOLATED, adjusted_p_value, bonferroni_confidence,
+    evidence, holm, verdict,
+)
 # --- end empirical DP distinguishing ---
 
 # --- attacks on specific mechanisms (registered for the mechanisms they target) ---

@@ -94,6 +94,11 @@ class AdaptiveTestResult:
         """The statistic of the worst judged estimate."""
         return self.worst.statistic
 
+    @property
+    def p_value(self) -> float | None:
+        """The worst judged estimate's p-value of the claim (None without a claim)."""
+        return self.worst.p_value
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "test": self.test,
@@ -106,6 +111,7 @@ class AdaptiveTestResult:
             "statistic": self.statistic,
             "worst": self.worst.pair.label,
             "verdict": self.verdict,
+            "p_value": self.p_value,
             "confidence": self.confidence,
             "per_test_confidence": self.per_test_confidence,
             "findings": dict(self.findings),

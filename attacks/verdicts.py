@@ -19,6 +19,12 @@ any of them. Bonferroni: running each of m tests at confidence 1 - (1 - c)/m (``
 makes "some test says violated" a false alarm with probability <= 1 - c. Holm's step-down procedure on the
 tests' p-values (``holm``) rejects the same "some test" event and more individual tests; for the single
 question "is the claim violated?" the two coincide (Holm's first step is Bonferroni's test).
+
+Strength of a refutation (``evidence``). A test's p-value is that of "the mechanism is (claimed eps, delta)-DP"
+(``attacks.epsilon_bounds.distinguishing_p_value``); in a family of m tests its Bonferroni-adjusted p-value is
+min(1, m p), and a refuting verdict at family-wise confidence c means m p < 1 - c. It is "decisive" when the
+adjusted p-value is below ``DECISIVE_P`` = 1e-4 (the claim would be refuted at 99.99% family-wise, e.g.
+JoPEQ's side channel, a perfect test), "marginal" otherwise (refuted at c, not far beyond).
 """
 
 from __future__ import annotations
@@ -36,7 +42,10 @@ __all__ = [
     "VERDICTS",
     "VIOLATED",
     "CertifiedBound",
+    "DECISIVE_P",
+    "adjusted_p_value",
     "bonferroni_confidence",
+    "evidence",
     "holm",
     "verdict",
 ]
@@ -49,6 +58,8 @@ CELL_LOCAL_ONLY = "claim holds only cell-locally"
 VERDICTS = (CONSISTENT, VIOLATED, VACUOUS, INCONCLUSIVE, CELL_LOCAL_ONLY)
 
 _VACUOUS_FLAGS = frozenset({"no-privacy", "vacuous"})
+REFUTING = (VIOLATED, CELL_LOCAL_ONLY)  # the verdicts that say a claim is false
+DECISIVE_P = 1e-4  # an adjusted p-value below this makes a refutation "decisive"
 
 
 class CertifiedBound(Protocol):
@@ -95,6 +106,23 @@ def bonferroni_confidence(confidence: float, tests: int) -> float:
     if isinstance(tests, bool) or not isinstance(tests, int) or tests < 1:
         raise ValueError(f"tests must be an integer >= 1, got {tests!r}")
     return 1 - (1 - confidence) / tests
+
+
+def adjusted_p_value(p_value: float, tests: int) -> float:
+    """Bonferroni's adjusted p-value min(1, tests * p) of one test in a family of ``tests``."""
+    if not 0 <= p_value <= 1:
+        raise ValueError(f"p_value must be in [0, 1], got {p_value!r}")
+    if isinstance(tests, bool) or not isinstance(tests, int) or tests < 1:
+        raise ValueError(f"tests must be an integer >= 1, got {tests!r}")
+    return min(1.0, tests * p_value)
+
+
+def evidence(verdict_: str, p_value: float | None, tests: int) -> str | None:
+    """How strong a refutation is (module docstring): "decisive" when the adjusted p-value is below
+    ``DECISIVE_P``, "marginal" otherwise; None for a verdict that refutes nothing or a test without a p-value."""
+    if verdict_ not in REFUTING or p_value is None:
+        return None
+    return "decisive" if adjusted_p_value(p_value, tests) < DECISIVE_P else "marginal"
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[bool]:

@@ -278,7 +278,8 @@ def _audit_table(document: dict[str, Any]) -> Table:
             escape(s["label"]), f"{100 * s['training']['final']['test_accuracy']:.2f}%",
             _snr(s["training"]["final"].get("snr_db")),
             escape(("none" if claim["epsilon"] is None else f"{claim['epsilon']:.4g}") + flags),
-            "-" if headline is None else headline["verdict"],
+            "-" if headline is None else headline["verdict"] + (
+                f" ({headline['evidence']})" if headline.get("evidence") else ""),
             "-" if dist is None else f"{dist['epsilon_lower_bound']:.3f} ({100 * dist['confidence']:g}%)",
             identified,
             "-" if probe is None else f"{probe['clean']['ssim_mean']:.3f} -> {probe['defended']['ssim_mean']:.3f}",

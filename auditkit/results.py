@@ -208,7 +208,7 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
         "adaptive": [
             {"test": r.test, "claim": r.claim, "claimed_epsilon": r.claimed_epsilon,
              "epsilon_lower_bound": r.epsilon_lower_bound, "max_certifiable": r.worst.max_certifiable,
-             "verdict": r.verdict, "note": r.note}
+             "verdict": r.verdict, "p_value": r.p_value, "note": r.note}
             for r in adaptive
         ],
     }
@@ -222,12 +222,15 @@ _SEVERITY = ("violated", "claim holds only cell-locally", "consistent", "inconcl
 def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None) -> dict[str, Any] | None:
     """A setting's headline: the worst verdict over all its tests (distinguishing, adaptive, identification; the
     order of ``_SEVERITY``), the test that decided it (among equals, the smallest p-value) and that p-value;
-    None when no test ran."""
+    None when no test ran. ``evidence`` grades a refutation by its Bonferroni-adjusted p-value over the audit's
+    family (``attacks.verdicts.evidence``: "decisive" below 1e-4, else "marginal")."""
+    from attacks.verdicts import adjusted_p_value, evidence
+
     tests: list[tuple[str, str, float | None]] = []
     if distinguish is not None:
         tests.append((f"distinguishing test (worst pair: {distinguish['worst_pair']})", distinguish["verdict"],
                       distinguish["p_value"]))
-        tests += [(f"adaptive test {a['test']}", a["verdict"], None) for a in distinguish["adaptive"]]
+        tests += [(f"adaptive test {a['test']}", a["verdict"], a.get("p_value")) for a in distinguish["adaptive"]]
     if identification is not None:
         tests += [(f"identification among {t['candidates']} candidates", t["verdict"], t["p_value"])
                   for t in identification["tests"]]
@@ -237,7 +240,11 @@ def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str
     worst = min(rank.get(v, len(_SEVERITY)) for _, v, _ in tests)
     deciding = [t for t in tests if rank.get(t[1], len(_SEVERITY)) == worst]
     name, verdict_, p = min(deciding, key=lambda t: (t[2] is None, t[2] if t[2] is not None else 0.0))
-    return {"verdict": verdict_, "decided_by": name, "p_value": p, "tests": len(tests)}
+    # every test was judged in one Bonferroni family: the audit's (distinguish "tests"), else these tests
+    family = distinguish["tests"] if distinguish is not None else len(tests)
+    return {"verdict": verdict_, "decided_by": name, "p_value": p, "tests": len(tests), "family": family,
+            "adjusted_p_value": None if p is None else adjusted_p_value(p, family),
+            "evidence": evidence(verdict_, p, family)}
 
 
 def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dict[str, Any] | None = None,

@@ -34,7 +34,8 @@ def _summary(row: content.SummaryRow) -> tuple[str, ...]:
     flags = f" (flags: {', '.join(row.flags)})" if row.flags else ""
     bound = ", ".join(part for part in (row.lower_bound, row.cap, row.p_value) if part)
     mechanism = f"{row.mechanism} ({row.params})" + (f" (plugin: {row.origin})" if row.origin else "")
-    verdict = f"{row.verdict} ({row.decided_by})" if row.decided_by else row.verdict
+    shown = f"{row.verdict}, {row.evidence}" if row.evidence else row.verdict
+    verdict = f"{shown} ({row.decided_by})" if row.decided_by else shown
     return (row.label, mechanism, row.accuracy, row.bits, row.compression, row.snr, row.claim + flags, row.composed,
             verdict, bound, row.identification, row.probe_ssim, row.ssim, row.mse, row.psnr)
 

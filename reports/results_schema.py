@@ -49,7 +49,9 @@ Each setting (one mechanism setting, a grid point of a sweep):
   (scoring, pool, confidence, per_test_confidence, observed_rounds, note, and per M: trials, successes, rate,
   interval, lower, kappa, the claim's ``bound`` and ``bound_form``, ``p_value``, ``verdict``);
 - ``verdict`` (null when no test ran): the headline, the worst verdict over all the setting's tests, the test
-  that ``decided_by`` it, its ``p_value`` and the number of ``tests``;
+  that ``decided_by`` it, its ``p_value`` and the number of ``tests``; optionally the Bonferroni ``family`` its
+  tests were judged in, the ``adjusted_p_value`` min(1, family p) and the ``evidence`` of a refutation
+  ("decisive": adjusted p below 1e-4, "marginal", or null);
 - ``distinguish`` (null when not run): the certified epsilon lower bound at a confidence, its cap
   ``max_certifiable``, the verdict on the claim, ``p_value`` (of "the mechanism is (claimed_epsilon, delta)-DP"
   on the worst pair, or null), where the claim was tested (``setting``) and how outputs were drawn
@@ -115,7 +117,7 @@ _TRAINING = {
     "checkpoints": [int],
 }
 _ADAPTIVE = [{"test": str, "claim": str, "claimed_epsilon": _Nullable(_NUMBER), "epsilon_lower_bound": _NUMBER,
-              "max_certifiable": _NUMBER, "verdict": str, "note": str}]
+              "max_certifiable": _NUMBER, "verdict": str, "p_value": _Optional(_Nullable(_NUMBER)), "note": str}]
 _SETTING = {
     "id": str,
     "label": str,
@@ -160,7 +162,9 @@ _SETTING = {
                    "kappa": _NUMBER, "lower": _NUMBER, "bound": _NUMBER, "bound_form": str, "p_value": _NUMBER,
                    "verdict": str}],
     }),
-    "verdict": _Nullable({"verdict": str, "decided_by": str, "p_value": _Nullable(_NUMBER), "tests": int}),
+    "verdict": _Nullable({"verdict": str, "decided_by": str, "p_value": _Nullable(_NUMBER), "tests": int,
+                          "family": _Optional(int), "adjusted_p_value": _Optional(_Nullable(_NUMBER)),
+                          "evidence": _Optional(_Nullable(str))}),
 }
 _DOCUMENT = {
     "schema": str,

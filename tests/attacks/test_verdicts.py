@@ -5,7 +5,10 @@ import torch
 
 from attacks.distinguish import EpsilonEstimate
 from attacks.neighbouring_pairs import NeighbouringPair
-from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED, bonferroni_confidence, holm, verdict
+from attacks.verdicts import (
+    CELL_LOCAL_ONLY, CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED, adjusted_p_value, bonferroni_confidence, evidence,
+    holm, verdict,
+)
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.guarantee import REPLACE_ONE
 
@@ -54,3 +57,17 @@ def test_bonferroni_and_holm():
         holm([0.1], 1.0)
     with pytest.raises(ValueError, match="p_values"):
         holm([1.5], 0.05)
+
+
+def test_evidence_grades_a_refutation_by_its_adjusted_p_value():
+    assert adjusted_p_value(0.002, 14) == pytest.approx(0.028)
+    assert adjusted_p_value(0.2, 14) == 1.0  # capped
+    assert evidence(VIOLATED, 1e-6, 14) == "decisive"  # 1.4e-5 < 1e-4
+    assert evidence(VIOLATED, 1e-5, 14) == "marginal"  # 1.4e-4: refuted at 95%, not at 99.99%
+    assert evidence(CELL_LOCAL_ONLY, 1e-20, 3) == "decisive"
+    assert evidence(CONSISTENT, 1e-20, 3) is None  # only a refutation has a strength
+    assert evidence(VIOLATED, None, 3) is None
+    with pytest.raises(ValueError, match=r"p_value must be in \[0, 1\]"):
+        adjusted_p_value(1.5, 2)
+    with pytest.raises(ValueError, match="tests must be an integer >= 1"):
+        adjusted_p_value(0.1, 0)

@@ -120,15 +120,25 @@ def test_a_target_eps_sweep_calibrates_the_noise():
 
 
 def test_the_headline_is_the_worst_verdict_and_names_its_test():
-    distinguish = {"worst_pair": "axis", "verdict": "consistent", "p_value": 0.4,
+    distinguish = {"worst_pair": "axis", "verdict": "consistent", "p_value": 0.4, "tests": 14,
                    "adaptive": [{"test": "side channel", "verdict": "violated"}]}
     identification = {"tests": [{"candidates": 10, "verdict": "violated", "p_value": 1e-12},
                                 {"candidates": 100, "verdict": "consistent", "p_value": 0.3}]}
     headline = overall_verdict(distinguish, identification)
     assert headline == {"verdict": "violated", "decided_by": "identification among 10 candidates",
-                        "p_value": 1e-12, "tests": 4}
-    assert overall_verdict({**distinguish, "adaptive": []}, None)["verdict"] == "consistent"
-    vacuous = {"worst_pair": "axis", "verdict": "vacuous claim", "p_value": None, "adaptive": []}
+                        "p_value": 1e-12, "tests": 4, "family": 14, "adjusted_p_value": pytest.approx(1.4e-11),
+                        "evidence": "decisive"}
+    # a refutation just past the family-wise 5% is marginal: 14 x 0.002 = 0.028
+    marginal = overall_verdict({**distinguish, "adaptive": []},
+                               {"tests": [{"candidates": 10, "verdict": "violated", "p_value": 0.002}]})
+    assert (marginal["evidence"], marginal["adjusted_p_value"]) == ("marginal", pytest.approx(0.028))
+    # an adaptive test's p-value decides among equally bad verdicts when it is the smallest
+    adaptive = overall_verdict({**distinguish, "adaptive": [{"test": "side channel", "verdict": "violated",
+                                                            "p_value": 1e-20}]}, identification)
+    assert (adaptive["decided_by"], adaptive["evidence"]) == ("adaptive test side channel", "decisive")
+    consistent = overall_verdict({**distinguish, "adaptive": []}, None)
+    assert (consistent["verdict"], consistent["evidence"]) == ("consistent", None)
+    vacuous = {"worst_pair": "axis", "verdict": "vacuous claim", "p_value": None, "tests": 1, "adaptive": []}
     assert overall_verdict(vacuous, {"tests": [{"candidates": 10, "verdict": "inconclusive", "p_value": 1.0}]})[
         "verdict"] == "inconclusive"
     assert overall_verdict(None, None) is None

@@ -72,8 +72,9 @@ def test_the_summary_table_carries_each_setting_with_units_and_badges(page):
     assert ("≥ 1.83 (95 % conf.)<br><span class=\"muted\">cap 4.61</span><br><span class=\"muted\">p = 0.00012"
             "</span>") in rows[1]
     assert "sigma=0.8, clip=1.0 (l2), note=&lt;script&gt;" in rows[2]
-    assert ('<td><span class="badge v-violated">violated</span><br><span class="muted">decided by: identification '
-            'among 10 candidates, p = 1e-09; 4 tests</span></td>\n  <td>≥ 1.83') in rows[1]  # before the bound
+    assert ('<td><span class="badge v-violated">violated</span> <span class="badge e-decisive">decisive</span><br>'
+            '<span class="muted">decided by: identification among 10 candidates, p = 1e-09, 4e-09 adjusted over the '
+            "audit&#39;s 4 tests; 4 tests</span></td>\n  <td>≥ 1.83") in rows[1]  # before the bound
     assert "<td>M=10: 0.42 [0.38, 0.46] &gt; 0.27; M=100: 0.06 [0.02, 0.10]" in rows[1]
     assert '<td class="num">0.998 → 0.05</td>\n  <td class="num">0.412 → 0.0213</td>' in rows[1]  # probe, inversion
     assert '<span class="badge v-none">not run</span>' in rows[0]
@@ -106,9 +107,9 @@ def test_the_findings_name_the_refuted_claim_with_its_evidence(page):
                                                      'test</span>']
     refuted, consistent = re.findall(r"<ul>(.*?)</ul>", block, flags=re.S)
     assert re.findall(r"<li>(.*?)</li>", refuted) == [
-        "JoPEQ | eps=1: violated: claim ε = 1, δ = 0; the informed adversary identified the target among 10 "
-        "candidates in 210 of 500 trials (0.42, lower limit 0.370) while the claim allows at most 0.27 (gaussian "
-        "M-point (Hayes et al. 2023)) (p = 1e-09)."]
+        "JoPEQ | eps=1: violated (decisive refutation): claim ε = 1, δ = 0; the informed adversary identified the "
+        "target among 10 candidates in 210 of 500 trials (0.42, lower limit 0.370) while the claim allows at most "
+        "0.27 (gaussian M-point (Hayes et al. 2023)) (p = 1e-09, 4e-09 adjusted over the audit&#39;s 4 tests)."]
     assert re.findall(r"<li>(.*?)</li>", consistent) == [
         "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; $\\notacommand$ gaussian (ε = 2.5, δ = 1e-05): 3 tests, none "
         "refuted it."]

@@ -33,7 +33,8 @@ def test_summary_rows_carry_the_numbers_with_units(text):
         "| JoPEQ \\| eps=1", "jopeq-laplace (eps=1.0, n=2)", "81.23 %", "2.75 bits/coord", "11.6x", "-3.46 dB",
         "ε = 1, δ = 0 (flags: claim-exceeded)",
         "ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0",
-        "violated (decided by: identification among 10 candidates, p = 1e-09; 4 tests)",
+        "violated, decisive (decided by: identification among 10 candidates, p = 1e-09, 4e-09 adjusted over the "
+        "audit's 4 tests; 4 tests)",
         "≥ 1.83 (95 % conf.), cap 4.61, p = 0.00012"]
     # identification: M=10 exceeds the bound (violated); M=100's point estimate is above its bound, not significantly
     assert cells[10].startswith("M=10: 0.42 \\[0.38, 0.46\\] &gt; 0.27; M=100: 0.06 \\[0.02, 0.10\\] ")
@@ -64,9 +65,9 @@ def test_the_findings_open_the_report_with_the_refuted_claim_and_its_evidence(te
     assert text[text.index("## Findings"):text.index("## Summary")] == (
         "## Findings\n\n"
         "### Claims refuted\n\n"
-        "- JoPEQ \\| eps=1: violated: claim ε = 1, δ = 0; the informed adversary identified the target among 10 "
-        "candidates in 210 of 500 trials (0.42, lower limit 0.370) while the claim allows at most 0.27 (gaussian "
-        "M-point (Hayes et al. 2023)) (p = 1e-09).\n\n"
+        "- JoPEQ \\| eps=1: violated (decisive refutation): claim ε = 1, δ = 0; the informed adversary identified the "
+        "target among 10 candidates in 210 of 500 trials (0.42, lower limit 0.370) while the claim allows at most "
+        "0.27 (gaussian M-point (Hayes et al. 2023)) (p = 1e-09, 4e-09 adjusted over the audit's 4 tests).\n\n"
         "### Claims consistent with every test\n\n"
         "- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian (ε = 2.5, δ = 1e-05): 3 tests, none "
         "refuted it.\n\n")

@@ -241,11 +241,11 @@ def test_the_distinguish_report(rendered_commands):
         "device cpu.")
     assert _summary_rows(r.md) == [
         "| half | half (clip=1.0, eps=1.0) (plugin: entry point half = my\\_pkg.half) | not run | not run | not run | not run "
-        "| ε = 1, δ = 0 | not run | violated (decided by: distinguishing test (worst pair: 0 vs clip), p = 3.2e-07; "
-        "1 test) | ≥ 1.41 (95 % conf.), cap 9.2, p = 3.2e-07 | not run | not run | not run | not run | not run |"]
+        "| ε = 1, δ = 0 | not run | violated, decisive (decided by: distinguishing test (worst pair: 0 vs clip), "
+        "p = 3.2e-07, 6.4e-07 adjusted over the audit's 2 tests; 1 test) | ≥ 1.41 (95 % conf.), cap 9.2, p = 3.2e-07 | not run | not run | not run | not run | not run |"]
     assert r.md[r.md.index("## Findings"):r.md.index("## Summary")] == (
-        "## Findings\n\n### Claims refuted\n\n- half: violated: claim ε = 1, δ = 0; certified ε ≥ 1.41 against the "
-        "claimed 1 (0 vs clip) (p = 3.2e-07).\n\n")
+        "## Findings\n\n### Claims refuted\n\n- half: violated (decisive refutation): claim ε = 1, δ = 0; certified "
+        "ε ≥ 1.41 against the claimed 1 (0 vs clip) (p = 3.2e-07, 6.4e-07 adjusted over the audit's 2 tests).\n\n")
     notes = r.md[r.md.index("### Notes"):r.md.index("## Figures")]
     assert notes.strip().splitlines()[2:] == [
         "- half: the distinguishing test ran on generic defaults for the audit setting (the pairs tried are the "

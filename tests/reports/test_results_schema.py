@@ -5,6 +5,8 @@ from importlib import metadata
 
 import pytest
 
+FAMILY = 4  # the test family of the fixture documents' distinguish sections ("tests": 4, conftest)
+
 from auditkit.results import overall_verdict
 from reports import load_results, render_report, upgrade_results, validate_results
 from reports.results_schema import CAPABILITIES, COMMANDS, SCHEMA, SCHEMA_VERSION
@@ -213,7 +215,8 @@ def test_a_version_2_document_is_upgraded_to_4_without_touching_the_original(v2_
         assert (setting["probe"], setting["identification"]) == (None, None)
     assert none["verdict"] is None  # no test ran
     assert laplace["verdict"] == {"verdict": "consistent", "decided_by": "distinguishing test (worst pair: 0 vs clip)",
-                                  "p_value": None, "tests": 1}
+                                  "p_value": None, "tests": 1, "family": FAMILY, "adjusted_p_value": None,
+                                  "evidence": None}
 
 
 def test_a_version_3_document_is_upgraded_to_4_without_touching_the_original(document):
@@ -236,10 +239,12 @@ def test_a_version_3_document_is_upgraded_to_4_without_touching_the_original(doc
     assert none["verdict"] is None  # no distinguishing test
     # the worst verdict of the distinguishing test and its adaptive test; between equals, the one with a p-value
     assert jopeq["verdict"] == {"verdict": "violated", "decided_by": "distinguishing test (worst pair: 0 vs clip)",
-                                "p_value": 0.00012, "tests": 2}
+                                "p_value": 0.00012, "tests": 2, "family": FAMILY,
+                                "adjusted_p_value": pytest.approx(FAMILY * 0.00012), "evidence": "marginal"}
     assert gaussian["verdict"] == {"verdict": "consistent",
                                    "decided_by": "distinguishing test (worst pair: 0 vs clip)", "p_value": 0.91,
-                                   "tests": 1}
+                                   "tests": 1, "family": FAMILY, "adjusted_p_value": pytest.approx(min(1, FAMILY * 0.91)),
+                                   "evidence": None}
     # the version 4 document itself decided s01 by its identification test, which version 3 did not have
     assert document["settings"][1]["verdict"]["decided_by"] == "identification among 10 candidates"
 
@@ -268,8 +273,8 @@ def test_load_results_upgrades_a_version_3_file_that_then_renders(tmp_path, grid
     text = (tmp_path / "report.md").read_text()
     assert "## Reconstruction against the claim" not in text  # neither probe nor identification tests
     assert "- **inversion probe**: not run" in text
-    assert "- JoPEQ \\| eps=1: violated: claim ε = 1, δ = 0; certified ε ≥ 1.83 against the claimed 1 (0 vs clip) " \
-           "(p = 0.00012)." in text
+    assert "- JoPEQ \\| eps=1: violated (marginal refutation): claim ε = 1, δ = 0; certified ε ≥ 1.83 against the " \
+           "claimed 1 (0 vs clip) (p = 0.00012, 0.00048 adjusted over the audit's 4 tests)." in text
 
 
 @pytest.mark.parametrize("relation, upgraded", [

@@ -25,6 +25,9 @@ def test_zeta_alone_tells_h_from_4h_perfectly(name):
     assert result.verdict == VIOLATED and result.claimed_epsilon == 4.0 and result.per_test_confidence == 0.975
     assert decoded.epsilon_lower_bound > 4.0  # the decoded update alone: noise 4 times wider for 4h
     assert json.loads(json.dumps(result.to_dict()))["verdict"] == VIOLATED
+    # a perfect test on 3,000 trials: the claim's p-value is tiny, from the worst judged estimate
+    assert result.p_value == result.worst.p_value and result.p_value < 1e-5
+    assert result.to_dict()["p_value"] == result.p_value
 
 
 def test_overload_inside_the_domain_adds_no_privacy_loss_and_a_spike_leaves_the_domain():
