@@ -5,6 +5,12 @@
 over the pairs -- the worst pair, which is what the claim must survive -- holds at ``confidence`` jointly
 (``attacks.verdicts``). ``tests`` may be raised above the number of pairs when the audit is part of a larger
 report whose tests share one family-wise level.
+
+``search=True`` spends the same budget (N outputs per pair) on a worst-pair search instead
+(``attacks.pair_search``): every pair chooses its test on a share of its outputs, the most promising one is
+tested once on the rest of the budget, and that single held-out test counts as one test of the family. The
+bound is then typically much higher (e.g. the half-noise example plugin, true eps 4.38, at 10^5 outputs per
+pair: see ``benchmarks/bench_tightness.py``).
 """
 
 from __future__ import annotations
@@ -16,9 +22,10 @@ from typing import Any
 import mechanisms
 from attacks.audit_settings import audit_setting, setting_pairs
 from attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
-from attacks.distinguish import EpsilonEstimate, distinguish
+from attacks.distinguish import SELECTION, EpsilonEstimate, distinguish
 from attacks.distinguishing_statistics import STATISTICS
 from attacks.neighbouring_pairs import NeighbouringPair
+from attacks.pair_search import PairSearch, search_worst_pair
 from attacks.verdicts import bonferroni_confidence, verdict
 from mechanisms import LogDensity, Mechanism, PrivacyGuarantee
 
@@ -29,7 +36,8 @@ __all__ = ["MechanismAudit", "audit_mechanism"]
 class MechanismAudit:
     """The pairs tried on one mechanism, the worst of them, and the verdict against the claim.
 
-    confidence is family-wise over ``tests`` tests; each estimate carries its own per-test confidence.
+    confidence is family-wise over ``tests`` tests; each estimate carries its own per-test confidence. With the
+    worst-pair search, ``estimates`` holds the one certified estimate and ``search`` every candidate.
     """
 
     mechanism: str
@@ -43,6 +51,7 @@ class MechanismAudit:
     per_test_confidence: float
     tests: int
     setting: str
+    search: PairSearch | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,6 +68,7 @@ class MechanismAudit:
             "tests": self.tests,
             "setting": self.setting,
             "estimates": [e.to_dict() for e in self.estimates],
+            "search": None if self.search is None else self.search.to_dict(),
         }
 
 
@@ -74,6 +84,8 @@ def audit_mechanism(
     statistics: Sequence[str] = STATISTICS,
     log_density: LogDensity | None = None,
     random_directions: int = 2,
+    search: bool = False,
+    selection: float = SELECTION,
     seed: int = 0,
 ) -> MechanismAudit:
     """Distinguish ``mechanism`` on every pair with ``trials`` outputs each (module docstring).
@@ -81,7 +93,9 @@ def audit_mechanism(
     mechanism: a registered name (its defaults), a ``Mechanism`` (pairs from ``audit_setting``; the claim from
                ``guarantee()`` unless ``claimed_eps`` is given) or a batched callable (``pairs`` required).
     delta:     the delta of the bounds; default the claim's delta (0 without a claim).
-    tests:     the size of the test family for the Bonferroni correction (default: the number of pairs).
+    tests:     the size of the test family for the Bonferroni correction (default: the number of pairs, or 1
+               with ``search``).
+    search:    the worst-pair search (module docstring); selection: the share of outputs that chooses each test.
     """
     resolved = resolve_mechanism(mechanism, seed=seed)
     if isinstance(resolved, Mechanism):
@@ -97,14 +111,23 @@ def audit_mechanism(
     pairs = list(pairs)
     if not pairs:
         raise ValueError("pairs must hold at least one NeighbouringPair")
-    tests = len(pairs) if tests is None else tests
-    if isinstance(tests, bool) or not isinstance(tests, int) or tests < len(pairs):
-        raise ValueError(f"tests must be an integer >= the number of pairs ({len(pairs)}), got {tests!r}")
+    judged_tests = 1 if search else len(pairs)
+    tests = judged_tests if tests is None else tests
+    if isinstance(tests, bool) or not isinstance(tests, int) or tests < judged_tests:
+        what = "1 (one held-out test with search)" if search else f"the number of pairs ({len(pairs)})"
+        raise ValueError(f"tests must be an integer >= {what}, got {tests!r}")
     claimed = claimed_eps if claimed_eps is not None else (None if claim is None else claim.epsilon)
     if delta is None:
         delta = claim.delta if claim is not None and claim.epsilon is not None else 0.0
     per_test = bonferroni_confidence(confidence, tests)
 
+    if search:
+        found = search_worst_pair(resolved, pairs, trials=trials, confidence=per_test, delta=delta,
+                                  claimed_eps=claimed, statistics=statistics, log_density=log_density,
+                                  selection=selection, seed=seed)
+        judged = verdict(found.estimate, claim if claimed_eps is None and claim is not None else claimed)
+        return MechanismAudit(name, params, claim, claimed, (found.estimate,), found.estimate, judged, confidence,
+                              per_test, tests, note, found)
     estimates = tuple(
         distinguish(
             resolved,
@@ -116,6 +139,7 @@ def audit_mechanism(
             claimed_eps=claimed,
             statistics=statistics,
             log_density=log_density,
+            selection=selection,
             label=pair.label,
             seed=mechanisms.derive_seed(seed, "pair", i),
         )

@@ -11,9 +11,12 @@ fastest path that is faithful, i.e. whose B outputs have exactly the joint law o
   (``Mechanism.tiling()``, a ``mechanisms.Tiling``: the block length, why it is faithful, the most copies per
   call, and the mechanism to call on B copies -- e.g. one whose clip is rescaled to B^(1/p) clip so that
   clipping the tiled vector scales every copy as one call would).
+* ``mechanism batch``: where the mechanism cannot be tiled in its configuration (``tiling()`` returns None) but
+  declares its own vectorised sampler (``Mechanism.batch_sampling()``, a ``mechanisms.BatchSampling``: e.g.
+  MSP-FL's split with a hidden m_i per call), that sampler called for chunks of B outputs.
 * ``per call``: one call per output, each with its own seed. Always faithful, about 1e3-1e5 outputs/s. Taken
-  when the mechanism declares no tiling (the description says whether it declared that it cannot be tiled or
-  declared nothing, the generic default), and for ``per_call=True``.
+  when the mechanism declares neither (the description says whether it declared that it cannot be sampled in
+  bulk or declared nothing, the generic default), and for ``per_call=True``.
 
 Seeds: chunk c of stream s gets the shared seed ``derive_seed(seed, s, c)`` (output i of the per-call path
 ``derive_seed(seed, s, i)``), so every call has fresh shared and private randomness. A mechanism given by name
@@ -28,7 +31,7 @@ from collections.abc import Callable
 import torch
 
 import mechanisms
-from mechanisms import Mechanism, Tiling, capability, declared
+from mechanisms import BatchSampling, Mechanism, Tiling, capability, declared
 
 __all__ = ["BatchedMechanism", "BulkSampler", "bulk_sampler", "resolve_mechanism"]
 
@@ -64,12 +67,14 @@ class BulkSampler:
         self.seed = seed
         self.generic_default = False
         self._tiling: Tiling | None = None
+        self._batch: BatchSampling | None = None
         if not isinstance(mechanism, Mechanism):
             self.path = "batched callable"
             self.description = "the callable maps a batch (B, d) to B independent outputs by contract"
             return
         if not per_call:
             self._tiling = capability(mechanism, "tiling")
+            self._batch = None if self._tiling is not None else capability(mechanism, "batch_sampling")
         if self._tiling is not None:
             self.path = "tiled"
             self.description = (
@@ -77,20 +82,26 @@ class BulkSampler:
                 f"{self._tiling.why}"
             )
             return
+        if self._batch is not None:
+            self.path = "mechanism batch"
+            self.description = f"{mechanism.name}: its own sampler of B outputs in one call: {self._batch.why}"
+            return
         self.path = "per call"
         if per_call:
             reason = "forced"
-        elif declared(mechanism, "tiling"):
-            reason = "the mechanism declares it cannot be tiled in this configuration"
+        elif declared(mechanism, "tiling") or declared(mechanism, "batch_sampling"):
+            reason = "the mechanism declares it cannot be sampled in bulk in this configuration"
         else:
             self.generic_default = True
-            reason = "generic default: the mechanism declares no tiling (Mechanism.tiling)"
+            reason = "generic default: the mechanism declares neither tiling nor batch_sampling"
         self.description = f"{mechanism.name}: one call of the real mechanism per output ({reason})"
 
     def __call__(self, x: torch.Tensor, count: int, stream: int) -> torch.Tensor:
         x = x.detach().to(device="cpu", dtype=torch.float64).reshape(-1)
         if self._tiling is not None:
             return self._tiled(x, count, stream)
+        if self._batch is not None:
+            return self._mechanism_batch(x, count, stream)
         if isinstance(self.mechanism, Mechanism):
             rows = [
                 self.mechanism(x, mechanisms.derive_seed(self.seed, stream, i)).to(torch.float64) for i in range(count)
@@ -98,17 +109,27 @@ class BulkSampler:
             return torch.stack(rows)
         return self._batched(x, count, stream)
 
+    def _mechanism_batch(self, x: torch.Tensor, count: int, stream: int) -> torch.Tensor:
+        return self._in_chunks(x.numel(), count, stream, lambda rows, seed: self._batch.sample(x, rows, seed),
+                               f"{self.mechanism.name}.batch_sampling()")
+
     def _batched(self, x: torch.Tensor, count: int, stream: int) -> torch.Tensor:
-        rows_per_call = max(1, _MAX_COORDINATES // max(1, x.numel()))
+        return self._in_chunks(x.numel(), count, stream,
+                               lambda rows, seed: self.mechanism(x.expand(rows, -1).clone(), seed), "the callable")
+
+    def _in_chunks(
+        self, d: int, count: int, stream: int, draw: Callable[[int, int], torch.Tensor], who: str
+    ) -> torch.Tensor:
+        """``draw(rows, seed)`` on chunks of at most ``_MAX_COORDINATES`` coordinates, checked and concatenated."""
+        rows_per_call = max(1, _MAX_COORDINATES // max(1, d))
         chunks = []
         for chunk, start in enumerate(range(0, count, rows_per_call)):
             rows = min(rows_per_call, count - start)
-            out = self.mechanism(x.expand(rows, -1).clone(), mechanisms.derive_seed(self.seed, stream, chunk))
-            out = torch.as_tensor(out).to(device="cpu", dtype=torch.float64)
+            out = torch.as_tensor(draw(rows, mechanisms.derive_seed(self.seed, stream, chunk)))
+            out = out.to(device="cpu", dtype=torch.float64)
             if out.ndim != 2 or out.shape[0] != rows:
                 raise ValueError(
-                    f"the callable must return one output row per input row: shape ({rows}, d_out), got "
-                    f"{tuple(out.shape)}"
+                    f"{who} must return one output row per input row: shape ({rows}, d_out), got {tuple(out.shape)}"
                 )
             chunks.append(out)
         return torch.cat(chunks)

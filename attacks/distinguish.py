@@ -1,24 +1,27 @@
 """Black-box distinguishing test: a certified lower bound on the epsilon of a mechanism from a neighbouring pair.
 
 ``distinguish(m, x0, x1, trials=N)`` draws N/2 outputs of M(x0) and N/2 of M(x1) in bulk from the real
-implementation (``attacks.bulk_sampling``), then splits each side in two halves:
+implementation (``attacks.bulk_sampling``), then splits each side in two parts:
 
-1. selection half: every statistic of ``attacks.distinguishing_statistics`` (projection, exact
-   log-likelihood ratio where the output density is known, learned classifier) is fitted, and for each the
-   threshold maximising the epsilon bound is found; the statistic with the largest bound is kept. The
-   selection bounds are computed with each rate at level 1 - (1 - confidence)/200 (100 times stricter than
-   the held-out test's): the maximum over ~1,000 cut points favours cuts whose few errors were fewer by
-   luck (a winner's curse), and the stricter level prefers cuts resting on more errors. On the Gaussian
-   mechanism (sigma 1, 10^6 outputs per side, 12 seeds) this raised the held-out bound from 2.95 on
-   average (worst 2.24) to 3.20 (worst 3.00), and cost 0.02 at sigma 2.
-2. held-out half: the one chosen test is applied once; its false positives among the outputs of x0 and false
-   negatives among those of x1 give the bound of ``attacks.epsilon_bounds.epsilon_lower_bound`` (one-sided
-   Clopper-Pearson on both rates, the confidence split between them).
+1. selection (``selection`` = 20% of each side by default): every statistic of
+   ``attacks.distinguishing_statistics`` (projection, exact log-likelihood ratio where the output density is
+   known, learned classifier) is fitted, and for each the threshold (and the share of the confidence between
+   the two error rates) maximising the bound PREDICTED for the held-out outputs is found
+   (``choose_test``); the statistic with the largest predicted bound is kept.
+2. held out (the other 80%): the one chosen test is applied once (``ChosenTest.says_x1``); its false positives
+   among the outputs of x0 and false negatives among those of x1 give the bound of
+   ``attacks.epsilon_bounds.epsilon_lower_bound`` (one-sided Clopper-Pearson on both rates, the confidence split
+   between them as chosen on the selection outputs).
 
 The held-out outputs play no part in choosing the test, so the bound holds with probability >= ``confidence``
 whatever the selection did (Jagielski et al. 2020; the same split as dp-auditorium's testers). The largest
 bound this many held-out outputs could ever give, a perfect test's, is reported beside it
-(``max_certifiable``); with N trials it is ``epsilon_bounds.max_certifiable(N / 2)``.
+(``max_certifiable``). ``attacks.pair_search`` uses the same two steps across several pairs.
+
+Why 20%: the projection and the likelihood ratio have nothing to fit but the threshold, and every output held
+out tightens the bound. Simulated on y ~ N(-+1/2, 1) (delta 1e-5), 20% selection with the threshold chosen for
+the held-out bound gave 3.33 at 10^6 outputs per side and 2.51 at 5 x 10^4, against 3.22 and 2.38 with half
+held out and the threshold chosen for the selection's own bound (``attacks.distinguishing_statistics``).
 """
 
 from __future__ import annotations
@@ -27,21 +30,37 @@ import math
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import torch
 
 from attacks.bulk_sampling import BatchedMechanism, BulkSampler, resolve_mechanism
-from attacks.distinguishing_statistics import STATISTICS, best_threshold, dense_ranks, fit_scorer, projection_direction
+from attacks.distinguishing_statistics import (
+    STATISTICS,
+    Scorer,
+    best_threshold,
+    dense_ranks,
+    fit_scorer,
+    projection_direction,
+)
 from attacks.epsilon_bounds import distinguishing_p_value, epsilon_lower_bound
 from attacks.neighbouring_pairs import NeighbouringPair
 from mechanisms import LogDensity, Mechanism, capability
 
-__all__ = ["MIN_TRIALS", "EpsilonEstimate", "distinguish"]
+__all__ = [
+    "MIN_TRIALS",
+    "SELECTION",
+    "ChosenTest",
+    "EpsilonEstimate",
+    "check_test_inputs",
+    "choose_test",
+    "distinguish",
+    "held_out_estimate",
+]
 
 MIN_TRIALS = 20  # 5 selection and 5 held-out outputs per side at least
-_SELECTION_STRICTNESS = 0.01  # selection rates are bounded at 1 - 0.01 (1 - confidence)/2 (module docstring)
+SELECTION = 0.2  # share of each side's outputs that chooses the test (module docstring)
 
 
 @dataclass(frozen=True)
@@ -56,11 +75,11 @@ class EpsilonEstimate:
     trials:              outputs drawn in all (both sides, both halves).
     fp, n0, fn, n1:      held-out false positives among n0 outputs of x0, false negatives among n1 of x1.
     threshold, threshold_tiebreak: the test says x1 iff (score, projection) > (threshold, threshold_tiebreak).
+    fp_share:            the share of 1 - confidence given to the false-positive rate (chosen on the selection).
     claimed_epsilon:     the claim compared with, if any; p_value: of "M is (claimed_epsilon, delta)-DP".
     sampling:            the sampling path (``attacks.bulk_sampling``) and why it is faithful.
     samples_per_second:  trials / seconds, end to end (sampling, fitting, counting); sampling_seconds apart.
-    selection_bounds:    the bound each statistic reached on the selection half (at the stricter selection
-                         level of the module docstring).
+    selection_bounds:    the held-out bound each statistic's best threshold predicted on the selection outputs.
     """
 
     epsilon_lower_bound: float
@@ -76,6 +95,7 @@ class EpsilonEstimate:
     n1: int
     threshold: float
     threshold_tiebreak: float
+    fp_share: float
     claimed_epsilon: float | None
     p_value: float | None
     sampling: str
@@ -100,6 +120,7 @@ class EpsilonEstimate:
             "n1": self.n1,
             "threshold": self.threshold,
             "threshold_tiebreak": self.threshold_tiebreak,
+            "fp_share": self.fp_share,
             "claimed_epsilon": self.claimed_epsilon,
             "p_value": self.p_value,
             "sampling": self.sampling,
@@ -110,14 +131,94 @@ class EpsilonEstimate:
         }
 
 
-class _Candidate(NamedTuple):
-    """One statistic's test chosen on the selection half: the cut over its composite ranks and its bound."""
+@dataclass(frozen=True)
+class ChosenTest:
+    """One test chosen on selection outputs: say "x1" iff (score(y), <y, direction>) > (threshold, tiebreak).
+
+    predicted_bound: the held-out bound its threshold predicted (``distinguishing_statistics.best_threshold``);
+    selection_bounds: the same for every statistic that competed.
+    """
 
     statistic: str
-    bound: float
-    cut: int
-    ranks: np.ndarray
-    scores: np.ndarray
+    scorer: Scorer
+    direction: np.ndarray
+    threshold: float
+    threshold_tiebreak: float
+    fp_share: float
+    predicted_bound: float
+    selection_bounds: dict[str, float]
+
+    def says_x1(self, outputs: np.ndarray) -> np.ndarray:
+        """The test's answer for each output (rows of ``outputs``): True means "x1"."""
+        scores = np.asarray(self.scorer(outputs), dtype=np.float64)
+        tiebreak = outputs @ self.direction
+        return (scores > self.threshold) | ((scores == self.threshold) & (tiebreak > self.threshold_tiebreak))
+
+
+def choose_test(
+    y0: np.ndarray, y1: np.ndarray, x0: np.ndarray, x1: np.ndarray, *, held_out: tuple[int, int],
+    confidence: float, delta: float, statistics: Sequence[str] = STATISTICS, log_density: LogDensity | None = None,
+    seed: int = 0,
+) -> ChosenTest:
+    """The statistic, threshold and confidence share with the largest predicted bound for a held-out test of
+    ``held_out`` = (n0, n1) outputs, chosen on the selection outputs y0 of M(x0) and y1 of M(x1) alone."""
+    outputs = np.concatenate([y0, y1])
+    side = np.arange(len(outputs)) >= len(y0)
+    direction = projection_direction(x0, x1, y0, y1)
+    tiebreak = outputs @ direction
+    best: ChosenTest | None = None
+    bounds: dict[str, float] = {}
+    for name in statistics:
+        scorer = fit_scorer(name, y0, y1, x0, x1, log_density=log_density, seed=seed)
+        if scorer is None:
+            continue
+        scores = np.asarray(scorer(outputs), dtype=np.float64)
+        ranks = dense_ranks(scores, tiebreak)
+        choice = best_threshold(ranks[~side], ranks[side], alpha=1 - confidence, delta=delta, held_out=held_out)
+        bounds[name] = choice.bound
+        if best is None or choice.bound > best.predicted_bound:  # the first listed statistic wins a tie
+            at_cut = int(np.flatnonzero(ranks == choice.rank)[0])
+            best = ChosenTest(name, scorer, direction, float(scores[at_cut]), float(tiebreak[at_cut]),
+                              choice.fp_share, choice.bound, bounds)
+    return best
+
+
+def held_out_estimate(
+    test: ChosenTest, h0: np.ndarray, h1: np.ndarray, *, pair: NeighbouringPair, trials: int, confidence: float,
+    delta: float, claimed_eps: float | None, sampler: BulkSampler, start: float, sampling_seconds: float,
+) -> EpsilonEstimate:
+    """The certified bound of ``test`` applied once to the held-out outputs h0 of M(x0) and h1 of M(x1)."""
+    fp = int(np.count_nonzero(test.says_x1(h0)))
+    fn = int(np.count_nonzero(~test.says_x1(h1)))
+    n0, n1 = len(h0), len(h1)
+    bound = epsilon_lower_bound(fp, n0, fn, n1, confidence=confidence, delta=delta, fp_share=test.fp_share)
+    p_value = None if claimed_eps is None else distinguishing_p_value(
+        fp, n0, fn, n1, epsilon=claimed_eps, delta=delta, fp_share=test.fp_share)
+    seconds = time.perf_counter() - start
+    return EpsilonEstimate(
+        epsilon_lower_bound=bound,
+        confidence=confidence,
+        delta=delta,
+        max_certifiable=epsilon_lower_bound(0, n0, 0, n1, confidence=confidence, delta=delta,
+                                            fp_share=test.fp_share),
+        statistic=test.statistic,
+        pair=pair,
+        trials=trials,
+        fp=fp,
+        n0=n0,
+        fn=fn,
+        n1=n1,
+        threshold=test.threshold,
+        threshold_tiebreak=test.threshold_tiebreak,
+        fp_share=test.fp_share,
+        claimed_epsilon=claimed_eps,
+        p_value=p_value,
+        sampling=f"{sampler.path}: {sampler.description}",
+        samples_per_second=trials / seconds,
+        seconds=seconds,
+        sampling_seconds=sampling_seconds,
+        selection_bounds=dict(test.selection_bounds),
+    )
 
 
 def _as_input(name: str, x: torch.Tensor | Sequence[float]) -> torch.Tensor:
@@ -127,9 +228,11 @@ def _as_input(name: str, x: torch.Tensor | Sequence[float]) -> torch.Tensor:
     return t
 
 
-def _validate(
-    trials: int, confidence: float, delta: float, claimed_eps: float | None, statistics: Sequence[str]
+def check_test_inputs(
+    trials: int, confidence: float, delta: float, claimed_eps: float | None, statistics: Sequence[str],
+    selection: float = SELECTION,
 ) -> None:
+    """Each argument of a distinguishing test in its range, else a ValueError naming it."""
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < MIN_TRIALS:
         raise ValueError(f"trials must be an integer >= {MIN_TRIALS}, got {trials!r}")
     if not 0 < confidence < 1:
@@ -141,6 +244,23 @@ def _validate(
     unknown = [s for s in statistics if s not in STATISTICS]
     if not statistics or unknown or isinstance(statistics, str):
         raise ValueError(f"statistics must be a non-empty sequence of {', '.join(STATISTICS)}, got {statistics!r}")
+    if not 0.05 <= selection <= 0.95:
+        raise ValueError(f"selection must be a share in [0.05, 0.95], got {selection!r}")
+
+
+def resolve_claim_and_density(
+    mechanism: str | Mechanism | BatchedMechanism, claimed_eps: float | None, log_density: LogDensity | None,
+    statistics: Sequence[str], seed: int,
+) -> tuple[Mechanism | BatchedMechanism, float | None, LogDensity | None]:
+    """The mechanism to sample, the claim and the output density a test of it uses (given ones win)."""
+    resolved = resolve_mechanism(mechanism, seed=seed)
+    if log_density is None and isinstance(resolved, Mechanism):
+        log_density = capability(resolved, "output_log_density")
+    if claimed_eps is None and isinstance(resolved, Mechanism):
+        claimed_eps = resolved.guarantee().epsilon
+    if set(statistics) == {"llr"} and log_density is None:
+        raise ValueError("statistics: 'llr' alone needs a known output density; pass log_density=f(y, x)")
+    return resolved, claimed_eps, log_density
 
 
 def distinguish(
@@ -154,6 +274,7 @@ def distinguish(
     claimed_eps: float | None = None,
     statistics: Sequence[str] = STATISTICS,
     log_density: LogDensity | None = None,
+    selection: float = SELECTION,
     label: str = "given",
     seed: int = 0,
 ) -> EpsilonEstimate:
@@ -165,21 +286,16 @@ def distinguish(
     trials:      outputs in all, split evenly between x0 and x1 (>= 20).
     confidence:  probability that the bound holds, in (0, 1); delta: the delta of the bound, in [0, 1).
     claimed_eps: the claim to compare with (defaults to ``mechanism.guarantee().epsilon`` for a mechanism).
-    statistics:  which statistics compete on the selection half; "llr" needs a known output density
+    statistics:  which statistics compete on the selection outputs; "llr" needs a known output density
                  (``Mechanism.output_log_density``) or ``log_density`` f(y, x) -> ln p(y | x).
+    selection:   the share of each side's outputs that chooses the test, in [0.05, 0.95].
     label:       how the pair was built (reported); seed: seeds the sampling and the classifier.
     """
-    _validate(trials, confidence, delta, claimed_eps, statistics)
+    check_test_inputs(trials, confidence, delta, claimed_eps, statistics, selection)
     x0_t, x1_t = _as_input("x0", x0), _as_input("x1", x1)
     if x0_t.shape != x1_t.shape:
         raise ValueError(f"x0 and x1 must have the same shape, got {tuple(x0_t.shape)} and {tuple(x1_t.shape)}")
-    resolved = resolve_mechanism(mechanism, seed=seed)
-    if log_density is None and isinstance(resolved, Mechanism):
-        log_density = capability(resolved, "output_log_density")
-    if claimed_eps is None and isinstance(resolved, Mechanism):
-        claimed_eps = resolved.guarantee().epsilon
-    if set(statistics) == {"llr"} and log_density is None:
-        raise ValueError("statistics: 'llr' alone needs a known output density; pass log_density=f(y, x)")
+    resolved, claimed_eps, log_density = resolve_claim_and_density(mechanism, claimed_eps, log_density, statistics, seed)
 
     start = time.perf_counter()
     sampler = BulkSampler(resolved, seed=seed)
@@ -188,56 +304,9 @@ def distinguish(
     y1 = sampler(x1_t, trials - n_neg, 1).numpy()
     sampling_seconds = time.perf_counter() - start
 
-    a0, a1 = x0_t.numpy(), x1_t.numpy()
-    s0, s1 = len(y0) // 2, len(y1) // 2
-    sel0, held0, sel1, held1 = y0[:s0], y0[s0:], y1[:s1], y1[s1:]
-    outputs = np.concatenate([sel0, sel1, held0, held1])
-    side = np.concatenate([np.zeros(s0), np.ones(s1), np.zeros(len(held0)), np.ones(len(held1))]).astype(bool)
-    selection = np.arange(len(outputs)) < s0 + s1
-    tiebreak = outputs @ projection_direction(a0, a1, sel0, sel1)
-    candidates = []
-    for name in statistics:
-        scorer = fit_scorer(name, sel0, sel1, a0, a1, log_density=log_density, seed=seed)
-        if scorer is not None:
-            scores = np.asarray(scorer(outputs), dtype=np.float64)
-            ranks = dense_ranks(scores, tiebreak)
-            choice = best_threshold(
-                ranks[selection & ~side],
-                ranks[selection & side],
-                alpha_each=(1 - confidence) / 2 * _SELECTION_STRICTNESS,
-                delta=delta,
-            )
-            candidates.append(_Candidate(name, choice.bound, choice.rank, ranks, scores))
-    best = max(candidates, key=lambda c: c.bound)  # the first listed statistic wins a tie
-    cut, ranks = best.cut, best.ranks
-
-    held_out = ~selection
-    fp = int(np.count_nonzero(held_out & ~side & (ranks > cut)))
-    fn = int(np.count_nonzero(held_out & side & (ranks <= cut)))
-    n0, n1 = len(held0), len(held1)
-    bound = epsilon_lower_bound(fp, n0, fn, n1, confidence=confidence, delta=delta)
-    at_cut = int(np.flatnonzero(ranks == cut)[0])
-    p_value = None if claimed_eps is None else distinguishing_p_value(fp, n0, fn, n1, epsilon=claimed_eps, delta=delta)
-    seconds = time.perf_counter() - start
-    return EpsilonEstimate(
-        epsilon_lower_bound=bound,
-        confidence=confidence,
-        delta=delta,
-        max_certifiable=epsilon_lower_bound(0, n0, 0, n1, confidence=confidence, delta=delta),
-        statistic=best.statistic,
-        pair=NeighbouringPair(label, x0_t, x1_t),
-        trials=trials,
-        fp=fp,
-        n0=n0,
-        fn=fn,
-        n1=n1,
-        threshold=float(best.scores[at_cut]),
-        threshold_tiebreak=float(tiebreak[at_cut]),
-        claimed_epsilon=claimed_eps,
-        p_value=p_value,
-        sampling=f"{sampler.path}: {sampler.description}",
-        samples_per_second=trials / seconds,
-        seconds=seconds,
-        sampling_seconds=sampling_seconds,
-        selection_bounds={c.statistic: c.bound for c in candidates},
-    )
+    s0, s1 = (min(max(1, round(len(y) * selection)), len(y) - 1) for y in (y0, y1))
+    test = choose_test(y0[:s0], y1[:s1], x0_t.numpy(), x1_t.numpy(), held_out=(len(y0) - s0, len(y1) - s1),
+                       confidence=confidence, delta=delta, statistics=statistics, log_density=log_density, seed=seed)
+    return held_out_estimate(test, y0[s0:], y1[s1:], pair=NeighbouringPair(label, x0_t, x1_t), trials=trials,
+                             confidence=confidence, delta=delta, claimed_eps=claimed_eps, sampler=sampler,
+                             start=start, sampling_seconds=sampling_seconds)

@@ -11,8 +11,11 @@ Ullman & Oprea, NeurIPS 2020). If M is (eps, delta)-DP, then for neighbours x0, 
     eps >= max{ ln[(1 - delta - FPR) / FNR],  ln[(1 - delta - FNR) / FPR] }.
 
 Both rates are estimated from independent trials; replacing each by its one-sided Clopper-Pearson upper
-bound at level 1 - (1 - confidence)/2 makes the right side a lower bound on eps that holds with probability
->= ``confidence`` (a union bound over the two rates). A bound below 0 is reported as 0.
+bound, FPR at level 1 - w (1 - confidence) and FNR at 1 - (1 - w)(1 - confidence), makes the right side a lower
+bound on eps that holds with probability >= ``confidence`` (a union bound over the two rates) for any share w
+fixed before the counts are seen. w = 1/2 splits evenly; the rare rate of a tail test (the denominator) is the
+uncertain one, and a test chosen on other outputs may give it the larger share (``fp_share``). A bound below 0
+is reported as 0.
 
 Caps. A perfect test (no errors) with N trials split evenly (N/2 per side) certifies at most
 ``max_certifiable(N)``: 2.57, 4.91, 7.21, 9.51, 11.82 for N = 10^2 .. 10^6 (delta = 1e-5, 95%).
@@ -81,31 +84,44 @@ def clopper_pearson_upper(k: int | np.ndarray, n: int | np.ndarray, alpha: float
 
 
 def epsilon_lower_bounds(
-    fp: np.ndarray, n_neg: int, fn: np.ndarray, n_pos: int, *, alpha_each: float, delta: float
+    fp: np.ndarray, n_neg: float, fn: np.ndarray, n_pos: float, *, alpha_fp: float, alpha_fn: float, delta: float
 ) -> np.ndarray:
-    """The hypothesis-test bound (module docstring) for arrays of counts, each rate bounded at 1 - ``alpha_each``.
+    """The hypothesis-test bound (module docstring) for arrays of counts, FPR bounded at level 1 - ``alpha_fp``
+    and FNR at 1 - ``alpha_fn``.
 
     ``fp``: false positives among ``n_neg`` outputs of M(x0); ``fn``: false negatives among ``n_pos`` of M(x1).
+    Counts may be fractional (a predicted count: the Beta quantile is defined for them).
     """
-    fpr = clopper_pearson_upper(np.asarray(fp), n_neg, alpha_each)
-    fnr = clopper_pearson_upper(np.asarray(fn), n_pos, alpha_each)
+    fpr = clopper_pearson_upper(np.asarray(fp), n_neg, alpha_fp)
+    fnr = clopper_pearson_upper(np.asarray(fn), n_pos, alpha_fn)
     with np.errstate(divide="ignore"):  # 1 - delta - rate <= 0 gives ln 0 = -inf: no bound from that side
         first = np.log(np.maximum(1 - delta - fpr, 0.0)) - np.log(fnr)
         second = np.log(np.maximum(1 - delta - fnr, 0.0)) - np.log(fpr)
     return np.maximum(np.maximum(first, second), 0.0)
 
 
-def epsilon_lower_bound(fp: int, n_neg: int, fn: int, n_pos: int, *, confidence: float, delta: float) -> float:
+def _check_share(fp_share: float) -> None:
+    if not 0 < fp_share < 1:
+        raise ValueError(f"fp_share must be in (0, 1), got {fp_share!r}")
+
+
+def epsilon_lower_bound(
+    fp: int, n_neg: int, fn: int, n_pos: int, *, confidence: float, delta: float, fp_share: float = 0.5
+) -> float:
     """eps >= max{ln[(1 - delta - FPR_ub)/FNR_ub], ln[(1 - delta - FNR_ub)/FPR_ub]}, at least 0.
 
-    FPR_ub, FNR_ub: one-sided Clopper-Pearson upper bounds on fp / n_neg and fn / n_pos, each at level
-    1 - (1 - confidence)/2, so the bound holds with probability >= ``confidence`` (module docstring).
+    FPR_ub, FNR_ub: one-sided Clopper-Pearson upper bounds on fp / n_neg at level 1 - fp_share (1 - confidence)
+    and on fn / n_pos at 1 - (1 - fp_share)(1 - confidence), so the bound holds with probability
+    >= ``confidence`` (module docstring); ``fp_share`` must not depend on these counts.
     """
     _check_confidence(confidence)
     _check_delta(delta)
+    _check_share(fp_share)
     _check_count("fp", fp, n_neg)
     _check_count("fn", fn, n_pos)
-    return float(epsilon_lower_bounds(fp, n_neg, fn, n_pos, alpha_each=(1 - confidence) / 2, delta=delta))
+    alpha = 1 - confidence
+    return float(epsilon_lower_bounds(fp, n_neg, fn, n_pos, alpha_fp=fp_share * alpha,
+                                      alpha_fn=(1 - fp_share) * alpha, delta=delta))
 
 
 def max_certifiable(trials: int, *, confidence: float = 0.95, delta: float = 0.0) -> float:
@@ -117,11 +133,15 @@ def max_certifiable(trials: int, *, confidence: float = 0.95, delta: float = 0.0
     return epsilon_lower_bound(0, n_neg, 0, trials - n_neg, confidence=confidence, delta=delta)
 
 
-def distinguishing_p_value(fp: int, n_neg: int, fn: int, n_pos: int, *, epsilon: float, delta: float) -> float:
+def distinguishing_p_value(
+    fp: int, n_neg: int, fn: int, n_pos: int, *, epsilon: float, delta: float, fp_share: float = 0.5
+) -> float:
     """p-value of the hypothesis "M is (epsilon, delta)-DP" given a held-out test's counts: the smallest
-    1 - confidence at which ``epsilon_lower_bound`` exceeds ``epsilon`` (bisection on log10 of it; values
-    below 1e-20 are reported as 1e-20). For Holm's procedure over several tests (``attacks.verdicts.holm``)."""
+    1 - confidence at which ``epsilon_lower_bound`` (with the same ``fp_share``) exceeds ``epsilon`` (bisection
+    on log10 of it; values below 1e-20 are reported as 1e-20). For Holm's procedure over several tests
+    (``attacks.verdicts.holm``)."""
     _check_delta(delta)
+    _check_share(fp_share)
     if not (math.isfinite(epsilon) and epsilon >= 0):
         raise ValueError(f"epsilon must be a finite number >= 0, got {epsilon!r}")
 
@@ -129,8 +149,10 @@ def distinguishing_p_value(fp: int, n_neg: int, fn: int, n_pos: int, *, epsilon:
     _check_count("fn", fn, n_pos)
 
     def exceeds(log_alpha: float) -> bool:  # the bound at confidence 1 - 10^log_alpha exceeds epsilon
-        alpha_each = 10.0**log_alpha / 2
-        return float(epsilon_lower_bounds(fp, n_neg, fn, n_pos, alpha_each=alpha_each, delta=delta)) > epsilon
+        alpha = 10.0**log_alpha
+        bound = epsilon_lower_bounds(fp, n_neg, fn, n_pos, alpha_fp=fp_share * alpha, alpha_fn=(1 - fp_share) * alpha,
+                                     delta=delta)
+        return float(bound) > epsilon
 
     low, high = math.log10(_P_VALUE_FLOOR), 0.0
     if exceeds(low):

@@ -92,9 +92,11 @@ def _distinguish_tests(mechanism: mechanisms.Mechanism, adaptive: bool, seed: in
     return pairs, (adaptive_tests_for(mechanism.name) if adaptive else [])
 
 
-def distinguish_family(mechanism: mechanisms.Mechanism, adaptive: bool) -> int:
-    """How many tests ``run_distinguish`` runs on ``mechanism``: its pairs plus its adaptive tests."""
-    return sum(map(len, _distinguish_tests(mechanism, adaptive, seed=0)))
+def distinguish_family(mechanism: mechanisms.Mechanism, adaptive: bool, search: bool = True) -> int:
+    """How many tests ``run_distinguish`` judges on ``mechanism``: its pairs (one held-out test with the
+    worst-pair search) plus its adaptive tests."""
+    pairs, extra = _distinguish_tests(mechanism, adaptive, seed=0)
+    return (1 if search else len(pairs)) + len(extra)
 
 
 def identification_family(mechanism: mechanisms.Mechanism, config: AuditConfig) -> int:
@@ -111,23 +113,23 @@ def family_size(plans: list[SettingPlan]) -> int:
     for p in plans:
         mechanism = build_mechanism(p.config)
         if p.config.distinguish.enabled:
-            total += distinguish_family(mechanism, p.config.distinguish.adaptive)
+            total += distinguish_family(mechanism, p.config.distinguish.adaptive, p.config.distinguish.search)
         total += identification_family(mechanism, p.config)
     return total
 
 
 def run_distinguish(
     mechanism: mechanisms.Mechanism, *, trials: int, confidence: float, family: int, adaptive: bool, seed: int,
-    delta: float | None = None,
+    delta: float | None = None, search: bool = True,
 ) -> tuple[Any, list[Any]]:
-    """Black-box audit of ``mechanism`` on its neighbouring pairs plus its adaptive tests, each bound at the
-    Bonferroni confidence of a ``family``-test family (``attacks.audit_mechanism``); ``delta`` of the bounds
-    defaults to the claim's."""
+    """Black-box audit of ``mechanism`` on its neighbouring pairs (a worst-pair search with ``search``) plus its
+    adaptive tests, each bound at the Bonferroni confidence of a ``family``-test family
+    (``attacks.audit_mechanism``); ``delta`` of the bounds defaults to the claim's."""
     import attacks
 
     pairs, extra = _distinguish_tests(mechanism, adaptive, seed)
     audit = attacks.audit_mechanism(mechanism, trials=trials, confidence=confidence, delta=delta, pairs=pairs,
-                                    tests=family, seed=seed)
+                                    tests=family, search=search, seed=seed)
     per_test = attacks.bonferroni_confidence(confidence, family)
     return audit, [test(mechanism, trials=trials, confidence=per_test, seed=seed) for test in extra]
 
@@ -308,7 +310,7 @@ class Audit:
     def _distinguish(self, plan: SettingPlan) -> dict[str, Any]:
         d, seed = plan.config.distinguish, plan.config.seed
         audit, adaptive = run_distinguish(build_mechanism(plan.config), trials=d.trials, confidence=d.confidence,
-                                          family=self.family, adaptive=d.adaptive, seed=seed)
+                                          family=self.family, adaptive=d.adaptive, search=d.search, seed=seed)
         return results.distinguish_entry(audit, adaptive, trials=d.trials, confidence=d.confidence, tests=self.family)
 
     # ---------------------------------------------------------------- results

@@ -193,7 +193,7 @@ def _train(config_path, preset, out, overrides, words, plugins) -> None:
 
 def _audit_recorded(recorded: Path, config_path, preset, out, overrides, words, resume: bool) -> None:
     """``auditkit audit --recorded DIR``: the recording's app tables over the audit tables of CONFIG / --preset."""
-    from auditkit.config import load_config, preset_dict, read_config
+    from auditkit.config import load_config, merge, preset_dict, read_config
     from auditkit.flower.recording import RecordingError, load_recording
     from auditkit.recorded_audit import recorded_config
 
@@ -212,6 +212,7 @@ def _audit_recorded(recorded: Path, config_path, preset, out, overrides, words, 
     if config_path is not None:
         load_config(config_path)
     raw = read_config(config_path) if config_path is not None else preset_dict(preset or "quickstart")
+    raw = merge(raw, {"distinguish": overrides["distinguish"]})  # --confidence
     config = recorded_config(recording, {**raw, "device": overrides["device"] or raw.get("device", "auto")})
     _audit(config_path, preset, out, overrides, words, [], resume, config=config, recording=recording,
            title=config.title if config_path or preset else f"recorded Flower app ({recorded.name})")
@@ -316,6 +317,9 @@ def _config_command(command: str):
                  "training; the data, training and mechanism come from the recording.")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="audit: keep the finished stages found in --out "
                                              "(same inputs and code) and run only the rest.")] = False,
+        confidence: Annotated[Optional[float], typer.Option(
+            help="audit: family-wise confidence of every verdict, Bonferroni over all the audit's tests (default: "
+                 "the config's [distinguish] confidence, 0.95).")] = None,
         mechanism_params: dict[str, str] | None = None,
     ) -> None:
         overrides = {
@@ -325,6 +329,7 @@ def _config_command(command: str):
                      "download": download or None, "partition": partition},
             "training": {"model": model, "clients": clients, "rounds": rounds, "tau": tau,
                          "batch_size": batch_size, "lr": lr, "backend": backend},
+            "distinguish": {"confidence": confidence},
             "mechanism_name": mechanism,
         }
         words, plugins = mechanism_params or {}, list(plugin or [])
@@ -332,8 +337,9 @@ def _config_command(command: str):
             _run_guarded(_audit_recorded, recorded, config, preset, out, overrides, words, resume)
         elif command == "audit":
             _run_guarded(_audit, config, preset, out, overrides, words, plugins, resume)
-        elif resume or recorded is not None:
-            _fail(f"{'--resume' if resume else '--recorded'} applies to `auditkit audit` only")
+        elif resume or recorded is not None or confidence is not None:
+            given = "--resume" if resume else "--recorded" if recorded is not None else "--confidence"
+            _fail(f"{given} applies to `auditkit audit` only (train judges nothing)")
         else:
             _run_guarded(_train, config, preset, out, overrides, words, plugins)
 
@@ -689,6 +695,8 @@ def distinguish_command(
     bound_delta: Annotated[Optional[float], typer.Option("--bound-delta", help="delta of the lower bounds "
                                                         "(default: the claim's delta).")] = None,
     adaptive: Annotated[bool, typer.Option(help="Also run the mechanism's adaptive tests (side channels).")] = True,
+    search: Annotated[bool, typer.Option(help="Worst-pair search: the pairs share their budget and one held-out "
+                                         "test on the most promising pair is judged (else every pair is).")] = True,
     seed: Annotated[int, typer.Option(help="Seeds the pairs and every mechanism sample.")] = 0,
     out: Annotated[Optional[Path], typer.Option(help="Also write results.json and the reports into this folder.")] = None,
     plugin: PluginOpt = None,
@@ -696,10 +704,11 @@ def distinguish_command(
 ) -> None:
     """Certify an epsilon lower bound by black-box distinguishing tests and judge the claim with it."""
     _run_guarded(_distinguish, mechanism, mechanism_params or {}, trials=trials, confidence=confidence,
-                 delta=bound_delta, adaptive=adaptive, seed=seed, out=out)
+                 delta=bound_delta, adaptive=adaptive, search=search, seed=seed, out=out)
 
 
-def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, delta, adaptive, seed, out) -> None:
+def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, delta, adaptive, search, seed,
+                 out) -> None:
     import mechanisms
     from auditkit import results
     from auditkit.audit import distinguish_family, run_distinguish
@@ -713,10 +722,10 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
             raise ValueError(f"confidence must be in (0, 1), got {confidence}")
         if out is not None:
             out = prepare_output(out)
-        family = distinguish_family(configured, adaptive)
-        with console.status(f"distinguishing {mechanism}: {family} tests x {trials:,} outputs"):
+        family = distinguish_family(configured, adaptive, search)
+        with console.status(f"distinguishing {mechanism}: {family} tests, {trials:,} outputs per pair"):
             audit, adaptive_results = run_distinguish(configured, trials=trials, confidence=confidence, delta=delta,
-                                                      family=family, adaptive=adaptive, seed=seed)
+                                                      family=family, adaptive=adaptive, search=search, seed=seed)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
     table = Table(title=f"{escape(mechanism)}: certified epsilon lower bounds ({100 * confidence:g}% family-wise "
@@ -727,9 +736,15 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
     def p(value):
         return "-" if value is None else f"{value:.3g}"
 
+    if audit.search is not None:
+        for i, candidate in enumerate(audit.search.candidates):
+            if i != audit.search.chosen:
+                table.add_row("pair search", escape(candidate.pair.label), candidate.statistic,
+                              f"predicted {candidate.predicted_bound:.3f} (not certified)", "-", "-")
     for estimate in audit.estimates:
-        table.add_row("black-box", escape(estimate.pair.label), estimate.statistic,
-                      f"{estimate.epsilon_lower_bound:.3f}", f"{estimate.max_certifiable:.2f}", p(estimate.p_value))
+        table.add_row("black-box", escape(estimate.pair.label) + (" (chosen)" if audit.search else ""),
+                      estimate.statistic, f"{estimate.epsilon_lower_bound:.3f}", f"{estimate.max_certifiable:.2f}",
+                      p(estimate.p_value))
     for result in adaptive_results:
         for estimate, judged in zip(result.estimates, result.judged):
             table.add_row(result.test, escape(estimate.pair.label + ("" if judged else " (reported only)")),
@@ -747,7 +762,7 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
         entry = results.setting("s00", configured.name, configured, distinguish=results.distinguish_entry(
             audit, adaptive_results, trials=trials, confidence=confidence, tests=family))
         config = {"mechanism": {"name": mechanism, **params}, "trials": trials, "confidence": confidence,
-                  "bound_delta": delta, "adaptive": adaptive, "seed": seed}
+                  "bound_delta": delta, "adaptive": adaptive, "search": search, "seed": seed}
         provenance = results.provenance(seed=seed, device="cpu", settings=[entry])
         document = results.document("distinguish", f"distinguish {configured.name}", config, provenance, [entry])
         _print_written([results.write_results(document, out), *_write_reports(document, out)])
@@ -766,14 +781,16 @@ def reproduce_command(
     data_dir: Annotated[Optional[Path], typer.Option(
         "--data-dir", help="Folder holding the paper's data for torchvision (e.g. DIR/MNIST/raw/); default: the "
         "embedded mnist-5k.", show_default=False)] = None,
+    confidence: Annotated[float, typer.Option(help="Confidence of the Student-t intervals over seeds that each "
+                                              "row's verdict reads.")] = 0.95,
     out: OutOpt = Path("auditkit-reproduce"),
 ) -> None:
     """Run a paper's own settings over seeds; each reported number beside ours, with a verdict per row."""
-    _run_guarded(_reproduce, paper, list_, budget, seeds, data_dir, out)
+    _run_guarded(_reproduce, paper, list_, budget, seeds, data_dir, out, confidence)
 
 
 def _reproduce(paper: Optional[str], list_: bool, budget: str, seeds: Optional[int], data_dir: Optional[Path],
-               out: Path) -> None:
+               out: Path, confidence: float) -> None:
     from auditkit import reproduction
 
     if list_:
@@ -793,7 +810,7 @@ def _reproduce(paper: Optional[str], list_: bool, budget: str, seeds: Optional[i
         raise UsageFailure(f"PAPER is required: one of {', '.join(reproduction.paper_ids())} (or --list)")
     try:
         plan = reproduction.check_reproduction_inputs(paper, budget, seeds,
-                                                      None if data_dir is None else str(data_dir))
+                                                      None if data_dir is None else str(data_dir), confidence)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
     from auditkit.pipeline import prepare_output
@@ -816,9 +833,9 @@ def _reproduce(paper: Optional[str], list_: bool, budget: str, seeds: Optional[i
     with progress:
         document = reproduction.reproduce(paper, budget=budget, seeds=seeds,
                                           data_dir=None if data_dir is None else str(data_dir), out=out,
-                                          on_run=on_run)
+                                          confidence=confidence, on_run=on_run)
     summary = Table(title=f"reproduction: {paper} ({budget})")
-    for column in ("table", "method", "column", "paper", "ours [95%]", "verdict"):
+    for column in ("table", "method", "column", "paper", f"ours [{100 * confidence:g}%]", "verdict"):
         summary.add_column(column)
     from reports.reproduction_report import ours_text
 
@@ -841,12 +858,13 @@ def show_version() -> None:
 # each command's own option names: a mechanism parameter may not take one of them
 _OWN_OPTIONS = {
     "train": ("config", "preset", "out", "mechanism", "plugin", "seed", "device", "dataset", "data_dir", "download",
-              "partition", "model", "clients", "rounds", "tau", "batch_size", "lr", "resume", "help"),
+              "partition", "model", "clients", "rounds", "tau", "batch_size", "lr", "resume", "confidence", "help"),
     "account": ("rounds", "composition_delta", "backend", "tau", "dataset_size", "clients", "eps_tilde", "formula",
                 "solve", "target_eps", "target_delta", "out", "plugin", "help"),
     "attack": ("mechanism", "images", "source", "model", "label_given", "iterations", "restarts", "scoring", "curve",
                "device", "seed", "out", "plugin", "help"),
-    "distinguish": ("trials", "confidence", "bound_delta", "adaptive", "no_adaptive", "seed", "out", "plugin", "help"),
+    "distinguish": ("trials", "confidence", "bound_delta", "adaptive", "no_adaptive", "search", "no_search", "seed", "out",
+                    "plugin", "help"),
 }
 
 

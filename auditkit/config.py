@@ -250,12 +250,15 @@ class IdentificationConfig:
 @dataclass(frozen=True)
 class DistinguishConfig:
     """Black-box distinguishing tests of each mechanism setting (and its adaptive tests), Bonferroni over every
-    test of the audit at ``confidence``."""
+    test of the audit at ``confidence``. ``search``: the neighbouring pairs share their budget (``trials`` each)
+    in a worst-pair search whose one held-out test counts as one test (``attacks.pair_search``); false: every
+    pair is tested with ``trials`` outputs and counts as a test."""
 
     enabled: bool = True
     trials: int = 100_000
     confidence: float = 0.95
     adaptive: bool = True
+    search: bool = True
 
 
 @dataclass(frozen=True)

@@ -77,11 +77,16 @@ def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, in
     return FederatedData(train, validation, dataset.test, indices), dataset.input_shape, dataset.num_classes, summary
 
 
-def build_mechanism(config: AuditConfig):
-    """The configured mechanism; its client-private randomness is keyed by the seed too."""
-    return mechanisms.create(
-        config.mechanism.name, private_seed=derive_seed(config.seed, "client-private"), **config.mechanism.params
-    )
+def client_mechanism(name: str, seed: int, params: dict[str, Any]) -> mechanisms.Mechanism:
+    """The registered mechanism ``name`` with ``params``, its client-private randomness keyed by the run's ``seed``
+    (``derive_seed(seed, "client-private")``): the one keying of every run, auditkit's own and a Flower app's, so
+    that the same seed sends the same bits."""
+    return mechanisms.create(name, private_seed=derive_seed(seed, "client-private"), **params)
+
+
+def build_mechanism(config: AuditConfig) -> mechanisms.Mechanism:
+    """The configured mechanism, keyed by the config's seed (``client_mechanism``)."""
+    return client_mechanism(config.mechanism.name, config.seed, config.mechanism.params)
 
 
 def build_protocol(mechanism: mechanisms.Mechanism, config: AuditConfig) -> RoundProtocol:

@@ -192,7 +192,8 @@ def accounting_entry(
 
 def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confidence: float,
                       tests: int) -> dict[str, Any]:
-    """A setting's ``distinguish`` section from an ``attacks.MechanismAudit`` and its adaptive test results."""
+    """A setting's ``distinguish`` section from an ``attacks.MechanismAudit`` and its adaptive test results
+    (``search``: the worst-pair search's candidates and the chosen one, null without the search)."""
     worst = audit.worst
     return {
         "trials": trials, "confidence": confidence, "tests": tests,
@@ -205,6 +206,7 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
              "max_certifiable": e.max_certifiable, "p_value": e.p_value, "sampling": e.sampling}
             for e in audit.estimates
         ],
+        "search": None if audit.search is None else audit.search.to_dict(),
         "adaptive": [
             {"test": r.test, "claim": r.claim, "claimed_epsilon": r.claimed_epsilon,
              "epsilon_lower_bound": r.epsilon_lower_bound, "max_certifiable": r.worst.max_certifiable,

@@ -18,6 +18,7 @@ import pkgutil
 from mechanisms.base import Mechanism, Param
 from mechanisms.capabilities import (
     AuditSetting,
+    BatchSampling,
     LogDensity,
     Tiling,
     capability,
@@ -48,6 +49,7 @@ for _module in pkgutil.iter_modules(__path__):  # importing a module registers i
 
 __all__ = [
     "AuditSetting",
+    "BatchSampling",
     "LogDensity",
     "Mechanism",
     "Param",

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Self
 import dp_accounting
 import torch
 
-from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, claim_event
+from mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, Tiling, claim_event
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.message import MAX_LENGTH, Message, reports_decode_errors
 
@@ -220,6 +220,10 @@ class Mechanism(abc.ABC):
 
     def tiling(self) -> Tiling | None:
         """How to draw many outputs for one input in one call on tiled copies; None: one call per output."""
+        return None
+
+    def batch_sampling(self) -> BatchSampling | None:
+        """The mechanism's own vectorised sampler of B outputs, where it cannot be tiled; None: one call per output."""
         return None
 
     def audit_setting(self) -> AuditSetting | None:

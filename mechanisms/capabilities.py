@@ -7,6 +7,7 @@ generic default stood in:
 | method | returns | generic default |
 |---|---|---|
 | ``tiling()`` | ``Tiling``: B independent outputs from one call on B copies laid end to end | None: one call per output |
+| ``batch_sampling()`` | ``BatchSampling``: the mechanism's own vectorised sampler, where copies cannot be tiled | None: one call per output |
 | ``audit_setting()`` | ``AuditSetting``: the input dimension, ball and shift at which the claim is tested | None: the generic 2-D setting |
 | ``output_log_density()`` | ``LogDensity``: ln p(y given x), up to a constant in x | None: no likelihood-ratio statistic |
 | ``dp_event()`` | a ``dp_accounting`` event for one round of the claim | ``claim_event(guarantee())`` |
@@ -37,12 +38,15 @@ import dp_accounting
 import numpy as np
 
 if TYPE_CHECKING:
+    import torch
+
     from mechanisms.base import Mechanism
     from mechanisms.guarantee import PrivacyGuarantee
 
 __all__ = [
     "CAPABILITIES",
     "AuditSetting",
+    "BatchSampling",
     "LogDensity",
     "RefusedDpEvent",
     "Tiling",
@@ -54,7 +58,7 @@ __all__ = [
     "rescaled_clip",
 ]
 
-CAPABILITIES = ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
+CAPABILITIES = ("tiling", "batch_sampling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
 
 LogDensity = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """f(y, x): outputs y (B, d_out) and input x (d,), NumPy float64 -> ln p(y | x) of shape (B,), up to a constant
@@ -78,6 +82,22 @@ class Tiling:
     why: str
     max_copies: int | None = None
     for_copies: Callable[[int], Mechanism] | None = None
+
+
+@dataclass(frozen=True)
+class BatchSampling:
+    """B outputs of the mechanism from its own vectorised sampler, for a configuration that cannot be tiled (a
+    per-call quantity, e.g. MSP-FL's hidden m_i, is shared by every coordinate of one call).
+
+    sample: f(x, count, seed): x (d,) float64 -> (count, d_out) float64, ``count`` independent outputs, each
+            distributed exactly as one call ``m(x, seed_i)`` with its own seed. It should run the same code as
+            ``encode``/``decode`` on a batch, so that count = 1 gives the call ``m(x, seed)`` itself; its tests
+            compare it with the per-call path.
+    why:    one line saying why the batch is faithful (shown in reports).
+    """
+
+    sample: Callable[[torch.Tensor, int, int], torch.Tensor]
+    why: str
 
 
 @dataclass(frozen=True)

@@ -192,8 +192,8 @@ _TORCH_COINS = (
 class _GridQuantizer(Mechanism):
     """Clip, then quantize each coordinate on the 2^b-level grid of [-C, C]; the subclasses pick the rounding.
 
-    Audit: with the literal range the grid is fixed and the coins are iid per coordinate, so copies tile, the l1
-    clip rescaled to B clip for B copies (``rescaled_clip``). Device groups (``auditkit.fl.device_groups``): group
+    Audit: the coins are iid per coordinate and B copies have one copy's grid, so copies tile, the l1 clip
+    rescaled to B clip for B copies (``rescaled_clip``). Device groups (``auditkit.fl.device_groups``): group
     m creates the mechanism with ``bits`` = b_m.
     """
 
@@ -236,14 +236,16 @@ class _GridQuantizer(Mechanism):
             x = clip_l1(x, self.l1_clip)
         return x.clamp(-self.params["bound"], self.params["bound"])
 
-    def tiling(self) -> Tiling | None:
-        if self.params.get("range", "literal") != "literal":
-            return None  # declared: the adaptive range [min v, max v] is a per-call quantity
+    def tiling(self) -> Tiling:
+        """Copies tile with block 1: the coins are iid per coordinate, and the grid is the same for B copies as for
+        one -- the literal [-C, C] is fixed, and the adaptive [min v, max v] of B copies laid end to end is the
+        range of one copy (the l1 clip of B copies rescaled to B clip scales every copy as one call would)."""
+        grid = "fixed grid" if self.params.get("range", "literal") == "literal" else "the range [min v, max v] of B copies is one copy's"
         if self.params["clip_norm"] == "none":
-            return Tiling(block=1, why="fixed grid, per-coordinate clamp and private coins iid per coordinate")
+            return Tiling(block=1, why=f"{grid}; per-coordinate clamp and private coins iid per coordinate")
         return Tiling(
             block=1, for_copies=rescaled_clip(self, 1, clip=self.l1_clip),
-            why="fixed grid and private coins iid per coordinate; the l1 clip of B copies is rescaled to B clip",
+            why=f"{grid}; private coins iid per coordinate; the l1 clip of B copies is rescaled to B clip",
         )  # fmt: skip
 
     def _cell_local_setting(self) -> AuditSetting:

@@ -76,7 +76,7 @@ from mechanisms.base import (
     zero_or_above,
 )
 from mechanisms.bitstream import pack_fixed, unpack_fixed
-from mechanisms.capabilities import AuditSetting, LogDensity, Tiling
+from mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, Tiling
 from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from mechanisms.message import MAX_LENGTH, FloatMessage, Message
 from mechanisms.randomness import derive_seed, private_generator
@@ -318,6 +318,14 @@ class _ModelSplitting(Mechanism):
             return None
         return Tiling(block=1, why="alpha_0 drawn (and rounded) with iid uniforms per coordinate, independent of m")
 
+    def batch_sampling(self) -> BatchSampling:
+        """Where the split shares the client's m across coordinates (no tiling): ``first_uploads``, which draws
+        one m per row and everything else per coordinate, the same code as one call's first upload."""
+        return BatchSampling(
+            self.first_uploads,
+            why="each row draws its own hidden m, then alpha_0 (and its rounding) with iid uniforms per coordinate",
+        )
+
     def audit_setting(self) -> AuditSetting:
         return AuditSetting(
             2, 2.0, "l2", 1.0, 2,
@@ -345,12 +353,13 @@ class _ModelSplitting(Mechanism):
         updates = updates.detach().cpu().to(torch.float64)
         return global_params.detach().cpu().to(torch.float64) + torch.stack([self.clip_update(u) for u in updates])
 
-    def _draw_part(self, w: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
-        """One part drawn by the split rule: the visible alpha[0], and the invisible beta_1..beta_{m-1}."""
+    def _draw_part(self, w: torch.Tensor, m: int | torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        """One part drawn by the split rule: the visible alpha[0], and the invisible beta_1..beta_{m-1} (w of any
+        shape; m an int, or a tensor broadcasting against w: one m per row of a batch)."""
         high = 2.0 - self.params["eps_s"] if self.params["split"] == "unbiased" else 1.0 + m - self.params["eps_s"]
         return uniform_split(w, self.params["eps_s"], high, generator)
 
-    def _visible(self, w: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
+    def _visible(self, w: torch.Tensor, m: int | torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         return self._draw_part(w, m, generator)
 
     def split(self, w: torch.Tensor, m: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
@@ -439,6 +448,20 @@ class _ModelSplitting(Mechanism):
         w = self.clip_update(as_update(x))
         return self.split(w, self.draw_m(seed), private_generator(self.private_seed, seed, "split"))[0]
 
+    def first_uploads(self, x: torch.Tensor, count: int, seed: int) -> torch.Tensor:
+        """What the server decodes (float64, (count, d)) from the first uploads of ``count`` clients that all hold
+        the vector x, each with its own hidden m (``BatchSampling``): m is drawn per row from the "m" stream and
+        the split per coordinate from the "split" stream keyed ``seed``, so count = 1 is exactly ``self(x, seed)``
+        (``first_upload``, then the uplink coding ``_received_first``)."""
+        w = self.clip_update(as_update(x)).expand(count, -1)
+        m = torch.randint(1, self.params["m_max"] + 1, (count, 1), generator=private_generator(self.private_seed, seed, "m"))
+        alpha = self._visible(w, m.to(torch.float64), private_generator(self.private_seed, seed, "split"))
+        return self._received_first(alpha, seed)
+
+    def _received_first(self, alpha: torch.Tensor, seed: int) -> torch.Tensor:
+        """The first uploads (rows of alpha) as the server decodes them: float32 values (FloatMessage)."""
+        return alpha.to(torch.float32).to(torch.float64)
+
     def encode(self, x: torch.Tensor, seed: int) -> Message:
         return FloatMessage(self.first_upload(x, seed).numpy().astype(np.float32))
 
@@ -519,8 +542,8 @@ class MSPLaplace(_ModelSplitting):
         """clip_l1(update, clip): bounds Delta_f (the global model the update is added to is public)."""
         return clip_l1(update, self.params["clip"])
 
-    def _draw_part(self, w: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
-        return w + laplace_noise(w.numel(), self.scale, generator)
+    def _draw_part(self, w: torch.Tensor, m: int | torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+        return w + laplace_noise(w.numel(), self.scale, generator).view_as(w)
 
     def guarantee(self) -> PrivacyGuarantee:
         clip, eps = self.params["clip"], self.params["eps"]
@@ -584,7 +607,7 @@ class MSPDQ(_ModelSplitting):
         # The knot of R[0] just below 0 (c = -w_max for B = 1): public and the same for every client.
         self.common_knot = -p["w_max"] + ((self.levels - 1) // 2) * self.first_step
 
-    def _visible(self, w: torch.Tensor, m: int, generator: torch.Generator) -> torch.Tensor:
+    def _visible(self, w: torch.Tensor, m: int | torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         if self.params["start"] == "knot":
             return torch.full_like(w, self.common_knot)
         return self._draw_part(w, m, generator)
@@ -596,13 +619,24 @@ class MSPDQ(_ModelSplitting):
     def _widths(self, rounds: int) -> torch.Tensor:
         return torch.tensor([self.width(k) for k in range(rounds + 1)], dtype=torch.float64)
 
+    def _round(
+        self, values: torch.Tensor, low: torch.Tensor | float, step: float, key: int, upload: int
+    ) -> tuple[torch.Tensor, int]:
+        """Knot indices of upload ``upload`` (any shape), with the client's private uniforms, and the overloads."""
+        uniform = torch.rand(values.shape, generator=private_generator(self.private_seed, key, f"round-{upload}"),
+                             dtype=torch.float64)
+        return stochastic_round(values, low, step, self.levels, uniform)
+
     def _quantize(
         self, values: torch.Tensor, low: torch.Tensor | float, step: float, key: int, upload: int
     ) -> MSPDQMessage:
-        uniform = torch.rand(values.shape, generator=private_generator(self.private_seed, key, f"round-{upload}"),
-                             dtype=torch.float64)
-        indices, overloads = stochastic_round(values, low, step, self.levels, uniform)
+        indices, overloads = self._round(values, low, step, key, upload)
         return MSPDQMessage(indices.numpy(), self.params["bits"], overloads)
+
+    def _received_first(self, alpha: torch.Tensor, seed: int) -> torch.Tensor:
+        """The first uploads rounded onto R[0]'s knots as ``encode`` does, dequantized as ``decode`` does."""
+        indices, _ = self._round(alpha, -self.params["w_max"], self.first_step, seed, 0)
+        return dequantize(indices, -self.params["w_max"], self.first_step).to(torch.float32).to(torch.float64)
 
     def _send(
         self, values: torch.Tensor, previous: torch.Tensor | None, k: int, keys: list[int]

@@ -46,7 +46,8 @@ VERDICT_CLASSES = {"consistent": "consistent", "violated": "violated", "vacuous 
 NOT_RUN = "not run"
 # each capability a mechanism may declare: its name in a report, and what its generic default means
 CAPABILITIES = {
-    "tiling": ("tiling", "outputs drawn one call at a time"),
+    "tiling": ("tiling", "no one call on tiled copies"),
+    "batch_sampling": ("batch sampling", "no vectorised sampler of its own"),
     "audit_setting": ("audit setting", "the generic 2-D pairs"),
     "output_log_density": ("output density", "no likelihood-ratio statistic"),
     "dp_event": ("dp_event", "the claim composed as a generic event"),
@@ -346,7 +347,10 @@ def notes(settings: list[dict[str, Any]]) -> list[str]:
             generic.append("the audit setting (the pairs tried are the generic 2-D ones, not pairs the mechanism "
                            "declares for its claim: they may miss its worst case, or not be neighbours in the "
                            "claim's sense)")
-        if capabilities.get("tiling") == GENERIC:
+        sampling = setting["distinguish"].get("sampling") or ""
+        if sampling.startswith("per call"):
+            generic.append(f"the sampling (the per-call fallback, slow: {sampling.removeprefix('per call: ')})")
+        elif not sampling and capabilities.get("tiling") == GENERIC:
             generic.append("the sampling (outputs drawn one call at a time: the mechanism declares no tiling)")
         if generic:
             found.append(f"{setting['label']}: the distinguishing test ran on generic defaults for "
@@ -434,6 +438,7 @@ class Details:
     assumptions: list[str]
     caveats: list[str]
     estimates: list[tuple[str, ...]]
+    estimates_heading: str = "Every pair's estimate"
 
 
 def capabilities(mechanism: dict[str, Any]) -> str:
@@ -554,12 +559,25 @@ def _identification_facts(ident: dict[str, Any] | None) -> list[tuple[str, str]]
                                f"(Bonferroni); {ident['note']}")]
 
 
+SEARCH_HEADING = ("Worst-pair search: every pair's bound predicted on its selection outputs (not certified); the "
+                  "chosen pair's held-out test is the certified one")
+
+
 def _estimates(test: dict[str, Any] | None) -> list[tuple[str, ...]]:
     """Every neighbouring pair's estimate of the distinguishing test, when it recorded them; a pair sampled as the
-    test's ``sampling`` fact says "as above"."""
-    return [(e["pair"], e["statistic"], f"≥ {number(e['epsilon_lower_bound'])}", number(e["max_certifiable"]),
+    test's ``sampling`` fact says "as above". With the worst-pair search, every candidate's predicted bound,
+    the chosen one's row holding the certified estimate."""
+    rows = [(e["pair"], e["statistic"], f"≥ {number(e['epsilon_lower_bound'])}", number(e["max_certifiable"]),
              number(e["p_value"], ".2g"), "as above" if e["sampling"] == test["sampling"] else e["sampling"])
             for e in (test or {}).get("estimates", [])]
+    search = (test or {}).get("search")
+    if not search:
+        return rows
+    candidates = [(c["pair"], c["statistic"], f"predicted {number(c['predicted_bound'])} (not certified)", "-", "-",
+                   f"{c['selection_trials']:,} selection outputs") for c in search["candidates"]]
+    chosen = rows[0]
+    candidates[search["chosen"]] = (f"{chosen[0]} (chosen)", *chosen[1:])
+    return candidates
 
 
 def details(setting: dict[str, Any]) -> Details:
@@ -579,7 +597,9 @@ def details(setting: dict[str, Any]) -> Details:
     ]
     return Details(label=setting["label"], summary=guarantee["summary"], facts=facts,
                    assumptions=list(guarantee["assumptions"]), caveats=list(guarantee["caveats"]),
-                   estimates=_estimates(setting["distinguish"]))
+                   estimates=_estimates(setting["distinguish"]),
+                   estimates_heading=SEARCH_HEADING if (setting["distinguish"] or {}).get("search")
+                   else "Every pair's estimate")
 
 
 def _same(values: list[Any]) -> Any:

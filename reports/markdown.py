@@ -48,7 +48,7 @@ def _details(block: content.Details) -> list[str]:
     lines = [f"### {escape(block.label)}", "", escape(block.summary), ""]
     lines += [f"- **{escape(name)}**: {escape(text)}" for name, text in block.facts]
     if block.estimates:
-        lines += ["", "Every pair's estimate:", "", *_table(content.ESTIMATE_COLUMNS, block.estimates)]
+        lines += ["", f"{escape(block.estimates_heading)}:", "", *_table(content.ESTIMATE_COLUMNS, block.estimates)]
     for heading, items in (("assumptions", block.assumptions), ("caveats", block.caveats)):
         lines += ["", f"{heading.capitalize()}:", "", *(f"- {escape(item)}" for item in items or ["none"])]
     return lines + [""]

@@ -20,7 +20,7 @@ def _number(value: float | None) -> str:
 
 
 def ours_text(row: dict[str, Any]) -> str:
-    """Our mean with its 95% interval, 4 significant digits: "70.12 [68.3, 71.9]"."""
+    """Our mean with its interval (the document's confidence), 4 significant digits: "70.12 [68.3, 71.9]"."""
     if row["interval"] is None:
         return _number(row["mean"])
     low, high = row["interval"]
@@ -58,7 +58,7 @@ def _intro(doc: dict[str, Any]) -> list[str]:
         f"Budget: {b['name']}: {b['rounds']} rounds, {len(b['seeds'])} seeds (the paper: {b['paper_rounds']} "
         f"rounds, {b['paper_seeds']} seeds). {b['why']}",
         f"Data: {doc['dataset']} (the paper's: {paper['data_note']}). Wall time {doc['seconds']:.0f} s.",
-        "Ours: the mean over seeds with its 95% Student-t interval. Verdict: reproduced when the paper's number "
+        f"Ours: the mean over seeds with its {_percent(doc)} Student-t interval. Verdict: reproduced when the paper's number "
         "(widened by the +- it states, or by what its 'approximately' or printed precision allows) meets our "
         "interval; not comparable when this run, or the row's setting, differs from the paper's, or when the paper "
         "only plots the point.",
@@ -67,7 +67,7 @@ def _intro(doc: dict[str, Any]) -> list[str]:
 
 
 def _figure(doc: dict[str, Any], table: dict[str, Any], out: Path, index: int) -> str:
-    """One panel per column: ours against x with the 95% interval (rows with ``x``), our mean curve per round
+    """One panel per column: ours against x with its interval (rows with ``x``), our mean curve per round
     (training tables), or our means with their intervals (the rest); the paper's numbers as stars."""
     import matplotlib
 
@@ -145,12 +145,17 @@ def _metric_line(table: dict[str, Any]) -> str:
     return f"Metric: {table['metric_description']}{data}"
 
 
-def _caption(table: dict[str, Any]) -> str:
+def _percent(doc: dict[str, Any]) -> str:
+    """The intervals' confidence as a percentage ("95%"; documents before it was recorded used 95%)."""
+    return f"{100 * doc.get('confidence', 0.95):g}%"
+
+
+def _caption(table: dict[str, Any], percent: str) -> str:
     if any(r["x"] is not None for r in table["rows"]):
-        return f"Ours against {table['x_label'] or 'x'}: the mean over seeds and its 95% band; the paper's numbers (stars)."
+        return f"Ours against {table['x_label'] or 'x'}: the mean over seeds and its {percent} band; the paper's numbers (stars)."
     if table["kind"] == "train":
         return f"Our mean {table['metric'].replace('_', ' ')} per round (lines); the paper's final number (stars)."
-    return "Our means over seeds with their 95% intervals; the paper's numbers (stars)."
+    return f"Our means over seeds with their {percent} intervals; the paper's numbers (stars)."
 
 
 def _tables_of(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -165,7 +170,7 @@ def _markdown(doc: dict[str, Any], figures: list[str]) -> str:
     lines += [*(f"- {text}" for text in _intro(doc)), ""]
     for table, figure in zip(doc["tables"], figures, strict=True):
         lines += [f"## {table['id']}: {table['caption']}", "", f"{_metric_line(table)}.", "",
-                  "| method | column | paper (line) | ours [95%] | ours - paper | verdict | why |",
+                  f"| method | column | paper (line) | ours [{_percent(doc)}] | ours - paper | verdict | why |",
                   "|---|---|---|---|---|---|---|"]
         for row in table["rows"]:
             lines.append(f"| {cell(row['method'])} | {cell(_column(table, row))} | {cell(row['paper'] or '(plot)')} "
@@ -175,7 +180,7 @@ def _markdown(doc: dict[str, Any], figures: list[str]) -> str:
     if doc["orderings"]:
         tables = _tables_of(doc)
         lines += ["## Orderings the paper claims", "",
-                  "| claim | column | above | below | above - below [95%] | verdict | claimed gap |",
+                  f"| claim | column | above | below | above - below [{_percent(doc)}] | verdict | claimed gap |",
                   "|---|---|---|---|---|---|---|"]
         for o in doc["orderings"]:
             for p in o["pairs"]:
@@ -206,7 +211,7 @@ def _html(doc: dict[str, Any], figures: list[str]) -> str:
     ]
     for table, figure in zip(doc["tables"], figures, strict=True):
         parts += [f"<h2>{e(table['id'])}: {e(table['caption'])}</h2><p>{e(_metric_line(table))}.</p>",
-                  "<table><tr><th>method</th><th>column</th><th>paper (line)</th><th>ours [95%]</th>"
+                  f"<table><tr><th>method</th><th>column</th><th>paper (line)</th><th>ours [{_percent(doc)}]</th>"
                   "<th>ours - paper</th><th>verdict</th><th>why</th></tr>"]
         for row in table["rows"]:
             why = "<br>".join(e(w) for w in row["why"])
@@ -215,11 +220,11 @@ def _html(doc: dict[str, Any], figures: list[str]) -> str:
                          f"<td class='num'>{e(ours_text(row))}</td><td class='num'>{e(_difference(row))}</td>"
                          f"<td>{_badge(row['verdict'])}</td><td class='why'>{why}</td></tr>")
         parts += ["</table>", f"<img src='{e(figure)}' alt='{e(table['id'])}'>",
-                  f"<p class='why'>{e(_caption(table))}</p>"]
+                  f"<p class='why'>{e(_caption(table, _percent(doc)))}</p>"]
     if doc["orderings"]:
         tables = _tables_of(doc)
         parts += ["<h2>Orderings the paper claims</h2>",
-                  "<table><tr><th>claim</th><th>column</th><th>above</th><th>below</th><th>above - below [95%]</th>"
+                  f"<table><tr><th>claim</th><th>column</th><th>above</th><th>below</th><th>above - below [{_percent(doc)}]</th>"
                   "<th>verdict</th><th>claimed gap</th></tr>"]
         for o in doc["orderings"]:
             for p in o["pairs"]:

@@ -55,7 +55,9 @@ Each setting (one mechanism setting, a grid point of a sweep):
 - ``distinguish`` (null when not run): the certified epsilon lower bound at a confidence, its cap
   ``max_certifiable``, the verdict on the claim, ``p_value`` (of "the mechanism is (claimed_epsilon, delta)-DP"
   on the worst pair, or null), where the claim was tested (``setting``) and how outputs were drawn
-  (``sampling``), the adaptive tests and optionally every pair's ``estimates``.
+  (``sampling``), the adaptive tests and optionally every pair's ``estimates`` and the worst-pair ``search``
+  (null without it: every candidate pair's statistic and predicted, not certified, bound, and the index of the
+  ``chosen`` one, whose held-out test is the one estimate).
 
 Numbers may be NaN or Infinity. Checked here: each key's presence and JSON type, ``command`` and the
 capabilities' values, at least one setting, unique filename-safe ids, reconstruction grid paths inside the
@@ -77,6 +79,7 @@ SCHEMA = "auditkit/results"
 SCHEMA_VERSION = 4
 COMMANDS = ("train", "audit", "attack", "distinguish", "account")
 CAPABILITIES = ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
+OPTIONAL_CAPABILITIES = ("batch_sampling",)  # added within version 4: absent from older files
 CAPABILITY_VALUES = ("declared", "generic default", "unknown")
 # version 2's neighbouring relations -> dp_accounting's NeighboringRelation names (None: no claim)
 V2_RELATIONS = {"replace-one": "REPLACE_ONE", "add-remove": "ADD_OR_REMOVE_ONE", "none": None}
@@ -122,7 +125,8 @@ _SETTING = {
     "id": str,
     "label": str,
     "mechanism": {"name": str, "params": dict, "origin": str, "clip_norm": _Nullable(str), "guarantee": _GUARANTEE,
-                  "capabilities": {name: str for name in CAPABILITIES}},
+                  "capabilities": {**{name: str for name in CAPABILITIES},
+                                   **{name: _Optional(str) for name in OPTIONAL_CAPABILITIES}}},
     "sweep": dict,
     "training": _Nullable(_TRAINING),
     "accounting": _Nullable({
@@ -143,6 +147,9 @@ _SETTING = {
         "adaptive": _ADAPTIVE,
         "estimates": _Optional([{"pair": str, "statistic": str, "epsilon_lower_bound": _NUMBER,
                                  "max_certifiable": _NUMBER, "p_value": _Nullable(_NUMBER), "sampling": str}]),
+        "search": _Optional(_Nullable({
+            "candidates": [{"pair": str, "statistic": str, "predicted_bound": _NUMBER, "selection_trials": int}],
+            "chosen": int})),
     }),
 }
 _MATCHED = [{"candidates": int, "successes": int, "clients": int, "rate": _NUMBER, "interval": [_NUMBER],

@@ -9,6 +9,12 @@ import sys
 import numpy as np
 import pytest
 
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    # workers share the cores: torch's default (one thread per core in every worker) would oversubscribe them
+    import torch
+
+    torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
 
 def write_idx_images(path: Path, images: np.ndarray) -> None:
     """IDX3: big-endian magic 2051 (unsigned byte, 3 dims), N, rows, cols, then the uint8 pixels."""
@@ -75,6 +81,13 @@ def flower_installed():
         pytest.fail(f"CI must run the Flower tests, but {missing} is not installed (pip install -e '.[flower]')")
     if missing:
         pytest.skip(f"{missing} is not installed (pip install -e '.[flower]')")
+
+
+def pytest_collection_modifyitems(items):
+    """Flower's Simulation Engine starts a local Ray per run: the ``flower`` tests share one xdist worker."""
+    for item in items:
+        if item.get_closest_marker("flower"):
+            item.add_marker(pytest.mark.xdist_group("ray"))
 
 
 def _load_browser_module():

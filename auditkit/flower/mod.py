@@ -19,7 +19,6 @@ from typing import Any
 
 import torch
 
-import mechanisms
 from auditkit.flower.install import require_flower
 
 require_flower()
@@ -29,15 +28,9 @@ from flwr.app import Array, ArrayRecord, Context, Message, MessageType, RecordDi
 from auditkit.fl.aggregation import UplinkProtocol  # noqa: E402
 from auditkit.flower.recording import write_truth  # noqa: E402
 from auditkit.flower.records import PAYLOAD, TRUTH, flatten_record, payload_record  # noqa: E402
-from mechanisms.randomness import derive_seed  # noqa: E402
+from auditkit.pipeline import client_mechanism  # noqa: E402
 
-__all__ = ["attach_training_images", "build_mechanism", "mechanism_mod"]
-
-
-def build_mechanism(mechanism: str, seed: int, params: dict[str, Any]) -> mechanisms.Mechanism:
-    """The registered ``mechanism`` with ``params``, its client-private randomness keyed by ``seed`` as auditkit's
-    own runs key it (so a Flower app and ``auditkit train`` with the same seed send the same bits)."""
-    return mechanisms.create(mechanism, private_seed=derive_seed(seed, "client-private"), **params)
+__all__ = ["attach_training_images", "mechanism_mod"]
 
 
 def attach_training_images(content: RecordDict, images: torch.Tensor) -> None:
@@ -57,7 +50,7 @@ def mechanism_mod(mechanism: str, *, seed: int, record_dir: str | Path | None = 
         record_rounds: the rounds whose ground truth is written (the strategy's ``record_rounds``).
         params: the mechanism's parameters.
     """
-    protocol = UplinkProtocol(build_mechanism(mechanism, seed, params), seed)
+    protocol = UplinkProtocol(client_mechanism(mechanism, seed, params), seed)
     rounds = {int(r) for r in record_rounds}
 
     def encode_update(message: Message, context: Context, call_next) -> Message:

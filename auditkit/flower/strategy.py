@@ -27,7 +27,7 @@ from flwr.serverapp.strategy import Strategy  # noqa: E402
 
 from auditkit.config import ConfigError, from_dict, merge  # noqa: E402
 from auditkit.fl.aggregation import UplinkProtocol  # noqa: E402
-from auditkit.flower.mod import build_mechanism  # noqa: E402
+from auditkit.pipeline import client_mechanism  # noqa: E402
 from auditkit.flower.recording import write_manifest, write_server_round  # noqa: E402
 from auditkit.flower.records import PAYLOAD, flatten_record, read_payload, unflatten_like  # noqa: E402
 
@@ -61,7 +61,7 @@ class AuditStrategy(Strategy):
     def __init__(self, strategy: Strategy, mechanism: str, *, seed: int, record_dir: str | Path | None = None,
                  record_rounds: Iterable[int] = (1,), config: dict[str, Any] | None = None, **params: Any) -> None:
         self.strategy = strategy
-        self.protocol = UplinkProtocol(build_mechanism(mechanism, seed, params), seed)
+        self.protocol = UplinkProtocol(client_mechanism(mechanism, seed, params), seed)
         self.record_dir = None if record_dir is None else Path(record_dir)
         self.record_rounds = sorted({int(r) for r in record_rounds})
         self.config = merge(config or {}, {"seed": seed, "mechanism": {"name": mechanism, **params},

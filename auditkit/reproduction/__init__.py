@@ -6,6 +6,8 @@ settings and judges each row and each claimed ordering; :func:`reproduce` ties t
 """
 from __future__ import annotations
 
+import dataclasses
+
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -29,7 +31,9 @@ __all__ = ["BUDGETS", "SCHEMA", "SCHEMA_VERSION", "check_reproduction_inputs", "
 SCHEMA, SCHEMA_VERSION = "auditkit.reproduction", 2
 
 
-def check_reproduction_inputs(paper_id: str, budget: str, seeds: int | None, data_dir: str | None) -> Plan:
+def check_reproduction_inputs(
+    paper_id: str, budget: str, seeds: int | None, data_dir: str | None, confidence: float = 0.95
+) -> Plan:
     """Every check of the user's input, before anything is trained or written; the plan to run."""
     from auditkit.config import ConfigError
     from auditkit.data import dataset_available
@@ -39,6 +43,8 @@ def check_reproduction_inputs(paper_id: str, budget: str, seeds: int | None, dat
         raise ConfigError(f"--budget must be one of {', '.join(BUDGETS)}; got {budget!r}")
     if seeds is not None and (isinstance(seeds, bool) or not isinstance(seeds, int) or seeds < 1):
         raise ConfigError(f"--seeds must be an integer >= 1, got {seeds!r}")
+    if isinstance(confidence, bool) or not isinstance(confidence, int | float) or not 0 < confidence < 1:
+        raise ConfigError(f"--confidence must be in (0, 1), got {confidence!r}")
     if data_dir is not None:
         if not Path(data_dir).is_dir():
             raise ConfigError(f"--data-dir must be an existing folder, got {data_dir!r}")
@@ -47,7 +53,8 @@ def check_reproduction_inputs(paper_id: str, budget: str, seeds: int | None, dat
             raise ConfigError(f"--data-dir {data_dir!r} does not hold {' or '.join(wanted)} in torchvision's layout "
                               f"(e.g. {data_dir}/MNIST/raw/train-images-idx3-ubyte); leave it out to run on the "
                               "embedded mnist-5k")
-    plan = plan_reproduction(paper, budget=budget, seeds=seeds, data_dir=data_dir)
+    plan = dataclasses.replace(plan_reproduction(paper, budget=budget, seeds=seeds, data_dir=data_dir),
+                               confidence=float(confidence))
     configs(plan)  # validates every setting's config
     return plan
 
@@ -72,7 +79,7 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
         "budget": {"name": plan.budget, "rounds": plan.rounds, "seeds": list(plan.seeds),
                    "why": paper.budgets[plan.budget].get("why", ""),
                    "paper_rounds": paper.budgets["paper"]["rounds"], "paper_seeds": paper.budgets["paper"]["seeds"]},
-        "dataset": plan.dataset, "seconds": seconds, "not_comparable": run_reasons(plan),
+        "dataset": plan.dataset, "confidence": plan.confidence, "seconds": seconds, "not_comparable": run_reasons(plan),
         "tables": tables, "orderings": orderings,
         "runs": {key: {"kind": plan.settings[key]["kind"], "config": plan.settings[key]["config"],
                        "seeds": {str(s): r for s, r in by_seed.items()}} for key, by_seed in runs.items()},
@@ -91,13 +98,14 @@ def write_reproduction(document: dict[str, Any], out: Path) -> Path:
 
 
 def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None, data_dir: str | None = None,
-              out: str | Path = "auditkit-reproduce",
+              out: str | Path = "auditkit-reproduce", confidence: float = 0.95,
               on_run: Callable[[str, int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Run ``paper_id``'s settings at ``budget`` and write reproduction.json, report.html and report.md in ``out``."""
+    """Run ``paper_id``'s settings at ``budget`` and write reproduction.json, report.html and report.md in ``out``;
+    ``confidence``: of the intervals over seeds that the verdicts read."""
     from auditkit.pipeline import prepare_output
     from reports.reproduction_report import render_reproduction
 
-    plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir)
+    plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir, confidence)
     target = prepare_output(Path(out))  # refused before any training
     start = time.perf_counter()
     runs = run_plan(plan, on_run)

@@ -53,6 +53,7 @@ class Plan:
     data_dir: str | None
     settings: dict[str, dict[str, Any]]
     row_setting: dict[tuple[str, int], str]  # (table id, row index) -> setting key
+    confidence: float = 0.95  # of the Student-t intervals the verdicts read
 
     @property
     def dataset(self) -> str:
@@ -257,7 +258,7 @@ def row_entry(plan: Plan, table_id: str, index: int, runs: dict[str, dict[int, A
     row = table.rows[index]
     key = plan.row_setting[(table_id, index)]
     per_seed = [_metric(runs[key][s], table.metric) for s in plan.seeds]
-    ours = interval(per_seed)
+    ours = interval(per_seed, plan.confidence)
     mean = float(np.mean(per_seed)) if ours is None else ours[0]
     reported = row.reported
     reasons = [] if row.comparable else [row.why]
@@ -300,7 +301,7 @@ def ordering_entry(plan: Plan, ordering: Ordering, runs: dict[str, dict[int, Any
                 ra = runs[plan.row_setting[(table.id, by_label[(a, column, x)])]]
                 rb = runs[plan.row_setting[(table.id, by_label[(b, column, x)])]]
                 diffs = [_metric(ra[s], table.metric) - _metric(rb[s], table.metric) for s in plan.seeds]
-                found = interval(diffs)
+                found = interval(diffs, plan.confidence)
                 if found is None:
                     verdict = UNRESOLVED
                 else:

@@ -1,9 +1,10 @@
 """Bulk sampling: the path chosen per mechanism, and that the fast paths have the law of separate calls.
 
-Faithfulness: for every registered mechanism, 20,000 outputs from the fast path and 300 from one call per
-output (the reference, always faithful) are compared by two-sample Kolmogorov-Smirnov tests on the first
-coordinate and on the output norm, for an input on the clip boundary (so a wrong clip rescaling would show).
-28 tests at p > 1e-4 each: a false alarm somewhere has probability < 0.3%, and the seeds are fixed.
+Faithfulness: for every registered mechanism, and the configurations with another bulk path (DP-SQ's adaptive
+range, MSP-FL's paper004 split), 20,000 outputs from the fast path and 300 from one call per output (the
+reference, always faithful) are compared by two-sample Kolmogorov-Smirnov tests on the first coordinate and on
+the output norm, for an input on the clip boundary (so a wrong clip rescaling would show). 46 tests at
+p > 1e-4 each: a false alarm somewhere has probability < 0.5%, and the seeds are fixed.
 """
 
 import numpy as np
@@ -42,12 +43,44 @@ def test_every_registered_mechanism_gets_a_fast_path_at_its_defaults():
         assert sampler.path == "tiled" and not sampler.generic_default, name
 
 
-def test_configurations_declared_untileable_take_one_call_per_output_and_say_why():
-    adaptive = bulk_sampler(mechanisms.create("dpsq", range="adaptive"))  # [min v, max v] is a per-call quantity
-    paper_split = bulk_sampler(mechanisms.create("msp", split="paper004", m_max=3))  # the split shares m
-    for sampler in (adaptive, paper_split):
-        assert sampler.path == "per call" and not sampler.generic_default
-        assert "declares it cannot be tiled" in sampler.description
+# configurations whose bulk path differs from the defaults': DP-SQ's adaptive range tiles (B copies have one
+# copy's [min v, max v]); MSP-FL's paper004 split shares the client's hidden m across coordinates, so it cannot
+# be tiled and samples through its own batch (one m per row)
+OTHER_PATHS = {
+    "dpsq adaptive": ("dpsq", {**CHEAP["dpsq"], "range": "adaptive"}, "tiled"),
+    "msp paper004": ("msp", {"split": "paper004", "m_max": 3}, "mechanism batch"),
+    "mspdq paper004": ("mspdq", {"split": "paper004", "m_max": 3, "start": "split", "bits": 3}, "mechanism batch"),
+}
+
+
+def test_configurations_that_cannot_be_tiled_use_the_mechanisms_own_batch_and_say_why():
+    for name, params, path in OTHER_PATHS.values():
+        sampler = bulk_sampler(mechanisms.create(name, **params))
+        assert sampler.path == path and not sampler.generic_default, name
+    paper_split = bulk_sampler(mechanisms.create("msp", split="paper004", m_max=3))
+    assert "each row draws its own hidden m" in paper_split.description
+
+
+def test_a_mechanism_declaring_no_bulk_path_in_its_configuration_takes_one_call_per_output():
+    class Untileable(Laplace):  # re-declares: a per-call quantity couples the coordinates here
+        def tiling(self):
+            return None
+
+    sampler = bulk_sampler(Untileable(scale=1.0, private_seed=0))
+    assert sampler.path == "per call" and not sampler.generic_default
+    assert "declares it cannot be sampled in bulk in this configuration" in sampler.description
+
+
+def test_a_broken_batch_sampler_is_named_in_the_error():
+    class Broken(Laplace):
+        def tiling(self):
+            return None
+
+        def batch_sampling(self):
+            return mechanisms.BatchSampling(lambda x, count, seed: torch.zeros(count + 1, x.numel()), "broken")
+
+    with pytest.raises(ValueError, match=r"laplace.batch_sampling\(\) must return one output row per input row"):
+        bulk_sampler(Broken(scale=1.0, private_seed=0))(torch.zeros(2), 10, 0)
 
 
 def test_a_subclass_of_a_registered_mechanism_does_not_inherit_its_tiling():
@@ -57,15 +90,16 @@ def test_a_subclass_of_a_registered_mechanism_does_not_inherit_its_tiling():
 
     sampler = bulk_sampler(NoClip(scale=1.0, private_seed=0))
     assert sampler.path == "per call" and sampler.generic_default
-    assert "generic default: the mechanism declares no tiling" in sampler.description
+    assert "generic default: the mechanism declares neither tiling nor batch_sampling" in sampler.description
     out = sampler(torch.tensor([5.0]), 200, 0)
     assert out.shape == (200, 1) and abs(out.mean().item() - 5.0) < 0.5  # the clip is really skipped
 
 
-@pytest.mark.parametrize("name", mechanisms.names())
-def test_fast_path_has_the_law_of_separate_calls(name):
-    m = mechanisms.create(name, private_seed=3, **CHEAP.get(name, {}))
-    assert bulk_sampler(m).path == "tiled"
+@pytest.mark.parametrize("case", [*mechanisms.names(), *OTHER_PATHS])
+def test_fast_path_has_the_law_of_separate_calls(case):
+    name, params, path = OTHER_PATHS.get(case, (case, CHEAP.get(case, {}), "tiled"))
+    m = mechanisms.create(name, private_seed=3, **params)
+    assert bulk_sampler(m).path == path
     x = _input(name)
     fast = bulk_sampler(m, seed=1)(x, 20_000, 0).numpy()
     slow = BulkSampler(m, seed=2, per_call=True)(x, 300, 0).numpy()

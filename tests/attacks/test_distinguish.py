@@ -75,7 +75,7 @@ def test_identical_inputs_give_no_evidence_and_a_perfect_test_reaches_the_cap():
 
 def test_estimate_records_the_test_and_serialises():
     estimate = distinguish("t-dist", [-1.0, 0.0], [1.0, 0.0], trials=20_000, seed=3, label="axis")
-    assert estimate.n0 == estimate.n1 == 5_000 and estimate.trials == 20_000
+    assert estimate.n0 == estimate.n1 == 8_000 and estimate.trials == 20_000  # 20% of each side chooses the test
     assert estimate.statistic in estimate.selection_bounds and set(estimate.selection_bounds) == {
         "projection",
         "llr",

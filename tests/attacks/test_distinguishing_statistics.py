@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from attacks.distinguishing_statistics import best_threshold, dense_ranks, fit_scorer
+from attacks.distinguishing_statistics import FP_SHARES, best_threshold, dense_ranks, fit_scorer
 from attacks.epsilon_bounds import max_certifiable
 
 
@@ -19,16 +20,44 @@ def test_dense_ranks_order_ties_by_the_secondary_key():
     assert ranks.tolist() == [expected[key] for key in zip(primary, secondary)]
 
 
-def test_best_threshold_of_a_perfect_split_reaches_the_cap():
+def _predicted_bound(errors: int, selection: int, held_out: int, fp_share: float) -> float:
+    """Written apart from the module: both rates' predicted held-out count is held_out * u, u the 95% upper
+    Clopper-Pearson bound of errors / selection (the 0.95 quantile of Beta(errors + 1, selection - errors)); the
+    bound of those counts at 95% is ln((1 - U1) / U0), U the Beta quantiles at the rates' shares of 5%."""
+    count = held_out * stats.beta.ppf(0.95, errors + 1, selection - errors)
+    upper0 = stats.beta.ppf(1 - 0.05 * fp_share, count + 1, held_out - count)
+    upper1 = stats.beta.ppf(1 - 0.05 * (1 - fp_share), count + 1, held_out - count)
+    return max(np.log((1 - upper1) / upper0), np.log((1 - upper0) / upper1))
+
+
+def test_best_threshold_of_a_perfect_split_cuts_at_the_gap_and_predicts_the_held_out_bound():
     ranks0, ranks1 = np.arange(500), np.arange(500, 1000)
-    choice = best_threshold(ranks0, ranks1, alpha_each=0.025, delta=0.0)
+    choice = best_threshold(ranks0, ranks1, alpha=0.05, delta=0.0)
     assert choice.rank == 499
-    assert choice.bound == pytest.approx(max_certifiable(1000))
+    assert choice.bound == pytest.approx(_predicted_bound(0, 500, 500, choice.fp_share), rel=1e-9)
+    assert choice.bound == pytest.approx(max(_predicted_bound(0, 500, 500, w) for w in FP_SHARES), rel=1e-9)
+    assert choice.bound < max_certifiable(1000)  # no errors seen still predicts a few: below a perfect test's cap
+    larger = best_threshold(ranks0, ranks1, alpha=0.05, delta=0.0, held_out=(8_000, 8_000))
+    assert larger.rank == 499
+    assert larger.bound == pytest.approx(max(_predicted_bound(0, 500, 8_000, w) for w in FP_SHARES), rel=1e-9)
+    assert larger.bound > choice.bound + 0.5
+
+
+def test_the_rare_rate_gets_the_larger_share_of_the_confidence():
+    rng = np.random.default_rng(0)  # a Gaussian shift: the best cut is far in x0's upper tail, FP rare
+    scores = np.concatenate([rng.normal(-0.5, 1, 20_000), rng.normal(0.5, 1, 20_000)])
+    ranks = dense_ranks(scores, scores)
+    choice = best_threshold(ranks[:20_000], ranks[20_000:], alpha=0.05, delta=1e-5, held_out=(200_000, 200_000))
+    fp = int(np.count_nonzero(ranks[:20_000] > choice.rank))
+    fn = int(np.count_nonzero(ranks[20_000:] <= choice.rank))
+    rare_is_fp = fp < fn
+    assert min(fp, fn) < 200 < max(fp, fn)
+    assert (choice.fp_share > 0.5) == rare_is_fp and choice.fp_share != 0.5
 
 
 def test_best_threshold_of_identical_samples_is_no_evidence():
     ranks = np.arange(1000)
-    assert best_threshold(ranks[::2], ranks[1::2], alpha_each=0.025, delta=0.0).bound < 0.05
+    assert best_threshold(ranks[::2], ranks[1::2], alpha=0.05, delta=0.0).bound < 0.05
 
 
 def test_classifier_sees_a_variance_difference_the_projection_cannot():
@@ -40,7 +69,7 @@ def test_classifier_sees_a_variance_difference_the_projection_cannot():
         scorer = fit_scorer(name, y0[:10_000], y1[:10_000], x0, x1, log_density=None, seed=0)
         scores = scorer(np.concatenate([y0[10_000:], y1[10_000:]]))
         ranks = dense_ranks(scores, scores)
-        results[name] = best_threshold(ranks[:10_000], ranks[10_000:], alpha_each=0.025, delta=0.0).bound
+        results[name] = best_threshold(ranks[:10_000], ranks[10_000:], alpha=0.05, delta=0.0).bound
     assert results["classifier"] > 1.0 > results["projection"] + 0.5
 
 

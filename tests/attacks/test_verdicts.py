@@ -18,7 +18,7 @@ def _estimate(bound: float, cap: float, *, delta: float = 0.0, claimed: float | 
     return EpsilonEstimate(
         epsilon_lower_bound=bound, confidence=0.95, delta=delta, max_certifiable=cap, statistic="projection",
         pair=NeighbouringPair("axis", zero, zero), trials=100, fp=0, n0=25, fn=0, n1=25, threshold=0.0,
-        threshold_tiebreak=0.0, claimed_epsilon=claimed, p_value=None, sampling="test", samples_per_second=1.0,
+        threshold_tiebreak=0.0, fp_share=0.5, claimed_epsilon=claimed, p_value=None, sampling="test", samples_per_second=1.0,
         seconds=1.0, sampling_seconds=1.0,
     )  # fmt: skip
 

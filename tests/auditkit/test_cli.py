@@ -44,6 +44,7 @@ def test_mechanisms_table_lists_every_registered_mechanism():
     (["--tau", "0"], "training.tau must be an integer >= 1, got 0"),
     (["--dataset", "mnist", "--data-dir", "{tmp}/nowhere", "--mechanism", "none"], "MNIST"),
     (["--dataset", "mnist", "--mechanism", "none"], "MNIST"),
+    (["--confidence", "0.99"], "--confidence applies to `auditkit audit` only (train judges nothing)"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message):
     out = tmp_path / "out"
@@ -54,6 +55,13 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message
     assert len(lines) == 1 and lines[0].startswith("error: ") and message in lines[0]
     assert "Traceback" not in result.stderr + result.stdout
     assert not out.exists()
+
+
+def test_audit_confidence_out_of_range_is_one_line_before_any_training(tmp_path):
+    result = auditkit("audit", "--confidence", "1.5", "--out", str(tmp_path / "out"))
+    assert result.returncode == 2
+    assert result.stderr.strip() == "error: distinguish.confidence must be in (0, 1), got 1.5"
+    assert not (tmp_path / "out").exists()
 
 
 def test_config_with_unknown_key_fails_without_touching_earlier_results(tmp_path):
@@ -248,7 +256,16 @@ def test_distinguish_prints_bounds_claim_and_verdict(tmp_path):
     assert "black-box verdict: consistent" in result.stdout and "(eps=1, delta=0)-DP" in result.stdout
     test = json.loads((tmp_path / "results.json").read_text())["settings"][0]["distinguish"]
     assert test["verdict"] == "consistent" and 0 < test["epsilon_lower_bound"] <= 1 and test["p_value"] > 0.05
-    assert len(test["estimates"]) == 6 and (tmp_path / "report.md").is_file()
+    # the worst-pair search: 6 candidate pairs, one certified estimate on the chosen one, judged as one test
+    assert len(test["search"]["candidates"]) == 6 and len(test["estimates"]) == 1 and test["tests"] == 1
+    assert test["estimates"][0]["pair"] == test["search"]["candidates"][test["search"]["chosen"]]["pair"]
+    assert "pair search" in result.stdout and "(chosen)" in result.stdout and (tmp_path / "report.md").is_file()
+    assert "Worst-pair search: every pair's bound predicted" in (tmp_path / "report.md").read_text()
+    every = auditkit("distinguish", "laplace", "--scale", "1", "--clip", "0.5", "--trials", "20000",
+                     "--no-adaptive", "--no-search", "--out", str(tmp_path / "every"), columns=200)
+    assert every.returncode == 0, every.stderr
+    test = json.loads((tmp_path / "every" / "results.json").read_text())["settings"][0]["distinguish"]
+    assert len(test["estimates"]) == 6 and test["tests"] == 6 and test["search"] is None
     adaptive = auditkit("distinguish", "dpsq", "--range", "adaptive", "--trials", "4000", columns=200)
     assert adaptive.returncode == 0 and "dpsq-cross-cell" in adaptive.stdout
     side = auditkit("distinguish", "jopeq-laplace", "--trials", "4000", columns=200)
@@ -262,6 +279,7 @@ def test_distinguish_prints_bounds_claim_and_verdict(tmp_path):
     (["cepam", "--budget", "slow"], "--budget must be one of quick, paper; got 'slow'"),
     (["cepam", "--data-dir", "{tmp}"], "does not hold mnist in torchvision's layout"),
     (["cepam", "--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
+    (["cepam", "--confidence", "1.5"], "--confidence must be in (0, 1), got 1.5"),
     (["jopeq", "--data-dir", "{tmp}"], "does not hold mnist in torchvision's layout"),
     ([], "PAPER is required: one of cepam, dpsq, jopeq, msp"),
 ])

@@ -114,9 +114,12 @@ def test_a_config_names_its_plugin_beside_it_and_the_python_api_audits_it(tmp_pa
 @pytest.mark.slow
 def test_the_example_audit_flags_the_plugin_and_passes_the_correct_mechanisms(tmp_path):
     out = tmp_path / "audit"
-    result = auditkit("audit", str(EXAMPLE / "audit.toml"), "--out", str(out))
+    result = auditkit("audit", str(EXAMPLE / "audit.toml"), "--out", str(out), "--confidence", "0.99")
     assert result.returncode == 0, result.stderr
-    settings = {s["mechanism"]["name"]: s for s in json.loads((out / "results.json").read_text())["settings"]}
+    document = json.loads((out / "results.json").read_text())
+    settings = {s["mechanism"]["name"]: s for s in document["settings"]}
+    assert document["config"]["distinguish"]["confidence"] == 0.99  # --confidence reaches every verdict
+    assert all(s["distinguish"]["confidence"] == 0.99 for s in settings.values())
     laplace, gaussian = settings["half-noise-laplace"]["distinguish"], settings["half-noise-gaussian"]["distinguish"]
     assert laplace["verdict"] == "violated" and laplace["epsilon_lower_bound"] >= 1.5 * laplace["claimed_epsilon"]
     assert gaussian["verdict"] == "violated" and gaussian["epsilon_lower_bound"] > gaussian["claimed_epsilon"]

@@ -248,3 +248,22 @@ def test_guarantees():
     assert dq.proposition4_delta(spacing / 2, 9) == 1.0  # the interval shrank 10x: capped at 1
     for name in NAMES:
         assert mechanisms.create(name).round_protocol == "consensus"
+
+
+@pytest.mark.parametrize("name, params", [
+    ("msp", {"split": "paper004", "m_max": 4}),
+    ("mspdq", {"split": "paper004", "m_max": 4, "start": "split", "bits": 4}),
+    ("mspdq", {}),
+])
+def test_the_batch_sampler_is_the_first_upload_code_on_a_batch(name, params):
+    """count = 1 reproduces one call exactly; a batch draws one hidden m per row, shared by its coordinates: the
+    ratios r_j = alpha_0j / w_j of one row are correlated through m. With eps_s = 1/2, r | m ~ U[1/2, m + 1/2], so
+    Cov(r_1, r_2) = Var((1 + m)/2) = 1.25/4 and Var r = 1.25/4 + E[m^2]/12 = 0.9375: correlation 1/3."""
+    m = mechanisms.create(name, private_seed=9, **params)
+    x = torch.tensor([0.4, -0.3, 0.1, 0.2], dtype=torch.float64)
+    for seed in range(6):
+        assert torch.equal(m.batch_sampling().sample(x, 1, seed)[0], m(x, seed).to(torch.float64))
+    if name == "msp":
+        ratios = (m.first_uploads(x, 20_000, 0) / x).numpy()
+        assert ratios.min() >= 0.5 - 1e-6 and ratios.max() <= 4.5 + 1e-6
+        assert np.corrcoef(ratios[:, 0], ratios[:, 1])[0, 1] == pytest.approx(1 / 3, abs=0.03)  # SE ~ 0.006

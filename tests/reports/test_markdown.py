@@ -194,13 +194,15 @@ def test_a_pair_sampled_as_the_whole_test_says_so_once(document):
 
 def test_a_generic_default_under_a_distinguishing_test_gets_a_note_under_the_summary(document):
     assert "### Notes" not in render_markdown(document, FIGURES)
-    document["settings"][2]["mechanism"]["capabilities"]["tiling"] = "generic default"
+    document["settings"][2]["mechanism"]["capabilities"]["tiling"] = "generic default"  # tiled nonetheless: no note
     document["settings"][0]["mechanism"]["capabilities"]["audit_setting"] = "generic default"  # no test: no note
+    assert "### Notes" not in render_markdown(document, FIGURES)
+    document["settings"][2]["distinguish"]["sampling"] = "per call: gaussian: one call of the real mechanism per output"
     text = render_markdown(document, FIGURES)
     assert text[text.index("### Notes"):text.index("## Adaptive tests")] == (
         "### Notes\n\n- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian: the distinguishing test "
-        "ran on generic defaults for the sampling (outputs drawn one call at a time: the mechanism declares no "
-        "tiling). This weakens the verdict \"consistent\".\n\n")
+        "ran on generic defaults for the sampling (the per-call fallback, slow: gaussian: one call of the real "
+        "mechanism per output). This weakens the verdict \"consistent\".\n\n")
 
 
 def test_capabilities_and_the_clip_norm_are_in_the_details(text):

@@ -190,7 +190,7 @@ def test_the_train_report(rendered_commands):
         "| not run | not run |"]
     assert "- **training**: protocol device-groups, 3 rounds, checkpoints at 1, 3" in r.md
     assert ("- **capabilities**: declared by the mechanism: audit setting, dp\\_event, true epsilon; generic defaults "
-            "used: tiling (outputs drawn one call at a time), output density (no likelihood-ratio statistic)") in r.md
+            "used: tiling (no one call on tiled copies), output density (no likelihood-ratio statistic)") in r.md
     assert "### Notes" not in r.md and 'id="notes"' not in r.html  # no distinguishing test that they weaken
 
 
@@ -250,14 +250,14 @@ def test_the_distinguish_report(rendered_commands):
     assert notes.strip().splitlines()[2:] == [
         "- half: the distinguishing test ran on generic defaults for the audit setting (the pairs tried are the "
         "generic 2-D ones, not pairs the mechanism declares for its claim: they may miss its worst case, or not be "
-        "neighbours in the claim's sense) and the sampling (outputs drawn one call at a time: the mechanism declares "
-        "no tiling). This weakens the verdict \"violated\"."]
+        "neighbours in the claim's sense) and the sampling (the per-call fallback, slow: one call per output "
+        "(generic default: the mechanism declares no tiling)). This weakens the verdict \"violated\"."]
     html_notes = r.html[r.html.index('<ul class="notes" id="notes">'):]
     assert html_notes.index("half: the distinguishing test ran on generic defaults") < html_notes.index("</ul>")
     assert r.html.index('id="notes"') < r.html.index("<h2>Figures</h2>")  # right under the summary
     assert '<span class="badge plugin">plugin: entry point half = my_pkg.half</span>' in r.html
     assert "- **origin**: plugin: entry point half = my\\_pkg.half" in r.md
-    assert ("- **capabilities**: generic defaults used: tiling (outputs drawn one call at a time), audit setting (the "
+    assert ("- **capabilities**: generic defaults used: tiling (no one call on tiled copies), audit setting (the "
             "generic 2-D pairs), output density (no likelihood-ratio statistic), dp\\_event (the claim composed as a "
             "generic event), true epsilon (the realised noise's epsilon not computed)") in r.md
     assert ("- **distinguishing setting**: generic default: the mechanism declares no audit setting: d = 2, the l2 "

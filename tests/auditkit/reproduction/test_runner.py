@@ -56,6 +56,19 @@ def test_verdicts_follow_the_paper_interval_and_name_why_not_comparable(tmp_path
     assert run_reasons(plan) == []
 
 
+def test_the_confidence_sets_the_intervals_the_verdicts_read():
+    """Ours 81.5, 82, 82.5 (sd 0.5): t_{0.975, 2} = 4.303 gives 82 +- 1.242, meeting the paper's 80 +- 1;
+    --confidence 0.5 (t_{0.75, 2} = 0.8165) gives 82 +- 0.236, which does not."""
+    paper = tiny_paper([row("none", "80.0±1.0")])
+    plan = plan_reproduction(paper, budget="paper", seeds=3)
+    plan = dataclasses.replace(plan, paper=dataclasses.replace(paper, data=plan.dataset))
+    runs = runs_for(plan, [[0.815, 0.82, 0.825]])
+    wide = row_entry(plan, "T", 0, runs)
+    narrow = row_entry(dataclasses.replace(plan, confidence=0.5), "T", 0, runs)
+    assert wide["verdict"] == "reproduced" and wide["interval"] == pytest.approx([80.758, 83.242], abs=1e-3)
+    assert narrow["verdict"] == "not reproduced" and narrow["interval"] == pytest.approx([81.764, 82.236], abs=1e-3)
+
+
 def test_approximate_numbers_meet_within_their_tolerance_and_plots_are_not_comparable():
     paper = tiny_paper([row("none", "≈80", tolerance=2.5), row("sdq", "≈80", tolerance=0.5), row("gaussian", "")])
     plan = plan_reproduction(paper, budget="paper", seeds=3)

@@ -1,0 +1,73 @@
+"""Worst-pair search: the budget arithmetic, the choice, its soundness under the null, and its gain."""
+
+import numpy as np
+import pytest
+import torch
+
+import mechanisms
+from attacks import audit_mechanism, audit_setting
+from attacks.audit_settings import setting_pairs
+from attacks.neighbouring_pairs import NeighbouringPair
+from attacks.pair_search import search_worst_pair
+
+
+def _gaussian(seed: int) -> mechanisms.Mechanism:
+    return mechanisms.create("gaussian", sigma=1.0, clip=0.5, private_seed=seed)  # true eps 4.38 at delta 1e-5
+
+
+def test_the_pairs_share_one_budget_and_the_chosen_pair_gets_the_held_out_rest():
+    m = _gaussian(0)
+    pairs = setting_pairs(audit_setting(m))
+    found = search_worst_pair(m, pairs, trials=10_000, confidence=0.95, delta=1e-5, claimed_eps=None, seed=1)
+    assert len(found.candidates) == len(pairs) == 6
+    predicted = [c.predicted_bound for c in found.candidates]
+    assert found.chosen == int(np.argmax(predicted)) and found.estimate.pair is pairs[found.chosen]
+    # 20% of 6 x 10^4 chooses: 1,000 outputs per candidate, 6,000 more for the chosen one; 48,000 held out
+    assert all(c.selection_trials == 1_000 for c in found.candidates)
+    assert (found.estimate.n0, found.estimate.n1, found.estimate.trials) == (24_000, 24_000, 60_000)
+    assert found.candidates[pairs.index(next(p for p in pairs if p.label == "zero-vs-axis"))].predicted_bound < max(
+        predicted)  # the half-shift pair is never the worst case of a Gaussian
+
+
+def test_the_audit_judges_one_held_out_test_at_the_full_confidence():
+    audit = audit_mechanism(_gaussian(0), trials=10_000, search=True, seed=2)
+    assert audit.tests == 1 and audit.per_test_confidence == audit.confidence == 0.95
+    assert audit.estimates == (audit.worst,) and audit.worst is audit.search.estimate
+    record = audit.to_dict()
+    assert record["search"]["chosen"] == audit.search.chosen and len(record["search"]["candidates"]) == 6
+    with pytest.raises(ValueError, match=r"tests must be an integer >= 1 \(one held-out test with search\)"):
+        audit_mechanism(_gaussian(0), trials=10_000, search=True, tests=0)
+    with pytest.raises(ValueError, match="leaves fewer than 10 held-out outputs"):
+        audit_mechanism(_gaussian(0), trials=20, pairs=setting_pairs(audit_setting(_gaussian(0)))[:1], search=True,
+                        selection=0.95)
+    with pytest.raises(ValueError, match=r"selection must be a share in \[0.05, 0.95\]"):
+        audit_mechanism(_gaussian(0), trials=10_000, search=True, selection=1.0)
+
+
+def test_a_search_over_many_pairs_of_an_input_blind_mechanism_certifies_nothing_more_often_than_allowed():
+    """Soundness: the outputs ignore the input (eps = 0 exactly), so a bound above 0 is a false alarm, allowed with
+    probability <= 5% per audit, whichever of the 8 pairs the search picked on its selection outputs. 60 audits
+    (fixed seeds): 3 expected at the worst, at most 6 accepted (P[Binomial(60, 0.05) > 6] = 0.04)."""
+    def blind(x, seed):
+        return torch.randn(x.shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+
+    rng = np.random.default_rng(0)
+    pairs = [NeighbouringPair(f"p{i}", torch.tensor(rng.normal(size=2)), torch.tensor(rng.normal(size=2)))
+             for i in range(8)]
+    alarms = sum(
+        search_worst_pair(blind, pairs, trials=2_000, confidence=0.95, delta=0.0, claimed_eps=0.0, seed=seed)
+        .estimate.epsilon_lower_bound > 0
+        for seed in range(60)
+    )
+    assert alarms <= 6
+
+
+def test_the_search_certifies_more_than_every_pair_tested_on_its_own():
+    """Same budget (2 x 10^4 per pair, 6 pairs), 4 seeds: the search's bound beats the worst pair of the
+    Bonferroni audit by more than 0.3 on average (measured: 0.57)."""
+    gains = []
+    for seed in range(4):
+        searched = audit_mechanism(_gaussian(seed), trials=20_000, search=True, seed=seed)
+        separate = audit_mechanism(_gaussian(seed), trials=20_000, search=False, seed=seed)
+        gains.append(searched.worst.epsilon_lower_bound - separate.worst.epsilon_lower_bound)
+    assert np.mean(gains) > 0.3, gains
