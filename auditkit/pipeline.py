@@ -180,18 +180,28 @@ def backend_label(backend: str) -> str:
     return f"flower (Flower {metadata.version('flwr')} Simulation Engine, Ray {metadata.version('ray')})"
 
 
-def data_provenance(run: TrainingRun) -> dict[str, Any]:
-    """The provenance's data, model and training blocks of a finished run."""
-    t = run.config.training
-    sampling = (f"each of the tau = {t.tau} local steps draws {t.batch_size} sample(s) uniformly with "
-                f"replacement from the client's data; participation: {t.participation}")
+def training_provenance(
+    config: AuditConfig, data: dict[str, Any], num_params: int, *, rounds: int | None = None,
+    sampling: str | None = None, backend: str | None = None,
+) -> dict[str, Any]:
+    """The provenance's data, model and training blocks from ``config``'s training table; what a run knows
+    better -- the rounds it ran, how its batches were drawn, where it trained -- is given, else the config's."""
+    t = config.training
+    if sampling is None:
+        sampling = (f"each of the tau = {t.tau} local steps draws {t.batch_size} sample(s) uniformly with "
+                    f"replacement from the client's data; participation: {t.participation}")
     return {
-        "data": run.data_summary,
-        "model": {"name": t.model, "num_params": run.result.num_params},
-        "training": {"clients": t.clients, "rounds": t.rounds, "tau": t.tau, "batch_size": t.batch_size,
-                     "lr": t.lr, "participation": t.participation, "sampling": sampling,
-                     "backend": backend_label(t.backend)},
+        "data": data,
+        "model": {"name": t.model, "num_params": num_params},
+        "training": {"clients": t.clients, "rounds": t.rounds if rounds is None else rounds, "tau": t.tau,
+                     "batch_size": t.batch_size, "lr": t.lr, "participation": t.participation,
+                     "sampling": sampling, "backend": backend_label(t.backend) if backend is None else backend},
     }
+
+
+def data_provenance(run: TrainingRun) -> dict[str, Any]:
+    """The provenance's data, model and training blocks of a finished run (``training_provenance``)."""
+    return training_provenance(run.config, run.data_summary, run.result.num_params)
 
 
 def account_run(run: TrainingRun) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from auditkit.config import AuditConfig, ConfigError, from_dict
 from auditkit.fl.simulation import RoundRecord, SimulationResult
 from auditkit.flower.recording import Recording
 from auditkit.inversion_audit import RecordedView
+from auditkit.pipeline import training_provenance
 
 __all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
 
@@ -110,18 +111,14 @@ def train_from_recording(recording: Recording, config: AuditConfig, data_summary
                               num_params=int(probe["global_before"].numel()))
     training = results.training_entry(result, "uplink")
     training["checkpoints"] = recording.recorded_rounds
-    t = config.training
+    data = {**data_summary, "source": f"recorded by a Flower app ({recording.root.name}); {data_summary['source']}"}
     return {
         "training": training,
         "device": "flower app (recorded)",
-        "provenance": {
-            "data": {**data_summary, "source": f"recorded by a Flower app ({recording.root.name}); "
-                                               f"{data_summary['source']}"},
-            "model": {"name": t.model, "num_params": result.num_params},
-            "training": {"clients": t.clients, "rounds": rounds[-1].round if rounds else 0, "tau": t.tau,
-                         "batch_size": t.batch_size, "lr": t.lr, "participation": t.participation,
-                         "sampling": "as the Flower app trained (recorded); the audit reads its server view",
-                         "backend": f"a Flower app's recording ({recording.root.name})"},
-        },
+        "provenance": training_provenance(
+            config, data, result.num_params, rounds=rounds[-1].round if rounds else 0,
+            sampling="as the Flower app trained (recorded); the audit reads its server view",
+            backend=f"a Flower app's recording ({recording.root.name})",
+        ),
         "inversion_round": inversion_round if config.inversion.enabled else None,
     }

@@ -33,6 +33,8 @@ def test_the_audit_judges_one_held_out_test_at_the_full_confidence():
     audit = audit_mechanism(_gaussian(0), trials=10_000, search=True, seed=2)
     assert audit.tests == 1 and audit.per_test_confidence == audit.confidence == 0.95
     assert audit.estimates == (audit.worst,) and audit.worst is audit.search.estimate
+    # the mechanism's declared output density serves the likelihood ratio, as in distinguish
+    assert set(audit.worst.selection_bounds) == {"projection", "llr", "classifier"}
     record = audit.to_dict()
     assert record["search"]["chosen"] == audit.search.chosen and len(record["search"]["candidates"]) == 6
     with pytest.raises(ValueError, match=r"tests must be an integer >= 1 \(one held-out test with search\)"):
