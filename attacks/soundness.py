@@ -7,14 +7,16 @@ its defaults) for seeds 0..S-1. Seed s keys both the audit's shared randomness a
 (``private_seed = derive_seed("soundness", s)``), so the seeds are independent runs. Each mechanism is one row,
 by the claim at its reference setting:
 
-* ``correct``: an epsilon claim without the "claim-exceeded" flag. Each audit may call it "violated" with
-  probability at most 1 - confidence; only claims that are tight at the audited pair come near that rate.
+* ``correct``: an epsilon claim whose mechanism declares no ``true_epsilon()`` above it. Each audit may call it
+  "violated" with probability at most 1 - confidence; only claims that are tight at the audited pair come near
+  that rate.
 * ``vacuous``: no claim (or a claim flagged "no-privacy" / "vacuous"): reported, not judged.
-* ``known-exceeded``: a claim the implementation is known to exceed, named in ``exceeded`` (default: JoPEQ's
-  moment-matched ``jopeq-laplace``, true eps 6.05 > 4, and the example plugin's ``half-noise-*`` where it is
-  loaded: true eps twice the claim, or 4.38 > 1.99). The sweep should call it "violated" in (nearly) every seed.
-* ``exceeded-unjudged``: other "claim-exceeded" mechanisms (e.g. ``jopeq-t``): run and reported, not judged
-  (their excess may be below what the budget can certify).
+* ``known-exceeded``: the mechanism declares a ``true_epsilon()`` at least ``EXCEEDED_MARGIN`` (1.25) times its
+  claim -- what it knows about itself, so a plugin is classified like a built-in (``jopeq-laplace``: 6.05 > 4;
+  the example plugin's ``half-noise-*``: twice the claim, or 4.38 > 1.99). The sweep should call it "violated"
+  in (nearly) every seed.
+* ``exceeded-unjudged``: a declared true epsilon above the claim by less than that margin (``jopeq-t``: 4.78 > 4):
+  run and reported, not judged (the excess may be below what the budget can certify).
 
 ``SoundnessRow.passes`` states each row's criterion: for a correct claim, the count of "violated" must not exceed
 the 99.9% quantile of Binomial(S, 1 - confidence) (``allowed_false_alarms``: a sound audit shows more only in a
@@ -36,11 +38,10 @@ import mechanisms
 from attacks.audit_mechanism import audit_mechanism
 from attacks.audit_settings import audit_setting, setting_pairs
 from attacks.verdicts import VIOLATED
-from mechanisms.guarantee import CLAIM_EXCEEDED
 
-__all__ = ["EXCEEDED", "SoundnessRow", "allowed_false_alarms", "classify", "soundness_sweep"]
+__all__ = ["EXCEEDED_MARGIN", "SoundnessRow", "allowed_false_alarms", "classify", "soundness_sweep"]
 
-EXCEEDED = ("jopeq-laplace", "half-noise-laplace", "half-noise-gaussian")
+EXCEEDED_MARGIN = 1.25  # a declared true epsilon this many times the claim must be caught (module docstring)
 _VACUOUS_FLAGS = {"no-privacy", "vacuous"}
 _FLUKE = 1e-3  # the allowed count of false alarms is exceeded by a sound audit with at most this probability
 
@@ -52,21 +53,25 @@ def allowed_false_alarms(audits: int, confidence: float) -> int:
 
 
 def _create(name: str, seed: int) -> mechanisms.Mechanism:
-    return mechanisms.create(name, private_seed=mechanisms.derive_seed("soundness", seed),
-                             **mechanisms.mechanism_class(name).reference_params)
+    """The registered mechanism at the parameters it declares for audits (``reference_params``), its private
+    noise keyed by the seed; attacks/ reaches it by name, never by class."""
+    m = mechanisms.create(name, private_seed=mechanisms.derive_seed("soundness", seed))
+    return m.with_params(**m.reference_params)
 
 
-def classify(exceeded: Sequence[str] = EXCEEDED) -> dict[str, str]:
-    """Every registered name -> "correct", "vacuous", "known-exceeded" or "exceeded-unjudged" (module docstring)."""
+def classify() -> dict[str, str]:
+    """Every registered name -> "correct", "vacuous", "known-exceeded" or "exceeded-unjudged", from what the
+    mechanism declares at its reference setting: its claim and its ``true_epsilon()`` (module docstring)."""
     kinds = {}
     for name in mechanisms.names():
-        claim = _create(name, 0).guarantee()
+        m = _create(name, 0)
+        claim, true = m.guarantee(), mechanisms.capability(m, "true_epsilon")
         if claim.epsilon is None or claim.flags & _VACUOUS_FLAGS:
             kinds[name] = "vacuous"
-        elif name in exceeded:
-            kinds[name] = "known-exceeded"
-        elif CLAIM_EXCEEDED not in claim.flags:
+        elif true is None or true <= claim.epsilon * (1 + 1e-9):
             kinds[name] = "correct"
+        elif true >= EXCEEDED_MARGIN * claim.epsilon:
+            kinds[name] = "known-exceeded"
         else:
             kinds[name] = "exceeded-unjudged"
     return kinds
@@ -118,12 +123,12 @@ HEADER = (f"{'mechanism':<20} {'kind':<17} {'pairs':>5} {'claim eps':>9} {'delta
 
 
 def soundness_sweep(
-    *, trials: int, seeds: int, search: bool = True, confidence: float = 0.95, exceeded: Sequence[str] = EXCEEDED,
+    *, trials: int, seeds: int, search: bool = True, confidence: float = 0.95,
     names: Sequence[str] | None = None, on_row: Callable[[SoundnessRow], None] | None = None,
 ) -> list[SoundnessRow]:
     """One ``SoundnessRow`` per mechanism (``names``, default every registered one), each audit at
     ``confidence`` family-wise over its own tests, ``trials`` outputs per pair (module docstring)."""
-    kinds = classify(exceeded)
+    kinds = classify()
     rows = []
     for name in names if names is not None else mechanisms.names():
         first = _create(name, 0)

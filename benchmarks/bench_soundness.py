@@ -4,8 +4,9 @@ caught, and the time.
 
 Each audit is ``audit_mechanism`` at 95% family-wise confidence with the worst-pair search, as ``auditkit audit``
 runs it (``--no-search``: every pair tested and Bonferroni over the pairs, the previous default). Rows
-(``attacks.soundness``): correct claims count; known-exceeded ones (``jopeq-laplace``, ``half-noise-laplace``,
-``half-noise-gaussian``) must be caught; vacuous ones are reported. Columns: the claimed eps, the min / mean / max
+(``attacks.soundness``): correct claims count; known-exceeded ones -- a declared ``true_epsilon()`` at least 1.25
+times the claim: ``jopeq-laplace``, ``half-noise-laplace``, ``half-noise-gaussian`` -- must be caught; vacuous ones
+are reported. Columns: the claimed eps, the min / mean / max
 over seeds of the certified bound, the cap (a perfect test's bound), the verdict counts, the seconds, and the
 row's criterion (``SoundnessRow.passes``).
 

@@ -8,8 +8,9 @@ Two mechanisms, written as a user writes a mechanism of their own:
   N(0, (sigma / 2)^2): at sigma = 2, clip = 0.5 it claims 1.99 and is really 4.38-DP.
 
 Each declares what an audit needs to know (``mechanisms.capabilities``): how it can be sampled in bulk, where its
-claim is tested, its output density (as the author believes it to be: a wrong model only weakens a test), and
-its one-round ``dp_accounting`` event. Load it with ``--plugin examples/half_noise_plugin/half_noise.py``, with
+claim is tested, its output density (as the author believes it to be: a wrong model only weakens a test), its
+one-round ``dp_accounting`` event, and -- because the bug is deliberate -- the epsilon of the noise it really adds
+(``true_epsilon``), which makes it a known-exceeded claim in ``attacks.soundness``. Load it with ``--plugin examples/half_noise_plugin/half_noise.py``, with
 ``plugins = ["half_noise.py"]`` in a config beside it, or install this folder (``pip install
 examples/half_noise_plugin``): its ``pyproject.toml`` registers the module under the entry-point group
 ``auditkit.mechanisms``.
@@ -85,6 +86,10 @@ class HalfNoiseLaplace(_HalfNoise):
     def dp_event(self) -> dp_accounting.DpEvent:
         return dp_accounting.LaplaceDpEvent(self.params["scale"] / self.params["clip"])
 
+    def true_epsilon(self) -> float:
+        """The noise really added: Laplace(scale / 2) for the shift 2 clip, so eps = 4 clip / scale."""
+        return 4 * self.params["clip"] / self.params["scale"]
+
     def guarantee(self) -> PrivacyGuarantee:
         clip, scale = self.params["clip"], self.params["scale"]
         return PrivacyGuarantee(epsilon=2 * clip / scale, delta=0.0, relation=REPLACE_ONE,
@@ -116,6 +121,10 @@ class HalfNoiseGaussian(_HalfNoise):
 
     def dp_event(self) -> dp_accounting.DpEvent:
         return dp_accounting.GaussianDpEvent(self.params["sigma"] / self.params["clip"])
+
+    def true_epsilon(self) -> float:
+        """The noise really added: N(0, (sigma / 2)^2), the analytic Gaussian epsilon of sigma / 2."""
+        return analytic_gaussian_epsilon(2 * self.params["clip"], self.params["sigma"] / 2, self.params["delta"])
 
     def guarantee(self) -> PrivacyGuarantee:
         clip, sigma, delta = self.params["clip"], self.params["sigma"], self.params["delta"]

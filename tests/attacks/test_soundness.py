@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import mechanisms
-from attacks.soundness import EXCEEDED, allowed_false_alarms, soundness_sweep
+from attacks.soundness import allowed_false_alarms, soundness_sweep
 
 pytestmark = pytest.mark.soundness
 
@@ -22,7 +22,8 @@ def test_correct_claims_are_rarely_violated_and_known_excesses_are_caught():
     mechanisms.load_plugins([str(PLUGIN)])
     rows = soundness_sweep(trials=TRIALS, seeds=SEEDS)
     by_kind = {kind: [r for r in rows if r.kind == kind] for kind in ("correct", "known-exceeded", "vacuous")}
-    assert {r.name for r in by_kind["known-exceeded"]} == set(EXCEEDED)
+    # known-exceeded: what each mechanism declares of itself (true_epsilon), the plugin like the built-ins
+    assert {r.name for r in by_kind["known-exceeded"]} == {"jopeq-laplace", "half-noise-laplace", "half-noise-gaussian"}
     assert len(by_kind["correct"]) >= 12 and {"sdq", "none"} <= {r.name for r in by_kind["vacuous"]}
     audits = sum(r.seeds for r in by_kind["correct"])
     violated = sum(r.violated for r in by_kind["correct"])
