@@ -59,7 +59,10 @@ def _tiny_app(record_dir):
     @server.main()
     def main(grid, context):
         strategy = Watched(
-            FedAvg(fraction_train=1.0, fraction_evaluate=0.0, min_available_nodes=CLIENTS), MECHANISM["name"],
+            # min_train_nodes: FedAvg sizes its sample from the nodes connected BEFORE it waits for them (flwr
+            # 1.41), so a slow start would sample its minimum (2) in round 1 instead of every client
+            FedAvg(fraction_train=1.0, fraction_evaluate=0.0, min_available_nodes=CLIENTS, min_train_nodes=CLIENTS),
+            MECHANISM["name"],
             seed=SEED, record_dir=record_dir, record_rounds=(1, 2),
             config={"data": {"dataset": "digits"}, "training": {"model": "linear", "clients": CLIENTS, "tau": STEPS,
                                                                  "batch_size": 1, "lr": LR, "momentum": 0.0}},
