@@ -62,7 +62,7 @@ from attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
 from attacks.pair_search import PairCandidate, PairSearch, search_worst_pair
 from attacks.soundness import SoundnessRow, allowed_false_alarms, soundness_sweep
 from attacks.verdicts import (
-    CONSISTENT, DECISIVE_P, INCONCLUSIVE, VACUOUS, VERDICTS, VIOLATED, adjusted_p_value, bonferroni_confidence,
+    CONSISTENT, DECISIVE_P, INCONCLUSIVE, NO_CLAIM, VACUOUS, VERDICTS, VIOLATED, adjusted_p_value, bonferroni_confidence,
     evidence, holm, verdict,
 )
 # --- end empirical DP distinguishing ---

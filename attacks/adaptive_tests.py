@@ -37,7 +37,7 @@ import mechanisms
 from attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
 from attacks.distinguish import EpsilonEstimate, distinguish
 from attacks.verdicts import bonferroni_confidence, verdict
-from mechanisms import Mechanism
+from mechanisms import Mechanism, capability
 
 __all__ = [
     "DEFAULT_TRIALS",
@@ -181,7 +181,15 @@ def check_test_inputs(trials: int, confidence: float) -> None:
 def message_side_channel(mechanism: Mechanism) -> BatchedMechanism:
     """The ``message`` view as a batched callable: for each row x_i, the side value (``Message.side_value``, e.g.
     JoPEQ's zeta or CEPAM 000's ||x||) parsed from the bytes of ``mechanism.encode(x_i, derive_seed(seed, i))``
-    (what the server and an eavesdropper read), shape (B, 1)."""
+    (what the server and an eavesdropper read), shape (B, 1); from the mechanism's own ``side_values`` where it
+    declares them (the same values without an encode per row)."""
+    batch = capability(mechanism, "side_values")
+    if batch is not None:
+        def declared(x: torch.Tensor, seed: int) -> torch.Tensor:
+            return torch.as_tensor(batch.sample(x, seed), dtype=torch.float64).view(-1, 1)
+
+        declared.__name__ = f"{mechanism.name} side value"
+        return declared
 
     def observe(x: torch.Tensor, seed: int) -> torch.Tensor:
         values = []

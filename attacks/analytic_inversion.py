@@ -3,24 +3,27 @@
 For one example, a fully-connected layer z = W a + b (``nn.Linear`` with bias) has the gradients
 dL/dW = delta a^T and dL/db = delta (delta = dL/dz), so every row i with delta_i != 0 gives the layer's
 input exactly, a = (dL/dW)_i / (dL/db)_i (Phong et al. 2017; Geiping et al. 2020, Prop. D.1). Under noise
-this toolkit uses the least-squares estimate over all rows,
+this toolkit reads the whole layer: [dL/dW | dL/db] = delta [a^T | 1] is rank 1, its top singular direction u
+estimates delta's direction from every row and column, and
 
-    a_hat = sum_i b_i W_i / sum_i b_i^2        (b = bias gradient, W_i = row i of the weight gradient).
+    a_hat = W^T u / (b . u)        (b = bias gradient, W = the weight gradient; ``linear_input``).
 
 When the estimate is exact and when it is an approximation:
 
 * a clean gradient of one example (batch 1): exact, up to floating-point rounding;
 * a FedAvg *update* w_after - w_before of tau local SGD steps (with or without momentum) on the same single
   example, when the layer is the model's first layer: exact, because every step's weight gradient is
-  delta_t a^T with the same a, so the update's (W, b) parts are sum_t c_t delta_t a^T and sum_t c_t delta_t
-  and their ratio is still a (the sign and the learning rate cancel);
+  delta_t a^T with the same a, so the update's (W, b) parts are (sum_t c_t delta_t) [a^T | 1], still rank 1
+  (the sign and the learning rate cancel);
 * the same update when a feature extractor (convolutions) precedes the layer: an approximation, since the
-  extractor's weights move between the steps, so a_t = phi_t(x) changes (the estimate is a weighted mean of
+  extractor's weights move between the steps, so a_t = phi_t(x) changes (the estimate is a blend of
   phi_1(x), ..., phi_tau(x); exact for tau = 1);
-* a gradient of a batch of B > 1 examples: not the input of any one example but a weighted mean of the
-  batch's inputs, sum_j (delta_j . b) a_j / ||b||^2 (an image-like blend for a first FC layer);
-* noise on the gradient (a DP mechanism): an errors-in-variables least-squares estimate whose error grows
-  with the noise and shrinks with ||b||; the reconstruction is clamped to [0, 1].
+* a gradient of a batch of B > 1 examples: the layer has rank up to B, and the estimate is not the input of
+  any one example but a blend of the batch's inputs along the top singular direction (image-like for a first
+  FC layer);
+* noise on the gradient (a DP mechanism): the rank-1 direction is found from the whole layer, so the noise is
+  averaged over the hidden units and the inputs; the error grows with the noise and shrinks with ||delta||
+  ||a||; the reconstruction is clamped to [0, 1].
 
 What is recovered:
 
@@ -164,18 +167,33 @@ def analytic(
 
 
 def linear_input(weight_grad: Tensor, bias_grad: Tensor) -> tuple[Tensor, Tensor]:
-    """The least-squares input of an FC layer from its gradients: sum_i b_i W_i / sum_i b_i^2.
+    """The input of an FC layer from its gradients, by the rank-1 structure of the whole layer.
+
+    For one example [dL/dW | dL/db] = delta [a^T | 1] is rank 1. The top left singular vector u of the noisy
+    out x (in + 1) matrix [W | b] estimates the direction of delta from every row and every column at once (the
+    noise averaged over the hidden units and the inputs), and the input is the least-squares fit along it,
+
+        a_hat = W^T u / (b . u),
+
+    exact without noise (u = delta / ||delta||). It replaces the one-direction estimate sum_i b_i W_i /
+    sum_i b_i^2, whose weights b_i are themselves noisy: under a DP mechanism's noise that estimate is dominated
+    by the noise-times-noise term sum_i n_i N_i, while u is found from the whole layer (the probe's
+    reconstruction sweep measures the difference: ``auditkit.probe.reconstruction_sweep``).
 
     ``weight_grad``: N x out x in (or out x in), ``bias_grad``: N x out (or out). Returns (N x in estimates,
-    N booleans: False where the bias gradient is all zero and the input cannot be read; its estimate is 0).
+    N booleans: False where b . u = 0 (e.g. an all-zero bias gradient) and the input cannot be read; its
+    estimate is 0).
     """
     if weight_grad.dim() == 2:
         weight_grad, bias_grad = weight_grad.unsqueeze(0), bias_grad.unsqueeze(0)
-    energy = (bias_grad**2).sum(dim=1)
-    defined = energy > 0
-    numerator = torch.einsum("no,noi->ni", bias_grad, weight_grad)
-    safe = torch.where(defined, energy, torch.ones_like(energy))
-    return numerator / safe.unsqueeze(1), defined
+    stacked = torch.cat([weight_grad, bias_grad.unsqueeze(2)], dim=2).to(torch.float64)
+    u = torch.linalg.svd(stacked, full_matrices=False)[0][:, :, 0]  # N x out: the rank-1 direction of delta
+    scale = (bias_grad.to(torch.float64) * u).sum(dim=1)
+    defined = scale.abs() > torch.finfo(torch.float64).tiny
+    numerator = torch.einsum("no,noi->ni", u, weight_grad.to(torch.float64))
+    safe = torch.where(defined, scale, torch.ones_like(scale))
+    estimate = torch.where(defined.unsqueeze(1), numerator / safe.unsqueeze(1), torch.zeros_like(numerator))
+    return estimate.to(weight_grad.dtype), defined
 
 
 def first_linear(model: nn.Module) -> tuple[nn.Linear, int, int]:

@@ -20,6 +20,7 @@ prefixes of the largest (one mechanism call per trial serves every M, each M's t
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -28,9 +29,10 @@ import torch
 from scipy import stats
 
 from mechanisms import Mechanism, capability
+from mechanisms.densities import ClippedGaussian, pair_log_densities
 from mechanisms.randomness import derive_seed
 
-__all__ = ["IdentificationResult", "SCORINGS", "Scorer", "candidate_scorer", "identify", "scored_candidates"]
+__all__ = ["IdentificationResult", "SCORINGS", "Scorer", "candidate_scorer", "identify"]
 
 SCORINGS = ("likelihood", "nearest")
 
@@ -88,39 +90,33 @@ def clopper_pearson(successes: int, trials: int, confidence: float) -> tuple[flo
     return float(low), float(high)
 
 
-Scorer = Callable[[np.ndarray, int], np.ndarray]
-"""scores(ys, r): for outputs ys (n, d) of the mechanism, how likely each is under candidate row r (higher: more
-likely), shape (n,)."""
+Scorer = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""scores(ys, drawn): for outputs ys (n, d) of the mechanism and candidate rows drawn (n, M) of the pool, how likely
+ys[t] is under candidate drawn[t, j] (higher: more likely), shape (n, M)."""
 
-_CHUNK_ELEMENTS = 1 << 21  # outputs held at once in ``identify`` (16 MiB of float64): each scorer call works in cache
+_CHUNK_ELEMENTS = 1 << 24  # output coordinates held at once in ``identify`` (128 MiB of float64)
 
 
 def candidate_scorer(mechanism: Mechanism, pool: np.ndarray) -> tuple[str, Scorer]:
-    """The scoring's name, and ``scores(ys, r)`` for the candidate rows of ``pool`` (P x d, float64): the
+    """The scoring's name, and ``scores(ys, drawn)`` for the candidate rows of ``pool`` (P x d, float64): the
     likelihood ln p(y | pool[r]) where the mechanism declares it, else minus the squared distance from y to pool[r]
-    after the mechanism's clipping (module docstring). One call scores many outputs against one candidate, so
-    the cost is in array arithmetic, not in calls."""
+    after the mechanism's clipping (module docstring). Every (output, candidate) pair is scored in one call
+    (``mechanisms.densities.pair_log_densities``: one matrix product for a Gaussian density, a compiled loop for
+    JoPEQ's, one call per candidate for a density of a plugin's own)."""
     log_density = capability(mechanism, "output_log_density")
-    if log_density is not None:
-        return "likelihood", lambda ys, r: np.asarray(log_density(ys, pool[r]), dtype=np.float64)
-    clipped = torch.from_numpy(pool)
-    clip, norm = mechanism.params.get("clip"), mechanism.clip_norm
-    if clip and norm in ("l1", "l2"):
-        p = 1 if norm == "l1" else 2
-        scale = (torch.linalg.vector_norm(clipped, p, dim=1) / clip).clamp(min=1.0)
-        clipped = clipped / scale[:, None]
-    reference = clipped.numpy()
-    return "nearest", lambda ys, r: -((ys - reference[r][None]) ** 2).sum(axis=1)
+    if log_density is None:
+        clip, norm = mechanism.params.get("clip"), mechanism.clip_norm
+        clipped = clip if clip and norm in ("l1", "l2") else np.inf
+        log_density = ClippedGaussian(math.sqrt(0.5), clipped, norm or "l2")  # ln p = -||y - clip(x)||^2
+        scoring = "nearest"
+    else:
+        scoring = "likelihood"
 
+    def scores(ys: np.ndarray, drawn: np.ndarray) -> np.ndarray:
+        rows = np.repeat(np.arange(len(ys)), drawn.shape[1])
+        return pair_log_densities(log_density, ys, pool, rows, drawn.ravel()).reshape(drawn.shape)
 
-def scored_candidates(scores: Scorer, ys: np.ndarray, drawn: np.ndarray) -> np.ndarray:
-    """S[t, j] = scores(ys[t], drawn[t, j]) for outputs ys (T, d) and candidate rows drawn (T, M), one scorer call
-    per distinct candidate row (with all the outputs it is a candidate for)."""
-    table = np.empty(drawn.shape, dtype=np.float64)
-    for r in np.unique(drawn):
-        t, j = np.nonzero(drawn == r)
-        table[t, j] = scores(ys[t], int(r))
-    return table
+    return scoring, scores
 
 
 def identify(
@@ -162,7 +158,7 @@ def identify(
             shared = derive_seed(seed, "identification-trial", t)
             message = mechanism.encode(torch.from_numpy(rows[drawn[t, 0]]).float(), shared)
             ys.append(mechanism.decode(type(message).from_bytes(message.to_bytes()), shared).double().numpy())
-        table[start : start + len(ys)] = scored_candidates(scores, np.stack(ys), drawn[start : start + len(ys)])
+        table[start : start + len(ys)] = scores(np.stack(ys), drawn[start : start + len(ys)])
     wins = dict.fromkeys(sizes, 0)
     for s in table:
         for m in sizes:

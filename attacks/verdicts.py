@@ -2,7 +2,8 @@
 
 ``verdict(estimate, claim)``, in this order:
 
-* "vacuous claim": the claim says nothing (no epsilon, flags "no-privacy" or "vacuous");
+* "no claim": the mechanism makes no privacy claim (no epsilon);
+* "vacuous claim": the claim says nothing (flags "no-privacy" or "vacuous");
 * "violated": the certified lower bound exceeds the claimed epsilon (at the estimate's confidence);
 * "inconclusive": the sample size cannot certify the claimed epsilon at all (``max_certifiable`` <= it);
 * "consistent": otherwise -- the test could have refuted the claim and did not.
@@ -38,6 +39,7 @@ __all__ = [
     "CELL_LOCAL_ONLY",
     "CONSISTENT",
     "INCONCLUSIVE",
+    "NO_CLAIM",
     "VACUOUS",
     "VERDICTS",
     "VIOLATED",
@@ -53,9 +55,10 @@ __all__ = [
 CONSISTENT = "consistent"
 VIOLATED = "violated"
 VACUOUS = "vacuous claim"
+NO_CLAIM = "no claim"
 INCONCLUSIVE = "inconclusive"
 CELL_LOCAL_ONLY = "claim holds only cell-locally"
-VERDICTS = (CONSISTENT, VIOLATED, VACUOUS, INCONCLUSIVE, CELL_LOCAL_ONLY)
+VERDICTS = (CONSISTENT, VIOLATED, VACUOUS, NO_CLAIM, INCONCLUSIVE, CELL_LOCAL_ONLY)
 
 _VACUOUS_FLAGS = frozenset({"no-privacy", "vacuous"})
 REFUTING = (VIOLATED, CELL_LOCAL_ONLY)  # the verdicts that say a claim is false
@@ -80,7 +83,9 @@ def verdict(estimate: CertifiedBound, claim: PrivacyGuarantee | float | None = N
     """The verdict of the module docstring for ``estimate`` against ``claim``: a ``PrivacyGuarantee``, a
     claimed epsilon at the estimate's delta, or None for the estimate's own ``claimed_epsilon``."""
     if isinstance(claim, PrivacyGuarantee):
-        if claim.epsilon is None or claim.flags & _VACUOUS_FLAGS:
+        if claim.epsilon is None:
+            return NO_CLAIM
+        if claim.flags & _VACUOUS_FLAGS:
             return VACUOUS
         if claim.delta > estimate.delta:
             raise ValueError(
@@ -91,7 +96,7 @@ def verdict(estimate: CertifiedBound, claim: PrivacyGuarantee | float | None = N
     else:
         claimed = estimate.claimed_epsilon if claim is None else float(claim)
         if claimed is None:
-            return VACUOUS
+            return NO_CLAIM
     if estimate.epsilon_lower_bound > claimed:
         return VIOLATED
     if estimate.max_certifiable <= claimed:

@@ -134,6 +134,21 @@ def run_distinguish(
     return audit, [test(mechanism, trials=trials, confidence=per_test, seed=seed) for test in extra]
 
 
+def sweep_starts(plans: list[SettingPlan]) -> dict[str, float]:
+    """Sweep group (``auditkit.probe.sweep_group``) -> the smallest claimed epsilon among its settings, where the
+    reconstruction sweep those settings share starts."""
+    from auditkit.probe import sweep_group
+
+    starts: dict[str, float] = {}
+    for plan in plans:
+        mechanism = build_mechanism(plan.config)
+        claimed = mechanism.guarantee().epsilon
+        if claimed is not None:
+            group = sweep_group(mechanism)
+            starts[group] = min(starts.get(group, claimed), claimed)
+    return starts
+
+
 class Audit:
     """A planned audit writing into ``out``; :meth:`run` executes the stages and writes the reports."""
 
@@ -163,6 +178,8 @@ class Audit:
             check_recording(recorded, config)
         self.store = StageStore(self.out, resume=resume)
         self.code = results.code_fingerprint(config.plugins)
+        self._sweep_starts = sweep_starts(self.plans)
+        self._sweeps: dict[str, Any] = {}  # reconstruction sweeps by their inputs: settings share them
 
     @property
     def stage_count(self) -> int:
@@ -221,7 +238,7 @@ class Audit:
         if config.probe.enabled or config.identification.enabled:
             inputs = {"train": train_key, "probe": dataclasses.asdict(config.probe), "family": self.family,
                       "identification": dataclasses.asdict(config.identification),
-                      "confidence": config.distinguish.confidence}
+                      "confidence": config.distinguish.confidence, "sweep_start": self._sweep_start(plan)}
             probed, _ = self._stage(plan, "probe", inputs, lambda: self._probe(plan), notify)
         distinguished = None
         if config.distinguish.enabled:
@@ -269,11 +286,9 @@ class Audit:
         view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train")["view"])
         done = invert_recorded_view(view, plan.config.training.model, inv, plan.config.seed)
         figure = f"figures/reconstruction-{plan.id}.png"
-        rows = {"truth (clean match)": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
-                "truth (defended match)": done["defended"]["truth"].numpy(),
+        rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
                 "defended": done["defended"]["reconstructions"].numpy()}
         for name in done["extra"]:
-            rows[f"{name} (match)"] = done[name]["truth"].numpy()
             rows[name] = done[name]["reconstructions"].numpy()
         captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]]
                     for run in ("clean", "defended", *done["extra"])}
@@ -305,7 +320,14 @@ class Audit:
         config = plan.config
         per_test = attacks_confidence(config.distinguish.confidence, self.family)
         return probe_stage(config, build_mechanism(config), saved, out=self.out, figure_id=plan.id,
-                           label=plan.label, per_test_confidence=per_test)
+                           label=plan.label, per_test_confidence=per_test, sweep_start=self._sweep_start(plan),
+                           sweeps=self._sweeps)
+
+    def _sweep_start(self, plan: SettingPlan) -> float | None:
+        """Where the plan's reconstruction sweep starts: the smallest claim among the settings that share it."""
+        from auditkit.probe import sweep_group
+
+        return self._sweep_starts.get(sweep_group(build_mechanism(plan.config)))
 
     def _distinguish(self, plan: SettingPlan) -> dict[str, Any]:
         d, seed = plan.config.distinguish, plan.config.seed

@@ -8,18 +8,38 @@ their ``Param`` specs (``auditkit.mechanism_options``), built-in mechanisms and 
 ``auditkit.mechanisms`` are loaded before the commands are built, so their parameters get flags too. Every
 command that writes results writes ``results.json`` (schema ``auditkit/results`` v3), ``report.html`` and
 ``report.md``.
+
+Help texts render literally (no rich markup), and a command's ``--help`` lists only the parameters of the mechanism
+its command line names. Click's own usage errors (an unknown option or command, a missing argument, a bad value)
+are one ``error:`` line too. Progress is rich's live display on a terminal and plain, flushed lines elsewhere.
 """
 from __future__ import annotations
 
+import copy
 import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from difflib import get_close_matches
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, NamedTuple, Self
 
+import click
 import typer
+from click.core import ParameterSource
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 from rich.table import Table
+from typer.core import TyperCommand, TyperGroup
 
 console = Console()
 error_console = Console(stderr=True)
@@ -30,7 +50,7 @@ class UsageFailure(Exception):
 
 
 def _fail(message: str) -> None:
-    error_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+    _print_error(message)
     raise typer.Exit(2)
 
 
@@ -47,13 +67,76 @@ def _run_guarded(fn, *args, **kwargs):
         _fail(str(err))
 
 
+# ------------------------------------------------------------------ progress
+
+
+class Reporter:
+    """A command's progress. On a terminal: rich's live bars and spinners, as before. Elsewhere (a log file or a
+    pipe, where a live display shows nothing until the command ends): plain lines, each stamped with the seconds
+    since the command started and flushed as it happens. Every report carries both forms; only the one that fits
+    the output is shown, so the commands need no branches of their own.
+    """
+
+    def __init__(self, out: Console, clock: Callable[[], float] = time.monotonic) -> None:
+        self.out, self.clock, self.started = out, clock, clock()
+        self.live = out.is_terminal
+        self._progress = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}", markup=False), TimeElapsedColumn(), console=out,
+        ) if self.live else None
+
+    def __enter__(self) -> Self:
+        if self._progress is not None:
+            self._progress.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self._progress is not None:
+            self._progress.stop()
+
+    def elapsed(self) -> float:
+        """Seconds since the reporter (the command) started."""
+        return self.clock() - self.started
+
+    def bar(self, description: str, total: int, *, visible: bool = True) -> TaskID | None:
+        """A progress bar (a terminal only; None elsewhere)."""
+        if self._progress is None:
+            return None
+        return self._progress.add_task(description, total=total, status="", visible=visible)
+
+    def report(self, bar: TaskID | None, line: str | None = None, **changes: Any) -> None:
+        """On a terminal, ``bar`` updated with ``changes`` (``Progress.update``'s arguments); elsewhere ``line``,
+        if given."""
+        if self._progress is not None and bar is not None:
+            self._progress.update(bar, **changes)
+        elif line is not None:
+            self.line(line)
+
+    def line(self, text: str) -> None:
+        """One plain progress line, flushed at once (nothing on a terminal, where the live display shows it)."""
+        if self.live:
+            return
+        self.out.print(f"[{self.elapsed():6.1f} s] {text}", markup=False, highlight=False, soft_wrap=True)
+        self.out.file.flush()
+
+    @contextmanager
+    def status(self, text: str) -> Iterator[None]:
+        """A spinner with ``text`` while the block runs on a terminal; one line when it starts elsewhere."""
+        if self.live:
+            with self.out.status(text):
+                yield
+        else:
+            self.line(text)
+            yield
+
+
 # ------------------------------------------------------------------ shared options
 
-ConfigArg = Annotated[Optional[Path], typer.Argument(help="TOML config file (default: the quickstart preset).", show_default=False)]
-PresetOpt = Annotated[Optional[str], typer.Option(help="Bundled preset: quickstart (default), cepam, jopeq, dpsq or msp.")]
+ConfigArg = Annotated[Path | None, typer.Argument(help="TOML config file (default: the quickstart preset).", show_default=False)]
+PresetOpt = Annotated[str | None, typer.Option(help="Bundled preset: quickstart (default), cepam, jopeq, dpsq or msp.")]
 OutOpt = Annotated[Path, typer.Option(help="Output folder (results.json, report.html, report.md).")]
-MechOpt = Annotated[Optional[str], typer.Option("--mechanism", "-m", help="Registered mechanism (see `auditkit mechanisms`).")]
-PluginOpt = Annotated[Optional[list[str]], typer.Option(
+MechOpt = Annotated[str | None, typer.Option("--mechanism", "-m", help="Registered mechanism (see `auditkit mechanisms`).")]
+PluginOpt = Annotated[list[str] | None, typer.Option(
     "--plugin", metavar="MODULE",
     help="Module that registers mechanisms of one's own (repeatable); see README, 'Audit your own mechanism'.",
     show_default=False)]
@@ -84,7 +167,7 @@ def _print_written(paths) -> None:
 # ------------------------------------------------------------------ train and audit (config-driven)
 
 
-def _load(config_path: Optional[Path], preset: Optional[str], overrides: dict[str, Any], words: dict[str, str],
+def _load(config_path: Path | None, preset: str | None, overrides: dict[str, Any], words: dict[str, str],
           plugins: list[str], *, settings: bool = True):
     """The validated config: a CONFIG file or a preset, with the command line's overrides and mechanism parameters
     on top. ``settings=False`` (``train``) takes a preset's data and training without its mechanism settings."""
@@ -131,15 +214,6 @@ def _fit_checkpoints(raw: dict[str, Any], rounds: int) -> dict[str, Any]:
     return {**raw, "training": training}
 
 
-def _training_progress(total: int) -> tuple[Progress, Any]:
-    progress = Progress(
-        TextColumn("[bold]FL rounds"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console, transient=False,
-    )
-    task = progress.add_task("rounds", total=total, status="")
-    return progress, task
-
-
 def _round_table(setting: dict[str, Any]) -> Table:
     table = Table(title="FedAvg rounds", show_lines=False)
     for column in ("round", "lr", "train loss", "test loss", "test acc", "bits/coord", "SNR (dB)"):
@@ -152,14 +226,14 @@ def _round_table(setting: dict[str, Any]) -> Table:
     return table
 
 
-def _snr(value: Optional[float]) -> str:
+def _snr(value: float | None) -> str:
     """An SNR in dB as the tables show it: "-" when not measured, "inf" for a lossless uplink."""
     from reports.content import number
 
     return number(value, ".2f")
 
 
-def _title(config, config_path: Optional[Path], preset: Optional[str]) -> str:
+def _title(config, config_path: Path | None, preset: str | None) -> str:
     return config.title or (config_path.stem if config_path is not None else (preset or "quickstart"))
 
 
@@ -170,14 +244,17 @@ def _train(config_path, preset, out, overrides, words, plugins) -> None:
     config.mechanism  # noqa: B018 -- one setting only; raises a ConfigError naming the fix otherwise
     out = prepare_output(out)
     experiment = Experiment(config)
-    progress, task = _training_progress(config.training.rounds)
+    reporter = Reporter(console)
+    total = config.training.rounds
+    rounds = reporter.bar("FL rounds", total)
 
     def on_round(record) -> None:
-        progress.update(task, advance=1, status=f"test acc {100 * record.test_accuracy:.2f}%")
+        accuracy = f"test acc {100 * record.test_accuracy:.2f}%"
+        reporter.report(rounds, f"round {record.round}/{total}: {accuracy}", advance=1, status=accuracy)
 
     from auditkit import results
 
-    with progress:
+    with reporter:
         document = results_document(experiment.train(on_round), _title(config, config_path, preset))
         written = [results.write_results(document, out), *_write_reports(document, out)]
     setting = document["settings"][0]
@@ -219,7 +296,7 @@ def _audit_recorded(recorded: Path, config_path, preset, out, overrides, words, 
 
 
 def _audit(config_path, preset, out, overrides, words, plugins, resume: bool, *, config=None, recording=None,
-           title: Optional[str] = None) -> None:
+           title: str | None = None) -> None:
     from auditkit.audit import Audit
 
     if config is None:
@@ -229,63 +306,113 @@ def _audit(config_path, preset, out, overrides, words, plugins, resume: bool, *,
                       recorded=recording)
     except ValueError as err:  # a mechanism or attack setting refused while planning
         raise UsageFailure(str(err)) from None
-    rounds = config.training.rounds
-    progress = Progress(
-        TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-        TextColumn("{task.fields[status]}", markup=False), TimeElapsedColumn(), console=console,
-    )
-    stages = progress.add_task("audit stages", total=audit.stage_count, status="")
-    training = progress.add_task("FL rounds", total=rounds, status="", visible=False)
-
-    def on_event(kind: str, **info) -> None:
-        label = info["setting"].label
-        if kind == "round":
-            progress.update(training, completed=info["record"].round, visible=True,
-                            status=f"{label}: test acc {100 * info['record'].test_accuracy:.2f}%")
-            return
-        stage, status = info["stage"], info["status"]
-        if stage == "train" and status != "resumed":
-            progress.update(training, completed=0, visible=status == "start")
-        if status == "start":
-            progress.update(stages, status=f"{info['setting'].id} {label}: {stage}")
-        else:
-            progress.update(stages, advance=1, status=f"{info['setting'].id} {label}: {stage} {status}")
-
+    reporter = Reporter(console)
+    on_event = AuditProgress(reporter, audit.stage_count, config.training.rounds)
     try:
-        with progress:
+        with reporter:
             document = audit.run(on_event)
-            progress.update(stages, completed=audit.stage_count, status="done")
+            on_event.finish()
     except KeyboardInterrupt:
         error_console.print(f"interrupted: the finished stages are kept in {audit.out / 'stages'}; "
                             "run the same command with --resume to finish", markup=False, highlight=False)
         raise typer.Exit(130) from None
-    console.print(_audit_table(document))
+    _print_audit_summary(document)
     _print_written(audit.out / name for name in ("results.json", "report.html", "report.md"))
 
 
-def _audit_table(document: dict[str, Any]) -> Table:
-    table = Table(title=f"audit: {escape(document['title'])}")
-    for column in ("setting", "test acc", "SNR (dB)", "claimed eps (1 round)", "verdict (all tests)", "certified eps >=",
-                   "identified (M): rate <= bound", "probe SSIM clean -> defended"):
-        table.add_column(column)
+class AuditProgress:
+    """``Audit.run``'s event callback. On a terminal: the stage bar and the current setting's round bar. Elsewhere:
+    a line per stage event (a finished stage with its own duration); rounds only move the terminal's bar."""
+
+    def __init__(self, reporter: Reporter, stage_count: int, rounds: int) -> None:
+        self.reporter, self.stage_count, self.rounds = reporter, stage_count, rounds
+        self.stages = reporter.bar("audit stages", stage_count)
+        self.training = reporter.bar("FL rounds", rounds, visible=False)
+        self.started: dict[tuple[str, str], float] = {}  # (setting id, stage) -> elapsed seconds at its start
+
+    def __call__(self, kind: str, **info: Any) -> None:
+        plan = info["setting"]
+        where = f"{plan.id} {plan.label}"
+        if kind == "round":
+            record = info["record"]
+            accuracy = f"test acc {100 * record.test_accuracy:.2f}%"
+            self.reporter.report(self.training, None, completed=record.round, visible=True,
+                                 status=f"{plan.label}: {accuracy}")
+            return
+        stage, status = info["stage"], info["status"]
+        if stage == "train" and status != "resumed":
+            self.reporter.report(self.training, completed=0, visible=status == "start")
+        line = f"{where}: {stage} {status}"
+        if status == "start":
+            self.started[(plan.id, stage)] = self.reporter.elapsed()
+            self.reporter.report(self.stages, line, status=f"{where}: {stage}")
+            return
+        began = self.started.pop((plan.id, stage), None)
+        if began is not None:
+            line += f" ({self.reporter.elapsed() - began:.1f} s)"
+        self.reporter.report(self.stages, line, advance=1, status=f"{where}: {stage} {status}")
+
+    def finish(self) -> None:
+        """Every stage done (the bar full)."""
+        self.reporter.report(self.stages, completed=self.stage_count, status="done")
+
+
+AUDIT_TABLE_MIN_WIDTH = 140  # columns the audit's summary table needs; below, one line per setting
+
+
+def _audit_rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
+    """Per setting: label, test accuracy, SNR, claim, headline verdict, its strongest certified bound and the test
+    that certified it, identification, probe SSIM."""
+    from reports.content import certified_bound, number, test_name
+
+    rows = []
     for s in document["settings"]:
-        claim, dist, probe, ident = s["mechanism"]["guarantee"], s["distinguish"], s["probe"], s["identification"]
+        claim, probe, ident, headline = s["mechanism"]["guarantee"], s["probe"], s["identification"], s["verdict"]
         flags = f" [{', '.join(claim['flags'])}]" if claim["flags"] else ""
-        headline = s["verdict"]
+        bound = certified_bound(s)
         identified = "-" if ident is None else "; ".join(
             f"M={t['candidates']}: {t['rate']:.2f} {'>' if t['verdict'] == 'violated' else '<='} {t['bound']:.2f}"
             for t in ident["tests"])
-        table.add_row(
-            escape(s["label"]), f"{100 * s['training']['final']['test_accuracy']:.2f}%",
-            _snr(s["training"]["final"].get("snr_db")),
-            escape(("none" if claim["epsilon"] is None else f"{claim['epsilon']:.4g}") + flags),
+        rows.append((
+            s["label"], f"{100 * s['training']['final']['test_accuracy']:.2f}%", _snr(s["training"]["final"].get("snr_db")),
+            ("none" if claim["epsilon"] is None else f"{claim['epsilon']:.4g}") + flags,
             "-" if headline is None else headline["verdict"] + (
                 f" ({headline['evidence']})" if headline.get("evidence") else ""),
-            "-" if dist is None else f"{dist['epsilon_lower_bound']:.3f} ({100 * dist['confidence']:g}%)",
+            "-" if bound is None else f"{number(bound['epsilon_lower_bound'])} ({test_name(bound['test'])})",
             identified,
             "-" if probe is None else f"{probe['clean']['ssim_mean']:.3f} -> {probe['defended']['ssim_mean']:.3f}",
-        )
-    return table
+        ))
+    return rows
+
+
+_AUDIT_COLUMNS = ("setting", "test acc", "SNR (dB)", "claimed eps (1 round)", "verdict (all tests)",
+                  "strongest certified eps >= (test)", "identified (M): rate <= bound", "probe SSIM clean -> defended")
+
+
+def _print_audit_summary(document: dict[str, Any]) -> None:
+    """The audit's summary: a table at wide widths, a block of lines per setting at narrow ones (a log file)."""
+    rows = _audit_rows(document)
+    if console.width >= AUDIT_TABLE_MIN_WIDTH:
+        table = Table(title=f"audit: {escape(document['title'])}")
+        for column in _AUDIT_COLUMNS:
+            table.add_column(column)
+        for row in rows:
+            table.add_row(*map(escape, row))
+        console.print(table)
+        return
+    console.print(f"audit: {document['title']}", markup=False, highlight=False)
+    for label, accuracy, snr, claimed, verdict, bound, identified, probe in rows:
+        console.print(f"{label}: {verdict}; claim eps {claimed}; certified eps >= {bound}\n"
+                      f"    test acc {accuracy}, SNR {snr} dB; identified {identified}; probe SSIM {probe}",
+                      markup=False, highlight=False, soft_wrap=True)
+
+
+# the commands that take train's audit-only options, as its refusal names them
+_TAKEN_BY = {
+    "--resume": "`auditkit audit` only",
+    "--recorded": "`auditkit audit` only",
+    "--confidence": "`auditkit audit`, `auditkit distinguish` and `auditkit reproduce`",
+}
 
 
 def _config_command(command: str):
@@ -297,27 +424,27 @@ def _config_command(command: str):
         out: OutOpt = Path("auditkit-out"),
         mechanism: MechOpt = None,
         plugin: PluginOpt = None,
-        seed: Annotated[Optional[int], typer.Option(help="Seeds the data split, the training and the mechanisms.")] = None,
-        device: Annotated[Optional[str], typer.Option(help="auto | cpu | cuda | cuda:N")] = None,
-        dataset: Annotated[Optional[str], typer.Option(help="mnist-5k (embedded, 5,000 real MNIST digits) | digits (embedded) | mnist | cifar10")] = None,
-        data_dir: Annotated[Optional[Path], typer.Option(help="Folder holding MNIST / CIFAR-10.")] = None,
+        seed: Annotated[int | None, typer.Option(help="Seeds the data split, the training and the mechanisms.")] = None,
+        device: Annotated[str | None, typer.Option(help="auto | cpu | cuda | cuda:N")] = None,
+        dataset: Annotated[str | None, typer.Option(help="mnist-5k (embedded, 5,000 real MNIST digits) | digits (embedded) | mnist | cifar10")] = None,
+        data_dir: Annotated[Path | None, typer.Option(help="Folder holding MNIST / CIFAR-10.")] = None,
         download: Annotated[bool, typer.Option("--download", help="Download MNIST / CIFAR-10 into --data-dir.")] = False,
-        partition: Annotated[Optional[str], typer.Option(help="iid | dirichlet | shards")] = None,
-        model: Annotated[Optional[str], typer.Option(help="linear | mlp | cnn | cifar_cnn | lenet | mlp200")] = None,
-        clients: Annotated[Optional[int], typer.Option(help="Number of clients K.")] = None,
-        rounds: Annotated[Optional[int], typer.Option(help="FL rounds T (checkpoints past T are dropped).")] = None,
-        tau: Annotated[Optional[int], typer.Option(help="Local steps per round.")] = None,
-        batch_size: Annotated[Optional[int], typer.Option(help="Samples per local step (1 = CEPAM).")] = None,
-        lr: Annotated[Optional[float], typer.Option(help="Client learning rate.")] = None,
-        backend: Annotated[Optional[str], typer.Option(
+        partition: Annotated[str | None, typer.Option(help="iid | dirichlet | shards")] = None,
+        model: Annotated[str | None, typer.Option(help="linear | mlp | cnn | cifar_cnn | lenet | mlp200")] = None,
+        clients: Annotated[int | None, typer.Option(help="Number of clients K.")] = None,
+        rounds: Annotated[int | None, typer.Option(help="FL rounds T (checkpoints past T are dropped).")] = None,
+        tau: Annotated[int | None, typer.Option(help="Local steps per round.")] = None,
+        batch_size: Annotated[int | None, typer.Option(help="Samples per local step (1 = CEPAM).")] = None,
+        lr: Annotated[float | None, typer.Option(help="Client learning rate.")] = None,
+        backend: Annotated[str | None, typer.Option(
             help="Where FL training runs: builtin (the batched simulator in this process) | flower (Flower's "
                  "Simulation Engine on Ray; pip install 'auditkit[flower]'; resources in the config's [flower]).")] = None,
-        recorded: Annotated[Optional[Path], typer.Option(
+        recorded: Annotated[Path | None, typer.Option(
             help="audit: audit what a Flower app recorded (auditkit.flower.AuditStrategy's record_dir) instead of "
                  "training; the data, training and mechanism come from the recording.")] = None,
         resume: Annotated[bool, typer.Option("--resume", help="audit: keep the finished stages found in --out "
                                              "(same inputs and code) and run only the rest.")] = False,
-        confidence: Annotated[Optional[float], typer.Option(
+        confidence: Annotated[float | None, typer.Option(
             help="audit: family-wise confidence of every verdict, Bonferroni over all the audit's tests (default: "
                  "the config's [distinguish] confidence, 0.95).")] = None,
         mechanism_params: dict[str, str] | None = None,
@@ -339,7 +466,7 @@ def _config_command(command: str):
             _run_guarded(_audit, config, preset, out, overrides, words, plugins, resume)
         elif resume or recorded is not None or confidence is not None:
             given = "--resume" if resume else "--recorded" if recorded is not None else "--confidence"
-            _fail(f"{given} applies to `auditkit audit` only (train judges nothing)")
+            _fail(f"{given} applies to {_TAKEN_BY[given]} (train judges nothing)")
         else:
             _run_guarded(_train, config, preset, out, overrides, words, plugins)
 
@@ -351,16 +478,90 @@ def _config_command(command: str):
 
 
 def list_mechanisms(
-    name: Annotated[Optional[str], typer.Argument(help="Show one mechanism's parameters and full claim.")] = None,
+    name: Annotated[str | None, typer.Argument(help="Show one mechanism's parameters and full claim.")] = None,
     plugin: PluginOpt = None,
 ) -> None:
     """List every registered mechanism with its claimed guarantee and rate (or one mechanism in detail)."""
     _run_guarded(_mechanisms_table if name is None else _mechanism_detail, *(() if name is None else (name,)))
 
 
+# The 8-column table needs ~280 columns unwrapped; its rows wrap to ~4 lines each at 160 columns, 5 at 150 and
+# 6 at 140, where the compact list (at most 3 lines each at 80 columns) reads better.
+WIDE_TABLE_MIN_WIDTH = 160
+
+
+class _MechanismRow(NamedTuple):
+    """One registered mechanism as the list shows it (numbers already formatted)."""
+
+    name: str
+    origin: str
+    summary: str
+    eps: str
+    delta: str
+    actual: str
+    unit: str
+    flags: str
+    bits: str
+
+
+def _mechanism_row(name: str) -> _MechanismRow:
+    import mechanisms
+
+    info = mechanisms.describe(name)
+    mechanism = mechanisms.create(name)
+    claim = mechanism.guarantee()
+    actual = mechanisms.capability(mechanism, "true_epsilon")
+    return _MechanismRow(
+        name=info.name, origin=info.origin, summary=info.summary,
+        eps="no privacy" if claim.epsilon is None else f"{claim.epsilon:.4g}",
+        delta="-" if claim.epsilon is None else f"{claim.delta:.3g}",
+        actual="-" if actual is None else f"{actual:.4g}",
+        unit=claim.unit if claim.epsilon is not None else "-",
+        flags=", ".join(sorted(claim.flags)) or "-", bits=f"{info.bits_per_coordinate:.2f}",
+    )
+
+
 def _mechanisms_table() -> None:
     import mechanisms
 
+    rows = [_mechanism_row(name) for name in mechanisms.names()]
+    wide = console.width >= WIDE_TABLE_MIN_WIDTH
+    if wide:
+        _print_mechanisms_wide(rows)
+    else:
+        _print_mechanisms_compact(rows, console.width)
+    console.print(
+        "claimed eps: the mechanism's own one-round claim (`auditkit account NAME` composes it over rounds "
+        "and checks it); eps as implemented: the epsilon of the noise the code really adds, where it is "
+        "computed (flag claim-exceeded when larger); bits/coord: measured message size for a 10,000-coordinate "
+        "update of l2 norm 1 (float32 = 32). `auditkit mechanisms NAME` lists the parameters"
+        + ("." if wide else f" and the unit of privacy (the full table needs {WIDE_TABLE_MIN_WIDTH}+ columns).")
+        + (" Mechanisms marked 'plugin' are registered by the module named."
+           if any(row.origin != "built-in" for row in rows) else "")
+    )
+
+
+def _print_mechanisms_compact(rows: list[_MechanismRow], width: int) -> None:
+    """A narrow terminal's list: a line of numbers per mechanism, its description (and flags) wrapped below."""
+    headers = ("name", "claimed eps", "delta", "eps as implemented", "bits/coord")
+    cells = [(row.name, row.eps, row.delta, row.actual, row.bits) for row in rows]
+    widths = [max(len(header), *(len(values[i]) for values in cells)) for i, header in enumerate(headers)]
+
+    def line(values: tuple[str, ...]) -> str:
+        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(zip(values, widths)))
+
+    console.print("Registered mechanisms (default parameters)", style="bold", markup=False, highlight=False)
+    console.print(line(headers), style="bold", markup=False, highlight=False)
+    for row, values in zip(rows, cells):
+        console.print(line(values), markup=False, highlight=False)
+        detail = row.summary + ("" if row.flags == "-" else f" [flags: {row.flags}]") + (
+            "" if row.origin == "built-in" else f" (plugin {row.origin})")
+        console.print(textwrap.fill(detail, width=width, initial_indent="    ", subsequent_indent="    "),
+                      markup=False, highlight=False, soft_wrap=True)
+
+
+def _print_mechanisms_wide(rows: list[_MechanismRow]) -> None:
+    """A wide terminal's table: every column, the description wrapped in its cell."""
     table = Table(title="Registered mechanisms (default parameters)")
     table.add_column("name", style="bold", no_wrap=True)
     table.add_column("what it does")
@@ -370,27 +571,11 @@ def _mechanisms_table() -> None:
     table.add_column("unit of privacy")
     table.add_column("flags")
     table.add_column("bits/coord", justify="right")
-    plugins = False
-    for name in mechanisms.names():
-        info = mechanisms.describe(name)
-        mechanism = mechanisms.create(name)
-        claim = mechanism.guarantee()
-        eps = "no privacy" if claim.epsilon is None else f"{claim.epsilon:.4g}"
-        delta = "-" if claim.epsilon is None else f"{claim.delta:.3g}"
-        actual = mechanisms.capability(mechanism, "true_epsilon")
-        shown = escape(info.name) + ("" if info.origin == "built-in" else f"\n[dim]plugin {escape(info.origin)}[/dim]")
-        plugins = plugins or info.origin != "built-in"
-        table.add_row(shown, escape(info.summary), eps, delta, "-" if actual is None else f"{actual:.4g}",
-                      claim.unit if claim.epsilon is not None else "-", ", ".join(sorted(claim.flags)) or "-",
-                      f"{info.bits_per_coordinate:.2f}")
+    for row in rows:
+        shown = escape(row.name) + ("" if row.origin == "built-in" else f"\n[dim]plugin {escape(row.origin)}[/dim]")
+        table.add_row(shown, escape(row.summary), row.eps, row.delta, row.actual, escape(row.unit),
+                      escape(row.flags), row.bits)
     console.print(table)
-    console.print(
-        "claimed eps: the mechanism's own one-round claim (`auditkit account NAME` composes it over rounds "
-        "and checks it); eps as implemented: the epsilon of the noise the code really adds, where it is "
-        "computed (flag claim-exceeded when larger); bits/coord: measured message size for a 10,000-coordinate "
-        "update of l2 norm 1 (float32 = 32). `auditkit mechanisms NAME` lists the parameters."
-        + (" Mechanisms marked 'plugin' are registered by the module named." if plugins else "")
-    )
 
 
 def _mechanism_detail(name: str) -> None:
@@ -430,14 +615,14 @@ def _mechanism_detail(name: str) -> None:
 def report_command(
     results: Annotated[Path, typer.Argument(help="A results.json written by any auditkit command.")],
     format: Annotated[str, typer.Option("--format", help="html | md | both")] = "both",
-    out: Annotated[Optional[Path], typer.Option(help="Output folder (default: the results file's folder).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Output folder (default: the results file's folder).")] = None,
     plugin: PluginOpt = None,
 ) -> None:
     """Re-render report.html / report.md from a results.json, without recomputing anything."""
     _run_guarded(_report, results, format, out)
 
 
-def _report(results: Path, fmt: str, out: Optional[Path]) -> None:
+def _report(results: Path, fmt: str, out: Path | None) -> None:
     from auditkit.pipeline import prepare_output
     from reports import load_results, render_report
 
@@ -464,24 +649,24 @@ def account_command(
     composition_delta: Annotated[float, typer.Option(help="delta at which the composed epsilon is stated.")] = 1e-5,
     backend: Annotated[str, typer.Option(help="Composition backend: opacus-prv | opacus-rdp | dp_accounting-pld | "
                                          "dp_accounting-rdp (Opacus composes Gaussian rounds only).")] = "opacus-prv",
-    tau: Annotated[Optional[int], typer.Option(help="Local steps (for the paper's record-level claim).")] = None,
-    dataset_size: Annotated[Optional[int], typer.Option(help="Records per client n_k.")] = None,
-    clients: Annotated[Optional[int], typer.Option(help="Clients K averaged per round.")] = None,
-    eps_tilde: Annotated[Optional[float], typer.Option(help="CEPAM's base epsilon.")] = None,
+    tau: Annotated[int | None, typer.Option(help="Local steps (for the paper's record-level claim).")] = None,
+    dataset_size: Annotated[int | None, typer.Option(help="Records per client n_k.")] = None,
+    clients: Annotated[int | None, typer.Option(help="Clients K averaged per round.")] = None,
+    eps_tilde: Annotated[float | None, typer.Option(help="CEPAM's base epsilon.")] = None,
     formula: Annotated[str, typer.Option(help="How the paper's claim is evaluated: exact | paper003 (the swapped "
                                          "arguments that reproduce 003's printed numbers).")] = "exact",
-    solve: Annotated[Optional[str], typer.Option(help="Solve for a parameter instead: sigma (cepam-gaussian), "
+    solve: Annotated[str | None, typer.Option(help="Solve for a parameter instead: sigma (cepam-gaussian), "
                                                  "eps-tilde (cepam-*), t-noise (min-variance nu, s2).")] = None,
-    target_eps: Annotated[Optional[float], typer.Option(help="Target epsilon for --solve.")] = None,
-    target_delta: Annotated[Optional[float], typer.Option(help="Target delta for --solve.")] = None,
-    out: Annotated[Optional[Path], typer.Option(help="Also write results.json and the reports into this folder.")] = None,
+    target_eps: Annotated[float | None, typer.Option(help="Target epsilon for --solve.")] = None,
+    target_delta: Annotated[float | None, typer.Option(help="Target delta for --solve.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write results.json and the reports into this folder.")] = None,
     plugin: PluginOpt = None,
     mechanism_params: dict[str, str] | None = None,
 ) -> None:
     """Print a mechanism's claimed guarantee: one round, the paper's FL claim, and T rounds composed."""
-    options = dict(rounds=rounds, composition_delta=composition_delta, backend=backend, tau=tau,
-                   dataset_size=dataset_size, clients=clients, eps_tilde=eps_tilde, formula=formula, solve=solve,
-                   target_eps=target_eps, target_delta=target_delta, out=out)
+    options = {"rounds": rounds, "composition_delta": composition_delta, "backend": backend, "tau": tau,
+               "dataset_size": dataset_size, "clients": clients, "eps_tilde": eps_tilde, "formula": formula,
+               "solve": solve, "target_eps": target_eps, "target_delta": target_delta, "out": out}
     _run_guarded(_account, mechanism, mechanism_params or {}, **options)
 
 
@@ -587,12 +772,12 @@ def attack_command(
     source: Annotated[str, typer.Option(help="patches (natural RGB 32x32) | digits (embedded, 1x28x28)")] = "patches",
     model: Annotated[str, typer.Option(help="Attacked model (lenet: DLG's sigmoid LeNet).")] = "lenet",
     label_given: Annotated[bool, typer.Option("--label-given", help="Hand the attacker the true labels (JoPEQ's evaluation).")] = False,
-    iterations: Annotated[Optional[int], typer.Option(help="Optimiser steps (default: the attack's preset).")] = None,
-    restarts: Annotated[Optional[int], typer.Option(help="Restarts (default: the preset's).")] = None,
+    iterations: Annotated[int | None, typer.Option(help="Optimiser steps (default: the attack's preset).")] = None,
+    restarts: Annotated[int | None, typer.Option(help="Restarts (default: the preset's).")] = None,
     scoring: Annotated[str, typer.Option(help="standard | jopeq-code (score as JoPEQ's code: uint8 SSIM/MSE).")] = "standard",
     curve: Annotated[bool, typer.Option("--curve", help="Sweep the default defence curve instead "
                                         "(gaussian, laplace, sdq, jopeq-laplace, jopeq-exact).")] = False,
-    device: Annotated[Optional[str], typer.Option(help="cpu | cuda | cuda:N (default: cpu).")] = None,
+    device: Annotated[str | None, typer.Option(help="cpu | cuda | cuda:N (default: cpu).")] = None,
     seed: Annotated[int, typer.Option(help="Seeds the model, the images, the dummies and the mechanism.")] = 0,
     out: OutOpt = Path("auditkit-attack"),
     plugin: PluginOpt = None,
@@ -603,7 +788,8 @@ def attack_command(
     Writes results.json, report.html, report.md and figures/inversion.png (ground truth / clean / defended) into
     --out; with --curve, one setting per point of the defence curve (SSIM against the error's std in the report).
     """
-    settings = {k: v for k, v in dict(iterations=iterations, restarts=restarts, device=device).items() if v is not None}
+    given = {"iterations": iterations, "restarts": restarts, "device": device}
+    settings = {k: v for k, v in given.items() if v is not None}
     _run_guarded(_attack, attack, mechanism, mechanism_params or {}, settings=settings, images=images, source=source,
                  model=model, label_given=label_given, scoring=scoring, curve=curve, seed=seed, out=out)
 
@@ -633,7 +819,7 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings, ima
         _attack_curve(attack, settings=settings, images=images, source=source, model=model, seed=seed, out=out,
                       config=config)
         return
-    with console.status(f"{attack}: attacking {images} images, clean and after {mechanism}"):
+    with Reporter(console).status(f"{attack}: attacking {images} images, clean and after {mechanism}"):
         try:
             run = inversion_audit.run_inversion(
                 attack, mechanism=mechanism, params=params, model=model, images=images, source=source, seed=seed,
@@ -659,14 +845,18 @@ def _attack_curve(attack: str, *, settings, images, source, model, seed, out, co
     from auditkit import inversion_audit
 
     total = sum(len(points) for points in inversion_audit.DEFAULT_CURVE.values())
-    progress = Progress(TextColumn("[bold]defence curve"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[status]}"), TimeElapsedColumn(), console=console)
-    task = progress.add_task("curve", total=total, status="clean attack")
+    reporter = Reporter(console)
+    points = reporter.bar("defence curve", total)
+    reporter.report(points, "defence curve: clean attack", status="clean attack")
+    done = 0
 
     def on_point(name, params, run) -> None:
-        progress.update(task, advance=1, status=f"{name} {params}: SSIM {run['defended']['scores']['ssim_mean']:.3f}")
+        nonlocal done
+        done += 1
+        status = f"{name} {params}: SSIM {run['defended']['scores']['ssim_mean']:.3f}"
+        reporter.report(points, f"point {done}/{total}: {status}", advance=1, status=status)
 
-    with progress:
+    with reporter:
         curve = inversion_audit.defence_curve(attack, model=model, images=images, source=source, seed=seed,
                                               settings=settings, on_point=on_point)
     clean = curve["clean"]["defended"]["scores"]
@@ -692,13 +882,13 @@ def distinguish_command(
     mechanism: Annotated[str, typer.Argument(help="Registered mechanism (see `auditkit mechanisms`).")],
     trials: Annotated[int, typer.Option(help="Outputs per neighbouring pair, split evenly between its two inputs.")] = 200_000,
     confidence: Annotated[float, typer.Option(help="Family-wise confidence over every test run (Bonferroni).")] = 0.95,
-    bound_delta: Annotated[Optional[float], typer.Option("--bound-delta", help="delta of the lower bounds "
+    bound_delta: Annotated[float | None, typer.Option("--bound-delta", help="delta of the lower bounds "
                                                         "(default: the claim's delta).")] = None,
     adaptive: Annotated[bool, typer.Option(help="Also run the mechanism's adaptive tests (side channels).")] = True,
     search: Annotated[bool, typer.Option(help="Worst-pair search: the pairs share their budget and one held-out "
                                          "test on the most promising pair is judged (else every pair is).")] = True,
     seed: Annotated[int, typer.Option(help="Seeds the pairs and every mechanism sample.")] = 0,
-    out: Annotated[Optional[Path], typer.Option(help="Also write results.json and the reports into this folder.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Also write results.json and the reports into this folder.")] = None,
     plugin: PluginOpt = None,
     mechanism_params: dict[str, str] | None = None,
 ) -> None:
@@ -723,7 +913,7 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
         if out is not None:
             out = prepare_output(out)
         family = distinguish_family(configured, adaptive, search)
-        with console.status(f"distinguishing {mechanism}: {family} tests, {trials:,} outputs per pair"):
+        with Reporter(console).status(f"distinguishing {mechanism}: {family} tests, {trials:,} outputs per pair"):
             audit, adaptive_results = run_distinguish(configured, trials=trials, confidence=confidence, delta=delta,
                                                       family=family, adaptive=adaptive, search=search, seed=seed)
     except ValueError as err:
@@ -774,11 +964,11 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
 # ------------------------------------------------------------------ reproduce
 
 def reproduce_command(
-    paper: Annotated[Optional[str], typer.Argument(help="cepam, jopeq, dpsq or msp (see --list).", show_default=False)] = None,
+    paper: Annotated[str | None, typer.Argument(help="cepam, jopeq, dpsq or msp (see --list).", show_default=False)] = None,
     list_: Annotated[bool, typer.Option("--list", help="Show each paper's tables and figures, then exit.")] = False,
     budget: Annotated[str, typer.Option(help="quick (fewer rounds and seeds, stated in the report) or paper.")] = "quick",
-    seeds: Annotated[Optional[int], typer.Option(help="Seeds per setting (default: the budget's).", show_default=False)] = None,
-    data_dir: Annotated[Optional[Path], typer.Option(
+    seeds: Annotated[int | None, typer.Option(help="Seeds per setting (default: the budget's).", show_default=False)] = None,
+    data_dir: Annotated[Path | None, typer.Option(
         "--data-dir", help="Folder holding the paper's data for torchvision (e.g. DIR/MNIST/raw/); default: the "
         "embedded mnist-5k.", show_default=False)] = None,
     confidence: Annotated[float, typer.Option(help="Confidence of the Student-t intervals over seeds that each "
@@ -789,7 +979,7 @@ def reproduce_command(
     _run_guarded(_reproduce, paper, list_, budget, seeds, data_dir, out, confidence)
 
 
-def _reproduce(paper: Optional[str], list_: bool, budget: str, seeds: Optional[int], data_dir: Optional[Path],
+def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, data_dir: Path | None,
                out: Path, confidence: float) -> None:
     from auditkit import reproduction
 
@@ -817,20 +1007,23 @@ def _reproduce(paper: Optional[str], list_: bool, budget: str, seeds: Optional[i
 
     prepare_output(out)
     total = len(plan.settings) * len(plan.seeds)
-    progress = Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                        TextColumn("{task.fields[status]}", markup=False), TimeElapsedColumn(), console=console)
-    task = progress.add_task(f"reproduce {paper} ({budget})", total=total, status="")
+    reporter = Reporter(console)
+    runs = reporter.bar(f"reproduce {paper} ({budget})", total)
+    done = 0
 
     def on_run(key: str, seed: int, entry: dict[str, Any]) -> None:
+        nonlocal done
+        done += 1
         if "test_accuracy" in entry:
             status = f"test acc {100 * entry['test_accuracy']:.2f}%"
         elif "ssim" in entry:
             status = f"SSIM {entry['ssim']:.3f}"
         else:
             status = f"log10 distortion {entry['distortion']:.2f}"
-        progress.update(task, advance=1, status=f"seed {seed}: {status}")
+        reporter.report(runs, f"reproduce {paper} ({budget}) run {done}/{total}: seed {seed}: {status}",
+                        advance=1, status=f"seed {seed}: {status}")
 
-    with progress:
+    with reporter:
         document = reproduction.reproduce(paper, budget=budget, seeds=seeds,
                                           data_dir=None if data_dir is None else str(data_dir), out=out,
                                           confidence=confidence, on_run=on_run)
@@ -868,6 +1061,114 @@ _OWN_OPTIONS = {
 }
 
 
+# ------------------------------------------------------------------ help and usage errors
+
+_ARGS = "auditkit.args"  # ctx.meta key: the words a command parsed, which its --help (handled mid-parse) reads
+
+
+def _literal_param(param: click.Parameter) -> click.Parameter:
+    """A copy of ``param`` whose help and panel title render as written (typer reads help as rich markup, which
+    would eat "[min v, max v]")."""
+    shown = copy.copy(param)
+    for field in ("help", "rich_help_panel"):
+        text = getattr(shown, field, None)
+        if text:
+            setattr(shown, field, escape(text))
+    return shown
+
+
+def _literal_command(command: click.Command) -> click.Command:
+    """A copy of ``command`` whose own help renders as written (its parameters are left as they are)."""
+    shown = copy.copy(command)
+    shown.help = None if command.help is None else escape(command.help)
+    shown.short_help = None if command.short_help is None else escape(command.short_help)
+    return shown
+
+
+def _named_mechanism(command: click.Command, ctx: click.Context) -> str | None:
+    """The mechanism the command line names (``NAME`` or ``--mechanism NAME``; None if none is given), from the
+    words the command got, parsed again leniently (the help is handled before the other parameters)."""
+    args = ctx.meta.get(_ARGS)
+    if args is None or not any(param.name == "mechanism" for param in command.params):
+        return None
+    try:
+        probe = command.make_context(ctx.info_name, list(args), parent=ctx.parent, resilient_parsing=True)
+    except click.ClickException:
+        return None
+    if probe.get_parameter_source("mechanism") is not ParameterSource.COMMANDLINE:
+        return None  # attack's default "none" is not a choice the user made
+    named = probe.params.get("mechanism")
+    return named if isinstance(named, str) else None
+
+
+class HelpCommand(TyperCommand):
+    """A command whose help renders literally and, when its command line names a mechanism, lists only that
+    mechanism's parameters (parsing still takes every mechanism's flags)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        ctx.meta[_ARGS] = tuple(args)
+        return super().parse_args(ctx, args)
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        from auditkit.mechanism_options import params_for_help
+
+        mechanism = _named_mechanism(self, ctx)
+        params = self.params if mechanism is None else params_for_help(self.params, mechanism)
+        shown = _literal_command(self)
+        shown.params = [_literal_param(param) for param in params]
+        TyperCommand.format_help(shown, ctx, formatter)
+
+
+class UnknownCommand(click.UsageError):
+    """A command name the app does not have, with the close ones."""
+
+    def __init__(self, name: str, commands: list[str], ctx: click.Context | None = None) -> None:
+        super().__init__(f"No such command {name!r}.", ctx)
+        self.name, self.commands = name, commands
+        self.possibilities = get_close_matches(name, commands)
+
+
+class HelpGroup(TyperGroup):
+    """The app's command group: its help renders literally; an unknown command is an ``UnknownCommand``."""
+
+    def format_help(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        shown = _literal_command(self)
+        shown.commands = {name: _literal_command(command) for name, command in self.commands.items()}
+        shown.params = [_literal_param(param) for param in self.params]
+        TyperGroup.format_help(shown, ctx, formatter)
+
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None,
+                                                                            list[str]]:
+        name = args[0] if args else None
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None and not ctx.resilient_parsing:
+            raise UnknownCommand(name, self.list_commands(ctx), ctx)
+        return super().resolve_command(ctx, args)
+
+
+def _sentence(message: str) -> str:
+    """Click's message as a clause of one line: whitespace collapsed, lower-case start, no final full stop."""
+    text = " ".join(message.split()).rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
+def usage_error_line(err: click.ClickException) -> str:
+    """Click's usage error as one line (without the ``error: `` prefix), naming the word at fault and, where there
+    is one, the closest valid option or command."""
+    ctx = getattr(err, "ctx", None)
+    if isinstance(err, UnknownCommand):
+        hint = (f"did you mean {err.possibilities[0]}?" if err.possibilities
+                else f"commands: {', '.join(err.commands)}")
+        return f"no such command {err.name!r} ({hint})"
+    if isinstance(err, click.NoSuchOption):
+        hint = (f"did you mean {err.possibilities[0]}?" if err.possibilities
+                else f"see `{ctx.command_path if ctx else 'auditkit'} --help`")
+        return f"no such option: {err.option_name} ({hint})"
+    if isinstance(err, click.MissingParameter) and ctx is not None:
+        usage = ctx.get_usage().removeprefix("Usage:").strip()
+        return f"{_sentence(err.format_message())} (usage: {' '.join(usage.split())})"
+    return _sentence(err.format_message())
+
+
 def build_app() -> typer.Typer:
     """The Typer app, its mechanism flags generated from every mechanism registered at this point."""
     from auditkit.mechanism_options import with_mechanism_options
@@ -875,27 +1176,29 @@ def build_app() -> typer.Typer:
     app = typer.Typer(
         name="auditkit",
         help="Attack and audit privacy + compression mechanisms in federated learning.",
+        cls=HelpGroup,
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
     )
-    app.command("mechanisms")(list_mechanisms)
+    app.command("mechanisms", cls=HelpCommand)(list_mechanisms)
     app.command(
-        "train",
+        "train", cls=HelpCommand,
         help="Run FL training only (FedAvg with the mechanism in the loop): per-round table, results.json and reports.",
     )(with_mechanism_options(_config_command("train"), _OWN_OPTIONS["train"]))
     app.command(
-        "audit",
+        "audit", cls=HelpCommand,
         help="Audit every mechanism setting of a config: FL training, accounting, gradient inversion of the server "
         "view, distinguishing tests; results.json, report.html and report.md in --out (default: the quickstart "
         "preset on the embedded MNIST digits, mnist-5k). Finished stages are kept; --resume skips them.",
     )(with_mechanism_options(_config_command("audit"), _OWN_OPTIONS["train"]))
-    app.command("report")(report_command)
-    app.command("account")(with_mechanism_options(account_command, _OWN_OPTIONS["account"]))
-    app.command("attack")(with_mechanism_options(attack_command, _OWN_OPTIONS["attack"]))
-    app.command("distinguish")(with_mechanism_options(distinguish_command, _OWN_OPTIONS["distinguish"]))
-    app.command("reproduce")(reproduce_command)
-    app.command("version")(show_version)
+    app.command("report", cls=HelpCommand)(report_command)
+    app.command("account", cls=HelpCommand)(with_mechanism_options(account_command, _OWN_OPTIONS["account"]))
+    app.command("attack", cls=HelpCommand)(with_mechanism_options(attack_command, _OWN_OPTIONS["attack"]))
+    app.command("distinguish", cls=HelpCommand)(
+        with_mechanism_options(distinguish_command, _OWN_OPTIONS["distinguish"]))
+    app.command("reproduce", cls=HelpCommand)(reproduce_command)
+    app.command("version", cls=HelpCommand)(show_version)
     return app
 
 
@@ -927,7 +1230,10 @@ def preload_plugins(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console-script entry point: load the plugins the command line names, build the app, run it."""
+    """Console-script entry point: load the plugins the command line names, build the app, run it; click's usage
+    errors become one ``error:`` line (exit status 2), like the commands' own."""
+    from click.exceptions import NoArgsIsHelpError
+
     from mechanisms import PluginError
 
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -935,9 +1241,26 @@ def main(argv: list[str] | None = None) -> None:
         preload_plugins(argv)
         app = build_app()
     except (PluginError, ValueError) as err:
-        error_console.print(f"error: {err}", markup=False, highlight=False, soft_wrap=True)
+        _print_error(str(err))
         raise SystemExit(2) from None
-    app(args=argv, prog_name="auditkit")
+    try:
+        # standalone_mode=False: click raises its errors instead of printing its box; typer.Exit(n) (including
+        # the 130 of an interrupt) and --help (0) come back as the return value
+        code = app(args=argv, prog_name="auditkit", standalone_mode=False)
+    except NoArgsIsHelpError as err:  # bare `auditkit`: the help is already printed
+        raise SystemExit(err.exit_code) from None
+    except click.ClickException as err:
+        _print_error(usage_error_line(err))
+        raise SystemExit(err.exit_code) from None
+    except click.Abort:
+        _print_error("aborted")
+        raise SystemExit(1) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
+
+
+def _print_error(message: str) -> None:
+    """``error: message`` on stderr, as one line."""
+    error_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
 if __name__ == "__main__":

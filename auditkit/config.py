@@ -224,7 +224,10 @@ class ProbeConfig:
     before it inverted; ``iterations`` bounds any optimisation). The same attack runs on the clean updates.
     ``scale = "clip"`` rescales every probe and candidate update to the mechanism's clipping norm (in its
     ``clip_norm``), the size the claim's sensitivity allows and the worst case it must cover (a client with a
-    larger learning rate sends it); "none" keeps the updates as computed (the mechanism clips them)."""
+    larger learning rate sends it); "none" keeps the updates as computed (the mechanism clips them).
+    ``sweep``: also run the same attack on the same updates with the mechanism recalibrated along a grid of
+    epsilons from the audited claims upwards, to show where reconstruction from one update begins
+    (``auditkit.probe.reconstruction_sweep``; settings that differ only in their epsilon share one sweep)."""
 
     enabled: bool = True
     attack: str = "analytic"
@@ -234,6 +237,7 @@ class ProbeConfig:
     local_steps: int = 1
     iterations: int = 300
     scale: str = "clip"
+    sweep: bool = True
 
 
 @dataclass(frozen=True)

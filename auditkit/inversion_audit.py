@@ -226,7 +226,7 @@ class RecordedView:
 
 
 def _best_matches(reconstructions: torch.Tensor, images_used: torch.Tensor) -> torch.Tensor:
-    """For each client, the image it trained on that its reconstruction resembles most (SSIM)."""
+    """For each client, the image of its own batch that its (clean) reconstruction resembles most (SSIM)."""
     best = []
     for rec, candidates in zip(reconstructions, images_used):
         similarity = metrics.ssim(rec[None].expand_as(candidates), candidates)
@@ -247,8 +247,10 @@ def attack_recorded_view(
 
     ``model``: the architecture; its weights are set to the round's global model. ``unroll=False`` attacks
     -x/(lr tau) as one gradient (exact for tau = 1, batch 1); ``unroll=True`` matches the update by unrolling
-    tau SGD steps on one dummy image. Each reconstruction is scored against the image of its client's round
-    that it matches best (ground truth the attacker never sees).
+    tau SGD steps on one dummy image. Every run is scored against the same image per client (ground truth the
+    attacker never sees): the one of the client's own batch (the images it trained on that round) that the clean
+    reconstruction matches best. One assignment for all runs, so a defended reconstruction that is noise cannot
+    score by being matched to whichever image it happens to resemble.
     """
     from torch.nn.utils import vector_to_parameters
 
@@ -258,10 +260,12 @@ def attack_recorded_view(
         settings.update(observation="update", local_steps=view.tau, local_lr=view.lr)
     shape = tuple(view.images_used.shape[2:])
     runs: dict[str, Any] = {}
+    truth = None
     for name, updates in (("clean", view.truth), ("defended", view.server), *view.extra.items()):
         observed = updates if unroll else attacks.update_to_gradient(updates, lr=view.lr, local_steps=view.tau)
         result = attacks.invert(attack, model, observed, input_shape=shape, **settings)
-        truth = _best_matches(result.images, view.images_used)
+        if truth is None:  # the clean run comes first: its matches are every run's ground truth
+            truth = _best_matches(result.images, view.images_used)
         runs[name] = {"scores": metrics.score(result.images, truth), "labels": result.labels.tolist(),
                       "wall_time": result.wall_time, "reconstructions": result.images, "truth": truth}
     return {

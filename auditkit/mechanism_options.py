@@ -5,24 +5,45 @@ plugin): ``--sigma``, ``--clip``, ``--range``, ... with the help of every mechan
 its constraint. The values arrive as words and are parsed by the chosen mechanism's own spec (``Param.parse``), so
 "--bits 4" is an int for one mechanism and an error naming what is allowed for another; a parameter the chosen
 mechanism does not have is refused by name. Nothing here is typed twice: a new mechanism's parameters appear on
-every command as soon as it is registered.
+every command as soon as it is registered. The help of a command whose command line names a mechanism lists only
+that mechanism's parameters (``params_for_help``); parsing always takes every flag.
 """
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any
 
+import click
 import typer
 
 import mechanisms
 from mechanisms import Param
 
-__all__ = ["MechanismFlag", "PANEL", "mechanism_flags", "parse_mechanism_params", "with_mechanism_options"]
+__all__ = [
+    "PANEL",
+    "MechanismFlag",
+    "mechanism_flags",
+    "panel_of",
+    "params_for_help",
+    "parse_mechanism_params",
+    "with_mechanism_options",
+]
 
 PANEL = "Mechanism parameters (see `auditkit mechanisms NAME`)"
 _PREFIX = "mechanism_param__"  # the keyword each flag arrives under in the command's callback
+
+
+def panel_of(mechanism: str) -> str:
+    """The help panel title of one mechanism's parameters."""
+    return f"Parameters of mechanism {mechanism} (see `auditkit mechanisms {mechanism}`)"
+
+
+def _described(spec: Param) -> str:
+    """One mechanism's help of a parameter, with its constraint and default."""
+    return f"{spec.help} ({spec.allowed}; default {spec.default!r})"
 
 
 @dataclass(frozen=True)
@@ -52,7 +73,7 @@ class MechanismFlag:
         """Each mechanism's help and constraint, mechanisms with the same text grouped."""
         texts: dict[str, list[str]] = {}
         for name, spec in self.specs:
-            texts.setdefault(f"{spec.help} ({spec.allowed}; default {spec.default!r})", []).append(name)
+            texts.setdefault(_described(spec), []).append(name)
         return "; ".join(f"{', '.join(names)}: {text}" for text, names in texts.items())
 
 
@@ -63,6 +84,36 @@ def mechanism_flags() -> list[MechanismFlag]:
         for spec in mechanisms.mechanism_class(name).params_spec:
             by_name.setdefault(spec.name, []).append((name, spec))
     return [MechanismFlag(name, tuple(specs)) for name, specs in sorted(by_name.items())]
+
+
+def params_for_help(params: list[click.Parameter], mechanism: str) -> list[click.Parameter]:
+    """``params`` (a command's click parameters) as its help shows them once the command line names ``mechanism``:
+    the generated flags narrowed to that mechanism's parameters, each with its own help, metavar and default, in a
+    panel titled with its name. An unknown mechanism keeps every flag, in a panel that says so. The parameters are
+    copies; the command's own (which parsing uses) are left as they are.
+    """
+    try:
+        specs = {spec.name: spec for spec in mechanisms.mechanism_class(mechanism).params_spec}
+    except ValueError:  # unknown: the command itself reports it when run; its help still lists every flag
+        specs, panel = None, f"{PANEL} -- unknown mechanism {mechanism!r}, so all are listed"
+    else:
+        panel = panel_of(mechanism)
+    shown = []
+    for param in params:
+        name = param.name or ""
+        if not name.startswith(_PREFIX):
+            shown.append(param)
+            continue
+        spec = None if specs is None else specs.get(name[len(_PREFIX):])
+        if specs is not None and spec is None:
+            continue  # another mechanism's parameter
+        narrowed = copy.copy(param)
+        narrowed.rich_help_panel = panel  # type: ignore[attr-defined]
+        if spec is not None:
+            narrowed.help = _described(spec)  # type: ignore[attr-defined]
+            narrowed.metavar = MechanismFlag(spec.name, ((mechanism, spec),)).metavar
+        shown.append(narrowed)
+    return shown
 
 
 def parse_mechanism_params(mechanism: str, words: dict[str, str]) -> dict[str, Any]:
@@ -102,7 +153,7 @@ def with_mechanism_options(command: Callable[..., Any], reserved: Iterable[str] 
     extra = [
         inspect.Parameter(
             _PREFIX + flag.name, inspect.Parameter.KEYWORD_ONLY, default=None,
-            annotation=Annotated[Optional[str], typer.Option(flag.flag, help=flag.help, metavar=flag.metavar,
+            annotation=Annotated[str | None, typer.Option(flag.flag, help=flag.help, metavar=flag.metavar,
                                                              rich_help_panel=PANEL, show_default=False)],
         )
         for flag in flags

@@ -72,7 +72,7 @@ def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, in
     summary = {
         "dataset": d.dataset, "source": dataset.source, "partition": d.partition, "train": len(train.y),
         "validation": len(validation.y), "test": len(dataset.test.y),
-        "client_sizes": [len(ix) for ix in indices],
+        "client_sizes": [len(ix) for ix in indices], "classes": dataset.num_classes,
     }
     return FederatedData(train, validation, dataset.test, indices), dataset.input_shape, dataset.num_classes, summary
 

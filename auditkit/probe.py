@@ -21,6 +21,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import dataclasses
+import hashlib
+import math
+
 import numpy as np
 import torch
 from torch import nn
@@ -31,10 +35,12 @@ from attacks import metrics
 from attacks.gradient_inversion import iteration_settings
 from auditkit.fl.local_training import train_clients_batched
 from auditkit.fl.simulation import FederatedData
+from auditkit.stage_store import stage_key
 from mechanisms.randomness import derive_seed
 
-__all__ = ["ProbeClients", "check_probe_inputs", "defended_updates", "probe_stage", "scaled_to_clip", "identification_pool", "probe_clients", "probe_updates",
-           "run_probe", "matched_identification"]
+__all__ = ["ProbeClients", "SWEEP_GRID", "check_probe_inputs", "defended_updates", "identification_pool",
+           "matched_identification", "probe_clients", "probe_stage", "probe_updates", "reconstruction_sweep", "run_probe",
+           "scaled_to_clip", "sweep_group"]
 
 
 @dataclass(frozen=True)
@@ -140,8 +146,9 @@ def run_probe(mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.
 
     ``scale="clip"`` rescales the updates to the mechanism's clip (``scaled_to_clip``) before they are sent; the
     analytic and unrolled attacks read the update's direction, so the rescaling changes nothing for them but the
-    noise's relative size. Returns the updates' message bits, and per run ("clean", "defended") the scores against each client's
-    best-matching own example, the reconstructions, that example, and the labels recovered.
+    noise's relative size. Returns the updates' message bits, and per run ("clean", "defended") the scores against each
+    client's example that the clean reconstruction matches best (one assignment for both runs), the
+    reconstructions, that example, and the labels recovered.
     """
     from torch.nn.utils import vector_to_parameters
 
@@ -154,9 +161,11 @@ def run_probe(mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.
     shape = tuple(clients.images.shape[2:])
     options = {"seed": seed, **settings, "observation": "update", "local_steps": local_steps, "local_lr": lr}
     runs: dict[str, Any] = {"bits": bits, "updates": updates, "defended_updates": defended}
+    truth = None
     for name, observed in (("clean", updates), ("defended", defended)):
         result = attacks.invert(attack, model, observed, input_shape=shape, **options)
-        truth = _best_own(result.images, clients.images)
+        if truth is None:  # the clean run's matches are both runs' ground truth (one assignment)
+            truth = _best_own(result.images, clients.images)
         runs[name] = {
             "scores": metrics.score(result.images, truth, labels=result.labels,
                                     true_labels=_labels_of(truth, clients)),
@@ -183,15 +192,113 @@ def _labels_of(truth: torch.Tensor, clients: ProbeClients) -> torch.Tensor:
     return torch.stack(labels)
 
 
+# ------------------------------------------------------------------ where reconstruction begins
+
+SWEEP_GRID = tuple(10 ** (k / 2) for k in range(-4, 15))  # half decades, 0.01 to 1e7
+SWEEP_MIN_POINTS = 8
+SWEEP_CLEAN_GAP = 0.02  # the defended mean SSIM "reaches" the clean one within this
+RECONSTRUCTION_SSIM = 0.5  # mean SSIM from which a reconstruction counts as recognisable: the sweep's crossing
+
+
+def _mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """The mean and its two-sided Student-t interval at ``confidence`` (the mean twice for one value)."""
+    from scipy import stats
+
+    array = np.asarray(values, dtype=np.float64)
+    mean = float(array.mean())
+    if len(array) < 2:
+        return mean, mean, mean
+    half = float(stats.t.ppf((1 + confidence) / 2, len(array) - 1) * array.std(ddof=1) / math.sqrt(len(array)))
+    return mean, mean - half, mean + half
+
+
+def _crossing(points: Sequence[dict[str, Any]], level: float) -> float | None:
+    """The epsilon at which the mean SSIM first reaches ``level``, interpolated linearly in log epsilon between the
+    grid points around it (the first point itself when it is already there); None when it never does."""
+    for before, after in zip([None, *points[:-1]], points):
+        if after["ssim"] >= level:
+            if before is None:
+                return after["eps"]
+            fraction = (level - before["ssim"]) / (after["ssim"] - before["ssim"])
+            return float(math.exp(math.log(before["eps"]) + fraction * math.log(after["eps"] / before["eps"])))
+    return None
+
+
+def sweep_group(mechanism: mechanisms.Mechanism) -> str:
+    """The name of the settings that share a sweep: the mechanism with its parameters but the one recalibrated
+    (those at their defaults left out, its clip kept), e.g. "cepam-gaussian (n=2, clip=0.1)"."""
+    noise = type(mechanism).noise_param
+    defaults = {spec.name: spec.default for spec in mechanism.params_spec}
+    fixed = {k: v for k, v in mechanism.params.items()
+             if k not in (noise, "eps", "delta") and (k == "clip" or v != defaults.get(k))}
+    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in fixed.items())
+    return f"{mechanism.name} ({shown})" if shown else mechanism.name
+
+
+def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
+                         truth: torch.Tensor, updates: torch.Tensor, clean_ssim: float, *, attack: str,
+                         settings: dict[str, Any], seed: int, lr: float, local_steps: int, start: float,
+                         candidates: Sequence[int]) -> dict[str, Any] | None:
+    """Where reconstruction from one update begins: the probe's ``attack`` on the same (clip-scaled) ``updates``
+    sent through ``mechanism`` recalibrated to each epsilon of ``SWEEP_GRID`` from ``start`` (the smallest audited
+    claim) upwards (``mechanisms.at_epsilon``), scored against ``truth`` (each probe client's example the clean
+    reconstruction matched, N x C x H x W). The grid stops once
+    the defended mean SSIM is within ``SWEEP_CLEAN_GAP`` of the clean attack's (``clean_ssim``) and at least
+    ``SWEEP_MIN_POINTS`` points are in, or where the mechanism refuses the epsilon (``stopped`` says why).
+
+    Per point: eps, the recalibrated parameters, mean SSIM and MSE with 95 % Student-t intervals over the
+    clients, and the identification success the claim at that eps allows among each M of ``candidates`` (its
+    ReRo bound, ``auditkit.identification_audit.claim_bound``). ``crossing_eps``: where mean SSIM crosses
+    ``RECONSTRUCTION_SSIM`` (0.5; None if it never does). None when the mechanism cannot be recalibrated."""
+    from auditkit.identification_audit import claim_bound
+    from torch.nn.utils import vector_to_parameters
+
+    if type(mechanism).noise_param is None and "eps" not in mechanism.params:
+        return None  # its claim is not set by a parameter: nothing to recalibrate
+    below = [eps for eps in SWEEP_GRID if eps <= start * (1 + 1e-9)]
+    grid = [eps for eps in SWEEP_GRID if eps >= (below[-1] if below else SWEEP_GRID[0])]
+    shape = tuple(truth.shape[1:])
+    options = {"seed": seed, **settings, "observation": "update", "local_steps": local_steps, "local_lr": lr}
+    points: list[dict[str, Any]] = []
+    stopped = None
+    for eps in grid:
+        try:
+            at = mechanisms.at_epsilon(mechanism, eps)
+        except ValueError as err:
+            stopped = f"stopped at ε = {eps:.4g}: {err}"
+            break
+        defended, _ = defended_updates(at, updates, seed=seed)
+        vector_to_parameters(weights.clone(), model.parameters())
+        result = attacks.invert(attack, model, defended, input_shape=shape, **options)
+        scores = metrics.score(result.images, truth)
+        ssim, ssim_low, ssim_high = _mean_interval(scores["ssim"])
+        mse, mse_low, mse_high = _mean_interval(scores["mse"])
+        points.append({
+            "eps": float(eps), "params": {k: v for k, v in at.params.items() if v != mechanism.params.get(k)},
+            "ssim": ssim, "ssim_interval": [ssim_low, ssim_high], "mse": mse, "mse_interval": [mse_low, mse_high],
+            "rero_bound": {str(m): claim_bound(at, m, updates.shape[1])[0] for m in candidates},
+        })
+        if len(points) >= SWEEP_MIN_POINTS and ssim >= clean_ssim - SWEEP_CLEAN_GAP:
+            break
+    reached = next((p["eps"] for p in points if p["ssim"] >= clean_ssim - SWEEP_CLEAN_GAP), None)
+    return {"group": sweep_group(mechanism), "attack": attack, "clients": len(truth), "clean_ssim": clean_ssim,
+            "level": RECONSTRUCTION_SSIM, "crossing_eps": _crossing(points, RECONSTRUCTION_SSIM),
+            "reaches_clean_eps": reached, "stopped": stopped, "points": points}
+
+
 # ------------------------------------------------------------------ the audit's probe stage
 
 _KEEP = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr", "label_accuracy")
 
 
 def probe_stage(config: Any, mechanism: mechanisms.Mechanism, saved: dict[str, Any], *, out: Any, figure_id: str,
-                label: str, per_test_confidence: float) -> dict[str, Any]:
+                label: str, per_test_confidence: float, sweep_start: float | None = None,
+                sweeps: dict[str, Any] | None = None) -> dict[str, Any]:
     """What the audit's ``probe`` stage stores for one setting: its ``probe`` and ``identification`` sections
-    (either null when disabled), and the probe's reconstruction grid written to ``out/figures/``."""
+    (either null when disabled), and the probe's reconstruction grid written to ``out/figures/``. With
+    ``probe.sweep`` and a claim, the probe section carries the reconstruction sweep from ``sweep_start`` (the
+    smallest claim audited for this mechanism; default its own); ``sweeps`` caches sweeps by their inputs, so
+    settings that differ only in their epsilon compute one."""
     from auditkit.identification_audit import identification_tests
     from auditkit.models import create_model
     from auditkit.pipeline import prepare_data
@@ -220,14 +327,30 @@ def probe_stage(config: Any, mechanism: mechanisms.Mechanism, saved: dict[str, A
                                               confidence=config.distinguish.confidence, seed=seed)
     section = None
     if probe.enabled:
-        section = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates, data,
-                                 lr=lr, momentum=momentum, out=out, figure_id=figure_id, label=label)
+        section, run = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates, data,
+                                      lr=lr, momentum=momentum, out=out, figure_id=figure_id, label=label)
+        claimed = mechanism.guarantee().epsilon
+        if probe.sweep and claimed is not None:
+            start = claimed if sweep_start is None else sweep_start
+            key = stage_key({"group": sweep_group(mechanism), "weights": hashlib.sha256(
+                weights.numpy().tobytes()).hexdigest(), "probe": dataclasses.asdict(probe), "seed": seed,
+                "lr": lr, "start": start, "candidates": list(ident.candidates)})
+            cache = {} if sweeps is None else sweeps
+            if key not in cache:
+                cache[key] = reconstruction_sweep(
+                    mechanism, model, weights, run["clean"]["truth"], run["updates"], section["clean"]["ssim_mean"],
+                    attack=probe.attack, settings=iteration_settings(probe.attack, probe.iterations), seed=seed,
+                    lr=lr, local_steps=probe.local_steps, start=start, candidates=ident.candidates)
+            if cache[key] is not None:
+                section["sweep"] = cache[key]
     return {"probe": section, "identification": identification}
 
 
 def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
                    clients: ProbeClients, pool_rows: torch.Tensor, pool_updates: torch.Tensor, data: FederatedData,
-                   *, lr: float, momentum: float, out: Any, figure_id: str, label: str) -> dict[str, Any]:
+                   *, lr: float, momentum: float, out: Any, figure_id: str,
+                   label: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The probe section and the probe's run (its clip-scaled updates, for the sweep)."""
     from auditkit.identification_audit import matched_entry
     from auditkit.stage_store import replace_atomically
     from reports.figures import image_grid
@@ -268,24 +391,28 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
         "matched": {name: matched_entry(mechanism, matched[name], probe.clients, confidence, run["updates"].shape[1])
                     for name in matched},
         "figure": figure,
-    }
+    }, run
 
 
 def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,
                      own_images: torch.Tensor, pool_updates: torch.Tensor, others: torch.Tensor, m: int, *,
                      seed: int) -> tuple[torch.Tensor, list[bool]]:
     """For each probe client: the candidate the identification adversary picks among its own example and m - 1
-    pool examples, given the client's defended update; the picked images and whether each pick was right."""
-    from attacks.identification import candidate_scorer, scored_candidates
+    pool examples, given the client's defended update; the picked images and whether each pick was right. Every
+    client's candidates are scored in one call: rows 0..N-1 of the candidate matrix are the clients' own updates,
+    the pool follows."""
+    from attacks.identification import candidate_scorer
 
     rng = np.random.default_rng(derive_seed(seed, "probe-picks"))
+    count = len(defended)
+    drawn = np.stack([rng.choice(len(pool_updates), size=m - 1, replace=False) for _ in range(count)])
+    candidates = np.concatenate([np.arange(count)[:, None], count + drawn], axis=1)  # column 0: the client's own
+    rows = torch.cat([own, pool_updates]).double().numpy()
+    _, scores = candidate_scorer(mechanism, rows)
+    table = scores(defended.double().numpy(), candidates)
     picked, hits = [], []
-    for i, y in enumerate(defended.double().numpy()):
-        drawn = rng.choice(len(pool_updates), size=m - 1, replace=False)
-        rows = torch.cat([own[i : i + 1], pool_updates[drawn]]).double().numpy()
-        _, scores = candidate_scorer(mechanism, rows)
-        s = scored_candidates(scores, y[None], np.arange(len(rows))[None])[0]
+    for i, s in enumerate(table):
         choice = int(rng.choice(np.flatnonzero(s == s.max())))
         hits.append(choice == 0)
-        picked.append(others[drawn[choice - 1]] if choice else own_images[i])
+        picked.append(others[drawn[i, choice - 1]] if choice else own_images[i])
     return torch.stack(picked), hits

@@ -6,33 +6,44 @@ tensors beside it (``<stage>.pt``, written first: the JSON is the completion mar
 temporary name in the same folder and renamed over the target, so a killed process leaves either the previous
 file or the complete new one, never half of one. With ``resume=True`` a stage whose file exists and whose key
 matches is loaded instead of recomputed; a changed input changes the key, and the stage runs again.
+
+Stage files are strict JSON, as every file auditkit writes: a non-finite number is the string "NaN", "Infinity" or
+"-Infinity" (``reports.results_schema.dumps_strict``). They are internal to auditkit and carry no schema, so
+loading turns every value equal to one of those three strings back into the float, wherever it is
+(``decode_non_finite`` without a spec); files written before, with bare NaN / Infinity, load as well. New files
+(and their temporary names) are created with mode 0666 less the umask, as ``open`` would create them.
 """
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import tempfile
+import secrets
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from reports.results_schema import decode_non_finite, dumps_strict
+
 
 def stage_key(inputs: Any) -> str:
     """SHA-256 of the inputs as canonical JSON: equal inputs, equal key."""
+    # hashed, never written: allow_nan keeps the keys of stages already stored and tells inf from "Infinity"
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), allow_nan=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def replace_atomically(path: Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a temporary file beside ``path``, then rename it over ``path``."""
+    """Call ``write(tmp)`` on a new empty file beside ``path``, then rename it over ``path``; the temporary file
+    is removed if ``write`` or the rename fails. ``write`` must write into the existing file (``open(tmp, "w")``,
+    ``torch.save``, ``savefig`` do), so that it keeps the mode it was created with: 0666 less the umask."""
     path.parent.mkdir(parents=True, exist_ok=True)
     # the temporary name keeps the suffix: writers such as matplotlib pick the format from it
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
-    os.close(fd)
-    tmp = Path(name)
+    tmp = path.with_name(f".{path.stem}.{secrets.token_hex(6)}.tmp{path.suffix}")
+    # not tempfile.mkstemp: its files are 0600 whatever the umask, and os.replace keeps that mode
+    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
     try:
         write(tmp)
         os.replace(tmp, path)
@@ -62,12 +73,12 @@ class StageStore:
             stored = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, json.JSONDecodeError):
             return None  # unreadable: recompute
-        return stored["result"] if stored.get("key") == key else None
+        return decode_non_finite(stored["result"]) if stored.get("key") == key else None
 
     def save(self, setting: str, stage: str, key: str, result: dict[str, Any], seconds: float) -> None:
-        """Store a finished stage (atomically); ``seconds`` is kept beside it, never in results.json."""
-        text = json.dumps({"stage": stage, "key": key, "seconds": seconds, "result": result}, indent=1,
-                          allow_nan=True)
+        """Store a finished stage (atomically, as strict JSON); ``seconds`` is kept beside it, never in
+        results.json."""
+        text = dumps_strict({"stage": stage, "key": key, "seconds": seconds, "result": result}, indent=1)
         replace_atomically(self._path(setting, stage, ".json"), lambda tmp: tmp.write_text(text, encoding="utf-8"))
 
     def save_tensors(self, setting: str, stage: str, tensors: dict[str, Any]) -> None:

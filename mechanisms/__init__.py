@@ -19,6 +19,7 @@ from mechanisms.base import Mechanism, Param
 from mechanisms.capabilities import (
     AuditSetting,
     BatchSampling,
+    SideValues,
     LogDensity,
     Tiling,
     capability,
@@ -33,6 +34,7 @@ from mechanisms.randomness import derive_seed, generator
 from mechanisms.registry import (
     MechanismInfo,
     PluginError,
+    at_epsilon,
     calibrate,
     create,
     describe,
@@ -50,6 +52,7 @@ for _module in pkgutil.iter_modules(__path__):  # importing a module registers i
 __all__ = [
     "AuditSetting",
     "BatchSampling",
+    "SideValues",
     "LogDensity",
     "Mechanism",
     "Param",
@@ -61,6 +64,7 @@ __all__ = [
     "Tiling",
     "capability",
     "claim_event",
+    "at_epsilon",
     "calibrate",
     "create",
     "declared",

@@ -17,6 +17,7 @@ from scipy.special import log_ndtr
 
 from mechanisms.base import Mechanism, as_update, open_unit_interval, positive_float
 from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, rescaled_clip
+from mechanisms.densities import ClippedGaussian, ClippedLaplace
 from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from mechanisms.message import FloatMessage
 from mechanisms.randomness import private_generator
@@ -145,8 +146,7 @@ class Gaussian(_AdditiveNoise):
 
     def output_log_density(self) -> LogDensity:
         """y - clip(x) ~ N(0, sigma^2 I): ln p = -||y - clip(x)||^2 / (2 sigma^2) + const."""
-        sigma, clip = self.params["sigma"], self.params["clip"]
-        return lambda y, x: -((y - clipped_input(x, clip, "l2")) ** 2).sum(axis=1) / (2 * sigma**2)
+        return ClippedGaussian(self.params["sigma"], self.params["clip"], "l2")
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """GaussianDpEvent(sigma / clip) under REPLACE_ONE (dp_accounting: replacing moves the input by 2 clip)."""
@@ -195,8 +195,7 @@ class Laplace(_AdditiveNoise):
 
     def output_log_density(self) -> LogDensity:
         """y - clip(x) iid Laplace(b): ln p = -||y - clip(x)||_1 / b + const."""
-        scale, clip = self.params["scale"], self.params["clip"]
-        return lambda y, x: -np.abs(y - clipped_input(x, clip, "l1")).sum(axis=1) / scale
+        return ClippedLaplace(self.params["scale"], self.params["clip"], "l1")
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """LaplaceDpEvent(scale / clip) under REPLACE_ONE (replacing moves the input by 2 clip in l1)."""

@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Self
 import dp_accounting
 import torch
 
-from mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, Tiling, claim_event
+from mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, SideValues, Tiling, claim_event
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.message import MAX_LENGTH, Message, reports_decode_errors
 
@@ -146,7 +146,8 @@ class Mechanism(abc.ABC):
 
     * class attributes ``round_protocol`` ("uplink" or "consensus"), ``device_groups``, ``clip_norm``,
       ``reference_params``;
-    * methods ``tiling``, ``audit_setting``, ``output_log_density``, ``dp_event``, ``true_epsilon``.
+    * methods ``tiling``, ``batch_sampling``, ``side_values``, ``audit_setting``, ``output_log_density``,
+      ``dp_event``, ``true_epsilon``.
     """
 
     name: ClassVar[str]
@@ -212,6 +213,19 @@ class Mechanism(abc.ABC):
     def __call__(self, x: torch.Tensor, seed: int) -> torch.Tensor:
         return self.decode(self.encode(x, seed), seed)
 
+    def clip_update(self, x: torch.Tensor) -> torch.Tensor:
+        """The update as the mechanism receives it, before its noise or quantizer (float64): by default rescaled
+        into the ball of radius ``clip`` in ``clip_norm`` (l2, l1) or clamped to [-clip, clip] (linf), and
+        unchanged without a clip. Mechanisms that clip otherwise override it (DP-SQ, MSP-FL)."""
+        x = as_update(x)
+        clip, norm = self.params.get("clip"), self.clip_norm
+        if not clip or norm is None:
+            return x
+        if norm == "linf":
+            return x.clamp(-clip, clip)
+        length = torch.linalg.vector_norm(x, 1 if norm == "l1" else 2).item()
+        return x / max(1.0, length / clip)
+
     def with_params(self, **changes: Any) -> Self:
         """A mechanism of the same class and ``private_seed`` with ``changes`` applied to its parameters."""
         return type(self)(private_seed=self.private_seed, **{**self.params, **changes})
@@ -224,6 +238,10 @@ class Mechanism(abc.ABC):
 
     def batch_sampling(self) -> BatchSampling | None:
         """The mechanism's own vectorised sampler of B outputs, where it cannot be tiled; None: one call per output."""
+        return None
+
+    def side_values(self) -> SideValues | None:
+        """The side values of B inputs' messages in one call, where they carry one; None: one encode per input."""
         return None
 
     def audit_setting(self) -> AuditSetting | None:

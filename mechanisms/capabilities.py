@@ -8,6 +8,7 @@ generic default stood in:
 |---|---|---|
 | ``tiling()`` | ``Tiling``: B independent outputs from one call on B copies laid end to end | None: one call per output |
 | ``batch_sampling()`` | ``BatchSampling``: the mechanism's own vectorised sampler, where copies cannot be tiled | None: one call per output |
+| ``side_values()`` | ``SideValues``: the side value its messages carry in clear, for B inputs at once | None: one encode per input |
 | ``audit_setting()`` | ``AuditSetting``: the input dimension, ball and shift at which the claim is tested | None: the generic 2-D setting |
 | ``output_log_density()`` | ``LogDensity``: ln p(y given x), up to a constant in x | None: no likelihood-ratio statistic |
 | ``dp_event()`` | a ``dp_accounting`` event for one round of the claim | ``claim_event(guarantee())`` |
@@ -47,6 +48,7 @@ __all__ = [
     "CAPABILITIES",
     "AuditSetting",
     "BatchSampling",
+    "SideValues",
     "LogDensity",
     "RefusedDpEvent",
     "Tiling",
@@ -58,7 +60,8 @@ __all__ = [
     "rescaled_clip",
 ]
 
-CAPABILITIES = ("tiling", "batch_sampling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
+CAPABILITIES = ("tiling", "batch_sampling", "side_values", "audit_setting", "output_log_density", "dp_event",
+                "true_epsilon")
 
 LogDensity = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """f(y, x): outputs y (B, d_out) and input x (d,), NumPy float64 -> ln p(y | x) of shape (B,), up to a constant
@@ -97,6 +100,21 @@ class BatchSampling:
     """
 
     sample: Callable[[torch.Tensor, int, int], torch.Tensor]
+    why: str
+
+
+@dataclass(frozen=True)
+class SideValues:
+    """The side value a mechanism's messages carry in clear (``Message.side_value``, e.g. JoPEQ's scale zeta), for
+    B inputs in one call: what an adaptive test reads from the bytes of B messages (``message_side_channel``),
+    without encoding each.
+
+    sample: f(x, seed): x (B, d) float64 -> (B,) float64, row i the side value of ``encode(x_i, seed_i)``'s message
+            as parsed from its bytes. It should run the same code as ``encode`` (its tests compare the two).
+    why:    one line saying why the batch is faithful (shown in reports).
+    """
+
+    sample: Callable[[torch.Tensor, int], torch.Tensor]
     why: str
 
 

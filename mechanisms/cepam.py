@@ -23,9 +23,10 @@ import dp_accounting
 import numpy as np
 import torch
 
-from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2, clipped_input
+from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
 from mechanisms.base import Mechanism, as_update, choice, int_range, open_unit_interval, positive_float
 from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, refused, rescaled_clip
+from mechanisms.densities import ClippedGaussian, ClippedLaplace
 from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from mechanisms.lattice import from_blocks, to_blocks
 from mechanisms.registry import register
@@ -225,8 +226,7 @@ class CEPAMGaussian(_CEPAM):
         ||x|| (no density declared)."""
         if self._normalises:
             return None
-        sigma, clip = self.params["sigma"], self.params["clip"]
-        return lambda y, x: -((y - clipped_input(x, clip, "l2")) ** 2).sum(axis=1) / (2 * sigma**2)
+        return ClippedGaussian(self.params["sigma"], self.params["clip"], "l2")
 
     def _noise_event(self) -> dp_accounting.DpEvent:
         return dp_accounting.GaussianDpEvent(self.params["sigma"] / self.params["clip"])
@@ -278,8 +278,7 @@ class CEPAMLaplace(_CEPAM):
         """compat=none: y - clip(x) iid Laplace(b) exactly (003 Lemma 15); paper000: none declared."""
         if self._normalises:
             return None
-        scale, clip = self.params["scale"], self.params["clip"]
-        return lambda y, x: -np.abs(y - clipped_input(x, clip, "l1")).sum(axis=1) / scale
+        return ClippedLaplace(self.params["scale"], self.params["clip"], "l1")
 
     def _noise_event(self) -> dp_accounting.DpEvent:
         return dp_accounting.LaplaceDpEvent(self.params["scale"] / self.params["clip"])

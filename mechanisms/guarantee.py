@@ -67,14 +67,15 @@ class PrivacyGuarantee:
         return cls(epsilon=None, delta=1.0, relation=None, caveats=caveats, flags={"no-privacy"})
 
     def summary(self) -> str:
-        """One line, e.g. "(eps=4.84, delta=1e-05)-DP for one round, REPLACE_ONE, l2 clip 1.0".
+        """One line, numbers to 4 significant digits, e.g. "(eps=4.845, delta=1e-05)-DP for one round, REPLACE_ONE,
+        l2 clip 1.0".
 
         Flags other than "no-privacy" follow in brackets ("[flags: claim-exceeded]"), so a number
         that must not be read at face value never travels without its warning.
         """
         if self.epsilon is None:
             return "no privacy guarantee"
-        parts = [f"(eps={self.epsilon:.3g}, delta={self.delta:.3g})-DP for {self.scope}", relation_name(self.relation)]
+        parts = [f"(eps={self.epsilon:.4g}, delta={self.delta:.4g})-DP for {self.scope}", relation_name(self.relation)]
         if self.sensitivity:
             parts.append(self.sensitivity)
         text = ", ".join(parts)

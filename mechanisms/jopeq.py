@@ -41,8 +41,10 @@ from scipy.special import gammaln, roots_legendre
 
 from mechanisms.additive import _FLOAT_NOISE_CAVEAT, _PER_ROUND_CAVEAT, laplace_noise
 from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float, zero_or_above
-from mechanisms.capabilities import AuditSetting, LogDensity, Tiling
+from mechanisms.capabilities import AuditSetting, LogDensity, SideValues, Tiling
 from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
+from mechanisms.densities import OutputDensity
+from mechanisms.laplace_uniform import laplace_uniform_logpdf, pair_log_density_sums
 from mechanisms.lattice import HexagonalLattice, from_blocks, to_blocks
 from mechanisms.message import Message
 from mechanisms.randomness import private_generator
@@ -57,7 +59,6 @@ __all__ = [
     "JOPEQ_AUDIT_BLOCKS",
     "jopeq_audit_setting",
     "jopeq_scaling",
-    "laplace_uniform_logpdf",
     "privacy_loss_sup",
     "t_hexagon_epsilon",
 ]
@@ -132,6 +133,16 @@ def jopeq_scaling(h: torch.Tensor, blocks: int) -> float:
     return float(np.float32(min(max(raw, float(_F32.tiny)), float(_F32.max))))
 
 
+def scale_side_values(block: int) -> SideValues:
+    """JoPEQ's side value for a batch: zeta = ``jopeq_scaling`` of each row with M = ceil(d / block) blocks."""
+
+    def sample(x: torch.Tensor, seed: int) -> torch.Tensor:
+        blocks = -(-x.shape[1] // block)
+        return torch.tensor([jopeq_scaling(as_update(row), blocks) for row in x], dtype=torch.float64)
+
+    return SideValues(sample, why="zeta = sqrt(M) / (3 ||h||) per row, as encode computes it (the seed plays no part)")
+
+
 SUPPORT_RULES = ("code", "paper")
 FORMS = ("joint", "separate")
 
@@ -143,29 +154,6 @@ def laplace_support(eps: float, bits: int, rule: str) -> float:
     if rule == "paper":
         return 2 * bits + 1 / eps
     return 1.5 * math.sqrt(1 + 2 * (2 / eps) ** 2)
-
-
-def laplace_uniform_logpdf(z: np.ndarray, scale: float, width: float) -> np.ndarray:
-    """ln f(z) for f the density of Laplace(0, b) + Unif(-w/2, w/2), b = ``scale``, w = ``width``, in the dtype of
-    z when it is float32 (else float64).
-
-    f(z) = [F_L(z + w/2) - F_L(z - w/2)] / w with F_L the Laplace CDF, which gives
-        |z| >= w/2:  f(z) = e^(-|z|/b) sinh(w / 2b) / w
-        |z| <  w/2:  f(z) = (1 - e^(-w/2b) cosh(z/b)) / w
-    f is log-concave (a convolution of log-concave densities), so ln f(z) - ln f(z - D) decreases in z and
-    its supremum is the left-tail value D/b: the eps of n + e for the shift D is exactly D/b.
-    """
-    z = np.asarray(z)
-    z = torch.from_numpy(np.abs(z if z.dtype in (np.float32, np.float64) else z.astype(np.float64)))  # its dtype
-    r = width / (2 * scale)
-    log_sinh_r = r + math.log1p(-math.exp(-2 * r)) - math.log(2)
-    tail = z * (-1 / scale) + (log_sinh_r - math.log(width))
-    # With u = min(|z|, w/2)/b <= r: 1 - e^-r cosh(u) = (1 - e^(u-r)) + e^(u-r) (1 - e^(-2u))/2, a sum of two
-    # non-negative terms (no cancellation, no overflow); dense arithmetic, no masked indexing (the slow part).
-    u = z.clamp(max=width / 2) * (1 / scale)
-    centre = torch.log(-torch.expm1(u - r) - 0.5 * torch.exp(u - r) * torch.expm1(-2 * u)) - math.log(width)
-    out = torch.where(z < width / 2, centre, tail)
-    return out.numpy()
 
 
 def privacy_loss_sup(logpdf: Callable[[np.ndarray], np.ndarray], points: np.ndarray, shift: np.ndarray) -> float:
@@ -238,6 +226,33 @@ def t_hexagon_epsilon(nu: float, s2: float, step: float, sensitivity: float) -> 
     return max(best, -float(refined.fun))
 
 
+class ScaledLaplaceUniform(OutputDensity):
+    """JoPEQ-Laplace's output density: y = x + (n + e) / zeta with zeta = ``jopeq_scaling(x)`` (one block per
+    coordinate), n ~ Laplace(b') and e ~ Unif(+-Delta/2) per coordinate, so
+
+        ln p(y | x) = sum_i ln f(zeta (y_i - x_i)) + d ln zeta,        f the density of Laplace(b') + Unif(+-Delta/2),
+
+    per output (float32 terms summed in float64, fast on the distinguishing tests' millions of short outputs)
+    and over many (output, candidate) pairs in float64 (``mechanisms.laplace_uniform.pair_log_density_sums``)."""
+
+    def __init__(self, scale: float, width: float) -> None:
+        self.scale, self.width = scale, width
+
+    @staticmethod
+    def _zeta(x: np.ndarray) -> float:
+        return jopeq_scaling(torch.from_numpy(np.asarray(x, dtype=np.float64)), x.size)
+
+    def __call__(self, y: np.ndarray, x: np.ndarray) -> np.ndarray:
+        zeta = self._zeta(x)
+        z = (zeta * (y - x)).astype(np.float32)
+        return laplace_uniform_logpdf(z, self.scale, self.width).sum(axis=1, dtype=np.float64) + x.size * math.log(zeta)
+
+    def pairs(self, ys: np.ndarray, xs: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
+        zetas = np.array([self._zeta(x) for x in xs])
+        sums = pair_log_density_sums(ys, xs, rows, columns, zetas, self.scale, self.width)
+        return sums + xs.shape[1] * np.log(zetas[columns])
+
+
 _JOPEQ_CAVEATS = (
     "zeta = sqrt(M) / (3 ||h||) is sent in clear: the server learns ||h|| exactly",
     "the claim assumes every scaled block zeta h_i lies in the unit ball; zeta only makes their rms norm 1/3 "
@@ -277,6 +292,11 @@ class _JoPEQ(Mechanism):
 
     def audit_setting(self) -> AuditSetting:
         return jopeq_audit_setting(self.dimension, self.params.get("sensitivity", 2.0))
+
+    def side_values(self) -> SideValues:
+        """zeta of each row, by ``jopeq_scaling`` as ``encode`` computes it (rounded to float32 there, so the
+        message's float32 header holds it exactly); it depends on the input alone, not on the seed."""
+        return scale_side_values(self.dimension)
 
     @property
     def levels(self) -> int:
@@ -370,16 +390,8 @@ class JoPEQLaplace(_JoPEQ):
 
     def output_log_density(self) -> LogDensity:
         """In the scaled domain z = zeta (y - x) (zeta = ``jopeq_scaling(x)``) per coordinate Laplace(b') +
-        Unif(+-Delta/2) without overload, plus the Jacobian d ln zeta."""
-
-        def log_density(y: np.ndarray, x: np.ndarray) -> np.ndarray:
-            zeta = jopeq_scaling(torch.from_numpy(x), x.size)
-            # float32 terms (a scoring model, ~2x faster on large outputs), summed in float64
-            z = (zeta * (y - x)).astype(np.float32)
-            terms = laplace_uniform_logpdf(z, self.ppn_scale, self.step)
-            return terms.sum(axis=1, dtype=np.float64) + x.size * math.log(zeta)
-
-        return log_density
+        Unif(+-Delta/2) without overload, plus the Jacobian d ln zeta (``ScaledLaplaceUniform``)."""
+        return ScaledLaplaceUniform(self.ppn_scale, self.step)
 
     def true_epsilon(self) -> float:
         """sup_z ln f(z)/f(z - 2) for the density f of Laplace(b') + Unif(+-Delta/2), on a grid of 4001 points

@@ -25,10 +25,10 @@ import numpy as np
 import torch
 
 from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float
-from mechanisms.capabilities import AuditSetting, LogDensity, Tiling
+from mechanisms.capabilities import AuditSetting, LogDensity, SideValues, Tiling
 from mechanisms.cepam import FLOAT_SAMPLING_CAVEAT, TRUSTED_SERVER_CAVEAT, WITHOUT_SEED
 from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
-from mechanisms.jopeq import jopeq_audit_setting, jopeq_scaling
+from mechanisms.jopeq import jopeq_audit_setting, jopeq_scaling, scale_side_values
 from mechanisms.lattice import from_blocks, to_blocks
 from mechanisms.registry import register
 from mechanisms.rsuq import LaplaceTarget, StudentTTarget, Target
@@ -108,6 +108,10 @@ class JoPEQExact(Mechanism):
 
     def audit_setting(self) -> AuditSetting:
         return jopeq_audit_setting(self.target.n, self.params["sensitivity"])
+
+    def side_values(self) -> SideValues:
+        """zeta of each row, as ``encode`` computes it and sends it (float32) in the RSUQ message."""
+        return scale_side_values(self.target.n)
 
     def output_log_density(self) -> LogDensity:
         """z = zeta (y - x) is exactly Laplace(b) or t_nu(0, s2 I_n) per sub-vector, plus the Jacobian d ln zeta."""

@@ -65,7 +65,7 @@ import dp_accounting
 import numpy as np
 import torch
 
-from mechanisms.additive import clip_l1, clipped_input, laplace_noise
+from mechanisms.additive import clip_l1, laplace_noise
 from mechanisms.base import (
     Mechanism,
     as_update,
@@ -77,6 +77,7 @@ from mechanisms.base import (
 )
 from mechanisms.bitstream import pack_fixed, unpack_fixed
 from mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, Tiling
+from mechanisms.densities import ClippedLaplace
 from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from mechanisms.message import MAX_LENGTH, FloatMessage, Message
 from mechanisms.randomness import derive_seed, private_generator
@@ -532,7 +533,7 @@ class MSPLaplace(_ModelSplitting):
 
     def output_log_density(self) -> LogDensity:
         """alpha_0 - clip(w) iid Laplace(2 clip / eps)."""
-        return lambda y, x: -np.abs(y - clipped_input(x, self.params["clip"], "l1")).sum(axis=1) / self.scale
+        return ClippedLaplace(self.scale, self.params["clip"], "l1")
 
     def dp_event(self) -> dp_accounting.DpEvent:
         """alpha_0's Laplace(2 clip / eps) as LaplaceDpEvent(scale / clip) under REPLACE_ONE (shift 2 clip)."""

@@ -23,7 +23,7 @@ from mechanisms.additive import Gaussian, Laplace, _AdditiveNoise, clipped_input
 from mechanisms.base import Mechanism, zero_or_above
 from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, rescaled_clip
 from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.jopeq import laplace_uniform_logpdf
+from mechanisms.laplace_uniform import laplace_uniform_logpdf
 from mechanisms.message import Message
 from mechanisms.registry import register
 from mechanisms.sdq import SDQ, HexagonalSDQ, _FiniteSDQ

@@ -232,6 +232,27 @@ def calibrate(name: str, target_eps: float, **params: Any) -> dict[str, Any]:
     return {**params, noise: math.exp(brentq(gap, low, high, xtol=1e-12, rtol=1e-10))}
 
 
+def at_epsilon(mechanism: Mechanism, eps: float) -> Mechanism:
+    """A copy of ``mechanism`` (same class, parameters and ``private_seed``) whose one-round claim is ``eps``: its
+    ``noise_param`` calibrated (``calibrate``), or else its ``eps`` parameter set. ``ValueError`` when it has
+    neither, or refuses the setting (e.g. JoPEQ at an eps whose noise would be smaller than its quantizer's)."""
+    import math
+
+    noise = type(mechanism).noise_param
+    if noise is not None:
+        fixed = {k: v for k, v in mechanism.params.items() if k != noise}
+        recalibrated = mechanism.with_params(**calibrate(mechanism.name, eps, **fixed))
+    elif "eps" in mechanism.params:
+        recalibrated = mechanism.with_params(eps=float(eps))
+    else:
+        raise ValueError(f"mechanism {mechanism.name!r} has neither a noise parameter nor an eps parameter to set "
+                         "its claim by")
+    claimed = recalibrated.guarantee().epsilon
+    if claimed is None or not math.isclose(claimed, eps, rel_tol=1e-6):
+        raise ValueError(f"mechanism {mechanism.name!r} claims {claimed!r} when set to eps {eps:g}")
+    return recalibrated
+
+
 def mechanism_class(name: str) -> type[Mechanism]:
     """The class registered under ``name`` (``ValueError`` naming the valid names if none)."""
     return _lookup(name)

@@ -5,10 +5,12 @@ renderer escapes it for markdown, the HTML template autoescapes it.
 """
 from __future__ import annotations
 
-import json
 import math
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
+
+from reports.results_schema import dumps_strict
 
 # the summary figures, in report order, with their captions
 FIGURE_CAPTIONS = {
@@ -17,9 +19,11 @@ FIGURE_CAPTIONS = {
                        "one-round claimed epsilon; settings without a finite claim or without inversion are left out.",
     "ssim_vs_error_std": "Inversion SSIM against the standard deviation of the error in the server's view, one line "
                          "per mechanism; dashed: the clean attack.",
-    "lower_bound_vs_epsilon": "Certified epsilon lower bound against the claimed epsilon, marked by verdict; "
-                              "points above the line y = x violate the claim; dotted: the most a test with these "
-                              "trials could certify (the cap).",
+    "lower_bound_vs_epsilon": "Each setting's strongest certified epsilon lower bound (over all its distinguishing "
+                              "and adaptive tests) against its claimed epsilon, coloured by the setting's headline "
+                              "verdict; points above the line y = x refute the claim; dotted: the most a test with "
+                              "these trials could certify (the cap). A claim refuted by computation (analytic) can "
+                              "sit below the line: no test reached it, the accounting did.",
     "bits_vs_accuracy": "Uplink bits per coordinate against final test accuracy (%), one point per setting.",
     "identification_vs_epsilon": "Identification success (the informed adversary picks the target among M real "
                                  "candidates; 95 % Clopper-Pearson bars) against the claimed one-round epsilon, one "
@@ -29,35 +33,86 @@ FIGURE_CAPTIONS = {
     "probe_ssim_vs_epsilon": "Inversion probe (the claim's worst case: single-example updates at the checkpoint "
                              "model) mean SSIM on the server's view against the claimed one-round epsilon, one "
                              "line per mechanism; dashed: the same attack on the clean updates.",
+    "reconstruction_vs_epsilon": "Where reconstruction begins: the probe's attack on the same clip-scaled updates, "
+                                 "the mechanism recalibrated to each epsilon (one panel per mechanism); solid: mean "
+                                 "SSIM of the defended reconstructions with its 95 % interval; dashed: the clean "
+                                 "attack; dotted: the identification success the claim allows at that epsilon "
+                                 "(its reconstruction-robustness bound, M candidates); grey bands: the audited claims.",
 }
-SUMMARY_COLUMNS = (
-    "setting", "mechanism", "final test accuracy", "uplink", "compression vs float32", "uplink SNR (mean over rounds)",
-    "claimed per round",
-    "claimed over the rounds run", "verdict (worst over all tests)", "certified ε lower bound",
-    "identification success ≤ the claim's bound", "probe SSIM clean → defended", "inversion SSIM clean → defended",
-    "inversion MSE (pixels in [0, 1]) clean → defended", "inversion PSNR clean → defended",
-)
+PRIVACY_COLUMNS = ("setting", "claimed per round", "claimed over the rounds run", "verdict (worst over all tests)",
+                   "certified ε lower bound (strongest test)")
+ATTACK_COLUMNS = ("setting", "identification success ≤ the claim's bound", "probe SSIM clean → defended",
+                  "inversion SSIM clean → defended", "inversion MSE clean → defended",
+                  "inversion PSNR clean → defended")
+UTILITY_COLUMNS = ("setting", "mechanism", "final test accuracy", "vs no mechanism", "uplink",
+                   "compression vs float32", "uplink SNR (mean over rounds)")
 IDENTIFICATION_COLUMNS = ("setting", "attack", "M", "success (95 % interval)", "the claim's bound", "p-value",
                           "verdict")
 ADAPTIVE_COLUMNS = ("setting", "test", "claim", "certified ε lower bound", "verdict", "note")
 ESTIMATE_COLUMNS = ("pair", "statistic", "certified ε lower bound", "cap", "p-value", "sampling")
 VERDICT_CLASSES = {"consistent": "consistent", "violated": "violated", "vacuous claim": "vacuous",
-                   "inconclusive": "inconclusive", "claim holds only cell-locally": "violated"}
+                   "no claim": "none", "inconclusive": "inconclusive", "claim holds only cell-locally": "violated"}
 NOT_RUN = "not run"
 # each capability a mechanism may declare: its name in a report, and what its generic default means
 CAPABILITIES = {
     "tiling": ("tiling", "no one call on tiled copies"),
     "batch_sampling": ("batch sampling", "no vectorised sampler of its own"),
+    "side_values": ("side values", "one encode per input to read a side value"),
     "audit_setting": ("audit setting", "the generic 2-D pairs"),
     "output_log_density": ("output density", "no likelihood-ratio statistic"),
     "dp_event": ("dp_event", "the claim composed as a generic event"),
     "true_epsilon": ("true epsilon", "the realised noise's epsilon not computed"),
 }
 GENERIC = "generic default"
+# "How to read this report": every term the tables and figures use, in the order a reader meets them
+GLOSSARY = (
+    ("claim", "the (ε, δ)-DP guarantee the mechanism states for one round of one client's update (its unit and "
+              "neighbouring relation are in the claim details); \"claimed over the rounds run\" composes it over "
+              "the rounds with the accountant named"),
+    ("flags", "what the toolkit found about a claim without testing it: claim-exceeded (the noise really added has a "
+              "larger ε than claimed), vacuous (it holds with no noise at all), no-privacy, trusted-server, "
+              "reveals-norm, paper-compat (a paper's number reproduced its way)"),
+    ("verdict", "violated: a test refuted the claim (decisive: Bonferroni-adjusted p below 1e-4; marginal: refuted "
+                "at the audit's confidence, not far beyond; analytic: refuted by computing the ε of the noise really "
+                "added); consistent: tests that could have refuted it did not; inconclusive: no test had the power "
+                "to; vacuous claim: the claim bounds nothing the tests measure; no claim: the mechanism claims no "
+                "privacy. A setting's headline verdict is the worst over all its tests"),
+    ("decided by", "the test whose verdict is the headline (among equally bad ones, the smallest p-value), and the "
+                   "number of tests the setting ran"),
+    ("certified ε lower bound", "an ε that the mechanism is proven to exceed (unless a false alarm of the audit's "
+                                "family-wise confidence): one-sided Clopper-Pearson bounds on a distinguishing "
+                                "test's error rates on outputs held out from every choice; the summary shows the "
+                                "strongest of the setting's tests and names it"),
+    ("cap", "the largest bound a perfect test could certify with these trials: a bound at the cap means the two "
+            "inputs were told apart every time, and more trials would raise it"),
+    ("worst pair", "the neighbouring pair of inputs on which the distinguishing test was judged, chosen by the "
+                   "worst-pair search on outputs not used for the bound"),
+    ("adaptive test", "a distinguishing test aimed at a claim's blind spot (a side value sent in clear, an overloaded "
+                      "quantizer, a protocol's later messages), judged in the same family"),
+    ("identification, M, ReRo", "the informed adversary knows M real candidate examples (M - 1 besides the "
+                                "target), sees the server's view of the target's update, and picks one; "
+                                "reconstruction robustness (ReRo, Balle, Cherubin & Hayes 2022) bounds the success "
+                                "of every such attack by what the claim allows; guessing succeeds with 1/M"),
+    ("probe", "the claim's worst case at a checkpoint model: clients holding one real example each, their update "
+              "rescaled to the mechanism's clip and sent through it; the server inverts it (analytic attack)"),
+    ("inversion", "gradient inversion of the server's view of real FL clients at a checkpoint round, beside the same "
+                  "attack on their true updates (clean); scored against the images each client trained on, with "
+                  "one assignment for clean and defended"),
+    ("SSIM, MSE, PSNR", "structural similarity (scikit-image, data range 1; 1 = identical, about 0 = unrelated), "
+                        "mean squared error of pixels in [0, 1], and peak signal-to-noise ratio 10 log10(1 / MSE) "
+                        "in dB; clean → defended: the attack on the true update, then on what the server sees"),
+    ("uplink SNR", "Var(u) / Var(u - û) in dB, u the update as the mechanism receives it (after its clipping) and "
+                   "û what the server decodes; the mean over clients and rounds (JoPEQ's Sec. V definition, "
+                   "measured on the clipped update)"),
+    ("PPN", "privacy-preserving noise: JoPEQ's name for the noise added before its quantizer"),
+    ("bits/coord, compression", "the measured size of the real messages per update coordinate; compression: "
+                                "32 (float32) over it"),
+)
 
 
-def number(value: float | None, spec: str = ".3g", unit: str = "") -> str:
-    """``value`` formatted with ``spec`` and ``unit``; None and NaN -> "-", infinities -> "inf" / "-inf"."""
+def number(value: float | None, spec: str = ".4g", unit: str = "") -> str:
+    """``value`` formatted with ``spec`` (4 significant digits by default) and ``unit``; None and NaN -> "-",
+    infinities -> "inf" / "-inf"."""
     if value is None or math.isnan(value):
         return "-"
     if math.isinf(value):
@@ -72,7 +127,7 @@ def percent(fraction: float | None) -> str:
 
 def epsilon(value: float | None) -> str:
     """``ε = 1.45`` (or "no claim" without an epsilon)."""
-    return "no claim" if value is None else f"ε = {number(value, '.4g')}"
+    return "no claim" if value is None else f"ε = {number(value)}"
 
 
 def claim(epsilon_value: float | None, delta: float) -> str:
@@ -86,9 +141,8 @@ def p_value(value: float | None) -> str:
 
 
 def _params(params: dict[str, Any], clip_norm: str | None = None) -> str:
-    """``sigma=0.8, clip=1.0 (l2)``: the clip with the norm it is measured in."""
-    shown = {key: f"{value:.4g}" if isinstance(value, float) and len(repr(value)) > 8 else value  # calibrated
-             for key, value in params.items()}
+    """``sigma=0.8, clip=1.0 (l2)``: the clip with the norm it is measured in; floats to 4 significant digits."""
+    shown = {key: number(value) if isinstance(value, float) else value for key, value in params.items()}
     items = [f"{key}={value}" + (f" ({clip_norm})" if key == "clip" and clip_norm else "")
              for key, value in shown.items()]
     if clip_norm and "clip" not in params:
@@ -100,7 +154,7 @@ def _plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
-def _before_after(inversion: dict[str, Any] | None, key: str, spec: str, unit: str = "") -> str:
+def _before_after(inversion: dict[str, Any] | None, key: str, spec: str = ".4g", unit: str = "") -> str:
     if inversion is None:
         return NOT_RUN
     clean = "no clean run" if inversion["clean"] is None else number(inversion["clean"][key], spec, unit)
@@ -110,35 +164,6 @@ def _before_after(inversion: dict[str, Any] | None, key: str, spec: str, unit: s
 def _origin(mechanism: dict[str, Any]) -> str:
     """"" for a built-in mechanism, else the plugin that registered it."""
     return "" if mechanism["origin"] == "built-in" else mechanism["origin"]
-
-
-@dataclass(frozen=True)
-class SummaryRow:
-    """One setting's line of the summary table."""
-
-    label: str
-    mechanism: str
-    params: str
-    origin: str
-    accuracy: str
-    bits: str
-    compression: str
-    snr: str
-    claim: str
-    flags: list[str]
-    composed: str
-    lower_bound: str
-    cap: str
-    p_value: str
-    verdict: str
-    verdict_class: str
-    evidence: str
-    decided_by: str
-    identification: str
-    probe_ssim: str
-    ssim: str
-    mse: str
-    psnr: str
 
 
 def _composed(accounting: dict[str, Any] | None, epsilon: float | None) -> str:
@@ -163,50 +188,169 @@ def _composed(accounting: dict[str, Any] | None, epsilon: float | None) -> str:
 
 def _bits(final: dict[str, Any]) -> str:
     """Bits per coordinate per round, with the uploads per round when a protocol sends more than one."""
-    text = number(final["bits_per_coordinate"], ".3g", " bits/coord")
+    text = number(final["bits_per_coordinate"], unit=" bits/coord")
     uploads = final.get("uploads_per_round", 1.0)
-    return text if uploads <= 1 else f"{text} ({number(uploads, '.3g')} uploads/round)"
+    return text if uploads <= 1 else f"{text} ({number(uploads)} uploads/round)"
 
 
 def _snr(value: float | None) -> str:
-    """JoPEQ's uplink SNR in dB; "-" where the protocol has no decoded update per client (or an older file)."""
+    """The uplink SNR in dB; "-" where the protocol has no decoded update per client (or an older file)."""
     if value is None:
         return "-"
-    return "∞ (lossless)" if value == float("inf") else number(value, ".2f", " dB")
+    return "∞ (lossless)" if value == float("inf") else number(value, unit=" dB")
 
 
-def summary_row(setting: dict[str, Any]) -> SummaryRow:
-    """The summary table's cells for one setting, each number with its unit; "not run" for a stage not run."""
-    mechanism, training, test = setting["mechanism"], setting["training"], setting["distinguish"]
-    guarantee, headline = mechanism["guarantee"], setting["verdict"]
+@dataclass(frozen=True)
+class Verdict:
+    """A setting's headline verdict as the tables show it: the words, their badge classes, the deciding test."""
+
+    text: str
+    css: str
+    evidence: str
+    decided_by: str
+
+
+def headline(setting: dict[str, Any]) -> Verdict:
+    """The setting's headline verdict ("not run" when no test ran)."""
+    found = setting["verdict"]
+    if found is None:
+        return Verdict(NOT_RUN, "none", "", "")
+    return Verdict(found["verdict"], VERDICT_CLASSES.get(found["verdict"], "other"), found.get("evidence") or "",
+                   _decided_by(found))
+
+
+def certified_bound(setting: dict[str, Any]) -> dict[str, Any] | None:
+    """The setting's strongest certified bound: the headline's ``bound``, or (a file from before it) the black-box
+    distinguishing test's; None without a distinguishing stage."""
+    found, test = setting["verdict"], setting["distinguish"]
+    if found is not None and found.get("bound") is not None:
+        return found["bound"]
+    if test is None:
+        return None
+    return {"epsilon_lower_bound": test["epsilon_lower_bound"], "test": f"distinguishing test (worst pair: "
+            f"{test['worst_pair']})", "max_certifiable": test["max_certifiable"], "confidence": test["confidence"]}
+
+
+def test_name(test: str) -> str:
+    """"jopeq-scale-side-channel" for "adaptive test jopeq-scale-side-channel"; "black-box, worst pair: axis"."""
+    if test.startswith("adaptive test "):
+        return test.removeprefix("adaptive test ")
+    return test.replace("distinguishing test (worst pair: ", "black-box test (worst pair: ")
+
+
+def _bound_text(bound: dict[str, Any] | None) -> tuple[str, str]:
+    """("≥ 6.98", "jopeq-scale-side-channel; 95 % family-wise; cap 9.46"), or NOT_RUN."""
+    if bound is None:
+        return NOT_RUN, ""
+    return (f"≥ {number(bound['epsilon_lower_bound'])}",
+            f"{test_name(bound['test'])}; {number(100 * bound['confidence'], 'g', ' %')} family-wise; "
+            f"cap {number(bound['max_certifiable'])}")
+
+
+@dataclass(frozen=True)
+class PrivacyRow:
+    """One setting's line of the privacy table: its claim, the verdict and the strongest certified bound."""
+
+    label: str
+    origin: str
+    claim: str
+    flags: list[str]
+    composed: str
+    verdict: Verdict
+    bound: str
+    bound_note: str
+
+
+def privacy_row(setting: dict[str, Any]) -> PrivacyRow:
+    guarantee = setting["mechanism"]["guarantee"]
+    bound, note = _bound_text(certified_bound(setting))
+    return PrivacyRow(label=setting["label"], origin=_origin(setting["mechanism"]),
+                      claim=claim(guarantee["epsilon"], guarantee["delta"]),
+                      flags=list(guarantee["flags"]), composed=_composed(setting["accounting"], guarantee["epsilon"]),
+                      verdict=headline(setting), bound=bound, bound_note=note)
+
+
+@dataclass(frozen=True)
+class AttackRow:
+    """One setting's line of the attacks table: identification, probe and inversion scores."""
+
+    label: str
+    identification: str
+    probe_ssim: str
+    ssim: str
+    mse: str
+    psnr: str
+
+
+def attack_row(setting: dict[str, Any]) -> AttackRow:
+    return AttackRow(label=setting["label"], identification=_identification_cell(setting["identification"]),
+                     probe_ssim=_before_after(setting["probe"], "ssim_mean"),
+                     ssim=_before_after(setting["inversion"], "ssim_mean"),
+                     mse=_before_after(setting["inversion"], "mse_mean"),
+                     psnr=_before_after(setting["inversion"], "psnr_mean", ".4g", " dB"))
+
+
+@dataclass(frozen=True)
+class UtilityRow:
+    """One setting's line of the utility and cost table."""
+
+    label: str
+    mechanism: str
+    params: str
+    origin: str
+    accuracy: str
+    versus: str
+    bits: str
+    compression: str
+    snr: str
+
+
+def baseline(settings: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The audit's run without a mechanism (``none``) that trained, against which utility is read; None if none."""
+    return next((s for s in settings if s["mechanism"]["name"] == "none" and s["training"] is not None), None)
+
+
+def _versus(setting: dict[str, Any], reference: dict[str, Any] | None) -> str:
+    """The accuracy difference to the run without a mechanism, in percentage points."""
+    if setting["training"] is None or reference is None or reference is setting:
+        return "-"
+    difference = 100 * (setting["training"]["final"]["test_accuracy"] - reference["training"]["final"]["test_accuracy"])
+    return f"{difference:+.2f} points"
+
+
+def utility_row(setting: dict[str, Any], reference: dict[str, Any] | None = None) -> UtilityRow:
+    """The utility table's cells for one setting, each number with its unit; "not run" without training."""
+    mechanism, training = setting["mechanism"], setting["training"]
     final = None if training is None else training["final"]
-    return SummaryRow(
-        label=setting["label"],
-        mechanism=mechanism["name"],
-        params=_params(mechanism["params"], mechanism["clip_norm"]),
-        origin=_origin(mechanism),
+    return UtilityRow(
+        label=setting["label"], mechanism=mechanism["name"],
+        params=_params(mechanism["params"], mechanism["clip_norm"]), origin=_origin(mechanism),
         accuracy=NOT_RUN if final is None else percent(final["test_accuracy"]),
+        versus=_versus(setting, reference),
         bits=NOT_RUN if final is None else _bits(final),
         compression=NOT_RUN if final is None else
-        "-" if final["compression_vs_float32"] is None else number(final["compression_vs_float32"], ".1f", "x"),
+        "-" if final["compression_vs_float32"] is None else number(final["compression_vs_float32"], unit="x"),
         snr=NOT_RUN if final is None else _snr(final.get("snr_db")),
-        claim=claim(guarantee["epsilon"], guarantee["delta"]),
-        flags=list(guarantee["flags"]),
-        composed=_composed(setting["accounting"], guarantee["epsilon"]),
-        lower_bound=NOT_RUN if test is None else
-        f"≥ {number(test['epsilon_lower_bound'])} ({number(100 * test['confidence'], 'g', ' %')} conf.)",
-        cap="" if test is None else f"cap {number(test['max_certifiable'])}",
-        p_value="" if test is None else p_value(test["p_value"]),
-        verdict=NOT_RUN if headline is None else headline["verdict"],
-        verdict_class="none" if headline is None else VERDICT_CLASSES.get(headline["verdict"], "other"),
-        evidence="" if headline is None else headline.get("evidence") or "",
-        decided_by="" if headline is None else _decided_by(headline),
-        identification=_identification_cell(setting["identification"]),
-        probe_ssim=_before_after(setting["probe"], "ssim_mean", ".3g"),
-        ssim=_before_after(setting["inversion"], "ssim_mean", ".3g"),
-        mse=_before_after(setting["inversion"], "mse_mean", ".3g"),
-        psnr=_before_after(setting["inversion"], "psnr_mean", ".1f", " dB"),
     )
+
+
+def summary_tables(settings: list[dict[str, Any]]) -> list[tuple[str, str, tuple[str, ...], list[Any]]]:
+    """The summary's tables, (id, heading, columns, rows), leaving out a table where no setting has anything but
+    "not run" (an account document has no attacks; an attack document trained nothing)."""
+    reference = baseline(settings)
+    tables = [("summary-privacy", "Privacy: claims and verdicts", PRIVACY_COLUMNS, [privacy_row(s) for s in settings]),
+              ("summary-attacks", "Attacks: what the adversary recovered", ATTACK_COLUMNS,
+               [attack_row(s) for s in settings]),
+              ("summary-utility", "Utility and cost", UTILITY_COLUMNS,
+               [utility_row(s, reference) for s in settings])]
+    return [table for table in tables if any(_filled(row) for row in table[3])]
+
+
+def _filled(row: Any) -> bool:
+    """Whether a summary row holds anything but its label, its mechanism and "not run" / "-" cells."""
+    skip = {"label", "mechanism", "params", "origin", "flags"}
+    values = [getattr(row, f.name) for f in dataclasses.fields(row) if f.name not in skip]
+    return any(v not in (NOT_RUN, "-", "") and not (isinstance(v, Verdict) and v.text == NOT_RUN) for v in values)
 
 
 def _adjusted(headline: dict[str, Any]) -> str:
@@ -222,7 +366,9 @@ def _adjusted(headline: dict[str, Any]) -> str:
 
 def _decided_by(headline: dict[str, Any]) -> str:
     """"decided by: identification among 10 candidates, p = 3e-09, 4.2e-08 adjusted over the audit's 14 tests;
-    12 tests"."""
+    12 tests" (for no claim: what the tests were for)."""
+    if headline["verdict"] == "no claim":
+        return f"nothing to refute; {_plural(headline['tests'], 'test')} measured what it leaks"
     p = f", {_adjusted(headline)}" if headline["p_value"] is not None else ""
     return f"decided by: {headline['decided_by']}{p}; {_plural(headline['tests'], 'test')}"
 
@@ -239,53 +385,82 @@ def _identification_cell(identification: dict[str, Any] | None) -> str:
     for t in identification["tests"]:
         relation = ">" if t["rate"] > t["bound"] else "≤"
         parts.append(f"M={t['candidates']}: {number(t['rate'], '.2f')} {interval(*t['interval'])} {relation} "
-                     f"{number(t['bound'], '.3g')}")
+                     f"{number(t['bound'])}")
     return "; ".join(parts)
 
 
 @dataclass(frozen=True)
 class Findings:
-    """The report's opening: claims refuted (with the evidence), claims consistent, settings where nothing could
-    be concluded (and why)."""
+    """The report's opening: claims refuted (with the evidence), claims consistent, mechanisms without a claim (and
+    what they leaked), settings where nothing could be concluded (and why), utility against the run without a
+    mechanism, and where reconstruction from one update begins."""
 
     refuted: list[str]
     consistent: list[str]
+    no_claim: list[str]
     unresolved: list[str]
+    utility: list[str]
+    reconstruction: list[str]
 
     def __bool__(self) -> bool:
-        return bool(self.refuted or self.consistent or self.unresolved)
+        return any((self.refuted, self.consistent, self.no_claim, self.unresolved, self.utility, self.reconstruction))
+
+    def sections(self) -> list[tuple[str, str, list[str]]]:
+        """(heading, badge class, items) of each non-empty part, in report order."""
+        parts = (("claims refuted", "violated", self.refuted),
+                 ("claims consistent with every test", "consistent", self.consistent),
+                 ("no privacy claim", "none", self.no_claim),
+                 ("nothing concluded", "inconclusive", self.unresolved),
+                 ("utility: accuracy against the run without a mechanism", "other", self.utility),
+                 ("where reconstruction from one update begins", "other", self.reconstruction))
+        return [part for part in parts if part[2]]
+
+
+def _analytic(setting: dict[str, Any]) -> str:
+    """"the noise it really adds is ε = 16.5 per round, not 10 (claim-exceeded): it adds less noise than its
+    claim assumes", or "" when the claim is not exceeded by computation."""
+    mechanism = setting["mechanism"]
+    actual, claimed = mechanism.get("true_epsilon"), mechanism["guarantee"]["epsilon"]
+    if actual is None or claimed is None or "claim-exceeded" not in mechanism["guarantee"]["flags"]:
+        return ""
+    return (f"the noise it really adds is ε = {number(actual)} per round, not {number(claimed)} (computed from the "
+            f"noise's law; flag claim-exceeded): the mechanism adds less noise than its claim assumes")
 
 
 def _evidence(setting: dict[str, Any]) -> str:
     """The deciding test's evidence, in words."""
     headline, test, ident = setting["verdict"], setting["distinguish"], setting["identification"]
     decided = headline["decided_by"]
+    if headline.get("evidence") == "analytic":
+        bound = certified_bound(setting)
+        reach = "" if bound is None else (f"; the strongest test certified ε ≥ {number(bound['epsilon_lower_bound'])} "
+                                          f"(cap {number(bound['max_certifiable'])} at these trials)")
+        return _analytic(setting) + reach
     if decided.startswith("identification") and ident is not None:
         m = int(decided.split()[2])
         t = next(t for t in ident["tests"] if t["candidates"] == m)
         return (f"the informed adversary identified the target among {m} candidates in {t['successes']} of "
-                f"{t['trials']} trials ({number(t['rate'], '.2f')}, lower limit {number(t['lower'], '.3f')}) while "
-                f"the claim allows at most {number(t['bound'], '.3g')} ({t['bound_form']})")
+                f"{t['trials']} trials ({number(t['rate'], '.2f')}, lower limit {number(t['lower'])}) while "
+                f"the claim allows at most {number(t['bound'])} ({t['bound_form']})")
     if decided.startswith("distinguishing") and test is not None:
         return (f"certified ε ≥ {number(test['epsilon_lower_bound'])} against the claimed "
-                f"{number(test['claimed_epsilon'], '.4g')} ({test['worst_pair']})")
+                f"{number(test['claimed_epsilon'])} ({test['worst_pair']})")
     if decided.startswith("adaptive") and test is not None:
         name = decided.removeprefix("adaptive test ")
         a = next((a for a in test["adaptive"] if a["test"] == name), None)
         if a is not None:
-            return (f"{a['test']}: certified ε ≥ {number(a['epsilon_lower_bound'])} against "
-                    f"{epsilon(a['claimed_epsilon'])} ({a['claim']})")
+            what = a["claim"].split("; stated claim:")[0]
+            return f"{a['test']}: certified ε ≥ {number(a['epsilon_lower_bound'])} against {epsilon(a['claimed_epsilon'])} ({what})"
     return decided
 
 
 def _why_unresolved(setting: dict[str, Any]) -> str:
     headline, test = setting["verdict"], setting["distinguish"]
-    guarantee = setting["mechanism"]["guarantee"]
-    if headline["verdict"] == "vacuous claim" or guarantee["epsilon"] is None:
-        return "no privacy claim to test"
+    if headline["verdict"] == "vacuous claim":
+        return "the claim bounds nothing these tests measure"
     if test is not None and test["claimed_epsilon"] is not None and test["max_certifiable"] <= test["claimed_epsilon"]:
-        return (f"claim ε {number(test['claimed_epsilon'], '.3g')} exceeds what {test['trials']:,} trials can certify "
-                f"({number(test['max_certifiable'], '.2g')}), and the identification bound allows "
+        return (f"claim ε {number(test['claimed_epsilon'])} exceeds what {test['trials']:,} trials can certify "
+                f"({number(test['max_certifiable'])}), and the identification bound allows "
                 f"{'certain identification' if _bound_is_one(setting) else 'more than these trials can exceed'}")
     return f"no test could refute the claim ({headline['decided_by']})"
 
@@ -295,9 +470,115 @@ def _bound_is_one(setting: dict[str, Any]) -> bool:
     return ident is None or all(t["bound"] >= 1 for t in ident["tests"])
 
 
-def findings(settings: list[dict[str, Any]]) -> Findings:
-    """Refuted, consistent and unresolved settings (by their headline verdict), each with its evidence."""
-    refuted, consistent, unresolved = [], [], []
+def _leaked(setting: dict[str, Any]) -> str:
+    """What the tests measured of a mechanism that claims nothing: its certified bound, identification."""
+    parts = []
+    bound = certified_bound(setting)
+    if bound is not None:
+        perfect = " (a perfect test: the cap at these trials)" if bound["epsilon_lower_bound"] >= 0.999 * bound[
+            "max_certifiable"] else ""
+        parts.append(f"certified ε ≥ {number(bound['epsilon_lower_bound'])}{perfect}")
+    probe = setting["probe"]
+    if probe is not None:
+        parts.append(f"probe SSIM {number(probe['defended']['ssim_mean'], '.2f')} (clean "
+                     f"{number(probe['clean']['ssim_mean'], '.2f')})")
+    return "; ".join(parts)
+
+
+def _utility(settings: list[dict[str, Any]], classes: int | None) -> list[str]:
+    """One line per trained setting: its final accuracy against the run without a mechanism."""
+    trained = [s for s in settings if s["training"] is not None]
+    if len(trained) < 2:
+        return []
+    reference = baseline(settings)
+    chance = None if classes is None else 1 / classes
+    lines = []
+    if reference is None:
+        lines.append("no run without a mechanism in this audit: accuracies below are absolute"
+                     + ("" if chance is None else f" (chance: {percent(chance)})"))
+    else:
+        lines.append(f"{reference['label']} (no mechanism): {percent(reference['training']['final']['test_accuracy'])}"
+                     + ("" if chance is None else f"; chance is {percent(chance)}"))
+    for s in trained:
+        if s is reference:
+            continue
+        accuracy = s["training"]["final"]["test_accuracy"]
+        near = chance is not None and accuracy < 1.5 * chance
+        lines.append(f"{s['label']}: {percent(accuracy)}"
+                     + ("" if reference is None else f" ({_versus(s, reference)})")
+                     + ("; near chance: the model learns almost nothing" if near else ""))
+    return lines
+
+
+def rough(value: float) -> str:
+    """A magnitude to two significant digits, as a reader says it: 3,500; 2.5; 0.031."""
+    rounded = float(f"{value:.2g}")
+    return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:g}"
+
+
+def _reconstruction(settings: list[dict[str, Any]]) -> list[str]:
+    """One line per swept mechanism: where mean SSIM reaches the sweep's level, against the audited claims."""
+    lines = []
+    for group, (sweep, members) in sweep_groups(settings).items():
+        claims = sorted({s["mechanism"]["guarantee"]["epsilon"] for s in members
+                         if s["mechanism"]["guarantee"]["epsilon"] is not None})
+        audited = f"ε {number(claims[0])}" + (f" to {number(claims[-1])}" if len(claims) > 1 else "")
+        crossing, top = sweep["crossing_eps"], sweep["points"][-1]
+        if crossing is None:
+            lines.append(f"{group}: no reconstruction from one update up to ε = {rough(top['eps'])} (mean SSIM "
+                         f"{number(top['ssim'], '.2f')} there" + (f"; {sweep['stopped']}" if sweep.get("stopped")
+                                                                  else "") + f"); the audited claims are {audited}.")
+            continue
+        where = (f"reconstruction from one update starts near ε ≈ {rough(crossing)} (mean SSIM reaches "
+                 f"{number(sweep['level'])})")
+        matches = "" if sweep.get("reaches_clean_eps") is None else (
+            f", and matches the clean attack's ({number(sweep['clean_ssim'], '.2f')}) near ε ≈ "
+            f"{rough(sweep['reaches_clean_eps'])}")
+        if crossing <= claims[-1]:
+            reached = max((s for s in members if s["probe"] is not None),
+                          key=lambda s: s["mechanism"]["guarantee"]["epsilon"])
+            lines.append(f"{group}: {where}{matches}, inside the audited claims ({audited}): at ε "
+                         f"{number(reached['mechanism']['guarantee']['epsilon'])} the probe reconstructs with mean "
+                         f"SSIM {number(reached['probe']['defended']['ssim_mean'], '.2f')}.")
+            continue
+        best = max(members, key=lambda s: s["mechanism"]["guarantee"]["epsilon"] or 0)
+        ident = best["identification"]
+        leak = ""
+        if ident is not None and ident["tests"]:
+            t = ident["tests"][0]
+            leak = (f"; below the start the leakage is identification (success {number(t['rate'], '.2f')} among "
+                    f"{t['candidates']} at ε {number(best['mechanism']['guarantee']['epsilon'])}, guessing "
+                    f"{number(1 / t['candidates'], '.2f')})")
+        lines.append(f"{group}: {where}, {rough(crossing / claims[-1])} times the largest audited claim ({audited})"
+                     f"{matches}{leak}.")
+    return lines
+
+
+def sweep_groups(settings: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """The reconstruction sweeps, one per distinct sweep (settings that differ only in the swept epsilon share
+    it): group label -> (the sweep, the settings that share it), in setting order."""
+    groups: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    for s in settings:
+        sweep = (s["probe"] or {}).get("sweep")
+        if sweep is None:
+            continue
+        label = sweep["group"]
+        if label not in groups:
+            groups[label] = (sweep, [])
+        groups[label][1].append(s)
+    return groups
+
+
+def class_count(results: dict[str, Any]) -> int | None:
+    """How many classes the data has (for the chance level), where the provenance records it."""
+    data = results["provenance"]["data"]
+    return None if data is None else data.get("classes")
+
+
+def findings(settings: list[dict[str, Any]], classes: int | None = None) -> Findings:
+    """Refuted, consistent, no-claim and unresolved settings (by their headline verdict), each with its evidence;
+    utility against the run without a mechanism (``classes``: for the chance level); the reconstruction sweep."""
+    refuted, consistent, no_claim, unresolved = [], [], [], []
     for s in settings:
         headline = s["verdict"]
         if headline is None:
@@ -306,12 +587,20 @@ def findings(settings: list[dict[str, Any]]) -> Findings:
         p = f" ({_adjusted(headline)})" if headline["p_value"] is not None else ""
         if headline["verdict"] in ("violated", "claim holds only cell-locally"):
             strength = f" ({headline['evidence']} refutation)" if headline.get("evidence") else ""
-            refuted.append(f"{s['label']}: {headline['verdict']}{strength}: claim {claimed}; {_evidence(s)}{p}.")
+            also = _analytic(s) if headline.get("evidence") != "analytic" else ""
+            refuted.append(f"{s['label']}: {headline['verdict']}{strength}: claim {claimed}; {_evidence(s)}{p}"
+                           + (f". Also by computation: {also}" if also else "") + ".")
         elif headline["verdict"] == "consistent":
-            consistent.append(f"{s['label']} ({claimed}): {_plural(headline['tests'], 'test')}, none refuted it.")
+            bound = certified_bound(s)
+            strongest = "" if bound is None else f"; strongest certified ε ≥ {number(bound['epsilon_lower_bound'])}"
+            consistent.append(f"{s['label']} ({claimed}): {_plural(headline['tests'], 'test')}, none refuted it"
+                              f"{strongest}.")
+        elif headline["verdict"] == "no claim":
+            leaked = _leaked(s)
+            no_claim.append(f"{s['label']}: makes no privacy claim" + (f"; measured: {leaked}" if leaked else "") + ".")
         else:
             unresolved.append(f"{s['label']} ({claimed}): {headline['verdict']}: {_why_unresolved(s)}.")
-    return Findings(refuted, consistent, unresolved)
+    return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings))
 
 
 def identification_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], str]]:
@@ -323,14 +612,14 @@ def identification_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str,
         for t in (ident or {}).get("tests", []):
             rows.append(((s["label"], f"informed adversary ({ident['scoring']}), {t['trials']} trials",
                           str(t["candidates"]), f"{number(t['rate'], '.3f')} {interval(*t['interval'])}",
-                          f"{number(t['bound'], '.3g')} ({t['bound_form']})", number(t["p_value"], ".2g"),
+                          f"{number(t['bound'])} ({t['bound_form']})", number(t["p_value"], ".2g"),
                           t["verdict"]), VERDICT_CLASSES.get(t["verdict"], "other")))
         for m in (probe or {}).get("matched", {}).get("defended", []):
             exceeds = "above the bound (reported, not judged)" if m["exceeds_bound"] else "reported, not judged"
             rows.append(((s["label"], f"inversion probe ({probe['attack']}): nearest of M to the reconstruction, "
                           f"{m['clients']} clients", str(m["candidates"]),
                           f"{number(m['rate'], '.3f')} {interval(*m['interval'])}",
-                          f"{number(m['bound'], '.3g')} ({m['bound_form']})", "-", exceeds), "none"))
+                          f"{number(m['bound'])} ({m['bound_form']})", "-", exceeds), "none"))
     return rows
 
 
@@ -483,7 +772,7 @@ def _distinguish_facts(test: dict[str, Any] | None) -> list[tuple[str, str]]:
     if test is None:
         return [("distinguishing", NOT_RUN)]
     if test["p_value"] is not None:
-        p = (f"{number(test['p_value'], '.2g')}, of \"the mechanism is ({number(test['claimed_epsilon'], '.4g')}, "
+        p = (f"{number(test['p_value'], '.2g')}, of \"the mechanism is ({number(test['claimed_epsilon'])}, "
              f"{number(test['delta'])})-DP as claimed\" on the worst pair ({test['worst_pair']})")
     else:
         p = "none (no claim to test)" if test["claimed_epsilon"] is None else "not computed"
@@ -517,15 +806,15 @@ def _inversion_facts(inversion: dict[str, Any] | None) -> list[tuple[str, str]]:
                   (("clean", inversion["clean"]), ("defended", inversion["defended"])) if scores is not None]
     if any(value is not None for _, value in accuracies):
         facts.append(("label accuracy", " → ".join(f"{name} {percent(value)}" for name, value in accuracies)))
-    seen = [*([f"error std {number(inversion['error_std'], '.3g')}"] if "error_std" in inversion else []),
-            *([number(inversion["bits_per_coordinate"], ".3g", " bits/coord")] if "bits_per_coordinate" in inversion
+    seen = [*([f"error std {number(inversion['error_std'])}"] if "error_std" in inversion else []),
+            *([number(inversion["bits_per_coordinate"], unit=" bits/coord")] if "bits_per_coordinate" in inversion
               else [])]
     if seen:
         facts.append(("server's view", ", ".join(seen)))
     for view in inversion.get("views", []):  # a transcript's weaker estimates, attacked the same way
         scores = view["defended"]
         facts.append((f"inversion of {view['name']}", f"{view['observation']}: mean SSIM "
-                      f"{number(scores['ssim_mean'], '.3g')}, MSE {number(scores['mse_mean'], '.3g')}"))
+                      f"{number(scores['ssim_mean'])}, MSE {number(scores['mse_mean'])}"))
     return facts
 
 
@@ -546,7 +835,7 @@ def _probe_facts(probe: dict[str, Any] | None) -> list[tuple[str, str]]:
     labels = " → ".join(f"{name} {percent(probe[name].get('label_accuracy'))}" for name in ("clean", "defended"))
     return [("inversion probe", f"{probe['attack']} at round {probe['round']}, model {probe['model']}, "
                                 f"{probe['clients']} clients; observation: {probe['observation']}; "
-                                f"{number(probe['bits_per_coordinate'], '.3g', ' bits/coord')}; SSIM: "
+                                f"{number(probe['bits_per_coordinate'], unit=' bits/coord')}; SSIM: "
                                 f"{probe['ssim_variant']}"),
             ("probe label accuracy", labels)]
 
@@ -719,8 +1008,9 @@ def provenance(results: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def config_json(results: dict[str, Any]) -> str:
-    """The config as pretty JSON."""
-    return json.dumps(results["config"], indent=2, ensure_ascii=False, allow_nan=True)
+    """The config as pretty, strict JSON: a non-finite number as results.json writes it ("Infinity", "-Infinity",
+    "NaN"; ``results_schema.dumps_strict``), so the config shown parses as JSON."""
+    return dumps_strict(results["config"], indent=2, ensure_ascii=False)
 
 
 def pairs(mapping: dict[str, Any]) -> list[tuple[str, str]]:

@@ -17,7 +17,8 @@ import numpy as np
 
 # marker and colour of each verdict in the lower-bound figure
 _VERDICT_STYLES = {"consistent": ("o", "tab:green"), "violated": ("X", "tab:red"),
-                   "vacuous claim": ("s", "tab:orange"), "inconclusive": ("D", "tab:gray")}
+                   "claim holds only cell-locally": ("X", "tab:red"), "vacuous claim": ("s", "tab:orange"),
+                   "inconclusive": ("D", "tab:gray"), "no claim": ("s", "lightgray")}
 _OTHER_VERDICT = ("^", "black")
 
 
@@ -33,6 +34,44 @@ def _pyplot():
 def _literal(text: str) -> str:
     """``text`` drawn as given: every "$" escaped, so user-supplied text never switches to mathtext."""
     return text.replace("$", r"\$")
+
+
+# one colour map per mechanism family (settings of one mechanism in shades of it), one marker per family
+_FAMILY_MAPS = ("Blues", "Oranges", "Greens", "Reds", "Purples", "Greys", "YlOrBr", "PuRd", "BuGn", "RdPu")
+_FAMILY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
+_WITH_LEGEND = (9.0, 4.2)  # inches: 6 for the axes, the rest for the legend beside them
+
+
+def setting_styles(settings: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Setting id -> matplotlib style (color, marker, linestyle), distinct for every setting: each mechanism
+    (in order of first appearance) gets its own colour map and marker, its settings evenly spaced shades of
+    it (a lone setting the map's strong shade); families past the tenth repeat the maps with dashed lines."""
+    import matplotlib
+
+    families: dict[str, list[str]] = {}
+    for s in settings:
+        families.setdefault(s["mechanism"]["name"], []).append(s["id"])
+    styles = {}
+    for f, (name, ids) in enumerate(families.items()):
+        colours = matplotlib.colormaps[_FAMILY_MAPS[f % len(_FAMILY_MAPS)]]
+        shades = [0.8] if len(ids) == 1 else np.linspace(0.45, 0.95, len(ids))
+        for setting_id, shade in zip(ids, shades):
+            styles[setting_id] = {"color": colours(float(shade)), "marker": _FAMILY_MARKERS[f % len(_FAMILY_MARKERS)],
+                                  "linestyle": "-" if f < len(_FAMILY_MAPS) else "--"}
+    return styles
+
+
+def _mechanism_colours(results: Mapping[str, Any]) -> dict[str, Any]:
+    """Mechanism name -> one strong colour of its family (for figures with one series per mechanism)."""
+    import matplotlib
+
+    names = list(dict.fromkeys(s["mechanism"]["name"] for s in results["settings"]))
+    return {name: matplotlib.colormaps[_FAMILY_MAPS[i % len(_FAMILY_MAPS)]](0.75) for i, name in enumerate(names)}
+
+
+def _legend_outside(axis: Any, **options: Any) -> Any:
+    """The legend to the right of the axes, never over the data (``_save`` keeps it in the image)."""
+    return axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8, **options)
 
 
 def _save(figure: Any, path: str | Path) -> Path:
@@ -51,36 +90,73 @@ def _as_hwc(image: np.ndarray) -> np.ndarray:
     return image[0] if image.shape[0] == 1 else np.transpose(image, (1, 2, 0))
 
 
+_TILE = 64  # pixels per image in a grid (a 28 x 28 digit is drawn at 64 x 64, nearest-neighbour)
+_GRID_DPI = 100
+_GRID_FONT = 10  # points: about 14 pixels at _GRID_DPI, readable at the report's width
+_GRID_MIN_WIDTH = 420  # pixels: a grid of two images still has room for its title
+
+
+def _mosaic(rows: Sequence[np.ndarray], caption_height: int, gap: int) -> np.ndarray:
+    """One H x W x 3 image of every row's images side by side (N x C x h x w each, upscaled to ``_TILE``), a white
+    band of ``caption_height`` pixels under every row and ``gap`` pixels between images."""
+    n = len(rows[0])
+    height = len(rows) * (_TILE + caption_height)
+    width = n * _TILE + (n - 1) * gap
+    canvas = np.ones((height, width, 3), dtype=np.float32)
+    for r, images in enumerate(rows):
+        top = r * (_TILE + caption_height)
+        for c, image in enumerate(images):
+            tile = _as_hwc(image)
+            tile = np.repeat(tile[..., None], 3, axis=-1) if tile.ndim == 2 else tile
+            rows_ix = np.arange(_TILE) * tile.shape[0] // _TILE
+            cols_ix = np.arange(_TILE) * tile.shape[1] // _TILE
+            left = c * (_TILE + gap)
+            canvas[top:top + _TILE, left:left + _TILE] = tile[rows_ix][:, cols_ix]
+    return canvas
+
+
 def image_grid(
     rows: Mapping[str, np.ndarray], path: str | Path, *, captions: Mapping[str, Sequence[str]] | None = None,
     title: str = "",
 ) -> Path:
     """A grid with one row per entry of ``rows`` (name -> N x C x H x W array in [0, 1]), N columns.
 
-    ``captions`` optionally gives a short text under each image of a row (e.g. its SSIM). Returns ``path``.
-    """
+    ``captions`` optionally gives a short text under each image of a row (e.g. its SSIM). The images are laid
+    out in one array and drawn with one ``imshow`` (a grid of axes per image costs seconds), at ``_TILE``
+    pixels each, with text at ``_GRID_FONT`` points. Returns ``path``."""
     if not rows:
         raise ValueError("rows must name at least one row of images")
     counts = {name: len(images) for name, images in rows.items()}
     if len(set(counts.values())) != 1:
         raise ValueError(f"rows must all hold the same number of images, got {counts}")
     plt = _pyplot()
-    n = next(iter(counts.values()))
-    figure, axes = plt.subplots(len(rows), n, figsize=(1.3 * n + 1.6, 1.5 * len(rows) + 0.4), squeeze=False)
-    for r, (name, images) in enumerate(rows.items()):
-        for c in range(n):
-            axis = axes[r][c]
-            image = _as_hwc(images[c])
-            axis.imshow(image, cmap="gray" if image.ndim == 2 else None, vmin=0.0, vmax=1.0)
-            axis.set_xticks([])
-            axis.set_yticks([])
-            if captions is not None and name in captions:
-                axis.set_xlabel(_literal(captions[name][c]), fontsize=7)
-        axes[r][0].set_ylabel(_literal(name), fontsize=8, rotation=0, ha="right", va="center")
-    if title:
-        width = figure.get_size_inches()[0]
-        figure.suptitle(textwrap.fill(_literal(title), width=max(30, int(width * 13))), fontsize=8)
-    return _save(figure, path)
+    names = list(rows)
+    n = counts[names[0]]
+    captions = captions or {}
+    caption_height = 22 if captions else 8
+    gap = 6 if not captions else 10
+    mosaic = _mosaic([rows[name] for name in names], caption_height, gap)
+    label_width = 24 + 9 * max(len(name) for name in names)  # pixels for the row names (about 8 per character)
+    width = max(label_width + mosaic.shape[1] + 12, _GRID_MIN_WIDTH)  # room for a readable title
+    title_lines = textwrap.wrap(_literal(title), width=(width - 16) // 8) if title else []
+    title_height = 10 + 18 * len(title_lines)
+    height = title_height + mosaic.shape[0] + 4
+    figure = plt.figure(figsize=(width / _GRID_DPI, height / _GRID_DPI), dpi=_GRID_DPI)
+    axis = figure.add_axes((label_width / width, 4 / height, mosaic.shape[1] / width, mosaic.shape[0] / height))
+    axis.imshow(mosaic, interpolation="nearest", aspect="equal")
+    axis.set_axis_off()
+    for r, name in enumerate(names):
+        top = r * (_TILE + caption_height)
+        axis.text(-8, top + _TILE / 2, _literal(name), ha="right", va="center", fontsize=_GRID_FONT, clip_on=False)
+        for c, text in enumerate(captions.get(name, ())[:n]):
+            axis.text(c * (_TILE + gap) + _TILE / 2, top + _TILE + 2, _literal(text), ha="center", va="top",
+                      fontsize=_GRID_FONT - 1, clip_on=False)
+    if title_lines:
+        figure.text(8 / width, 1 - 6 / height, "\n".join(title_lines), ha="left", va="top", fontsize=_GRID_FONT)
+    path = Path(path)
+    figure.savefig(path, dpi=_GRID_DPI, format="png")
+    plt.close(figure)
+    return path
 
 
 def defence_curves(
@@ -90,7 +166,7 @@ def defence_curves(
     """One line per series (name -> [(x, y), ...]) on shared axes; an optional horizontal reference line
     (e.g. the clean attack's score). Returns ``path``."""
     plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6.0, 4.0))
+    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     for name, points in series.items():
         xs, ys = zip(*points) if points else ((), ())
         axis.plot(xs, ys, marker="o", label=_literal(name))
@@ -102,7 +178,7 @@ def defence_curves(
     axis.set_ylabel(_literal(ylabel))
     if title:
         axis.set_title(_literal(title), fontsize=9)
-    axis.legend(fontsize=7)
+    _legend_outside(axis)
     axis.grid(alpha=0.3)
     return _save(figure, path)
 
@@ -127,18 +203,19 @@ def accuracy_vs_round(results: Mapping[str, Any], path: str | Path) -> Path:
     """Test accuracy (%) by round, one line per setting that trained, labelled with the setting's label.
     Returns ``path``."""
     plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     trained = _trained(results)
     if not trained:
         _note(axis, "no setting trained")
+    styles = setting_styles(results["settings"])
     for setting in trained:
         rounds = setting["training"]["rounds"]
-        axis.plot([r["round"] for r in rounds], [100 * r["test_accuracy"] for r in rounds],
-                  marker="o", markersize=3, label=_literal(setting["label"]))
+        axis.plot([r["round"] for r in rounds], [100 * r["test_accuracy"] for r in rounds], markersize=3,
+                  label=_literal(setting["label"]), **styles[setting["id"]])
     axis.set_xlabel("round")
     axis.set_ylabel("test accuracy (%)")
     if trained:
-        axis.legend(fontsize=7)
+        _legend_outside(axis)
     axis.grid(alpha=0.3)
     return _save(figure, path)
 
@@ -162,19 +239,20 @@ def ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
     positive claim or without an inversion result are left out. Returns ``path``."""
     plt = _pyplot()
     series = _ssim_series(results)
-    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
+    colours = _mechanism_colours(results)
     for name, points in series.items():
         points = sorted(points, key=lambda point: point[0])
-        line, = axis.plot([p[0] for p in points], [p[1] for p in points], marker="o",
-                          label=_literal(f"{name} (defended)"))
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=colours[name],
+                  label=_literal(f"{name} (defended)"))
         clean = [(p[0], p[2]) for p in points if p[2] is not None]
         if clean:
-            axis.plot(*zip(*clean), linestyle="--", marker="x", color=line.get_color(),
+            axis.plot(*zip(*clean), linestyle="--", marker="x", color=colours[name],
                       label=_literal(f"{name} (clean attack)"))
     if series:
         axis.set_xscale("log")
         axis.margins(y=0.1)  # a clean attack near SSIM 1 stays clear of the frame
-        axis.legend(fontsize=7)
+        _legend_outside(axis)
     else:
         _note(axis, "no setting has both a finite claimed epsilon and an inversion result")
     axis.set_xlabel("claimed one-round epsilon")
@@ -204,7 +282,7 @@ def ssim_vs_error_std(results: Mapping[str, Any], path: str | Path) -> Path:
     Returns ``path``."""
     plt = _pyplot()
     series = _defence_points(results)
-    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     cleans = {p[2] for points in series.values() for p in points if _finite(p[2])}
     for name, points in series.items():
         line, = axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=_literal(name))
@@ -218,7 +296,7 @@ def ssim_vs_error_std(results: Mapping[str, Any], path: str | Path) -> Path:
         axis.set_xscale("log")
     axis.margins(y=0.1)  # the clean line, near the top, stays clear of the frame
     if series:
-        axis.legend(fontsize=7)
+        _legend_outside(axis)
     else:
         _note(axis, "no setting recorded the error of the server's view")
     axis.set_xlabel("standard deviation of the error in the server's view")
@@ -227,75 +305,115 @@ def ssim_vs_error_std(results: Mapping[str, Any], path: str | Path) -> Path:
     return _save(figure, path)
 
 
-def _tested(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
-    """The settings with a finite claim and a finite certified lower bound."""
-    return [s for s in results["settings"] if s["distinguish"] is not None
-            and _finite(s["distinguish"]["claimed_epsilon"], s["distinguish"]["epsilon_lower_bound"])]
+def _strongest(setting: Mapping[str, Any]) -> tuple[float, float] | None:
+    """(bound, cap) of the setting's strongest certified bound: its headline's ``bound``, or (a file from before
+    it) its black-box test's; None without a distinguishing stage."""
+    headline, test = setting["verdict"], setting["distinguish"]
+    if headline is not None and headline.get("bound") is not None:
+        return headline["bound"]["epsilon_lower_bound"], headline["bound"]["max_certifiable"]
+    return None if test is None else (test["epsilon_lower_bound"], test["max_certifiable"])
+
+
+def _tested(results: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, float, float]]:
+    """(setting, claimed epsilon, strongest certified bound, its cap) of the settings with a finite claim, a
+    finite bound and a headline verdict."""
+    tested = []
+    for s in results["settings"]:
+        found = _strongest(s)
+        claimed = s["mechanism"]["guarantee"]["epsilon"]
+        if found is not None and s["verdict"] is not None and _finite(claimed, found[0]):
+            tested.append((s, claimed, *found))
+    return tested
+
+
+def _verdict_style(headline: Mapping[str, Any]) -> tuple[str, str]:
+    """(legend label, colour) of a headline verdict, a refutation with its evidence."""
+    verdict = headline["verdict"]
+    colour = _VERDICT_STYLES.get(verdict, _OTHER_VERDICT)[1]
+    evidence = headline.get("evidence")
+    return (f"{verdict} ({evidence})" if evidence else verdict), colour
 
 
 def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
-    """Certified epsilon lower bound against the claimed epsilon, a point per setting with a finite claim and a
-    distinguishing result, marked by verdict; the line y = x and the caps (``max_certifiable``) as dotted
-    horizontal lines. The x axis is logarithmic when the claims span more than a decade (vague claims of 10^4
-    sit beside tight ones); the y axis stops just above the largest cap, the most any test could certify.
-    Returns ``path``."""
+    """Each setting's strongest certified epsilon lower bound (over all its distinguishing and adaptive tests)
+    against its claimed epsilon, coloured by the setting's headline verdict (the same verdict as the summary),
+    one marker per mechanism; the line y = x and the caps (``max_certifiable``) as dotted horizontal lines. The x
+    axis is logarithmic when the claims span more than a decade; the y axis stops just above the largest cap, the
+    most any test could certify. Returns ``path``."""
     plt = _pyplot()
     tested = _tested(results)
-    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     if not tested:
         _note(axis, "no setting has both a finite claimed epsilon and a distinguishing result")
-    verdicts_drawn: set[str] = set()
-    for setting in tested:
-        test = setting["distinguish"]
-        marker, colour = _VERDICT_STYLES.get(test["verdict"], _OTHER_VERDICT)
-        axis.scatter([test["claimed_epsilon"]], [test["epsilon_lower_bound"]], marker=marker, color=colour,
-                     s=50, zorder=3, label=None if test["verdict"] in verdicts_drawn else _literal(test["verdict"]))
-        verdicts_drawn.add(test["verdict"])
-        if len(tested) <= 4:  # more labels would overlap; the summary table names every point
-            axis.annotate(_literal(setting["label"]), (test["claimed_epsilon"], test["epsilon_lower_bound"]),
-                          fontsize=7, xytext=(4, 4), textcoords="offset points")
-    caps = sorted({s["distinguish"]["max_certifiable"] for s in tested if _finite(s["distinguish"]["max_certifiable"])})
+    styles = setting_styles(results["settings"])
+    verdicts: dict[str, str] = {}
+    mechanisms: dict[str, str] = {}
+    for setting, claimed, bound, _ in tested:
+        label, colour = _verdict_style(setting["verdict"])
+        marker = styles[setting["id"]]["marker"]
+        analytic = setting["verdict"].get("evidence") == "analytic"  # hollow: refuted by computation, not a test
+        axis.scatter([claimed], [bound], marker=marker, s=55, zorder=3, facecolors="white" if analytic else colour,
+                     edgecolors=colour if analytic else "black", linewidths=1.5 if analytic else 0.5)
+        verdicts.setdefault(label, colour)
+        mechanisms.setdefault(setting["mechanism"]["name"], marker)
+    caps = sorted({cap for *_, cap in tested if _finite(cap)})
     for i, cap in enumerate(caps):
-        axis.axhline(cap, color="black", linestyle=":", linewidth=1,
-                     label="cap (a perfect test)" if i == 0 else None)
+        axis.axhline(cap, color="black", linestyle=":", linewidth=1)
     if tested:
-        claims = [s["distinguish"]["claimed_epsilon"] for s in tested]
-        bounds = [s["distinguish"]["epsilon_lower_bound"] for s in tested]
+        from matplotlib.lines import Line2D
+
+        claims = [t[1] for t in tested]
+        bounds = [t[2] for t in tested]
         positive = [c for c in claims if c > 0]
         logarithmic = bool(positive) and max(positive) > 10 * min(positive)
         low = min(positive) / 2 if logarithmic else 0.0
         high = max(claims + caps) * (2 if logarithmic else 1.05)
         xs = np.geomspace(low, high, 200) if logarithmic else np.linspace(low, high, 2)
-        axis.plot(xs, xs, color="gray", linewidth=1, label="y = x (the claim)")
+        axis.plot(xs, xs, color="gray", linewidth=1)
         if logarithmic:
             axis.set_xscale("log")
         axis.set_xlim(low if logarithmic else 0.0, high)
         axis.set_ylim(0.0, 1.15 * max(caps + bounds + [1e-9]))
-        axis.legend(fontsize=7)
+        handles = [Line2D([], [], linestyle="", marker="o", markerfacecolor="white" if v.endswith("(analytic)") else c,
+                          markeredgecolor=c if v.endswith("(analytic)") else "black", label=_literal(v))
+                   for v, c in verdicts.items()]
+        handles += [Line2D([], [], linestyle="", marker=m, color="white", markeredgecolor="black",
+                           label=_literal(name)) for name, m in mechanisms.items()]
+        handles += [Line2D([], [], color="gray", linewidth=1, label="y = x (the claim)"),
+                    Line2D([], [], color="black", linestyle=":", linewidth=1, label="cap (a perfect test)")]
+        _legend_outside(axis, handles=handles)
     axis.set_xlabel("claimed epsilon (one round)")
-    axis.set_ylabel("certified epsilon lower bound")
+    axis.set_ylabel("strongest certified epsilon lower bound")
     axis.grid(alpha=0.3)
     return _save(figure, path)
 
 
-def _bits_points(results: Mapping[str, Any]) -> list[tuple[str, float, float]]:
-    """(label, final bits per coordinate, final test accuracy in %) of each setting that trained, where finite."""
-    points = [(s["label"], s["training"]["final"]["bits_per_coordinate"], s["training"]["final"]["test_accuracy"])
+def _bits_points(results: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, float]]:
+    """(setting, final bits per coordinate, final test accuracy in %) of each setting that trained, where finite."""
+    points = [(s, s["training"]["final"]["bits_per_coordinate"], s["training"]["final"]["test_accuracy"])
               for s in results["settings"] if s["training"] is not None]
-    return [(label, bits, 100 * accuracy) for label, bits, accuracy in points if _finite(bits, accuracy)]
+    return [(s, bits, 100 * accuracy) for s, bits, accuracy in points if _finite(bits, accuracy)]
 
 
 def bits_vs_accuracy(results: Mapping[str, Any], path: str | Path) -> Path:
-    """Final uplink bits per coordinate against final test accuracy (%), a point per setting that trained,
-    annotated with its label. Returns ``path``."""
+    """Final uplink bits per coordinate against final test accuracy (%), a point per setting that trained, each
+    in its setting's style and named in the legend (labels beside points overlap where settings share a rate).
+    The x axis is logarithmic when the rates span more than a decade. Returns ``path``."""
     plt = _pyplot()
-    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     points = _bits_points(results)
     if not points:
         _note(axis, "no setting has a finite rate and accuracy")
-    for label, bits, accuracy in points:
-        axis.scatter([bits], [accuracy], zorder=3)
-        axis.annotate(_literal(label), (bits, accuracy), fontsize=7, xytext=(4, 4), textcoords="offset points")
+    styles = setting_styles(results["settings"])
+    for setting, bits, accuracy in points:
+        style = styles[setting["id"]]
+        axis.scatter([bits], [accuracy], zorder=3, s=45, color=style["color"], marker=style["marker"],
+                     edgecolors="black", linewidths=0.5, label=_literal(setting["label"]))
+    rates = [bits for _, bits, _ in points if bits > 0]
+    if rates and max(rates) > 10 * min(rates):
+        axis.set_xscale("log")
+    if points:
+        _legend_outside(axis)
     axis.set_xlabel("uplink bits per coordinate (float32 = 32)")
     axis.set_ylabel("final test accuracy (%)")
     axis.grid(alpha=0.3)
@@ -319,23 +437,25 @@ def identification_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> P
     (mechanism, M), the claim's bound dashed in the same colour and guessing (1/M) dotted. Returns ``path``."""
     plt = _pyplot()
     series = _identification_series(results)
-    figure, axis = plt.subplots(figsize=(6.8, 4.2))
+    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     markers = ("o", "s", "^", "D", "v")
     sizes = sorted({m for _, m in series})
+    colours = _mechanism_colours(results)
     for (name, m), points in series.items():
         eps = [p[0] for p in points]
         rate = np.array([p[1]["rate"] for p in points])
         low = np.array([p[1]["interval"][0] for p in points])
         high = np.array([p[1]["interval"][1] for p in points])
         marker = markers[sizes.index(m) % len(markers)]
-        bars = axis.errorbar(eps, rate, yerr=[rate - low, high - rate], marker=marker, capsize=3,
-                             label=_literal(f"{name}, M = {m}"))
-        axis.plot(eps, [p[1]["bound"] for p in points], linestyle="--", color=bars[0].get_color(), linewidth=1)
+        solid = "-" if sizes.index(m) == 0 else "-."
+        axis.errorbar(eps, rate, yerr=[rate - low, high - rate], marker=marker, capsize=3, linestyle=solid,
+                      color=colours[name], label=_literal(f"{name}, M = {m}"))
+        axis.plot(eps, [p[1]["bound"] for p in points], linestyle="--", color=colours[name], linewidth=1)
     for m in sizes:
         axis.axhline(1 / m, color="gray", linestyle=":", linewidth=1)
     if series:
         axis.set_xscale("log")
-        axis.legend(fontsize=7)
+        _legend_outside(axis)
         axis.set_ylim(-0.02, 1.05)
     else:
         _note(axis, "no setting has both a finite claimed epsilon and identification tests")
@@ -362,20 +482,82 @@ def probe_ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
     attack dashed in the same colour. Returns ``path``."""
     plt = _pyplot()
     series = _probe_series(results)
-    figure, axis = plt.subplots(figsize=(6.4, 4.0))
+    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
+    colours = _mechanism_colours(results)
     for name, points in series.items():
-        line, = axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=_literal(name))
-        axis.plot([p[0] for p in points], [p[2] for p in points], linestyle="--", color=line.get_color(),
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=colours[name],
+                  label=_literal(name))
+        axis.plot([p[0] for p in points], [p[2] for p in points], linestyle="--", color=colours[name],
                   label=_literal(f"{name} (clean attack)"))
     if series:
         axis.set_xscale("log")
         axis.set_ylim(-0.05, 1.05)
-        axis.legend(fontsize=7)
+        _legend_outside(axis)
     else:
         _note(axis, "no setting has both a finite claimed epsilon and a probe result")
     axis.set_xlabel("claimed one-round epsilon")
     axis.set_ylabel("probe mean SSIM")
     axis.grid(alpha=0.3)
+    return _save(figure, path)
+
+
+def _sweeps(results: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], list[float]]]:
+    """Sweep group -> (its reconstruction sweep, the claimed epsilons of the settings that share it), in setting
+    order."""
+    groups: dict[str, tuple[Mapping[str, Any], list[float]]] = {}
+    for setting in results["settings"]:
+        sweep = (setting["probe"] or {}).get("sweep")
+        if sweep is None:
+            continue
+        groups.setdefault(sweep["group"], (sweep, []))[1].append(setting["mechanism"]["guarantee"]["epsilon"])
+    return groups
+
+
+def reconstruction_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+    """Where reconstruction begins, one panel per sweep (``auditkit.probe.reconstruction_sweep``): the defended
+    mean SSIM against epsilon (log x) with its interval as a band, the clean attack's mean SSIM dashed, the ReRo
+    bound of the claim at each epsilon (identification among M) dotted, the audited claims as grey vertical lines
+    and the crossing of the sweep's level marked. Returns ``path``."""
+    plt = _pyplot()
+    groups = _sweeps(results)
+    panels = len(groups) + 1  # one more cell for the legend
+    columns = 1 if panels == 1 else 2
+    rows = -(-panels // columns)
+    figure, axes = plt.subplots(rows, columns, figsize=(5.6 * columns, 3.9 * rows), squeeze=False)
+    cells = [axis for row in axes for axis in row]
+    if not groups:
+        _note(cells[0], "no setting has a reconstruction sweep")
+    for axis, (group, (sweep, claims)) in zip(cells, groups.items()):
+        eps = [p["eps"] for p in sweep["points"]]
+        axis.fill_between(eps, [p["ssim_interval"][0] for p in sweep["points"]],
+                          [p["ssim_interval"][1] for p in sweep["points"]], color="tab:blue", alpha=0.2, linewidth=0)
+        axis.plot(eps, [p["ssim"] for p in sweep["points"]], color="tab:blue", marker="o", markersize=4,
+                  label="defended: mean SSIM, 95 % interval")
+        axis.axhline(sweep["clean_ssim"], color="black", linestyle="--", linewidth=1, label="clean attack")
+        sizes = sorted({int(m) for p in sweep["points"] for m in p["rero_bound"]})
+        for m, shade in zip(sizes, ("tab:red", "tab:purple", "tab:brown", "tab:pink")):
+            axis.plot(eps, [p["rero_bound"][str(m)] for p in sweep["points"]], color=shade, linestyle=":",
+                      linewidth=1.5, label=f"identification the claim allows, M = {m} (ReRo bound)")
+        for j, claimed in enumerate(sorted(c for c in set(claims) if c is not None)):
+            axis.axvline(claimed, color="gray", alpha=0.5, linewidth=3, label="the audited claims" if j == 0 else None)
+        if sweep["crossing_eps"] is not None:
+            axis.plot([sweep["crossing_eps"]], [sweep["level"]], marker="*", markersize=13, color="tab:orange",
+                      linestyle="", label=f"mean SSIM reaches {sweep['level']:g}", zorder=4)
+        axis.set_xscale("log")
+        axis.set_ylim(-0.05, 1.05)
+        axis.set_title(textwrap.fill(_literal(group), 50), fontsize=10)
+        axis.set_xlabel("claimed one-round epsilon (mechanism recalibrated)")
+        axis.set_ylabel("mean SSIM; identification bound")
+        axis.grid(alpha=0.3)
+    legend_cell = cells[len(groups)] if groups else None
+    for axis in cells[len(groups):]:
+        axis.set_axis_off()
+    if legend_cell is not None:
+        handles: dict[str, Any] = {}
+        for axis in cells[:len(groups)]:
+            for handle, label in zip(*axis.get_legend_handles_labels()):
+                handles.setdefault(label, handle)
+        legend_cell.legend(list(handles.values()), list(handles), loc="center", fontsize=9, frameon=False)
     return _save(figure, path)
 
 
@@ -388,6 +570,7 @@ _PLOTTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "bits_vs_accuracy": _bits_points,
     "identification_vs_epsilon": _identification_series,
     "probe_ssim_vs_epsilon": _probe_series,
+    "reconstruction_vs_epsilon": _sweeps,
 }
 
 

@@ -30,14 +30,25 @@ def _image(caption: str, path: str) -> list[str]:
     return [f"![{escape(caption)}]({quote(path)})", "", escape(caption), ""]
 
 
-def _summary(row: content.SummaryRow) -> tuple[str, ...]:
+def _verdict(verdict: content.Verdict) -> str:
+    shown = f"{verdict.text}, {verdict.evidence}" if verdict.evidence else verdict.text
+    return f"{shown} ({verdict.decided_by})" if verdict.decided_by else shown
+
+
+def _privacy(row: content.PrivacyRow) -> tuple[str, ...]:
     flags = f" (flags: {', '.join(row.flags)})" if row.flags else ""
-    bound = ", ".join(part for part in (row.lower_bound, row.cap, row.p_value) if part)
+    bound = f"{row.bound} ({row.bound_note})" if row.bound_note else row.bound
+    label = f"{row.label} (plugin: {row.origin})" if row.origin else row.label
+    return label, row.claim + flags, row.composed, _verdict(row.verdict), bound
+
+
+def _attacks(row: content.AttackRow) -> tuple[str, ...]:
+    return row.label, row.identification, row.probe_ssim, row.ssim, row.mse, row.psnr
+
+
+def _utility(row: content.UtilityRow) -> tuple[str, ...]:
     mechanism = f"{row.mechanism} ({row.params})" + (f" (plugin: {row.origin})" if row.origin else "")
-    shown = f"{row.verdict}, {row.evidence}" if row.evidence else row.verdict
-    verdict = f"{shown} ({row.decided_by})" if row.decided_by else shown
-    return (row.label, mechanism, row.accuracy, row.bits, row.compression, row.snr, row.claim + flags, row.composed,
-            verdict, bound, row.identification, row.probe_ssim, row.ssim, row.mse, row.psnr)
+    return row.label, mechanism, row.accuracy, row.versus, row.bits, row.compression, row.snr
 
 
 def _adaptive(row: content.AdaptiveRow) -> tuple[str, ...]:
@@ -66,16 +77,18 @@ def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, resu
     ``results_dir`` (relative to the report, "/"-separated)."""
     settings = results["settings"]
     adaptive = content.adaptive_rows(settings)
-    summary = [_summary(content.summary_row(s)) for s in settings]
     lines = [f"# auditkit report: {escape(results['title'])}", "", escape(content.intro(results)), ""]
-    found = content.findings(settings)
+    found = content.findings(settings, content.class_count(results))
     if found:
         lines += ["## Findings", ""]
-        for heading, items in (("Claims refuted", found.refuted), ("Claims consistent with every test", found.consistent),
-                               ("Nothing concluded", found.unresolved)):
-            if items:
-                lines += [f"### {heading}", "", *(f"- {escape(item)}" for item in items), ""]
-    lines += ["## Summary", "", *_table(content.SUMMARY_COLUMNS, summary), ""]
+        for heading, _, items in found.sections():
+            lines += [f"### {escape(heading[0].upper() + heading[1:])}", "", *(f"- {escape(item)}" for item in items), ""]
+    lines += ["## How to read this report", "", *(f"- **{escape(term)}**: {escape(text)}" for term, text in
+                                                 content.GLOSSARY), ""]
+    lines += ["## Summary", ""]
+    cells = {"summary-privacy": _privacy, "summary-attacks": _attacks, "summary-utility": _utility}
+    for table_id, heading, columns, rows in content.summary_tables(settings):
+        lines += [f"### {heading}", "", *_table(columns, [cells[table_id](row) for row in rows]), ""]
     notes = content.notes(settings)
     if notes:
         lines += ["### Notes", "", *(f"- {escape(note)}" for note in notes), ""]

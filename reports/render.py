@@ -21,6 +21,7 @@ FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
     "bits_vs_accuracy": figures.bits_vs_accuracy,
     "identification_vs_epsilon": figures.identification_vs_epsilon,
     "probe_ssim_vs_epsilon": figures.probe_ssim_vs_epsilon,
+    "reconstruction_vs_epsilon": figures.reconstruction_vs_epsilon,
 }
 FORMATS = ("html", "md")
 

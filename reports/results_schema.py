@@ -8,7 +8,7 @@ inputs as plain data) and ``provenance`` and ``settings`` (at least one).
 ``provenance``: ``auditkit_version``, ``code`` (a fingerprint of the code that computed the results, e.g.
 "sha256:0123abcd..."), ``plugins`` (the plugin modules / entry points loaded; [] for none), ``seed``,
 ``device``, ``versions`` (package -> version), ``platform``, ``data`` (null, or dataset, its source, partition,
-train / validation / test sizes, client_sizes), ``model`` (null, or name, num_params), ``training`` (null, or clients,
+train / validation / test sizes, client_sizes, optionally ``classes``), ``model`` (null, or name, num_params), ``training`` (null, or clients,
 rounds, tau, batch_size, lr, participation, sampling, and optionally backend: builtin, flower or a Flower app's
 recording), ``threat_models`` (view -> what it sees), ``accountant_backends`` and ``neighbouring_relations``
 (sorted lists of words).
@@ -20,12 +20,14 @@ Each setting (one mechanism setting, a grid point of a sweep):
   or "entry point NAME = VALUE"), ``clip_norm`` (the norm ``clip`` is measured in: "l2", "l1", "linf"; or
   null), ``guarantee`` (the one-round claim: ``epsilon`` or null for no claim, ``delta``, ``relation``
   (dp_accounting's ``NeighboringRelation`` name, e.g. "REPLACE_ONE"; null without a claim), unit, scope,
-  threat_model, sensitivity, assumptions, caveats, flags, summary) and ``capabilities`` (each of
+  threat_model, sensitivity, assumptions, caveats, flags, summary), optionally ``true_epsilon`` (the epsilon of the
+  noise the mechanism really adds, per round, where it declares it; else null) and ``capabilities`` (each of
   ``CAPABILITIES`` -> "declared" by the mechanism, or the "generic default" stood in; "unknown" in a version 2
   file upgraded here);
 - ``training`` (null when nothing was trained): ``protocol`` ("uplink", "consensus", "device-groups"; "unknown"
   when upgraded), ``rounds`` (per round: lr, losses, test_accuracy in [0, 1], bits_per_coordinate, optionally
-  ``snr_db``: JoPEQ's uplink SNR 10 log10(mean_k Var(h_k) / Var(h_k - h~_k)), null where the protocol has no
+  ``snr_db``: JoPEQ's uplink SNR 10 log10(mean_k Var(h_k) / Var(h_k - h~_k)), h_k the update as the mechanism
+  receives it (after its clipping) and h~_k what the server decodes, null where the protocol has no
   decoded update per client, Infinity for a lossless one), ``final`` (accuracy, loss, bits, optionally ``snr_db``,
   the mean of the rounds' snr_db, ``compression_vs_float32`` or null, uplink bits, optionally ``uploads_per_round`` for
   protocols with several uploads per round, e.g. MSP-FL's K_t + 1) and ``checkpoints``;
@@ -44,14 +46,20 @@ Each setting (one mechanism setting, a grid point of a sweep):
 - ``probe`` (null when not run): the inversion probe at the claim's worst case (``auditkit.probe``): attack,
   round, clients, batch_size, local_steps, model, observation, clean and defended scores, bits_per_coordinate,
   ``matched`` (per run "clean" / "defended": per M, how many reconstructions matched their own example among M
-  candidates, with interval and the claim's bound) and ``figure``;
+  candidates, with interval and the claim's bound), ``figure`` and optionally ``sweep`` (where reconstruction
+  begins: the same attack with the mechanism recalibrated along eps, ``auditkit.probe.reconstruction_sweep``:
+  group, attack, clients, clean_ssim, level, ``crossing_eps`` and ``reaches_clean_eps`` (or null), ``stopped``
+  (or null), and per point eps, the recalibrated params, ssim and mse with their intervals and the claim's
+  ``rero_bound`` per M);
 - ``identification`` (null when not run or without a claim): the informed adversary's identification tests
   (scoring, pool, confidence, per_test_confidence, observed_rounds, note, and per M: trials, successes, rate,
   interval, lower, kappa, the claim's ``bound`` and ``bound_form``, ``p_value``, ``verdict``);
 - ``verdict`` (null when no test ran): the headline, the worst verdict over all the setting's tests, the test
   that ``decided_by`` it, its ``p_value`` and the number of ``tests``; optionally the Bonferroni ``family`` its
   tests were judged in, the ``adjusted_p_value`` min(1, family p) and the ``evidence`` of a refutation
-  ("decisive": adjusted p below 1e-4, "marginal", or null);
+  ("decisive": adjusted p below 1e-4, "marginal", "analytic": refuted by the mechanism's declared
+  ``true_epsilon``, or null) and the ``bound``: the strongest certified epsilon lower bound of any of the
+  setting's distinguishing tests (epsilon_lower_bound, the test, its max_certifiable, the confidence), or null;
 - ``distinguish`` (null when not run): the certified epsilon lower bound at a confidence, its cap
   ``max_certifiable``, the verdict on the claim, ``p_value`` (of "the mechanism is (claimed_epsilon, delta)-DP"
   on the worst pair, or null), where the claim was tested (``setting``) and how outputs were drawn
@@ -59,7 +67,11 @@ Each setting (one mechanism setting, a grid point of a sweep):
   (null without it: every candidate pair's statistic and predicted, not certified, bound, and the index of the
   ``chosen`` one, whose held-out test is the one estimate).
 
-Numbers may be NaN or Infinity. Checked here: each key's presence and JSON type, ``command`` and the
+Numbers may be NaN or +-Infinity. The file is strict JSON (RFC 8259, which has no NaN or Infinity), so
+``dumps_strict`` writes them as the strings "NaN", "Infinity" and "-Infinity", as the proto3 JSON mapping writes
+float NaN and infinities; ``load_results`` turns those strings back into floats only where the schema has a number
+(``decode_non_finite``), never in free-form parts (``config``, ``params``, ``sweep``), and still reads files
+written before, with bare NaN / Infinity. Checked here: each key's presence and JSON type, ``command`` and the
 capabilities' values, at least one setting, unique filename-safe ids, reconstruction grid paths inside the
 results folder.
 
@@ -70,7 +82,9 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import re
+import sys
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -79,7 +93,7 @@ SCHEMA = "auditkit/results"
 SCHEMA_VERSION = 4
 COMMANDS = ("train", "audit", "attack", "distinguish", "account")
 CAPABILITIES = ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
-OPTIONAL_CAPABILITIES = ("batch_sampling",)  # added within version 4: absent from older files
+OPTIONAL_CAPABILITIES = ("batch_sampling", "side_values")  # added within version 4: absent from older files
 CAPABILITY_VALUES = ("declared", "generic default", "unknown")
 # version 2's neighbouring relations -> dp_accounting's NeighboringRelation names (None: no claim)
 V2_RELATIONS = {"replace-one": "REPLACE_ONE", "add-remove": "ADD_OR_REMOVE_ONE", "none": None}
@@ -125,6 +139,7 @@ _SETTING = {
     "id": str,
     "label": str,
     "mechanism": {"name": str, "params": dict, "origin": str, "clip_norm": _Nullable(str), "guarantee": _GUARANTEE,
+                  "true_epsilon": _Optional(_Nullable(_NUMBER)),
                   "capabilities": {**{name: str for name in CAPABILITIES},
                                    **{name: _Optional(str) for name in OPTIONAL_CAPABILITIES}}},
     "sweep": dict,
@@ -161,6 +176,12 @@ _SETTING = {
         "attack": str, "round": int, "clients": int, "batch_size": int, "local_steps": int, "model": str,
         "observation": str, "ssim_variant": str, "clean": _SCORES, "defended": _SCORES,
         "bits_per_coordinate": _NUMBER, "matched": {"clean": _MATCHED, "defended": _MATCHED}, "figure": str,
+        "sweep": _Optional({
+            "group": str, "attack": str, "clients": int, "clean_ssim": _NUMBER, "level": _NUMBER,
+            "crossing_eps": _Nullable(_NUMBER), "reaches_clean_eps": _Nullable(_NUMBER), "stopped": _Nullable(str),
+            "points": [{"eps": _NUMBER, "params": dict, "ssim": _NUMBER, "ssim_interval": [_NUMBER], "mse": _NUMBER,
+                        "mse_interval": [_NUMBER], "rero_bound": dict}],
+        }),
     }),
     "identification": _Nullable({
         "scoring": str, "pool": int, "confidence": _NUMBER, "per_test_confidence": _NUMBER, "observed_rounds": int,
@@ -171,7 +192,9 @@ _SETTING = {
     }),
     "verdict": _Nullable({"verdict": str, "decided_by": str, "p_value": _Nullable(_NUMBER), "tests": int,
                           "family": _Optional(int), "adjusted_p_value": _Optional(_Nullable(_NUMBER)),
-                          "evidence": _Optional(_Nullable(str))}),
+                          "evidence": _Optional(_Nullable(str)),
+                          "bound": _Optional(_Nullable({"epsilon_lower_bound": _NUMBER, "test": str,
+                                                        "max_certifiable": _NUMBER, "confidence": _NUMBER}))}),
 }
 _DOCUMENT = {
     "schema": str,
@@ -183,7 +206,7 @@ _DOCUMENT = {
         "auditkit_version": str, "code": str, "plugins": _STRINGS, "seed": int, "device": str, "versions": dict,
         "platform": str,
         "data": _Nullable({"dataset": str, "source": str, "partition": str, "train": int, "validation": int,
-                           "test": int, "client_sizes": [int]}),
+                           "test": int, "client_sizes": [int], "classes": _Optional(int)}),
         "model": _Nullable({"name": str, "num_params": int}),
         "training": _Nullable({"clients": int, "rounds": int, "tau": int, "batch_size": int, "lr": _NUMBER,
                                "participation": str, "sampling": str, "backend": _Optional(str)}),
@@ -413,9 +436,62 @@ def _unreadable(doc: dict[str, Any]) -> str:
             f"{newer}")
 
 
+# How a non-finite number is written: the proto3 JSON mapping's strings for float infinities and NaN.
+NON_FINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
+
+
+def _non_finite_name(value: Any) -> str | None:
+    """The string a non-finite float (Python or NumPy) is written as; None for any other value."""
+    numpy = sys.modules.get("numpy")  # without NumPy loaded there is no NumPy float to meet
+    if not (isinstance(value, float) or (numpy is not None and isinstance(value, numpy.floating))):
+        return None
+    if math.isnan(value):
+        return "NaN"
+    return None if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
+
+
+def _encode(value: Any) -> Any:
+    name = _non_finite_name(value)
+    if name is not None:
+        return name
+    if isinstance(value, dict):
+        return {(_non_finite_name(key) or key): _encode(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_encode(item) for item in value]
+    return value
+
+
+def dumps_strict(obj: Any, **kwargs: Any) -> str:
+    """``obj`` as strict JSON (RFC 8259: no NaN or Infinity): every non-finite float (Python or NumPy) in its
+    dicts, lists and tuples is written as the string "NaN", "Infinity" or "-Infinity" (the proto3 JSON mapping of
+    float NaN and infinities); ``kwargs`` go to ``json.dumps``, which runs with ``allow_nan=False`` so a non-finite
+    number missed here raises instead of writing invalid JSON. ``decode_non_finite`` reads them back."""
+    return json.dumps(_encode(obj), allow_nan=False, **kwargs)
+
+
+def decode_non_finite(value: Any, spec: Any = None) -> Any:
+    """Parsed JSON with the strings of ``NON_FINITE`` turned back into floats (a new object; ``value`` is kept):
+    only where ``spec`` (a results schema spec, e.g. ``_DOCUMENT``) has a number, inside lists and nullable /
+    optional values too, so a label or a free-form value (a ``dict`` spec: config, params, sweep) reading "NaN"
+    stays a string; with ``spec`` None every such string anywhere, for auditkit's internal files."""
+    if isinstance(spec, _Nullable | _Optional):
+        return decode_non_finite(value, spec.spec)
+    if isinstance(value, str):
+        return NON_FINITE.get(value, value) if spec is None or spec == _NUMBER else value
+    if isinstance(value, dict) and spec is None:
+        return {key: decode_non_finite(item) for key, item in value.items()}
+    if isinstance(value, dict) and isinstance(spec, dict):
+        return {key: decode_non_finite(item, spec[key]) if key in spec else item for key, item in value.items()}
+    if isinstance(value, list) and (spec is None or isinstance(spec, list)):
+        return [decode_non_finite(item, None if spec is None else spec[0]) for item in value]
+    return value
+
+
 def load_results(path: str | Path) -> dict[str, Any]:
     """Read ``results.json`` (versions 2 and 3 are upgraded in memory, ``upgrade_results``) and validate it as version 4;
-    any problem is one ValueError line starting with the path."""
+    any problem is one ValueError line starting with the path. Non-finite numbers are read as written by
+    ``dumps_strict`` ("NaN", "Infinity", "-Infinity" where the schema has a number) or, in files written before
+    it, as bare NaN / Infinity (which Python's json module parses)."""
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
@@ -430,6 +506,8 @@ def load_results(path: str | Path) -> dict[str, Any]:
     try:
         if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
             version = doc.get("schema_version")
+            if version in (2, 3, SCHEMA_VERSION):  # each version's numbers where its own schema has them
+                doc = decode_non_finite(doc, {2: _DOCUMENT_V2, 3: _DOCUMENT_V3, SCHEMA_VERSION: _DOCUMENT}[version])
             if version in (2, 3):
                 doc = upgrade_results(doc)
             elif isinstance(version, int) and not isinstance(version, bool) and version != SCHEMA_VERSION:

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -71,9 +72,19 @@ class ComposedEpsilon:
     event: str
 
 
+_FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?")
+
+
+def _short_float(value: float) -> str:
+    """``value`` to 4 significant digits, still written as a float (2.0, not 2)."""
+    text = f"{value:.4g}"
+    return text if any(c in text for c in ".einf") else f"{text}.0"
+
+
 def describe_event(event: dp_accounting.DpEvent, relation: NeighboringRelation | None = None) -> str:
-    """The event as text, e.g. "GaussianDpEvent(noise_multiplier=0.5) under REPLACE_ONE"."""
-    text = repr(event)
+    """The event as text, its numbers to 4 significant digits (a label, not a value to compute with), e.g.
+    "GaussianDpEvent(noise_multiplier=0.6884) under REPLACE_ONE"."""
+    text = _FLOAT.sub(lambda m: _short_float(float(m.group())), repr(event))
     return text if relation is None else f"{text} under {relation.name}"
 
 

@@ -87,6 +87,10 @@ class UplinkProtocol:
         self.seed = seed
         self.aggregator = aggregator or FedAvg()
 
+    def received(self, updates: torch.Tensor, clients: list[int]) -> torch.Tensor:
+        """The clients' updates (S, P) as the mechanism receives them, after its clipping (the SNR's signal)."""
+        return torch.stack([self.mechanism.clip_update(u.detach().cpu()) for u in updates]).to(updates.dtype)
+
     def encode(self, update: torch.Tensor, client: int, round_: int) -> bytes:
         """Client side: the bytes client ``client`` sends in round ``round_`` for its true ``update`` (P,)."""
         return self.mechanism.encode(update.detach().cpu(), shared_seed(self.seed, client, round_)).to_bytes()

@@ -360,6 +360,12 @@ class DeviceGroupProtocol:
             chosen += (offset + torch.randperm(size, generator=gen)[:c]).tolist()
         return sorted(chosen)
 
+    def received(self, updates: torch.Tensor, clients: list[int]) -> torch.Tensor:
+        """The clients' updates (S, P) as their groups' mechanisms receive them, after the clipping (the SNR's
+        signal)."""
+        return torch.stack([self.mechanisms[self.groups.group_of(c)].clip_update(u.detach().cpu())
+                            for u, c in zip(updates, clients)]).to(updates.dtype)
+
     def communicate(
         self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
         *, global_params: torch.Tensor | None = None,

@@ -185,7 +185,10 @@ class FederatedSimulation:
             bits, stats = outcome.bits, dict(outcome.stats)
             server = outcome.views.get("server")
             if isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
-                stats["snr"] = snr(updates, server)
+                # the signal is what the mechanism receives (after its clipping): its noise, not the clip, is measured
+                received = getattr(self.protocol, "received", None)
+                signal = updates if received is None else received(updates, clients)
+                stats["snr"] = snr(signal.to(updates.device), server)
             train_loss = float(losses.mean())
             if record_views:
                 views = dict(outcome.views)

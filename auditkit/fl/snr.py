@@ -2,9 +2,12 @@
 
     SNR = (1/K) sum_k Var(h_k) / Var(h_k - h~_k),
 
-h_k client k's true update and h~_k what the server decodes, each variance over the update's coordinates
-(the empirical variance, about the coordinates' mean). The paper plots and tabulates it in decibels without
-saying which convention; a ratio of variances is a power ratio, so :func:`snr_db` is 10 log10(SNR).
+h_k client k's update as the mechanism receives it and h~_k what the server decodes, each variance over the
+update's coordinates (the empirical variance, about the coordinates' mean). JoPEQ clips nothing, so h_k is its
+true update; for a mechanism that clips (``Mechanism.clip_update``) h_k is the clipped update, so the SNR
+measures the mechanism's noise and quantization, not how far the clip shrinks a growing update (the training
+loop passes the protocol's ``received`` updates). The paper plots and tabulates it in decibels without saying
+which convention; a ratio of variances is a power ratio, so :func:`snr_db` is 10 log10(SNR).
 """
 from __future__ import annotations
 

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from auditkit.stage_store import replace_atomically
+from reports.results_schema import decode_non_finite, dumps_strict
 
 __all__ = ["FORMAT", "Recording", "RecordingError", "load_recording", "write_manifest", "write_server_round",
            "write_truth"]
@@ -48,10 +49,11 @@ def _save(path: Path, value: Any) -> None:
 
 
 def write_manifest(root: str | Path, config: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
-    """``recording.json``: the app's auditkit config and the per-round entries so far."""
+    """``recording.json``: the app's auditkit config and the per-round entries so far, as strict JSON (a metric not
+    reported yet, NaN, is the string "NaN": ``reports.results_schema.dumps_strict``)."""
     path = Path(root) / "recording.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps({"format": FORMAT, "version": VERSION, "config": config, "rounds": rounds}, indent=1)
+    text = dumps_strict({"format": FORMAT, "version": VERSION, "config": config, "rounds": rounds}, indent=1)
     replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
 
 
@@ -113,7 +115,9 @@ def load_recording(root: str | Path) -> Recording:
     if data.get("version") != VERSION:
         raise RecordingError(f"--recorded {str(root)!r}: recording version {data.get('version')!r} is not the "
                              f"supported {VERSION}")
-    recording = Recording(root, data["config"], data["rounds"])
+    # the rounds hold numbers only: each "NaN" / "Infinity" / "-Infinity" there is a non-finite metric; the config
+    # is the user's (a label may read "NaN") and holds finite numbers only (auditkit.config checks them)
+    recording = Recording(root, data["config"], decode_non_finite(data["rounds"]))
     if not recording.recorded_rounds:
         raise RecordingError(f"--recorded {str(root)!r} holds no recorded round (server/round-*.pt): set "
                              "record_rounds to rounds the app runs")

@@ -87,13 +87,15 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
 
 
 def write_reproduction(document: dict[str, Any], out: Path) -> Path:
-    """Write ``reproduction.json`` atomically."""
-    import json
-
+    """Write ``reproduction.json`` atomically, as strict JSON: a non-finite number (a lossless uplink's SNR, the
+    mean of a metric not measured) as the string "NaN", "Infinity" or "-Infinity"
+    (``reports.results_schema.dumps_strict``)."""
     from auditkit.stage_store import replace_atomically
+    from reports.results_schema import dumps_strict
 
     target = out / "reproduction.json"
-    replace_atomically(target, lambda tmp: tmp.write_text(json.dumps(document, indent=1), encoding="utf-8"))
+    text = dumps_strict(document, indent=1)
+    replace_atomically(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return target
 
 

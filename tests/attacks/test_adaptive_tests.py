@@ -66,3 +66,19 @@ def test_a_test_registered_like_a_plugin_runs_through_the_shared_runner():
 def test_message_side_channel_needs_a_side_value():
     with pytest.raises(ValueError, match="carries no side value"):
         message_side_channel(mechanisms.create("gaussian"))(torch.zeros(1, 3, dtype=torch.float64), 0)
+
+
+@pytest.mark.parametrize("name", ["jopeq-laplace", "jopeq-t", "jopeq-exact"])
+def test_declared_side_values_are_the_ones_parsed_from_each_encoded_message(name):
+    """The message view reads a mechanism's declared side values in one call; they must equal, bit for bit, the
+    side value parsed from the bytes of one encode per row (zero, tiny and huge norms included)."""
+    m = mechanisms.create(name, private_seed=3)
+    assert mechanisms.declared(m, "side_values")
+    x = torch.randn(200, 18, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    x[0], x[1], x[2] = 0.0, x[1] * 1e-30, x[2] * 1e30
+    fast = message_side_channel(m)(x, 4).view(-1)
+    parsed = []
+    for i, row in enumerate(x):
+        message = m.encode(row, mechanisms.derive_seed(4, i))
+        parsed.append(type(message).from_bytes(message.to_bytes()).side_value)
+    assert torch.equal(fast, torch.tensor(parsed, dtype=torch.float64))

@@ -17,7 +17,7 @@ import mechanisms
 from attacks.audit_mechanism import audit_mechanism
 from attacks.audit_settings import audit_setting, setting_pairs
 from attacks.neighbouring_pairs import neighbouring_pairs
-from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED
+from attacks.verdicts import CONSISTENT, INCONCLUSIVE, NO_CLAIM, VIOLATED
 from mechanisms.cepam import CEPAMLaplace
 from mechanisms.lattice import from_blocks
 from mechanisms.rsuq import shared_stream
@@ -45,7 +45,7 @@ def test_worst_pair_is_kept_with_bonferroni_over_the_pairs():
 
 def test_no_claim_is_vacuous_and_a_claim_out_of_reach_is_inconclusive():
     none = audit_mechanism("none", trials=2_000)
-    assert none.verdict == VACUOUS and none.worst.epsilon_lower_bound == none.worst.max_certifiable
+    assert none.verdict == NO_CLAIM and none.worst.epsilon_lower_bound == none.worst.max_certifiable
     vague = audit_mechanism("gaussian", trials=2_000)  # sigma 0.1, clip 1: eps 284
     assert vague.verdict == INCONCLUSIVE and vague.worst.delta == 1e-5
 

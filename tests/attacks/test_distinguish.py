@@ -70,7 +70,7 @@ def test_identical_inputs_give_no_evidence_and_a_perfect_test_reaches_the_cap():
     assert same.epsilon_lower_bound < 0.2
     exact = distinguish("none", [0.0, 0.0], [1.0, 0.0], trials=2_000)
     assert exact.epsilon_lower_bound == exact.max_certifiable and exact.fp == exact.fn == 0
-    assert exact.claimed_epsilon is None and verdict(exact) == "vacuous claim"
+    assert exact.claimed_epsilon is None and verdict(exact) == "no claim"
 
 
 def test_estimate_records_the_test_and_serialises():

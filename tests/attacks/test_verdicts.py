@@ -6,7 +6,7 @@ import torch
 from attacks.distinguish import EpsilonEstimate
 from attacks.neighbouring_pairs import NeighbouringPair
 from attacks.verdicts import (
-    CELL_LOCAL_ONLY, CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED, adjusted_p_value, bonferroni_confidence, evidence,
+    CELL_LOCAL_ONLY, CONSISTENT, INCONCLUSIVE, NO_CLAIM, VACUOUS, VIOLATED, adjusted_p_value, bonferroni_confidence, evidence,
     holm, verdict,
 )
 from mechanisms.guarantee import PrivacyGuarantee
@@ -30,14 +30,14 @@ def _claim(eps: float | None, delta: float = 0.0, flags: frozenset = frozenset()
 
 
 def test_verdicts_in_order():
-    assert verdict(_estimate(9.0, 10.0), _claim(None)) == VACUOUS
+    assert verdict(_estimate(9.0, 10.0), _claim(None)) == NO_CLAIM  # a mechanism that claims nothing
     assert verdict(_estimate(9.0, 10.0), _claim(1.0, flags=frozenset({"vacuous"}))) == VACUOUS
     assert verdict(_estimate(2.0, 10.0), _claim(1.0)) == VIOLATED
     assert verdict(_estimate(0.9, 10.0), _claim(1.0)) == CONSISTENT
     assert verdict(_estimate(0.9, 1.0), _claim(1.0)) == INCONCLUSIVE  # the sample cannot exceed 1
     assert verdict(_estimate(2.0, 3.0), 1.5) == VIOLATED
     assert verdict(_estimate(1.0, 3.0, claimed=1.5)) == CONSISTENT
-    assert verdict(_estimate(1.0, 3.0)) == VACUOUS  # no claim at all
+    assert verdict(_estimate(1.0, 3.0)) == NO_CLAIM  # no claim at all
 
 
 def test_a_bound_at_a_smaller_delta_than_the_claim_is_not_compared():

@@ -4,16 +4,19 @@ One tiny config (3 clients, 3 rounds, 2 local steps, 3 mechanism settings with a
 2,000 trials per test) keeps every run to seconds; the real quickstart is run by test_cli.
 """
 import json
+import os
 import re
 import signal
+import stat
 import subprocess
 import sys
 import time
+
 import pytest
 
 from auditkit.audit import STAGES, Audit, plan_audit, run_audit
 from auditkit.config import ConfigError, from_dict
-from reports import validate_results
+from reports import load_results, validate_results
 
 TINY = {
     "title": "tiny <script>alert('t')</script>",
@@ -61,6 +64,10 @@ trials = 2000
 """
 
 
+def _refuse_non_strict(constant):
+    raise ValueError(f"not strict JSON (RFC 8259): {constant}")
+
+
 def _cli(*args, **kwargs):
     return subprocess.Popen([sys.executable, "-m", "auditkit.cli", *args], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, **kwargs)
@@ -76,7 +83,15 @@ def reference(tmp_path_factory):
 def test_every_setting_is_trained_accounted_attacked_and_tested(reference):
     out, document = reference
     validate_results(document)
-    assert json.loads((out / "results.json").read_text()) == document
+    assert load_results(out / "results.json") == document
+    written = [p for p in out.rglob("*") if p.is_file()]
+    mask = os.umask(0)
+    os.umask(mask)
+    for path in written:  # every file strict JSON where it is JSON, and made with the umask's mode
+        assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~mask, path
+        if path.suffix == ".json":
+            json.loads(path.read_text(), parse_constant=_refuse_non_strict)
+    assert {p.name for p in written} >= {"results.json", "train.json", "train.pt", "report.html"}
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
     settings = document["settings"]
     assert [s["label"] for s in settings] == [
@@ -90,7 +105,18 @@ def test_every_setting_is_trained_accounted_attacked_and_tested(reference):
         assert s["distinguish"]["tests"] == settings[0]["distinguish"]["tests"] > 6
     none, jopeq = settings[0], settings[1]
     assert none["inversion"]["clean"] == none["inversion"]["defended"]  # no mechanism: the server sees it all
-    assert none["distinguish"]["verdict"] == "vacuous claim"
+    assert none["distinguish"]["verdict"] == none["verdict"]["verdict"] == "no claim"
+    assert none["probe"] is not None and "sweep" not in none["probe"]  # no claim: nothing to recalibrate
+    # the headline's bound is the strongest any test certified: JoPEQ's side channel beats the black-box pair
+    bound = jopeq["verdict"]["bound"]
+    strongest = max([jopeq["distinguish"]["epsilon_lower_bound"],
+                     *(a["epsilon_lower_bound"] for a in jopeq["distinguish"]["adaptive"])])
+    assert bound["epsilon_lower_bound"] == strongest and bound["test"].startswith("adaptive test jopeq-")
+    # one reconstruction sweep shared by the two JoPEQ settings, from the smaller claim (eps 1) upwards
+    sweeps = [s["probe"]["sweep"] for s in settings[1:]]
+    assert sweeps[0] == sweeps[1] and sweeps[0]["points"][0]["eps"] == 1.0
+    assert [p["eps"] for p in sweeps[0]["points"]] == sorted(p["eps"] for p in sweeps[0]["points"])
+    assert all(-1 <= p["ssim_interval"][0] <= p["ssim"] <= p["ssim_interval"][1] for p in sweeps[0]["points"])
     assert jopeq["mechanism"]["guarantee"]["epsilon"] == 1.0
     composed = jopeq["accounting"]["composed"]  # 3 pure-eps rounds as randomized response, at delta 1e-5:
     assert 2.9999 < composed["epsilon"] <= 3.0 and composed["backend"] == "dp_accounting-pld"  # just below 3 eps
@@ -231,7 +257,7 @@ def test_report_rerenders_from_results_json_alone(reference, tmp_path):
     links = re.findall(r"\]\(([^)]+\.png)\)", again)
     # 6 figures (accuracy, SSIM, lower bound, bits, identification, probe SSIM), then per setting (3) an
     # inversion grid and a probe grid
-    assert len(links) == 6 + 3 + 3 and all((target / link).is_file() for link in links)
+    assert len(links) == 7 + 3 + 3 and all((target / link).is_file() for link in links)
     assert not (target / "report.html").exists() and not (target / "stages").exists()
     bad = subprocess.run([sys.executable, "-m", "auditkit.cli", "report", str(out / "results.json"), "--format", "pdf"],
                          capture_output=True, text=True, timeout=120)

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from attacks.epsilon_bounds import one_run_epsilon_lower_bound
-from attacks.verdicts import CONSISTENT, VACUOUS, VIOLATED
+from attacks.verdicts import CONSISTENT, NO_CLAIM, VIOLATED
 from auditkit.canary_audit import guess_grid, one_run_canary_audit, repeated_training_audit
 from auditkit.config import from_dict, merge, preset_dict
 
@@ -34,7 +34,7 @@ def test_none_gives_a_nontrivial_bound_with_every_guess_right():
     assert audit.grid == (200, 100, 50, 25) and audit.per_guess_confidence == pytest.approx(1 - 0.05 / 4)
     assert audit.guesses == audit.correct == 200 and audit.canaries_per_round == 100
     assert audit.epsilon_lower_bound == audit.max_certifiable > 3.5
-    assert audit.verdict == VACUOUS and audit.claimed_epsilon is None and audit.delta == 0.0
+    assert audit.verdict == NO_CLAIM and audit.claimed_epsilon is None and audit.delta == 0.0
     assert sorted(set(audit.scores)) == pytest.approx([-1.0, 1.0])  # decoded exactly: <+-c, c> / ||c||^2
     record = json.loads(json.dumps(audit.to_dict()))
     assert record["bounds"]["200"] == audit.epsilon_lower_bound and "scores" not in record
@@ -95,7 +95,7 @@ def test_repeated_training_separates_the_canary_client_for_none_and_not_beyond_a
     small = {"model": "linear", "rounds": 2, "tau": 5}
     none = repeated_training_audit(quickstart(**small), trials=40, view="server")
     assert none.estimate.fp == none.estimate.fn == 0
-    assert none.epsilon_lower_bound == none.estimate.max_certifiable > 0.8 and none.verdict == VACUOUS
+    assert none.epsilon_lower_bound == none.estimate.max_certifiable > 0.8 and none.verdict == NO_CLAIM
     dp = repeated_training_audit(quickstart(GAUSSIAN, **small), trials=40, view="public")
     assert dp.verdict != VIOLATED and dp.canary_round == 2 and dp.claimed_epsilon == pytest.approx(1.99, abs=0.01)
     assert json.loads(json.dumps(dp.to_dict()))["view"] == "public"

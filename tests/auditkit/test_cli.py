@@ -1,10 +1,13 @@
 """The console script, run as a user runs it (a real subprocess)."""
 import json
 import os
+import re
 import subprocess
 import sys
 
 import pytest
+
+from reports import load_results
 
 SMALL = ["--rounds", "2", "--clients", "3", "--tau", "2"]
 
@@ -12,8 +15,8 @@ SMALL = ["--rounds", "2", "--clients", "3", "--tau", "2"]
 def auditkit(*args, cwd=None, timeout=600, columns=None):
     env = None if columns is None else {**os.environ, "COLUMNS": str(columns)}
     return subprocess.run(
-        [sys.executable, "-m", "auditkit.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=timeout,
-        env=env,
+        [sys.executable, "-m", "auditkit.cli", *args], check=False, capture_output=True, text=True, cwd=cwd,
+        timeout=timeout, env=env,
     )
 
 
@@ -35,6 +38,35 @@ def test_mechanisms_table_lists_every_registered_mechanism():
     assert "no privacy" in text and "claim-exceeded" in text and "eps as implemented" in text
 
 
+def test_mechanisms_list_fits_a_narrow_terminal():
+    import mechanisms
+
+    names = mechanisms.names()
+    result = auditkit("mechanisms", columns=80)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert lines[1].split() == ["name", "claimed", "eps", "delta", "eps", "as", "implemented", "bits/coord"]
+    starts = [line.split()[0] for line in lines if line and not line.startswith(" ")]
+    assert all(name in starts for name in names)  # each mechanism opens its own line
+    assert len(lines) <= 3 * len(names) + 10  # title, header, at most 3 lines each, the footnote
+    gaussian = lines.index(next(line for line in lines if line.startswith("gaussian ")))
+    assert lines[gaussian].split() == ["gaussian", "284.4", "1e-05", "-", "32.00"]
+    assert lines[gaussian + 1] == "    l2 clipping + Gaussian noise added by the client (DP baseline)"
+    assert "(the full table needs 160+ columns)" in " ".join(result.stdout.split())
+
+
+@pytest.mark.parametrize(("columns", "wide"), [(159, False), (160, True), (200, True)])
+def test_mechanisms_table_is_kept_from_160_columns(columns, wide):
+    from auditkit.cli import WIDE_TABLE_MIN_WIDTH
+
+    assert WIDE_TABLE_MIN_WIDTH == 160
+    result = auditkit("mechanisms", columns=columns)
+    assert result.returncode == 0, result.stderr
+    assert ("unit of privacy" in result.stdout and "┃ name" in result.stdout) is wide
+    assert result.stdout.splitlines()[1].startswith("name ") is not wide
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--mechanism", "bogus"], "unknown mechanism 'bogus'"),
     (["--preset", "fast"], "unknown preset 'fast'"),
@@ -44,7 +76,10 @@ def test_mechanisms_table_lists_every_registered_mechanism():
     (["--tau", "0"], "training.tau must be an integer >= 1, got 0"),
     (["--dataset", "mnist", "--data-dir", "{tmp}/nowhere", "--mechanism", "none"], "MNIST"),
     (["--dataset", "mnist", "--mechanism", "none"], "MNIST"),
-    (["--confidence", "0.99"], "--confidence applies to `auditkit audit` only (train judges nothing)"),
+    (["--confidence", "0.99"], ("--confidence applies to `auditkit audit`, `auditkit distinguish` and "
+                                "`auditkit reproduce` (train judges nothing)")),
+    (["--resume"], "--resume applies to `auditkit audit` only (train judges nothing)"),
+    (["--recorded", "{tmp}/rec"], "--recorded applies to `auditkit audit` only (train judges nothing)"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message):
     out = tmp_path / "out"
@@ -123,8 +158,11 @@ def test_audit_with_no_arguments_writes_the_three_files_and_a_report_that_render
     result = auditkit("audit", cwd=tmp_path, timeout=600)
     assert result.returncode == 0, result.stderr
     out = tmp_path / "auditkit-out"
-    document = json.loads((out / "results.json").read_text())
+    document = load_results(out / "results.json")
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
+    # off a terminal the audit prints a line per stage as it goes, and a compact summary at the end
+    assert re.search(r"^\[ *\d+\.\d s\] s00 none: train done \(\d+\.\d s\)$", result.stdout, flags=re.M)
+    assert "\njopeq-laplace bits=2, eps=10: violated (analytic); claim eps 10 [claim-exceeded]; " in result.stdout
     settings = document["settings"]
     assert len(settings) == 11 and all(len(s["training"]["rounds"]) == 20 for s in settings)
     assert settings[0]["training"]["final"]["test_accuracy"] >= 0.7  # the `none` baseline learns
@@ -141,15 +179,31 @@ def test_audit_with_no_arguments_writes_the_three_files_and_a_report_that_render
                for s in jopeq for a in s["distinguish"]["adaptive"])
     assert all(s["verdict"]["verdict"] == "violated" for s in jopeq if any(
         a["verdict"] == "violated" for a in s["distinguish"]["adaptive"]))
+    # eps 10 is beyond these trials' reach, but the noise JoPEQ really adds is computed: refuted analytically
+    assert (by_name["jopeq-laplace bits=2, eps=10"]["verdict"]["evidence"],
+            by_name["jopeq-laplace bits=2, eps=10"]["mechanism"]["true_epsilon"] > 10) == ("analytic", True)
+    assert [by_name[n]["verdict"]["verdict"] for n in ("none", "sdq bits=4, support=0.25")] == ["no claim"] * 2
     assert by_name["sdq bits=4, support=0.25"]["training"]["final"]["compression_vs_float32"] > 10
     assert all(s["verdict"]["verdict"] != "violated" for s in settings if s["mechanism"]["name"] != "jopeq-laplace")
-    summary = " ".join((out / "report.md").read_text().split())
+    # the uplink SNR of the clipped update follows the noise: it rises with the claimed epsilon
+    for name in ("gaussian", "cepam-gaussian"):
+        snrs = [s["training"]["final"]["snr_db"] for s in settings if s["mechanism"]["name"] == name]
+        assert snrs == sorted(snrs), (name, snrs)
+    # where reconstruction begins: far above the Gaussian claims, inside JoPEQ's
+    sweeps = {s["mechanism"]["name"]: s["probe"]["sweep"] for s in settings if "sweep" in s["probe"]}
+    assert set(sweeps) == {"gaussian", "cepam-gaussian", "jopeq-laplace"}
+    assert len(sweeps["gaussian"]["points"]) >= 8 and sweeps["gaussian"]["crossing_eps"] > 100
+    assert sweeps["jopeq-laplace"]["crossing_eps"] < 10
+    report = (out / "report.md").read_text()
+    summary = " ".join(report.split())
     assert f"{100 * settings[0]['training']['final']['test_accuracy']:.2f}" in summary
-    assert "## Findings" in (out / "report.md").read_text()
+    assert "## Findings" in report and "### Where reconstruction from one update begins" in report
+    for path in out.rglob("*.json"):  # strict JSON, stages included
+        json.loads(path.read_text(), parse_constant=lambda constant: pytest.fail(f"{path}: {constant}"))
 
     seen = report_browser(out / "report.html", tmp_path / "report.png")
-    assert seen["summary_visible"] and seen["summary_rows"] == 11
-    assert len(seen["images"]) == 6 + 2 * 11  # six figures, an inversion and a probe grid per setting
+    assert seen["summary_visible"] and seen["summary_rows"] == 11 and seen["overflowing"] == []
+    assert len(seen["images"]) == 7 + 2 * 11  # seven figures, an inversion and a probe grid per setting
     assert all(i["complete"] and i["naturalWidth"] > 0 and i["src"].startswith("data:image/png") for i in seen["images"])
     assert seen["failed_requests"] == [] and seen["external_requests"] == [] and seen["dialogs"] == []
     assert (tmp_path / "report.png").stat().st_size > 50_000
@@ -174,7 +228,7 @@ def test_account_prints_the_claims_and_the_composition():
                       "--dataset-size", "1666", "--clients", "30", "--rounds", "80")
     assert result.returncode == 0, result.stderr
     text = " ".join(result.stdout.split())
-    assert "(eps=1.45, delta=0.00969)" in text and "flags: vacuous" in text
+    assert "(eps=1.45, delta=0.009689)" in text and "flags: vacuous" in text
     assert "80 rounds: (eps=1.771e+04, delta=1e-05) via opacus-rdp" in text  # PRV's grid cannot: RDP, named
     assert "opacus-prv could not evaluate it" in text
     solved = auditkit("account", "cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "0.01",

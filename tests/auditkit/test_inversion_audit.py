@@ -129,3 +129,31 @@ def test_the_clean_attack_can_be_skipped_and_equals_the_none_mechanism():
     only = inversion_audit.run_inversion("idlg", images=1, settings=FAST, clean=False)
     assert only["clean"] is None and only["tensors"]["clean"] is None
     assert only["defended"]["scores"] == both["clean"]["scores"]  # "none" is the clean gradient, same attack
+
+
+def test_a_defended_reconstruction_is_scored_against_the_clean_runs_images_so_noise_scores_near_zero():
+    """Pure noise in the server's view: its reconstructions are noise, and scored against the images the clean
+    attack matched (one assignment for both runs) they score SSIM <= 0.05, where matching each noise image to
+    whichever of the client's images it resembles most would credit it with that image's background."""
+    import dataclasses
+
+    from attacks import metrics
+
+    config = from_dict({"data": {"dataset": "mnist-5k"},
+                        "training": {"model": "mlp", "clients": 8, "rounds": 1, "tau": 6, "batch_size": 1,
+                                     "checkpoints": [1]}})
+    experiment = Experiment(config)
+    observation = experiment.train().result.observations[0]
+    view = inversion_audit.RecordedView.from_observation(observation, experiment.simulation.data.train.x.cpu(), 8)
+    noise = torch.randn(view.server.shape, generator=torch.Generator().manual_seed(3)) * view.truth.std()
+    noisy = dataclasses.replace(view, server=noise)
+    model = create_model("mlp")
+    result = inversion_audit.attack_recorded_view(noisy, model, attack="analytic",
+                                                  settings=iteration_settings("analytic", 3))
+    assert torch.equal(result["defended"]["truth"], result["clean"]["truth"])  # one assignment
+    assert result["clean"]["scores"]["ssim_mean"] > 0.2  # the clean attack recovers a blend of the client's images
+    assert result["defended"]["scores"]["ssim_mean"] <= 0.05
+    # the same noise matched to the best of each client's own images scores higher: that is what this prevents
+    rematched = inversion_audit._best_matches(result["defended"]["reconstructions"], view.images_used)
+    assert metrics.score(result["defended"]["reconstructions"], rematched)["ssim_mean"] > \
+        result["defended"]["scores"]["ssim_mean"]

@@ -114,7 +114,7 @@ def test_gaussian_epsilon_edge_cases():
     eps = [analytic_gaussian_epsilon(1.0, s, 1e-5) for s in (1e-4, 1e-2, 1.0, 1e2)]
     assert all(math.isfinite(e) for e in eps) and eps == sorted(eps, reverse=True)
     assert mechanisms.create("gaussian", sigma=1.0, clip=0.5).guarantee().summary() == (
-        "(eps=4.38, delta=1e-05)-DP for one round, REPLACE_ONE, l2 clip 0.5"
+        "(eps=4.377, delta=1e-05)-DP for one round, REPLACE_ONE, l2 clip 0.5"
     )
 
 

@@ -17,7 +17,8 @@ import torch
 from scipy import integrate, stats
 
 import mechanisms
-from mechanisms.jopeq import JoPEQMessage, laplace_uniform_logpdf, t_hexagon_epsilon
+from mechanisms.jopeq import JoPEQMessage, t_hexagon_epsilon
+from mechanisms.laplace_uniform import laplace_uniform_logpdf
 from mechanisms.lattice import HexagonalLattice, IntegerLattice
 from mechanisms.randomness import generator
 from mechanisms.tdist import minimum_variance_t, t_epsilon

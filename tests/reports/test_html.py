@@ -4,7 +4,7 @@ from html.parser import HTMLParser
 
 import pytest
 
-from reports.content import SUMMARY_COLUMNS
+from reports.content import ATTACK_COLUMNS, GLOSSARY, PRIVACY_COLUMNS, UTILITY_COLUMNS
 from reports.html import png_data_uri, render_html
 from reports.render import FIGURES
 
@@ -59,33 +59,67 @@ def test_user_strings_are_text_only(page):
     assert '<script>alert("x")</script>' in text  # what a reader sees
 
 
-def test_the_summary_table_carries_each_setting_with_units_and_badges(page):
-    summary = page[page.index('<table id="summary">'):page.index("</table>")]
-    assert re.findall(r"<th>(.*?)</th>", summary) == [name.replace("'", "&#39;") for name in SUMMARY_COLUMNS]
-    assert len(SUMMARY_COLUMNS) == 15
-    rows = summary.split("<tr>")[2:]
-    assert len(rows) == 3
-    assert all(row.count("<td") == 15 for row in rows)
-    assert all(f"<td class=\"num\">{value}</td>" in rows[1] for value in
-               ("81.23 %", "2.75 bits/coord", "11.6x", "-3.46 dB", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB"))
-    assert 'ε = 1, δ = 0 <span class="badge flag">claim-exceeded</span>' in rows[1]
-    assert ("≥ 1.83 (95 % conf.)<br><span class=\"muted\">cap 4.61</span><br><span class=\"muted\">p = 0.00012"
-            "</span>") in rows[1]
-    assert "sigma=0.8, clip=1.0 (l2), note=&lt;script&gt;" in rows[2]
+def _table(page, table_id):
+    table = page[page.index(f'<table id="{table_id}"'):]
+    return table[:table.index("</table>")]
+
+
+def _rows(table):
+    return table.split("<tr>")[2:]
+
+
+def test_the_summary_is_three_tables_of_five_to_seven_columns(page):
+    for table_id, columns in (("summary-privacy", PRIVACY_COLUMNS), ("summary-attacks", ATTACK_COLUMNS),
+                              ("summary-utility", UTILITY_COLUMNS)):
+        table = _table(page, table_id)
+        assert re.findall(r"<th>(.*?)</th>", table) == [name.replace("'", "&#39;") for name in columns]
+        assert 5 <= len(columns) <= 7 and len(_rows(table)) == 3
+        assert all(row.count("<td") == len(columns) for row in _rows(table))
+
+
+def test_the_privacy_table_carries_claims_verdicts_and_the_strongest_bound(page):
+    none, jopeq, gaussian = _rows(_table(page, "summary-privacy"))
+    assert 'ε = 1, δ = 0 <span class="badge flag">claim-exceeded</span>' in jopeq
     assert ('<td><span class="badge v-violated">violated</span> <span class="badge e-decisive">decisive</span><br>'
             '<span class="muted">decided by: identification among 10 candidates, p = 1e-09, 4e-09 adjusted over the '
-            "audit&#39;s 4 tests; 4 tests</span></td>\n  <td>≥ 1.83") in rows[1]  # before the bound
-    assert "<td>M=10: 0.42 [0.38, 0.46] &gt; 0.27; M=100: 0.06 [0.02, 0.10]" in rows[1]
-    assert '<td class="num">0.998 → 0.05</td>\n  <td class="num">0.412 → 0.0213</td>' in rows[1]  # probe, inversion
-    assert '<span class="badge v-none">not run</span>' in rows[0]
-    assert '<td class="num">∞ (lossless)</td>' in rows[0] and '<td class="num">-</td>' in rows[2]  # SNR
-    assert "<td class=\"num\">inf dB → inf dB</td>" in rows[0]
+            "audit&#39;s 4 tests; 4 tests</span></td>") in jopeq
+    # the strongest certified bound of the setting: its adaptive test (2.2) beats the black-box test (1.83)
+    assert ('<td class="bound">≥ 2.2<br><span class="muted">moment-matching excess; 95 % family-wise; cap 4.61</span>'
+            '</td>') in jopeq
+    assert '<span class="badge v-none">not run</span>' in none and "<td class=\"bound\">not run</td>" in none
     assert ('<span class="badge v-consistent">consistent</span><br><span class="muted">decided by: identification '
-            'among 10 candidates, p = 0.6; 3 tests</span>') in rows[2]
-    assert "<td>M=10: 0.12 [0.08, 0.16] ≤ 0.35; M=100: 0.02 [-0.02, 0.06] ≤ 0.06</td>" in rows[2]
-    assert '<td>not run</td>\n  <td class="num">not run</td>' in rows[0]  # neither identification nor probe
-    assert "refused: the accountant needs the sampling rate" in rows[2]
-    assert "<td class=\"num\">-</td>" in rows[2]  # no compression ratio
+            'among 10 candidates, p = 0.6; 3 tests</span>') in gaussian
+    assert "≥ 0.4<br><span class=\"muted\">black-box test (worst pair: 0 vs clip); 95 % family-wise" in gaussian
+    assert "refused: the accountant needs the sampling rate" in gaussian
+
+
+def test_the_attack_table_carries_identification_probe_and_inversion(page):
+    none, jopeq, gaussian = _rows(_table(page, "summary-attacks"))
+    assert "<td>M=10: 0.42 [0.38, 0.46] &gt; 0.27; M=100: 0.06 [0.02, 0.10]" in jopeq
+    assert ('<td class="num">0.998 → 0.05</td>\n  <td class="num">0.412 → 0.0213</td>'
+            '<td class="num">0.0123 → 0.0456</td><td class="num">19.1 dB → 13.4 dB</td>') in jopeq
+    assert "<td>M=10: 0.12 [0.08, 0.16] ≤ 0.35; M=100: 0.02 [-0.02, 0.06] ≤ 0.06</td>" in gaussian
+    assert '<td>not run</td><td class="num">not run</td>' in none  # neither identification nor probe
+    assert "<td class=\"num\">inf dB → inf dB</td>" in none
+
+
+def test_the_utility_table_reads_accuracy_against_the_run_without_a_mechanism(page):
+    none, jopeq, gaussian = _rows(_table(page, "summary-utility"))
+    assert all(f'<td class="num">{value}</td>' in jopeq for value in
+               ("81.23 %", "-10.00 points", "2.75 bits/coord", "11.64x", "-3.456 dB"))
+    assert "sigma=0.8, clip=1 (l2), note=&lt;script&gt;" in gaussian
+    assert '<td class="num">∞ (lossless)</td>' in none and '<td class="num">-</td>' in gaussian  # SNR
+    assert '<td class="num">91.23 %</td><td class="num">-</td>' in none  # the reference itself
+    assert '<td class="num">-21.23 points</td>' in gaussian
+
+
+def test_the_report_explains_its_terms(page):
+    block = page[page.index('<details id="how-to-read">'):]
+    block = block[:block.index("</details>")]
+    terms = re.findall(r"<dt>(.*?)</dt>", block)
+    assert terms == [term for term, _ in GLOSSARY]
+    for word in ("cap", "decided by", "worst pair", "uplink SNR", "PPN", "identification, M, ReRo"):
+        assert word in terms
 
 
 def test_sections_come_in_order(page):
@@ -94,6 +128,7 @@ def test_sections_come_in_order(page):
     assert headings == ["Findings", "Summary", "Adaptive tests", "Reconstruction against the claim", "Figures",
                         "Reconstructions", "Claim details", "Provenance"]
     assert page.index("<h2>Findings</h2>") > page.index("<h1>") and page.index("<p>") < page.index("<h2>Findings")
+    assert page.index('<details id="how-to-read">') < page.index("<h2>Summary</h2>")
     assert page.count("<details>") == 3
     assert "<dt>client sizes</dt><dd>120, 120, 120, 120, 120, 120, 120, 120, 120, 120 examples</dd>" in page
     assert "<td>eavesdropper</td><td>the bitstreams</td>" in page
@@ -101,19 +136,30 @@ def test_sections_come_in_order(page):
 
 
 def test_the_findings_name_the_refuted_claim_with_its_evidence(page):
-    block = page[page.index('<div id="findings">'):page.index("<h2>Summary</h2>")]
-    assert re.findall(r"<h3>(.*?)</h3>", block) == ['<span class="badge v-violated">claims refuted</span>',
-                                                     '<span class="badge v-consistent">claims consistent with every '
-                                                     'test</span>']
-    refuted, consistent = re.findall(r"<ul>(.*?)</ul>", block, flags=re.S)
+    block = page[page.index('<div id="findings">'):page.index('<details id="how-to-read">')]
+    assert re.findall(r"<h3>(.*?)</h3>", block) == [
+        '<span class="badge v-violated">claims refuted</span>',
+        '<span class="badge v-consistent">claims consistent with every test</span>',
+        '<span class="badge v-other">utility: accuracy against the run without a mechanism</span>',
+        '<span class="badge v-other">where reconstruction from one update begins</span>']
+    refuted, consistent, utility, reconstruction = re.findall(r"<ul>(.*?)</ul>", block, flags=re.S)
     assert re.findall(r"<li>(.*?)</li>", refuted) == [
         "JoPEQ | eps=1: violated (decisive refutation): claim ε = 1, δ = 0; the informed adversary identified the "
-        "target among 10 candidates in 210 of 500 trials (0.42, lower limit 0.370) while the claim allows at most "
-        "0.27 (gaussian M-point (Hayes et al. 2023)) (p = 1e-09, 4e-09 adjusted over the audit&#39;s 4 tests)."]
+        "target among 10 candidates in 210 of 500 trials (0.42, lower limit 0.37) while the claim allows at most "
+        "0.27 (gaussian M-point (Hayes et al. 2023)) (p = 1e-09, 4e-09 adjusted over the audit&#39;s 4 tests). Also "
+        "by computation: the noise it really adds is ε = 1.65 per round, not 1 (computed from the noise&#39;s law; "
+        "flag claim-exceeded): the mechanism adds less noise than its claim assumes."]
     assert re.findall(r"<li>(.*?)</li>", consistent) == [
         "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; $\\notacommand$ gaussian (ε = 2.5, δ = 1e-05): 3 tests, none "
-        "refuted it."]
-    assert "float32 (none)" not in block  # no test ran: no headline
+        "refuted it; strongest certified ε ≥ 0.4."]
+    assert re.findall(r"<li>(.*?)</li>", utility) == [
+        "float32 (none) (no mechanism): 91.23 %; chance is 10.00 %", "JoPEQ | eps=1: 81.23 % (-10.00 points)",
+        "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt; $\\notacommand$ gaussian: 70.00 % (-21.23 points)"]
+    assert re.findall(r"<li>(.*?)</li>", reconstruction) == [
+        "jopeq-laplace (bits=2): reconstruction from one update starts near ε ≈ 20 (mean SSIM reaches 0.5), 20 times "
+        "the largest audited claim (ε 1); below the start the leakage is identification (success 0.42 among 10 at ε 1, "
+        "guessing 0.10)."]
+    assert "float32 (none):" not in block  # no test ran: no headline
 
 
 def test_the_identification_table_has_a_row_per_test_and_per_probe_match(page, document):

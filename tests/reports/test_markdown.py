@@ -17,60 +17,79 @@ def _outside_code(text):
     return re.sub(r"```json\n.*?\n```", "", text, flags=re.S)
 
 
-def _summary_rows(text):
-    section = text[text.index("## Summary"):]
+def _table_rows(text, heading):
+    section = text[text.index(heading):]
     return section.split("\n\n")[1].splitlines()[2:]
 
 
-def test_summary_rows_carry_the_numbers_with_units(text):
-    none, jopeq, gaussian = _summary_rows(text)
-    assert none == (
-        "| float32 (none) | none (no parameters) | 91.23 % | 32 bits/coord | 1.0x | ∞ (lossless) | no claim (flags: no-privacy) "
-        "| - | not run | not run | not run | not run | 0.97 → 0.97 | 0 → 0 | inf dB → inf dB |")
-    cells = jopeq.split(" | ")
-    assert len(cells) == 15
-    assert cells[:10] == [
-        "| JoPEQ \\| eps=1", "jopeq-laplace (eps=1.0, n=2)", "81.23 %", "2.75 bits/coord", "11.6x", "-3.46 dB",
-        "ε = 1, δ = 0 (flags: claim-exceeded)",
+def test_the_privacy_table_carries_claims_verdicts_and_each_settings_strongest_bound(text):
+    none, jopeq, gaussian = _table_rows(text, "### Privacy: claims and verdicts")
+    assert none == "| float32 (none) | no claim (flags: no-privacy) | - | not run | not run |"
+    assert jopeq.split(" | ") == [
+        "| JoPEQ \\| eps=1", "ε = 1, δ = 0 (flags: claim-exceeded)",
         "ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0",
         "violated, decisive (decided by: identification among 10 candidates, p = 1e-09, 4e-09 adjusted over the "
         "audit's 4 tests; 4 tests)",
-        "≥ 1.83 (95 % conf.), cap 4.61, p = 0.00012"]
+        "≥ 2.2 (moment-matching excess; 95 % family-wise; cap 4.61) |"]
+    assert gaussian == (
+        "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian | ε = 2.5, δ = 1e-05 "
+        "| refused: the accountant needs the sampling rate "
+        "| consistent (decided by: identification among 10 candidates, p = 0.6; 3 tests) "
+        "| ≥ 0.4 (black-box test (worst pair: 0 vs clip); 95 % family-wise; cap 4.61) |")
+
+
+def test_the_attack_and_utility_tables_carry_the_numbers_with_units(text):
+    none, jopeq, gaussian = _table_rows(text, "### Attacks: what the adversary recovered")
+    assert none == "| float32 (none) | not run | not run | 0.97 → 0.97 | 0 → 0 | inf dB → inf dB |"
+    cells = jopeq.split(" | ")
     # identification: M=10 exceeds the bound (violated); M=100's point estimate is above its bound, not significantly
-    assert cells[10].startswith("M=10: 0.42 \\[0.38, 0.46\\] &gt; 0.27; M=100: 0.06 \\[0.02, 0.10\\] ")
-    assert cells[10].endswith(" 0.03")
-    assert cells[11:] == ["0.998 → 0.05", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB |"]
+    assert cells[1] == "M=10: 0.42 \\[0.38, 0.46\\] &gt; 0.27; M=100: 0.06 \\[0.02, 0.10\\] &gt; 0.03"
+    assert cells[2:] == ["0.998 → 0.05", "0.412 → 0.0213", "0.0123 → 0.0456", "19.1 dB → 13.4 dB |"]
+    assert gaussian.endswith("| M=10: 0.12 \\[0.08, 0.16\\] ≤ 0.35; M=100: 0.02 \\[-0.02, 0.06\\] ≤ 0.06 "
+                             "| not run | not run | not run | not run |")
+    none, jopeq, gaussian = _table_rows(text, "### Utility and cost")
+    assert none == "| float32 (none) | none (no parameters) | 91.23 % | - | 32 bits/coord | 1x | ∞ (lossless) |"
+    assert jopeq == ("| JoPEQ \\| eps=1 | jopeq-laplace (eps=1, n=2) | 81.23 % | -10.00 points | 2.75 bits/coord "
+                     "| 11.64x | -3.456 dB |")
     assert gaussian == (
         "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian "
-        "| gaussian (sigma=0.8, clip=1.0 (l2), note=&lt;script&gt;alert(1)&lt;/script&gt;) | 70.00 % "
-        "| 32 bits/coord | - | - | ε = 2.5, δ = 1e-05 | refused: the accountant needs the sampling rate "
-        "| consistent (decided by: identification among 10 candidates, p = 0.6; 3 tests) "
-        "| ≥ 0.4 (95 % conf.), cap 4.61, p = 0.91 "
-        "| M=10: 0.12 \\[0.08, 0.16\\] ≤ 0.35; M=100: 0.02 \\[-0.02, 0.06\\] ≤ 0.06 "
-        "| not run | not run | not run | not run |")
+        "| gaussian (sigma=0.8, clip=1 (l2), note=&lt;script&gt;alert(1)&lt;/script&gt;) | 70.00 % | -21.23 points "
+        "| 32 bits/coord | - | - |")
 
 
 def test_every_table_row_has_as_many_cells_as_its_header(text):
     rows = [line for line in text.splitlines() if line.startswith("|")]
     cells = [len(re.split(r"(?<!\\)\|", row)) for row in rows]
-    assert cells[:5] == [17] * 5  # the summary: header, rule, 3 settings (15 columns, 16 pipes)
-    assert cells[5:8] == [8] * 3  # adaptive tests: header, rule, 1 test (6 columns)
-    assert cells[8:16] == [9] * 8  # identification: header, rule, 4 tests and 2 probe matches (7 columns)
-    assert len(rows) > 5
+    assert cells[:5] == [7] * 5  # privacy: header, rule, 3 settings (5 columns, 6 pipes)
+    assert cells[5:10] == [8] * 5  # attacks (6 columns)
+    assert cells[10:15] == [9] * 5  # utility and cost (7 columns)
+    assert cells[15:18] == [8] * 3  # adaptive tests: header, rule, 1 test (6 columns)
+    assert cells[18:26] == [9] * 8  # identification: header, rule, 4 tests and 2 probe matches (7 columns)
 
 
 def test_the_findings_open_the_report_with_the_refuted_claim_and_its_evidence(text):
     headings = re.findall(r"^## (.*)$", _outside_code(text), flags=re.M)
-    assert headings[:5] == ["Findings", "Summary", "Adaptive tests", "Reconstruction against the claim", "Figures"]
-    assert text[text.index("## Findings"):text.index("## Summary")] == (
+    assert headings[:6] == ["Findings", "How to read this report", "Summary", "Adaptive tests",
+                            "Reconstruction against the claim", "Figures"]
+    assert text[text.index("## Findings"):text.index("## How to read this report")] == (
         "## Findings\n\n"
         "### Claims refuted\n\n"
         "- JoPEQ \\| eps=1: violated (decisive refutation): claim ε = 1, δ = 0; the informed adversary identified the "
-        "target among 10 candidates in 210 of 500 trials (0.42, lower limit 0.370) while the claim allows at most "
-        "0.27 (gaussian M-point (Hayes et al. 2023)) (p = 1e-09, 4e-09 adjusted over the audit's 4 tests).\n\n"
+        "target among 10 candidates in 210 of 500 trials (0.42, lower limit 0.37) while the claim allows at most "
+        "0.27 (gaussian M-point (Hayes et al. 2023)) (p = 1e-09, 4e-09 adjusted over the audit's 4 tests). Also by "
+        "computation: the noise it really adds is ε = 1.65 per round, not 1 (computed from the noise's law; flag "
+        "claim-exceeded): the mechanism adds less noise than its claim assumes.\n\n"
         "### Claims consistent with every test\n\n"
         "- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian (ε = 2.5, δ = 1e-05): 3 tests, none "
-        "refuted it.\n\n")
+        "refuted it; strongest certified ε ≥ 0.4.\n\n"
+        "### Utility: accuracy against the run without a mechanism\n\n"
+        "- float32 (none) (no mechanism): 91.23 %; chance is 10.00 %\n"
+        "- JoPEQ \\| eps=1: 81.23 % (-10.00 points)\n"
+        "- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian: 70.00 % (-21.23 points)\n\n"
+        "### Where reconstruction from one update begins\n\n"
+        "- jopeq-laplace (bits=2): reconstruction from one update starts near ε ≈ 20 (mean SSIM reaches 0.5), 20 "
+        "times the largest audited claim (ε 1); below the start the leakage is identification (success 0.42 among 10 at ε "
+        "1, guessing 0.10).\n\n")
 
 
 def test_a_refutation_by_the_distinguishing_test_is_told_with_its_certified_bound(document):
@@ -85,7 +104,7 @@ def test_the_findings_are_left_out_when_no_setting_has_a_headline_verdict(docume
     for setting in document["settings"]:
         setting["verdict"] = None
     text = render_markdown(document, FIGURES)
-    assert "## Findings" not in text and "### Claims refuted" not in text
+    assert "### Claims refuted" not in text and "### Claims consistent" not in text
     assert text.index("## Summary") > text.index("# auditkit report")
 
 
@@ -208,7 +227,7 @@ def test_a_generic_default_under_a_distinguishing_test_gets_a_note_under_the_sum
 def test_capabilities_and_the_clip_norm_are_in_the_details(text):
     assert ("- **capabilities**: declared by the mechanism: tiling, audit setting, output density, dp\\_event; "
             "generic defaults used: true epsilon (the realised noise's epsilon not computed)") in text
-    assert "- **mechanism**: gaussian (sigma=0.8, clip=1.0 (l2), note=&lt;script&gt;" in text
+    assert "- **mechanism**: gaussian (sigma=0.8, clip=1 (l2), note=&lt;script&gt;" in text
     assert "- **origin**: built-in" in text
 
 

@@ -9,7 +9,7 @@ from reports import render_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FIGURE_FILES = ["accuracy_vs_round.png", "ssim_vs_epsilon.png", "lower_bound_vs_epsilon.png", "bits_vs_accuracy.png",
-                "identification_vs_epsilon.png", "probe_ssim_vs_epsilon.png"]
+                "identification_vs_epsilon.png", "probe_ssim_vs_epsilon.png", "reconstruction_vs_epsilon.png"]
 GRIDS = ["figures/reconstruction-s00.png", "figures/reconstruction-s01.png", "figures/probe-s01.png"]
 
 
@@ -21,7 +21,7 @@ def test_render_report_writes_the_figures_and_both_reports(rendered):
     folder = rendered.folder
     assert rendered.paths == [*(folder / "figures" / name for name in FIGURE_FILES),
                               folder / "report.md", folder / "report.html"]
-    for path in rendered.paths[:6]:
+    for path in rendered.paths[:7]:
         assert path.read_bytes().startswith(PNG_SIGNATURE)
     assert sorted(p.name for p in folder.rglob("*") if p.name.startswith(".")) == []  # no temporary left
 
@@ -29,9 +29,9 @@ def test_render_report_writes_the_figures_and_both_reports(rendered):
 def test_the_markdown_links_files_that_exist(rendered):
     text = (rendered.folder / "report.md").read_text()
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", text)
-    assert links == [*(f"figures/{name}" for name in FIGURE_FILES), *GRIDS]  # 6 figures, 2 inversion grids, 1 probe
+    assert links == [*(f"figures/{name}" for name in FIGURE_FILES), *GRIDS]  # 7 figures, 2 inversion grids, 1 probe
     assert all((rendered.folder / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
-    assert "| 81.23 % | 2.75 bits/coord | 11.6x |" in text
+    assert "| 81.23 % | -10.00 points | 2.75 bits/coord | 11.64x |" in text
 
 
 def test_the_html_report_is_self_contained_and_inert(rendered):
@@ -39,7 +39,7 @@ def test_the_html_report_is_self_contained_and_inert(rendered):
     assert "<script" not in page.lower()
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*https?:""", page, flags=re.I)
     sources = re.findall(r"<img src=\"([^\"]*)\"", page)
-    assert len(sources) == 6 + 3 and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert len(sources) == 7 + 3 and all(s.startswith("data:image/png;base64,") for s in sources)
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
 
 
@@ -87,7 +87,7 @@ def test_a_null_grid_is_not_looked_for(results_folder):
     document["settings"][1]["inversion"]["figure"] = None
     (folder / "figures" / "reconstruction-s01.png").unlink()
     render_report(document, folder)
-    assert (folder / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 6 + 2  # s00, probe
+    assert (folder / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 7 + 2  # s00, probe
 
 
 def test_a_probe_grid_must_be_a_file_in_the_results_folder(results_folder):
@@ -127,10 +127,10 @@ def test_a_report_elsewhere_reads_and_links_the_grids_of_the_results_folder(resu
     written = render_report(document, elsewhere, results_dir=folder)
     assert written[-2:] == [elsewhere / "report.md", elsewhere / "report.html"]
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", (elsewhere / "report.md").read_text())
-    assert links[:6] == [f"figures/{name}" for name in FIGURE_FILES]  # the figures are drawn beside the report
-    assert all(link.startswith("../") and link.endswith(grid) for link, grid in zip(links[6:], GRIDS, strict=True))
+    assert links[:7] == [f"figures/{name}" for name in FIGURE_FILES]  # the figures are drawn beside the report
+    assert all(link.startswith("../") and link.endswith(grid) for link, grid in zip(links[7:], GRIDS, strict=True))
     assert all((elsewhere / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
-    assert (elsewhere / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 9
+    assert (elsewhere / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 10
 
 
 # ---------------------------------------------------------------- every command's document
@@ -139,7 +139,7 @@ def test_a_report_elsewhere_reads_and_links_the_grids_of_the_results_folder(resu
 DRAWN = {
     "train": ["accuracy_vs_round", "bits_vs_accuracy"],
     "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy",
-              "identification_vs_epsilon", "probe_ssim_vs_epsilon"],
+              "identification_vs_epsilon", "probe_ssim_vs_epsilon", "reconstruction_vs_epsilon"],
     "attack": ["ssim_vs_epsilon"],
     "attack-curve": ["ssim_vs_epsilon", "ssim_vs_error_std"],
     "distinguish": ["lower_bound_vs_epsilon"],
@@ -149,9 +149,16 @@ ERROR_STD_CAPTION = ("Inversion SSIM against the standard deviation of the error
                      "mechanism; dashed: the clean attack.")
 
 
-def _summary_rows(markdown: str) -> list[str]:
-    section = markdown[markdown.index("## Summary"):]
+def _rows(markdown: str, heading: str) -> list[str]:
+    """The rows of the summary table under ``heading`` ([] when the report leaves that table out)."""
+    if f"### {heading}" not in markdown:
+        return []
+    section = markdown[markdown.index(f"### {heading}"):]
     return [line for line in section.split("\n\n")[1].splitlines()[2:]]
+
+
+PRIVACY, ATTACKS, UTILITY = ("Privacy: claims and verdicts", "Attacks: what the adversary recovered",
+                             "Utility and cost")
 
 
 @pytest.mark.parametrize("name", list(DRAWN))
@@ -168,7 +175,7 @@ def test_every_commands_document_renders_its_figures_and_both_reports(rendered_c
     assert all((r.folder / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
     assert len(re.findall(r"<img src=\"data:image/png;base64,", r.html)) == len(links)
     assert "<script" not in r.html.lower()
-    assert len(_summary_rows(r.md)) == len(r.document["settings"])
+    assert len(_rows(r.md, PRIVACY)) == len(r.document["settings"])  # every document makes (or lacks) a claim
     assert ("## Figures" in r.md) == bool(DRAWN[name]) and ("<h2>Figures</h2>" in r.html) == bool(DRAWN[name])
     assert ("## Reconstructions" in r.md) == bool(grids)
     headline = any(s["verdict"] is not None for s in r.document["settings"])
@@ -184,10 +191,10 @@ def test_the_train_report(rendered_commands):
         "1 mechanism setting trained and accounted with auditkit 0.2.0 (command: train) on the mnist-5k dataset (iid "
         "split over 10 clients; 1,200 training, 200 validation and 397 test examples), model cnn (6,422 parameters), "
         "3 FedAvg rounds of τ = 15 local steps")
-    assert _summary_rows(r.md) == [
-        "| dpsq | dpsq (bits=4, clip=1.0 (l1), rho=0.5) | 80.10 % | 4 bits/coord | 8.0x | - | ε = 0.5, δ = 1e-05 "
-        "| ε = 1.2, δ = 1e-05 over 3 rounds (dp\\_accounting-pld) | not run | not run | not run | not run | not run "
-        "| not run | not run |"]
+    assert _rows(r.md, PRIVACY) == [
+        "| dpsq | ε = 0.5, δ = 1e-05 | ε = 1.2, δ = 1e-05 over 3 rounds (dp\\_accounting-pld) | not run | not run |"]
+    assert _rows(r.md, UTILITY) == ["| dpsq | dpsq (bits=4, clip=1 (l1), rho=0.5) | 80.10 % | - | 4 bits/coord | 8x | - |"]
+    assert _rows(r.md, ATTACKS) == [] and 'id="summary-attacks"' not in r.html  # nothing attacked: no table
     assert "- **training**: protocol device-groups, 3 rounds, checkpoints at 1, 3" in r.md
     assert ("- **capabilities**: declared by the mechanism: audit setting, dp\\_event, true epsilon; generic defaults "
             "used: tiling (no one call on tiled copies), output density (no likelihood-ratio statistic)") in r.md
@@ -208,9 +215,10 @@ def test_the_attack_report(rendered_commands):
         "images, each held by a single-image client (one local step), through model lenet (13,648 parameters), once "
         "on the clean gradients and once on the server's view after the mechanism, the labels inferred by the "
         "attack; seed 4, device cpu.")
-    assert _summary_rows(r.md) == [
-        "| laplace scale=0.01 | laplace (scale=0.01, clip=1.0 (l1)) | not run | not run | not run | not run | ε = 200, δ = 0 "
-        "| not run | not run | not run | not run | not run | 0.934 → 0.183 | 0.0021 → 0.0612 | 26.8 dB → 12.1 dB |"]
+    assert _rows(r.md, PRIVACY) == ["| laplace scale=0.01 | ε = 200, δ = 0 | not run | not run | not run |"]
+    assert _rows(r.md, ATTACKS) == [
+        "| laplace scale=0.01 | not run | not run | 0.934 → 0.183 | 0.0021 → 0.0612 | 26.8 dB → 12.1 dB |"]
+    assert _rows(r.md, UTILITY) == []  # nothing trained
     assert ("![laplace scale=0.01: idlg on the server's view of single-image gradients (rows: ground truth, clean, "
             "defended).](inversion.png)") in r.md
     assert ("- **inversion**: idlg on the server's view of single-image gradients, 8 patches images, labels inferred "
@@ -226,7 +234,7 @@ def test_the_defence_curve_report_draws_ssim_against_the_error(rendered_commands
     assert f"![{ERROR_STD_CAPTION}](figures/ssim_vs_error_std.png)" in r.md
     assert "<figcaption>" + ERROR_STD_CAPTION.replace("'", "&#39;") + "</figcaption>" in r.html
     assert "a defence curve: each setting is one mechanism at one parameter value" in r.md
-    assert [row.split(" | ")[12] for row in _summary_rows(r.md)] == [
+    assert [row.split(" | ")[3] for row in _rows(r.md, ATTACKS)] == [
         "0.934 → 0.91", "0.934 → 0.62", "0.934 → 0.11", "0.934 → 0.85", "0.934 → 0.2"]
     assert "- **server's view**: error std 0.0009, 32 bits/coord" in r.md
     assert "## Reconstructions" not in r.md  # no grid drawn for a curve point
@@ -239,11 +247,12 @@ def test_the_distinguish_report(rendered_commands):
         "outputs sampled from the real implementation (200,000 outputs per neighbouring pair, 2 tests, 95 % "
         "family-wise confidence, Bonferroni): each certified lower bound on epsilon is set against the claim; seed 4, "
         "device cpu.")
-    assert _summary_rows(r.md) == [
-        "| half | half (clip=1.0, eps=1.0) (plugin: entry point half = my\\_pkg.half) | not run | not run | not run | not run "
-        "| ε = 1, δ = 0 | not run | violated, decisive (decided by: distinguishing test (worst pair: 0 vs clip), "
-        "p = 3.2e-07, 6.4e-07 adjusted over the audit's 2 tests; 1 test) | ≥ 1.41 (95 % conf.), cap 9.2, p = 3.2e-07 | not run | not run | not run | not run | not run |"]
-    assert r.md[r.md.index("## Findings"):r.md.index("## Summary")] == (
+    assert _rows(r.md, PRIVACY) == [
+        "| half (plugin: entry point half = my\\_pkg.half) | ε = 1, δ = 0 | not run | violated, decisive (decided by: distinguishing test (worst pair: 0 vs clip), "
+        "p = 3.2e-07, 6.4e-07 adjusted over the audit's 2 tests; 1 test) | ≥ 1.41 (black-box test (worst pair: 0 vs "
+        "clip); 95 % family-wise; cap 9.2) |"]
+    assert _rows(r.md, ATTACKS) == _rows(r.md, UTILITY) == []
+    assert r.md[r.md.index("## Findings"):r.md.index("## How to read this report")] == (
         "## Findings\n\n### Claims refuted\n\n- half: violated (decisive refutation): claim ε = 1, δ = 0; certified "
         "ε ≥ 1.41 against the claimed 1 (0 vs clip) (p = 3.2e-07, 6.4e-07 adjusted over the audit's 2 tests).\n\n")
     notes = r.md[r.md.index("### Notes"):r.md.index("## Figures")]
@@ -274,10 +283,10 @@ def test_the_account_report(rendered_commands):
         "1 mechanism setting accounted with auditkit 0.2.0 (command: account): analytic accounting, each one-round "
         "claim composed over 100 rounds at δ = 1e-05 (backend asked for: dp\\_accounting-pld); nothing was trained, "
         "attacked or tested; seed 4, device cpu.")
-    assert _summary_rows(r.md) == [
-        "| cepam-gaussian | cepam-gaussian (sigma=1.2, clip=1.0 (l2)) | not run | not run | not run | not run "
-        "| ε = 0.9, δ = 1e-05 | ε = 7.3, δ = 1e-05 over 100 rounds (dp\\_accounting-pld); paper's FL claim: ε = 2.1, "
-        "δ = 1e-05 | not run | not run | not run | not run | not run | not run | not run |"]
+    assert _rows(r.md, PRIVACY) == [
+        "| cepam-gaussian | ε = 0.9, δ = 1e-05 | ε = 7.3, δ = 1e-05 over 100 rounds (dp\\_accounting-pld); paper's FL "
+        "claim: ε = 2.1, δ = 1e-05 | not run | not run |"]
+    assert _rows(r.md, ATTACKS) == _rows(r.md, UTILITY) == []
     assert ("- **paper's claim**: (eps=2.1, delta=1e-05)-DP for the whole run (003 Theorem 12) (unit: one record; "
             "scope: the whole run; threat model: server sees each update); assumes: Poisson subsampling of records"
             ) in r.md

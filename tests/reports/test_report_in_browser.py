@@ -6,6 +6,7 @@ def _check(seen, rendered, min_height):
     """What every report must give a reader in a browser: the summary, every image decoded, nothing fetched or run."""
     assert seen["summary_visible"]
     assert seen["summary_rows"] == len(rendered.document["settings"])
+    assert seen["overflowing"] == []  # every summary table fits a 1400-pixel window: no sideways scrolling
     figures = [p for p in rendered.paths if p.suffix == ".png"]
     grids = sum((s["inversion"] is not None and s["inversion"]["figure"] is not None) + (s["probe"] is not None)
                 for s in rendered.document["settings"])
@@ -23,7 +24,7 @@ def _check(seen, rendered, min_height):
 def test_the_report_reads_in_a_headless_browser(rendered, report_browser, tmp_path):
     seen = report_browser(rendered.folder / "report.html", tmp_path / "report.png")
     _check(seen, rendered, 2000)
-    assert len(seen["images"]) == 6 + 3  # six summary figures, two inversion grids and one probe grid
+    assert len(seen["images"]) == 7 + 3  # seven summary figures, two inversion grids and one probe grid
 
 
 @pytest.mark.parametrize("name, images", [("distinguish", 1), ("attack", 2)])

@@ -6,7 +6,7 @@ import pytest
 
 import mechanisms
 from attacks.targeted.msp_transcript import msp_transcript
-from attacks.verdicts import VACUOUS, VIOLATED
+from attacks.verdicts import NO_CLAIM, VIOLATED
 
 TRIALS = 3_000
 
@@ -17,6 +17,6 @@ def test_msp_transcript_cancels_the_laplace_noise_of_alpha_0():
     assert alpha0.epsilon_lower_bound < 1.0  # Proposition 1 holds for the first upload alone
     assert transcript.epsilon_lower_bound > 0.95 * transcript.max_certifiable > 1.0  # perfect test on the transcript
     assert result.verdict == VIOLATED
-    assert msp_transcript("msp", trials=200, seed=0).verdict == VACUOUS  # MSP-FL states no epsilon
+    assert msp_transcript("msp", trials=200, seed=0).verdict == NO_CLAIM  # MSP-FL states no epsilon
     with pytest.raises(ValueError, match="consensus_rounds >= 2"):
         msp_transcript(mechanisms.create("msp", consensus_rounds=1), trials=200)

@@ -51,3 +51,32 @@ def test_a_consensus_protocol_has_no_snr():
     run = Experiment(config).train()
     entry = training_entry(run.result, run.protocol)
     assert entry["rounds"][0]["snr_db"] is None and entry["final"]["snr_db"] is None
+
+
+def test_the_snr_signal_is_the_update_as_the_mechanism_receives_it_after_its_clip():
+    """An update 100 times the clip: measured against the true update the error is mostly the clip's shrinkage
+    (SNR ~ 1); against the clipped update it is the mechanism's noise alone, Var(clip(h)) / sigma^2 = 100."""
+    from auditkit.fl.aggregation import UplinkProtocol
+
+    gaussian = mechanisms.create("gaussian", sigma=1e-4, clip=0.1, private_seed=1)
+    protocol = UplinkProtocol(gaussian, seed=0)
+    updates = torch.randn(4, 10_000, generator=torch.Generator().manual_seed(1), dtype=torch.float64) * 0.1  # norm ~10
+    clipped = protocol.received(updates, [0, 1, 2, 3])
+    assert torch.linalg.vector_norm(clipped, dim=1) == pytest.approx([0.1] * 4)
+    outcome = protocol.communicate(updates.float(), [0, 1, 2, 3], torch.ones(4), 1)
+    expected = float((clipped.var(dim=1, unbiased=False) / 1e-8).mean())  # Var(clip(h)) ~ 1e-6 per coordinate
+    assert expected == pytest.approx(100, rel=0.05)
+    assert snr(clipped, outcome.views["server"]) == pytest.approx(expected, rel=0.03)
+    assert snr(updates, outcome.views["server"]) < 1.1  # the unclipped reading measures the clip's shrinkage
+
+
+@pytest.mark.parametrize("name", ["gaussian", "cepam-gaussian"])
+def test_the_uplink_snr_rises_with_the_claimed_epsilon_on_a_fixed_model(name):
+    """One round from the same initial model with the noise calibrated to eps 1, 4, 16 and 64: the clients'
+    updates are identical, so the SNR can only follow the noise, and must rise with eps."""
+    values = []
+    for eps in (1.0, 4.0, 16.0, 64.0):
+        config = from_dict({"training": {"clients": 3, "rounds": 1, "tau": 2, "model": "mlp"},
+                            "mechanism": {"name": name, "clip": 0.1, "target_eps": eps}})
+        values.append(Experiment(config).train().result.rounds[0].stats["snr"])
+    assert values == sorted(values) and values[-1] > 10 * values[0]

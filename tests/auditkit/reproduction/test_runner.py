@@ -1,6 +1,7 @@
 """Row and ordering verdicts on runs whose outcomes are set by hand, the t interval against its closed form, and one
 real (tiny) reproduction end to end."""
 import dataclasses
+import json
 import math
 
 import pytest
@@ -151,6 +152,10 @@ def test_a_data_dir_without_the_papers_data_is_refused(tmp_path):
         check_reproduction_inputs("cepam", "quick", None, str(tmp_path / "absent"))
 
 
+def _refuse_non_strict(constant):
+    raise ValueError(f"not strict JSON (RFC 8259): {constant}")
+
+
 def test_a_tiny_reproduction_runs_end_to_end_and_writes_its_reports(tmp_path, monkeypatch):
     """Two rows of 003 Table I, 3 clients, 2 rounds, 2 seeds: real training, real report files."""
     import auditkit.reproduction as reproduction
@@ -171,6 +176,8 @@ def test_a_tiny_reproduction_runs_end_to_end_and_writes_its_reports(tmp_path, mo
     assert document["orderings"][0]["pairs"][0]["verdict"] in ("holds", "reversed", "unresolved")
     for name in ("reproduction.json", "report.html", "report.md", "figures/reproduction-0.png"):
         assert (tmp_path / name).is_file()
+    written = json.loads((tmp_path / "reproduction.json").read_text(), parse_constant=_refuse_non_strict)
+    assert written["tables"][0]["rows"][0]["method"] == "FL"  # strict JSON (RFC 8259): no bare NaN / Infinity
     assert "82.06±1.35 (l. 419)" in (tmp_path / "report.md").read_text()
 
 

@@ -1,0 +1,199 @@
+"""The command line's help and usage errors: help texts render literally, ``--help`` with a mechanism named lists
+only its parameters, and click's usage errors are one ``error:`` line like the commands' own. The help is checked
+through the app (typer's CliRunner, at a fixed width); the usage errors through the console script, as a user runs
+it (a real subprocess), since ``main`` formats them."""
+import os
+import subprocess
+import sys
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from auditkit import cli
+
+APP = cli.build_app()
+WIDE = {"COLUMNS": "250"}  # no wrapping inside a help line
+
+
+def help_text(*args: str) -> str:
+    result = CliRunner().invoke(APP, [*args, "--help"], env=WIDE)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def option_line(text: str, flag: str) -> str:
+    """The help table's line of ``flag`` (its first column)."""
+    return next(line for line in text.splitlines() if line.strip("│ ").startswith(flag + " "))
+
+
+def auditkit(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "auditkit.cli", *args], check=False, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, **WIDE})
+
+
+# ------------------------------------------------------------------ literal help
+
+
+def test_bracketed_parameter_help_is_shown_as_written():
+    dpsq = help_text("distinguish", "dpsq")
+    assert ("literal: levels on [-C, C] (paper); adaptive: on [min v, max v], sent as side information"
+            in option_line(dpsq, "--range"))
+    assert "C: the literal quantizer range is [-C, C]" in option_line(dpsq, "--bound")
+    msp = help_text("distinguish", "msp")
+    assert "split factor eps_s: alpha[0] ~ U[eps_s w, (2 - eps_s) w]" in option_line(msp, "--eps-s")
+    assert "paper004: Algorithm 1's U[eps_s w, (1 + m - eps_s) w]" in option_line(msp, "--split")
+
+
+def test_bracketed_command_and_option_help_is_shown_as_written():
+    app = typer.Typer(cls=cli.HelpGroup, add_completion=False)
+
+    @app.command("probe", cls=cli.HelpCommand)
+    def probe(width: int = typer.Option(1, help="Cells of [lo, hi] per axis; [bold]not bold[/bold].")) -> None:
+        """Probe the range [lo, hi] once."""
+
+    @app.command("other", cls=cli.HelpCommand)
+    def other() -> None:
+        """Other [x, y] command."""
+
+    group = CliRunner().invoke(app, ["--help"], env=WIDE)
+    assert group.exit_code == 0 and "Probe the range [lo, hi] once." in group.output
+    assert "Other [x, y] command." in group.output
+    command = CliRunner().invoke(app, ["probe", "--help"], env=WIDE)
+    assert command.exit_code == 0 and "Probe the range [lo, hi] once." in command.output
+    assert "Cells of [lo, hi] per axis; [bold]not bold[/bold]." in command.output
+
+
+# ------------------------------------------------------------------ help of one mechanism
+
+
+@pytest.mark.parametrize("args", [
+    ("distinguish", "gaussian"),
+    ("account", "gaussian"),
+    ("train", "--mechanism", "gaussian"),
+    ("train", "-m", "gaussian"),
+    ("train", "--mechanism=gaussian"),
+    ("audit", "-m", "gaussian"),
+    ("attack", "idlg", "--mechanism", "gaussian"),
+    ("distinguish", "--trials", "5", "gaussian", "--sigma", "2"),
+])
+def test_help_with_a_mechanism_named_lists_only_its_parameters(args):
+    text = help_text(*args)
+    assert "Parameters of mechanism gaussian (see `auditkit mechanisms gaussian`)" in text
+    assert "Mechanism parameters" not in text
+    for flag in ("--sigma", "--clip", "--delta"):
+        assert flag in text
+    for flag in ("--bits", "--range", "--eps", "--scale"):
+        assert flag + " " not in text
+    # gaussian's own help, constraint and default, without the other mechanisms' texts
+    assert option_line(text, "--clip").strip("│ ").split(None, 2) == [
+        "--clip", "FLOAT", "l2 clipping norm of the update (a finite number > 0; default 1.0)"]
+    assert "standard deviation of the noise per coordinate (a finite number > 0; default 0.1)" in option_line(
+        text, "--sigma")
+
+
+def test_help_with_a_mechanism_shows_its_own_choices_as_metavar():
+    assert "[jopeq-code|none]" in option_line(help_text("distinguish", "sdq"), "--compat")
+    assert "[jopeq-code|none|paper000]" in option_line(help_text("distinguish"), "--compat")
+
+
+@pytest.mark.parametrize("args", [("distinguish",), ("account",), ("train",), ("audit",), ("attack", "idlg")])
+def test_help_without_a_mechanism_lists_every_mechanism_parameter(args):
+    text = help_text(*args)
+    assert "Mechanism parameters (see `auditkit mechanisms NAME`)" in text
+    assert "Parameters of mechanism" not in text
+    assert all(flag in text for flag in ("--sigma", "--clip", "--bits", "--range", "--consensus-rounds"))
+    assert "cepam-gaussian, cepam-laplace: lattice scale alpha" in option_line(text, "--alpha")
+
+
+def test_help_with_an_unknown_mechanism_lists_every_parameter_and_says_why():
+    text = help_text("distinguish", "gausian")
+    assert "Mechanism parameters (see `auditkit mechanisms NAME`) -- unknown mechanism 'gausian', so all are " \
+           "listed" in text
+    assert "--sigma" in text and "--bits" in text
+
+
+def test_help_is_shown_even_with_another_mechanism_flag_and_running_still_refuses_it():
+    text = help_text("distinguish", "gaussian", "--bits", "4")
+    assert "Parameters of mechanism gaussian" in text and "--bits " not in text
+    refused = auditkit("distinguish", "gaussian", "--bits", "4")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        "error: --bits is not a parameter of mechanism 'gaussian'; its parameters: --sigma, --clip, --delta"]
+
+
+# ------------------------------------------------------------------ usage errors
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["train", "--sigmaa", "1"], "error: no such option: --sigmaa (did you mean --sigma?)"),
+    (["train", "--zzzzzz", "1"], "error: no such option: --zzzzzz (see `auditkit train --help`)"),
+    (["distinguish"], "error: missing argument 'MECHANISM' (usage: auditkit distinguish [OPTIONS] MECHANISM)"),
+    (["train", "--rounds", "abc"], "error: invalid value for '--rounds': 'abc' is not a valid integer"),
+    (["audti"], "error: no such command 'audti' (did you mean audit?)"),
+    (["xyz"], ("error: no such command 'xyz' (commands: mechanisms, train, audit, report, account, attack, "
+               "distinguish, reproduce, version)")),
+    (["distinguish", "gaussian", "extra"], "error: got unexpected extra argument (extra)"),
+])
+def test_usage_errors_are_one_error_line_and_exit_2(args, line):
+    result = auditkit(*args)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [line]
+    assert result.stdout == ""
+
+
+@pytest.mark.parametrize("args", [["--help"], ["train", "--help"], ["distinguish", "gaussian", "--help"]])
+def test_help_exits_0_on_stdout(args):
+    result = auditkit(*args)
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout.split()[:2] == ["Usage:", "auditkit"]
+
+
+def test_bare_command_still_prints_the_help_and_exits_2():
+    result = auditkit()
+    assert result.returncode == 2 and result.stderr == ""
+    assert "Usage: auditkit [OPTIONS] COMMAND" in result.stdout and "distinguish" in result.stdout
+
+
+def test_main_passes_on_exit_codes_and_interrupts(monkeypatch, capsys):
+    def exits(*args, **kwargs):
+        raise typer.Exit(3)
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_train", exits)
+    with pytest.raises(SystemExit) as exit_3:
+        cli.main(["train"])
+    assert exit_3.value.code == 3
+    monkeypatch.setattr(cli, "_train", interrupted)
+    with pytest.raises(SystemExit) as exit_130:
+        cli.main(["train"])
+    assert exit_130.value.code == 130
+    with pytest.raises(SystemExit) as done:
+        cli.main(["version"])
+    assert done.value.code == 0
+    from auditkit import __version__
+
+    assert capsys.readouterr().out.strip() == __version__
+
+
+def test_an_interrupted_audit_exits_130_and_says_how_to_resume(monkeypatch, capsys, tmp_path):
+    import auditkit.audit
+
+    class Interrupted:
+        stage_count = 5
+
+        def __init__(self, config, *, out, **kwargs):
+            self.out = out
+
+        def run(self, on_event):
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(auditkit.audit, "Audit", Interrupted)
+    with pytest.raises(SystemExit) as interrupted:
+        cli.main(["audit", "--out", str(tmp_path)])
+    assert interrupted.value.code == 130
+    said = "".join(capsys.readouterr().err.split())  # the console wraps it at its width
+    assert said == "".join(f"interrupted: the finished stages are kept in {tmp_path / 'stages'}; run the same "
+                           "command with --resume to finish".split())

@@ -1,0 +1,67 @@
+"""A setting's headline verdict (auditkit.results): the worst of its tests, the claim refuted by computation,
+"no claim", and the strongest certified bound."""
+import pytest
+
+import mechanisms
+from auditkit import results
+from auditkit.results import overall_verdict, strongest_bound
+
+
+def _distinguish(verdict="consistent", bound=2.0, adaptive=(), p=0.4):
+    return {"worst_pair": "axis", "verdict": verdict, "p_value": p, "tests": 6, "epsilon_lower_bound": bound,
+            "max_certifiable": 9.46, "confidence": 0.95, "adaptive": list(adaptive)}
+
+
+def _mechanism(epsilon, flags=(), true_epsilon=None):
+    return {"guarantee": {"epsilon": epsilon, "flags": list(flags)}, "true_epsilon": true_epsilon}
+
+
+def test_a_claim_whose_noise_is_computed_to_exceed_it_is_refuted_analytically():
+    """JoPEQ at eps 10: no test can reach 10 with these trials (inconclusive), but the noise it really adds is
+    eps 16.5 per round: the headline is violated, graded "analytic", with no p-value."""
+    headline = overall_verdict(_distinguish("inconclusive", 6.78, p=1.0), None,
+                               _mechanism(10.0, ["claim-exceeded"], 16.5))
+    assert (headline["verdict"], headline["evidence"], headline["decided_by"]) == (
+        "violated", "analytic", "accounting: the noise it really adds is ε = 16.5 per round")
+    assert headline["p_value"] is None and headline["adjusted_p_value"] is None
+    assert headline["tests"] == 1  # the computation is evidence, not one of the audit's statistical tests
+    assert headline["bound"] == {"epsilon_lower_bound": 6.78, "test": "distinguishing test (worst pair: axis)",
+                                 "max_certifiable": 9.46, "confidence": 0.95}
+
+
+def test_a_statistical_refutation_still_decides_beside_the_analytic_one():
+    side_channel = {"test": "jopeq-scale-side-channel", "verdict": "violated", "p_value": 1e-20,
+                    "epsilon_lower_bound": 9.46, "max_certifiable": 9.46}
+    headline = overall_verdict(_distinguish(adaptive=[side_channel]), None, _mechanism(1.0, ["claim-exceeded"], 1.65))
+    assert (headline["decided_by"], headline["evidence"]) == ("adaptive test jopeq-scale-side-channel", "decisive")
+    assert headline["bound"]["test"] == "adaptive test jopeq-scale-side-channel"
+
+
+def test_the_flag_alone_or_a_true_epsilon_alone_refutes_nothing():
+    assert overall_verdict(_distinguish(), None, _mechanism(1.0, ["claim-exceeded"]))["verdict"] == "consistent"
+    assert overall_verdict(_distinguish(), None, _mechanism(1.0, [], 0.5))["verdict"] == "consistent"
+
+
+def test_a_mechanism_without_a_claim_is_no_claim_whatever_its_tests_measured():
+    headline = overall_verdict(_distinguish("no claim", 8.69, p=None), None, _mechanism(None, ["no-privacy"]))
+    assert (headline["verdict"], headline["evidence"]) == ("no claim", None)
+    assert headline["decided_by"] == "the mechanism (it makes no privacy claim)"
+    assert headline["bound"]["epsilon_lower_bound"] == 8.69  # what it leaked is still reported
+
+
+def test_the_strongest_bound_names_its_test_and_the_black_box_test_wins_ties():
+    adaptive = [{"test": "overload", "epsilon_lower_bound": 2.0, "max_certifiable": 9.0},
+                {"test": "side", "epsilon_lower_bound": 3.5, "max_certifiable": 9.1}]
+    assert strongest_bound(_distinguish(bound=2.0, adaptive=adaptive))["test"] == "adaptive test side"
+    tied = strongest_bound(_distinguish(bound=3.5, adaptive=adaptive))
+    assert tied["test"] == "distinguishing test (worst pair: axis)" and tied["max_certifiable"] == 9.46
+    assert strongest_bound(None) is None
+
+
+def test_a_setting_records_the_epsilon_its_mechanism_really_adds():
+    jopeq = mechanisms.create("jopeq-laplace", eps=10.0, bits=2)
+    entry = results.setting("s00", "jopeq", jopeq, distinguish=_distinguish("inconclusive", 6.0, p=1.0))
+    assert entry["mechanism"]["true_epsilon"] == pytest.approx(jopeq.true_epsilon()) and jopeq.true_epsilon() > 10
+    assert entry["verdict"]["evidence"] == "analytic"
+    gaussian = results.setting("s01", "gaussian", mechanisms.create("gaussian"), distinguish=_distinguish())
+    assert gaussian["mechanism"]["true_epsilon"] is None and gaussian["verdict"]["verdict"] == "consistent"

@@ -1,0 +1,131 @@
+"""The stage store (auditkit.stage_store): strict JSON stage files that load back the same floats, stable keys,
+atomic replacement whose files follow the umask."""
+import contextlib
+import json
+import math
+import os
+import stat
+
+import pytest
+import torch
+
+from auditkit.stage_store import StageStore, replace_atomically, stage_key
+
+
+def strict_loads(text):
+    """json.loads refusing NaN / Infinity / -Infinity, as RFC 8259 (and JavaScript's JSON.parse) does."""
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+@contextlib.contextmanager
+def umask(mask):
+    previous = os.umask(mask)
+    try:
+        yield
+    finally:
+        os.umask(previous)
+
+
+def mode(path):
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+RESULT = {"training": {"rounds": [{"round": 1, "snr_db": math.inf, "test_loss": math.nan}],
+                       "final": {"snr_db": -math.inf, "test_accuracy": 0.5}},
+          "curve": [1.0, math.inf, (math.nan, 2)], "label": "s00"}
+
+
+def test_a_stage_file_is_strict_json_and_loads_back_the_same_floats(tmp_path):
+    store = StageStore(tmp_path, resume=True)
+    store.save("s00", "train", "k1", RESULT, seconds=1.5)
+    stored = strict_loads((tmp_path / "stages" / "s00" / "train.json").read_text())
+    assert stored["result"]["training"]["rounds"][0] == {"round": 1, "snr_db": "Infinity", "test_loss": "NaN"}
+    assert stored["result"]["curve"] == [1.0, "Infinity", ["NaN", 2]]
+    loaded = store.load("s00", "train", "k1")
+    rounds, final = loaded["training"]["rounds"][0], loaded["training"]["final"]
+    assert rounds["snr_db"] == math.inf and math.isnan(rounds["test_loss"]) and final["snr_db"] == -math.inf
+    assert loaded["curve"][:2] == [1.0, math.inf] and math.isnan(loaded["curve"][2][0]) and loaded["curve"][2][1] == 2
+    assert loaded["label"] == "s00" and final["test_accuracy"] == 0.5
+    assert store.load("s00", "train", "other key") is None
+    assert StageStore(tmp_path, resume=False).load("s00", "train", "k1") is None
+    assert store.seconds("s00", "train") == 1.5
+
+
+def test_stage_files_decode_every_non_finite_string_they_hold(tmp_path):
+    """The documented rule: stage files are internal and schema-less, so any value "NaN" / "Infinity" /
+    "-Infinity" loads as the float; other strings stay strings."""
+    store = StageStore(tmp_path, resume=True)
+    store.save("s00", "probe", "k", {"note": "NaN", "values": ["-Infinity", "Inf", "nan"]}, seconds=0.0)
+    loaded = store.load("s00", "probe", "k")
+    assert math.isnan(loaded["note"]) and loaded["values"][0] == -math.inf and loaded["values"][1:] == ["Inf", "nan"]
+
+
+def test_a_stage_file_written_before_with_bare_infinity_still_loads(tmp_path):
+    path = tmp_path / "stages" / "s00" / "train.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"stage": "train", "key": "k", "seconds": 2.0, "result": {"snr_db": Infinity, "loss": NaN}}')
+    loaded = StageStore(tmp_path, resume=True).load("s00", "train", "k")
+    assert loaded["snr_db"] == math.inf and math.isnan(loaded["loss"])
+
+
+def test_stage_keys_are_unchanged_and_take_non_finite_inputs():
+    # the keys auditkit computed before stage files became strict JSON: stored stages still resume
+    assert stage_key({"auditkit": "1.0", "stage": "train", "inputs": {"lr": 0.01, "rounds": [1, 3], "name": "sdq"}}) \
+        == "3a00fa3696abe67e7ae74a2abdee6fbc78295191aef94ef19f0799a67b414d82"
+    assert stage_key({"x": math.inf}) == "504a7fad8d7687a0ca0c9eace25c99c63e8e3cf1ad8f4945644c781e4605c02d"
+    assert stage_key({"x": math.nan}) == stage_key({"x": math.nan})
+    assert len({stage_key({"x": v}) for v in (math.inf, -math.inf, math.nan, "Infinity", "-Infinity", "NaN")}) == 6
+
+
+@pytest.mark.parametrize(("mask", "expected"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_follow_the_umask(tmp_path, mask, expected):
+    with umask(mask):
+        text = replace_atomically(tmp_path / "plain.txt", lambda tmp: tmp.write_text("x"))
+        store = StageStore(tmp_path, resume=False)
+        store.save("s00", "train", "k", {"a": 1}, seconds=0.1)
+        store.save_tensors("s00", "train", {"w": torch.ones(2)})
+    for path in (text, tmp_path / "stages" / "s00" / "train.json", tmp_path / "stages" / "s00" / "train.pt"):
+        assert mode(path) == expected, (path, oct(mode(path)))
+    assert torch.equal(store.load_tensors("s00", "train")["w"], torch.ones(2))
+
+
+def test_a_replaced_file_takes_the_mode_of_a_new_one(tmp_path):
+    target = tmp_path / "results.json"
+    target.write_text("old")
+    target.chmod(0o600)  # as written before, by tempfile.mkstemp
+    with umask(0o022):
+        replace_atomically(target, lambda tmp: tmp.write_text("new"))
+    assert target.read_text() == "new" and mode(target) == 0o644
+
+
+def test_the_temporary_file_keeps_the_suffix_and_is_removed_when_writing_fails(tmp_path):
+    target = tmp_path / "figures" / "grid.png"
+    seen = []
+
+    def fails(tmp):
+        seen.append(tmp)
+        tmp.write_bytes(b"half")
+        raise RuntimeError("interrupted")
+
+    with pytest.raises(RuntimeError, match="interrupted"):
+        replace_atomically(target, fails)
+    (tmp,) = seen
+    assert tmp.parent == target.parent and tmp.name.startswith(".grid.") and tmp.suffix == ".png"  # matplotlib reads it
+    assert list(target.parent.iterdir()) == []  # neither the target nor the temporary file
+
+    replace_atomically(target, lambda tmp: tmp.write_bytes(b"png"))
+    other = []
+    replace_atomically(target, lambda tmp: other.append(tmp) or tmp.write_bytes(b"png2"))
+    assert other[0] != tmp and target.read_bytes() == b"png2" and list(target.parent.iterdir()) == [target]
+
+
+def test_a_temporary_file_left_by_a_killed_run_is_cleared(tmp_path):
+    names = []
+    StageStore(tmp_path, resume=False).save("s00", "train", "k", {}, seconds=0.0)
+    replace_atomically(tmp_path / "stages" / "s00" / "account.json", lambda tmp: names.append(tmp))
+    names[0].write_text("{")  # as if killed between writing and renaming
+    StageStore(tmp_path, resume=True)
+    assert sorted(p.name for p in (tmp_path / "stages" / "s00").iterdir()) == ["account.json", "train.json"]
