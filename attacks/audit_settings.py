@@ -3,8 +3,12 @@
 A mechanism declares the setting of its claim (``Mechanism.audit_setting()``, a ``mechanisms.AuditSetting``:
 input dimension, ball, shift, block, pair options; e.g. the JoPEQ family tests one scaled block at zeta = 1, DP-SQ
 the central quantizer cell). ``audit_setting(m)`` returns it, or, when the mechanism declares none, the generic
-setting, marked ``GENERIC_NOTE`` so that reports say a generic default stood in: d = 2, the l2 ball of radius
-``clip`` (1 without a clip parameter), pairs 2 radius apart, and inputs beyond the ball.
+setting, marked ``GENERIC_NOTE`` so that reports say a generic default stood in: d = 2, the ball of radius
+``clip`` (1 without a clip parameter), pairs 2 radius apart, and inputs beyond the ball. Its norm is the claim's:
+the one its sensitivity text names (``mechanisms.guarantee.stated_norm``: "l1 clip 0.5" is tested in the l1 ball,
+so that every pair tried is a pair of neighbours the claim covers; an l-infinity claim in the l2 ball, whose pairs
+it covers too); else the mechanism's ``clip_norm``; else l2, assumed (``NORM_ASSUMED``). The setting's note says
+which.
 
 ``setting_pairs(setting)`` builds the candidate pairs (``attacks.neighbouring_pairs``) that
 ``attacks.audit_mechanism`` tries.
@@ -14,10 +18,12 @@ from __future__ import annotations
 
 from attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
 from mechanisms import AuditSetting, Mechanism, capability
+from mechanisms.guarantee import stated_norm
 
-__all__ = ["GENERIC_NOTE", "AuditSetting", "audit_setting", "is_generic", "setting_pairs"]
+__all__ = ["GENERIC_NOTE", "NORM_ASSUMED", "AuditSetting", "audit_setting", "is_generic", "setting_pairs"]
 
 GENERIC_NOTE = "generic default: the mechanism declares no audit setting"
+NORM_ASSUMED = "names no norm: l2 assumed"  # in a generic note: the pairs are neighbours only if the claim's are l2
 
 
 def audit_setting(mechanism: Mechanism) -> AuditSetting:
@@ -26,10 +32,24 @@ def audit_setting(mechanism: Mechanism) -> AuditSetting:
     if declared is not None:
         return declared
     radius = float(mechanism.params.get("clip", 1.0) or 1.0)
-    # pairs in the l2 ball of radius clip also lie in the l-infinity ball of a per-coordinate clip
-    norm = mechanism.clip_norm if mechanism.clip_norm in ("l1", "l2") else "l2"
+    norm, why = _generic_norm(mechanism)
     return AuditSetting(2, 2 * radius, norm, radius, 2, beyond_clip=True,
-                        note=f"{GENERIC_NOTE}: d = 2, the {norm} ball of radius {radius:g}, pairs 2 radius apart")
+                        note=f"{GENERIC_NOTE}: d = 2, the {norm} ball of radius {radius:g}, pairs 2 radius apart; "
+                             f"{norm}: {why}")
+
+
+def _generic_norm(mechanism: Mechanism) -> tuple[str, str]:
+    """The generic setting's norm ("l1" or "l2") and where it comes from, in words (module docstring)."""
+    sensitivity = mechanism.guarantee().sensitivity
+    stated, clip_norm = stated_norm(sensitivity), mechanism.clip_norm
+    clips = f"; the mechanism clips in {clip_norm}" if clip_norm not in (None, stated) else ""
+    if stated in ("l1", "l2"):
+        return stated, f"the norm of the claim's sensitivity {sensitivity!r}{clips}"
+    if stated == "linf":  # pairs 2 radius apart in l2 differ by at most 2 radius in every coordinate
+        return "l2", f"whose pairs the claim's l-infinity sensitivity {sensitivity!r} covers{clips}"
+    if clip_norm in ("l1", "l2"):
+        return clip_norm, "the mechanism's clip norm"
+    return "l2", f"the claim's sensitivity {sensitivity!r} {NORM_ASSUMED}"
 
 
 def is_generic(setting: AuditSetting) -> bool:

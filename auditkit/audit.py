@@ -20,8 +20,11 @@ Each stage's result is stored atomically as it finishes (``auditkit.stage_store`
 finished stages instead of recomputing them. A stage's key hashes its inputs and the fingerprint of the code that
 computes it (``auditkit.results.code_fingerprint``: the toolkit's and the plugins' sources), so a resumed audit
 never reuses results computed by other code. Results are a pure function of the config and seed (timings are
-kept in the stage files, never in ``results.json``), so a resumed audit equals an uninterrupted one. Everything
-that can fail on user input is checked before the first stage starts.
+kept in the stage files, never in ``results.json``), so a resumed audit equals an uninterrupted one -- provided
+each mechanism draws its randomness from its seeds: ``mechanisms.reproducible`` checks every setting's mechanism
+once before the first stage (two encodes), and a setting whose mechanism fails it is marked in ``results.json``
+(``mechanism.reproducible: false``) and in the report. Everything that can fail on user input is checked before
+the first stage starts, and so is a plugin's code (``mechanisms.preflight``: ``mechanisms.PluginCodeError``).
 """
 from __future__ import annotations
 
@@ -73,12 +76,14 @@ class SettingPlan:
 
 
 def plan_audit(config: AuditConfig) -> list[SettingPlan]:
-    """Every setting of ``config``, validated: its mechanism is built once, so bad parameters fail here."""
+    """Every setting of ``config``, validated: its mechanism is built once, so bad parameters fail here, and a
+    plugin's mechanism is run once through its claim, capabilities, encode and decode (``mechanisms.preflight``),
+    so that a bug in its code fails here too (``mechanisms.PluginCodeError``)."""
     plans = []
     for m in config.mechanisms:
         for point in m.grid():
             single = config.with_setting(point)
-            build_mechanism(single)
+            mechanisms.preflight(build_mechanism(single))
             plans.append(SettingPlan(f"s{len(plans):02d}", point.display, point, single, tuple(m.sweep)))
     return plans
 
@@ -176,6 +181,9 @@ class Audit:
             from auditkit.recorded_audit import check_recording
 
             check_recording(recorded, config)
+        # whether each setting's mechanism is determined by its seeds (two encodes; results.json and the report
+        # say when it is not: its results will not reproduce)
+        self.reproducible = {plan.id: mechanisms.reproducible(build_mechanism(plan.config)) for plan in self.plans}
         self.store = StageStore(self.out, resume=resume)
         self.code = results.code_fingerprint(config.plugins)
         self._sweep_starts = sweep_starts(self.plans)
@@ -344,14 +352,18 @@ class Audit:
                                         **first["provenance"])
         return results.document("audit", self.title, self.config.to_dict(), provenance, entries)
 
-    @staticmethod
-    def _setting_entry(s: dict[str, Any]) -> dict[str, Any]:
+    @property
+    def unreproducible(self) -> list[SettingPlan]:
+        """The settings whose mechanism's output is not determined by its seeds (``mechanisms.reproducible``)."""
+        return [plan for plan in self.plans if not self.reproducible[plan.id]]
+
+    def _setting_entry(self, s: dict[str, Any]) -> dict[str, Any]:
         plan = s["plan"]
         probed = s["probe"] or {"probe": None, "identification": None}
         return results.setting(plan.id, plan.label, build_mechanism(plan.config), sweep=plan.sweep,
                                training=s["train"]["training"], accounting=s["account"], inversion=s["inversion"],
                                probe=probed["probe"], identification=probed["identification"],
-                               distinguish=s["distinguish"])
+                               distinguish=s["distinguish"], reproducible=self.reproducible[plan.id])
 
 
 def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,

@@ -9,6 +9,12 @@ their ``Param`` specs (``auditkit.mechanism_options``), built-in mechanisms and 
 command that writes results writes ``results.json`` (schema ``auditkit/results`` v3), ``report.html`` and
 ``report.md``.
 
+A plugin's code that raises, or returns a value of the wrong type (``mechanisms.PluginCodeError``), is one
+``error:`` line too, naming the plugin, the method and the exception, exit status 2: every command runs a plugin's
+mechanism once through its claim, capabilities, encode and decode (``mechanisms.preflight``) before it writes
+anything. ``audit`` and ``distinguish`` check that each mechanism's output is determined by its seeds
+(``mechanisms.reproducible``) and print a ``warning:`` line for one that is not.
+
 Help texts render literally (no rich markup), and a command's ``--help`` lists only the parameters of the mechanism
 its command line names. Click's own usage errors (an unknown option or command, a missing argument, a bad value)
 are one ``error:`` line too. Progress is rich's live display on a terminal and plain, flushed lines elsewhere.
@@ -59,12 +65,22 @@ def _run_guarded(fn, *args, **kwargs):
     from auditkit.config import ConfigError
     from auditkit.data import DataNotFoundError
     from auditkit.fl.simulation import TrainingDiverged
-    from mechanisms import PluginError
+    from mechanisms import PluginCodeError, PluginError
 
     try:
         return fn(*args, **kwargs)
-    except (UsageFailure, ConfigError, DataNotFoundError, PluginError, TrainingDiverged) as err:
+    except (UsageFailure, ConfigError, DataNotFoundError, PluginError, PluginCodeError, TrainingDiverged) as err:
         _fail(str(err))
+
+
+def _warn_unreproducible(names: list[str]) -> None:
+    """One ``warning:`` line on stderr per mechanism whose output is not determined by its seeds."""
+    for name in dict.fromkeys(names):
+        error_console.print(
+            f"warning: the output of mechanism {name!r} is not determined by its seeds (two encodes with the same seeds "
+            "differed): results will not reproduce; draw its noise from "
+            "mechanisms.randomness.private_generator(self.private_seed, seed, purpose)",
+            markup=False, highlight=False, soft_wrap=True)
 
 
 # ------------------------------------------------------------------ progress
@@ -238,10 +254,17 @@ def _title(config, config_path: Path | None, preset: str | None) -> str:
 
 
 def _train(config_path, preset, out, overrides, words, plugins) -> None:
-    from auditkit.pipeline import Experiment, prepare_output, results_document
+    import mechanisms
+    from auditkit.pipeline import (
+        Experiment,
+        build_mechanism,
+        prepare_output,
+        results_document,
+    )
 
     config = _load(config_path, preset, overrides, words, plugins, settings=False)
     config.mechanism  # noqa: B018 -- one setting only; raises a ConfigError naming the fix otherwise
+    mechanisms.preflight(build_mechanism(config))  # a plugin's bug: one line, before anything is written
     out = prepare_output(out)
     experiment = Experiment(config)
     reporter = Reporter(console)
@@ -306,6 +329,7 @@ def _audit(config_path, preset, out, overrides, words, plugins, resume: bool, *,
                       recorded=recording)
     except ValueError as err:  # a mechanism or attack setting refused while planning
         raise UsageFailure(str(err)) from None
+    _warn_unreproducible([plan.setting.name for plan in audit.unreproducible])
     reporter = Reporter(console)
     on_event = AuditProgress(reporter, audit.stage_count, config.training.rounds)
     try:
@@ -507,8 +531,9 @@ class _MechanismRow(NamedTuple):
 def _mechanism_row(name: str) -> _MechanismRow:
     import mechanisms
 
-    info = mechanisms.describe(name)
     mechanism = mechanisms.create(name)
+    mechanisms.preflight(mechanism)  # a plugin's bug: one line naming it (PluginCodeError)
+    info = mechanisms.describe(name)
     claim = mechanism.guarantee()
     actual = mechanisms.capability(mechanism, "true_epsilon")
     return _MechanismRow(
@@ -582,10 +607,11 @@ def _mechanism_detail(name: str) -> None:
     import mechanisms
 
     try:
-        info = mechanisms.describe(name)
+        mechanism = mechanisms.create(name)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
-    mechanism = mechanisms.create(name)
+    mechanisms.preflight(mechanism)  # a plugin's bug: one line naming it (PluginCodeError)
+    info = mechanisms.describe(name)
     claim = mechanism.guarantee()
     console.print(f"[bold]{escape(info.name)}[/bold]: {escape(info.summary)}")
     if info.origin != "built-in":
@@ -728,6 +754,7 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, compos
     if backend not in BACKENDS:
         raise UsageFailure(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
     configured = mechanisms.create(mechanism, **params)
+    mechanisms.preflight(configured)  # a plugin's bug: one line naming it (PluginCodeError), nothing written
     out = None if out is None else prepare_output(out)
     fl = accounting.FLSetting(tau=tau, dataset_size=dataset_size, clients=clients, eps_tilde=eps_tilde,
                               formula=formula)
@@ -805,7 +832,7 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings, ima
     params = _mechanism_params(mechanism, words)
     try:  # everything the run depends on is checked before the first (slow) attack
         attacks.preset_settings(attack)
-        mechanisms.create(mechanism, **params)
+        mechanisms.preflight(mechanisms.create(mechanism, **params))  # a plugin's bug: PluginCodeError, one line
         if scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
         inversion_audit.load_targets(source, images, seed=seed)
@@ -910,9 +937,13 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
                                        **params)
         if not 0 < confidence < 1:
             raise ValueError(f"confidence must be in (0, 1), got {confidence}")
+        mechanisms.preflight(configured)  # a plugin's bug: one line naming it (PluginCodeError), nothing written
         if out is not None:
             out = prepare_output(out)
         family = distinguish_family(configured, adaptive, search)
+        reproducible = mechanisms.reproducible(configured)
+        if not reproducible:
+            _warn_unreproducible([configured.name])
         with Reporter(console).status(f"distinguishing {mechanism}: {family} tests, {trials:,} outputs per pair"):
             audit, adaptive_results = run_distinguish(configured, trials=trials, confidence=confidence, delta=delta,
                                                       family=family, adaptive=adaptive, search=search, seed=seed)
@@ -950,7 +981,7 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
                       highlight=False)
     if out is not None:
         entry = results.setting("s00", configured.name, configured, distinguish=results.distinguish_entry(
-            audit, adaptive_results, trials=trials, confidence=confidence, tests=family))
+            audit, adaptive_results, trials=trials, confidence=confidence, tests=family), reproducible=reproducible)
         config = {"mechanism": {"name": mechanism, **params}, "trials": trials, "confidence": confidence,
                   "bound_delta": delta, "adaptive": adaptive, "search": search, "seed": seed}
         provenance = results.provenance(seed=seed, device="cpu", settings=[entry])

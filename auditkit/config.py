@@ -202,8 +202,10 @@ class InversionConfig:
     """Gradient inversion of the ``server`` view at one checkpoint round, beside the clean update.
 
     ``round`` defaults to the first checkpoint; ``clients`` is how many of that round's clients are attacked
-    (one reconstruction each); ``unroll`` unrolls the tau local steps instead of reading -x/(lr tau) as one
-    gradient.
+    (one reconstruction each); ``restarts``: starts per attacked image, the lowest final matching loss kept
+    (default: the attack's preset, ``attacks.preset_settings``: 4 for DLG / iDLG, 2 for Inverting Gradients, since
+    one L-BFGS start is a coin, ``attacks.gradient_inversion``); ``unroll`` unrolls the tau local steps instead of
+    reading -x/(lr tau) as one gradient.
     """
 
     enabled: bool = True
@@ -211,7 +213,7 @@ class InversionConfig:
     round: int | None = None
     clients: int = 4
     iterations: int = 200
-    restarts: int = 1
+    restarts: int | None = None
     unroll: bool = False
 
 
@@ -695,8 +697,10 @@ def _check_probe(config: AuditConfig) -> None:
 def _check_audit_stages(config: AuditConfig) -> None:
     inv, dist, t = config.inversion, config.distinguish, config.training
     _choice(inv.attack, INVERSION_ATTACKS, "inversion.attack")
-    for name in ("clients", "iterations", "restarts"):
+    for name in ("clients", "iterations"):
         _at_least(getattr(inv, name), 1, f"inversion.{name}")
+    if inv.restarts is not None:
+        _at_least(inv.restarts, 1, "inversion.restarts")
     if inv.enabled and inv.round is not None and inv.round not in t.checkpoints:
         raise ConfigError(
             f"inversion.round must be one of the checkpoints {list(t.checkpoints)}, got {inv.round}"

@@ -305,8 +305,9 @@ def invert_recorded_view(view: RecordedView, model_name: str, inversion: Any, se
     from auditkit.models import create_model
 
     model = create_model(model_name, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
-    settings = {**iteration_settings(inversion.attack, inversion.iterations), "restarts": inversion.restarts,
-                "seed": seed}
+    settings = {**iteration_settings(inversion.attack, inversion.iterations), "seed": seed}
+    if inversion.restarts is not None:
+        settings["restarts"] = inversion.restarts
     return attack_recorded_view(view, model, attack=inversion.attack, unroll=inversion.unroll, settings=settings)
 
 

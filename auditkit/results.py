@@ -115,12 +115,14 @@ def provenance(
     }
 
 
-def mechanism_entry(mechanism: mechanisms.Mechanism) -> dict[str, Any]:
+def mechanism_entry(mechanism: mechanisms.Mechanism, *, reproducible: bool | None = None) -> dict[str, Any]:
     """A setting's ``mechanism`` section: name, parameters, origin, the clip's norm, the claim, the epsilon of the
     noise the mechanism really adds where it declares it (``true_epsilon``, per round; else null), and for each
-    audit capability whether the mechanism declared it or a generic default stood in."""
+    audit capability whether the mechanism declared it or a generic default stood in; ``reproducible: false``
+    when the command found its output not determined by its seeds (``mechanisms.reproducible``; absent when it
+    passed or was not checked)."""
     actual = mechanisms.capability(mechanism, "true_epsilon")
-    return {
+    entry = {
         "name": mechanism.name,
         "params": dict(mechanism.params),
         "origin": mechanisms.origin(mechanism.name),
@@ -132,6 +134,9 @@ def mechanism_entry(mechanism: mechanisms.Mechanism) -> dict[str, Any]:
             for name in mechanisms.capabilities.CAPABILITIES
         },
     }
+    if reproducible is False:
+        entry["reproducible"] = False
+    return entry
 
 
 def round_snr_db(record: Any) -> float | None:
@@ -305,10 +310,11 @@ def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dic
             training: dict[str, Any] | None = None, accounting: dict[str, Any] | None = None,
             inversion: dict[str, Any] | None = None, probe: dict[str, Any] | None = None,
             identification: dict[str, Any] | None = None,
-            distinguish: dict[str, Any] | None = None) -> dict[str, Any]:
+            distinguish: dict[str, Any] | None = None, reproducible: bool | None = None) -> dict[str, Any]:
     """One setting of a document; the sections a command did not run are null; ``verdict`` is the headline over
-    every test it ran (``overall_verdict``)."""
-    entry = mechanism_entry(mechanism)
+    every test it ran (``overall_verdict``); ``reproducible``: what ``mechanisms.reproducible`` found, where the
+    command checked it (``mechanism_entry``)."""
+    entry = mechanism_entry(mechanism, reproducible=reproducible)
     return {"id": id_, "label": label, "sweep": dict(sweep or {}), "mechanism": entry,
             "training": training, "accounting": accounting, "inversion": inversion, "probe": probe,
             "identification": identification, "distinguish": distinguish,

@@ -30,9 +30,10 @@ from mechanisms.capabilities import (
 )
 from mechanisms.guarantee import PrivacyGuarantee
 from mechanisms.message import FloatMessage, Message
-from mechanisms.randomness import derive_seed, generator
+from mechanisms.randomness import derive_seed, generator, private_generator, reproducible
 from mechanisms.registry import (
     MechanismInfo,
+    PluginCodeError,
     PluginError,
     at_epsilon,
     calibrate,
@@ -42,6 +43,7 @@ from mechanisms.registry import (
     mechanism_class,
     names,
     origin,
+    preflight,
     reference_update,
     register,
 )
@@ -60,6 +62,7 @@ __all__ = [
     "Message",
     "FloatMessage",
     "MechanismInfo",
+    "PluginCodeError",
     "PluginError",
     "Tiling",
     "capability",
@@ -74,9 +77,12 @@ __all__ = [
     "reference_update",
     "names",
     "origin",
+    "preflight",
     "pure_epsilon_event",
     "refused",
     "register",
     "derive_seed",
     "generator",
+    "private_generator",
+    "reproducible",
 ]

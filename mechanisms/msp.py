@@ -45,10 +45,19 @@ clipped to l1 norm clip (replace-one).
 MSPDQ-FL (Sec. IV-A): uploads are unbiased stochastic roundings onto l = 2^B knots of an interval (eq. 18 as
 plain stochastic rounding between the two neighbouring knots, Lemma 11; the printed sign(w) c_tau form is only
 meaningful on an interval symmetric about 0). Upload 0 uses R[0] = [-w_max, w_max]; upload k + 1 uses
-R[k+1] = q[k] +- pi a_max[k] / 2 (eq. 20), a_max[k] = gamma / (k + 1). By default (``start="knot"``, Algorithm 1
-line 16 and Sec. IV-A's initial setting 1) every client's visible part starts at the same public knot of R[0];
-``start="split"`` quantizes the split alpha[0] instead. Values outside their interval are clamped to its ends
-and counted as overloads (Lemma 10 assumes none).
+R[k+1] = q[k] +- pi a_max[k] / 2 (eq. 20), a_max[k] = gamma / (k + 1). Values outside their interval are clamped
+to its ends and counted as overloads (Lemma 10 assumes none).
+
+Where the consensus starts (``start``). Algorithm 1 (lines 13-16) and Sec. IV-A's initial settings ask three
+things of alpha_i[0] at once: drawn by the split rule, equal to a knot of R[0], and equal across clients
+(alpha_i[0] = alpha_j[0]); footnote 5 says how: "the server [...] broadcast[s] any uploaded w^{i,alpha}[0]".
+``start="common"`` (the default, the paper's reading): every client uploads its split (quantized under
+MSPDQ-FL), the server broadcasts the first selected client's upload, and every client takes it as its alpha[0],
+its invisible parts absorbing the difference (alpha[0] + S_i[0] = (1 + m_i) w_i still holds, so does eq. 5).
+``start="split"``: each client starts from its own split (Sec. III-A read alone). ``start="knot"`` (mspdq only,
+an earlier reading of this toolkit, not the paper's): every alpha[0] is the public knot of R[0] next to 0, which
+pulls the round's model towards 0 (by about 1 - prod_k (1 - (1 + m) a[k]) per learning round: x0.888 at
+gamma 0.3, K_t 10) and stalls training.
 
 Randomness: the split, m_i and the rounding are client-private, keyed by (``private_seed``, the client's key,
 purpose) through ``mechanisms.randomness.private_generator``; everything is float64 on the CPU.
@@ -242,7 +251,8 @@ class MSPTranscript:
     """One learning round of the consensus protocol as the server sees it, plus (``hidden``) what it does not.
 
     alpha:     (K+1, M, P) float64, the uploads q_i[k] as the server decoded them from the real messages
-               (float32 values for msp / msp-laplace, de-quantized knots for mspdq).
+               (float32 values for msp / msp-laplace, de-quantized knots for mspdq); alpha[0] is where the
+               consensus started (with ``start="common"``: the broadcast upload, the same for every client).
     broadcast: (K, P) float64, w[k] = mean_i q_i[k] for k = 0..K-1 (eq. 4 / 22).
     aggregate: (P,) float64, the new global model w[K] = mean_i q_i[K] (eq. 6).
     clients:   the client ids, in row order.
@@ -253,6 +263,8 @@ class MSPTranscript:
     quantizer_bits: mspdq: B (l = 2^B knots per interval); None otherwise.
     widths:    mspdq: (K+1,) public interval widths, 2 w_max for R[0] then pi gamma / (k + 1) for R[k+1]
                (the server needs them to decode, so under mspdq gamma = widths[1] / pi is public); None otherwise.
+    splits:    with ``start="common"``: (M, P) float64, every client's own first upload (its split), which the
+               server received before it broadcast one of them; None otherwise (alpha[0] is that upload).
     hidden:    the clients' secrets (``MSPHidden``); None in a view (see ``public``).
     """
 
@@ -266,6 +278,7 @@ class MSPTranscript:
     overloads: int = 0
     quantizer_bits: int | None = None
     widths: torch.Tensor | None = None
+    splits: torch.Tensor | None = None
     hidden: MSPHidden | None = dataclasses.field(default=None, repr=False)
 
     @property
@@ -294,6 +307,10 @@ _COMMON = (
     int_range("consensus_rounds", 1, 1000, 10, "K_t: consensus rounds per learning round (K_t + 1 uploads)"),
     int_range("m_max", 1, 64, 1, "hidden m_i ~ uniform on 1..m_max per client and round (1: FedAvg's mean)"),
 )
+STARTS = ("common", "split")  # where the consensus starts; mspdq adds "knot" (module docstring)
+_START = choice("start", STARTS, "common",
+                "common: the server broadcasts one client's uploaded split as every alpha[0] (004 footnote 5); "
+                "split: each client starts from its own split")
 _SPLIT = (
     open_unit_interval("eps_s", 0.5, "split factor eps_s: alpha[0] ~ U[eps_s w, (2 - eps_s) w]"),
     choice("split", ("unbiased", "paper004"), "unbiased",
@@ -414,11 +431,16 @@ class _ModelSplitting(Mechanism):
         alpha = torch.empty_like(models)
         for i, key in enumerate(keys):
             alpha[i] = self.split(models[i], int(hidden_m[i]), private_generator(self.private_seed, key, "split"))[0]
+        sent, bits, overloads = self._send(alpha, None, 0, keys)
+        splits = None
+        if self.params["start"] == "common":  # footnote 5: every client adopts the first client's upload
+            splits = sent
+            alpha = sent[0].expand_as(sent).clone()
+            sent = alpha.clone()
         invisible = (1.0 + hidden_m.to(torch.float64))[:, None] * models - alpha
         hidden = MSPHidden(m=hidden_m, gamma=self.gamma, S0=invisible.clone())
 
         eps_c, rounds = self.params["eps_c"], self.params["consensus_rounds"]
-        sent, bits, overloads = self._send(alpha, None, 0, keys)
         uploads, broadcasts = [sent], []
         for k in range(rounds):
             broadcast = sent.mean(0)
@@ -439,6 +461,7 @@ class _ModelSplitting(Mechanism):
             overloads=overloads,
             quantizer_bits=self.params.get("bits"),
             widths=self._widths(rounds),
+            splits=splits,
             hidden=hidden,
         )
 
@@ -481,7 +504,7 @@ class MSP(_ModelSplitting):
 
     name = "msp"
     summary = "MSP-FL model splitting: hidden m_i, alpha[0] ~ U[eps_s w, (2-eps_s) w], K_t consensus uploads"
-    params_spec = (*_COMMON, *_SPLIT)
+    params_spec = (*_COMMON, *_SPLIT, _START)
     message_type = FloatMessage
 
     def guarantee(self) -> PrivacyGuarantee:
@@ -507,6 +530,7 @@ class MSPLaplace(_ModelSplitting):
         *_COMMON,
         positive_float("eps", 10.0, "eps_DP of alpha[0] (Proposition 1); Laplace scale 2 clip / eps"),
         positive_float("clip", 1.0, "l1 clipping norm of the update (Delta_f = 2 clip, replace-one)"),
+        _START,
     )
     message_type = FloatMessage
 
@@ -574,9 +598,9 @@ class MSPLaplace(_ModelSplitting):
 class MSPDQ(_ModelSplitting):
     """MSPDQ-FL (Sec. IV): MSP-FL whose uploads are B-bit stochastic roundings on shrinking intervals.
 
-    Upload 0 lies on R[0] = [-w_max, w_max] (by default the common public knot next to 0 below it, Algorithm 1
-    line 16); upload k + 1 on R[k+1] = q[k] +- pi gamma / (2 (k + 1)) (eq. 20), l = 2^B knots each, B bits per
-    coordinate (fixed width).
+    Upload 0 lies on R[0] = [-w_max, w_max] (the quantized split; by default the server broadcasts the first
+    client's as every alpha[0], 004 footnote 5: ``start``); upload k + 1 on R[k+1] = q[k] +- pi gamma / (2 (k + 1))
+    (eq. 20), l = 2^B knots each, B bits per coordinate (fixed width).
 
     pi (pi_t) is a public constant. The paper's value 8 (eps_c + e~ + e~ W~)/(1 - lambda_2(U)) of Lemma 10
     bounds l2 norms over all clients and coordinates (W~ = max ||W^alpha - W^beta||_F grows like sqrt(M P)), which
@@ -594,8 +618,9 @@ class MSPDQ(_ModelSplitting):
         int_range("bits", 1, 32, 8, "B: l = 2^B knots per interval, B bits per coordinate and upload"),
         zero_or_above("pi", 0, "interval width constant pi_t of eq. (20); 0: 8 (1 + m_max) w_max"),
         positive_float("w_max", 1.0, "R[0] = [-w_max, w_max]: the public range of upload 0"),
-        choice("start", ("knot", "split"), "knot",
-               "knot: every alpha[0] is the public knot next to 0 (Algorithm 1); split: quantize the split alpha[0]"),
+        choice("start", (*STARTS, "knot"), "common",
+               f"{_START.help}; knot: every alpha[0] is the public knot of R[0] next to 0 (an earlier reading, "
+               "not the paper's: it pulls the model towards 0)"),
     )
     message_type = MSPDQMessage
 

@@ -19,10 +19,14 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import TYPE_CHECKING
 
 import torch
 
-__all__ = ["derive_seed", "generator", "private_generator"]
+if TYPE_CHECKING:
+    from mechanisms.base import Mechanism
+
+__all__ = ["derive_seed", "generator", "private_generator", "reproducible"]
 
 # Domain separation: seeds derived here cannot coincide with hashes computed elsewhere for another use.
 _DOMAIN = b"auditkit/mechanisms/derive_seed/v1"
@@ -74,3 +78,38 @@ def private_generator(private_seed: int | None, seed: int, purpose: str) -> torc
     """
     key = secrets.randbits(63) if private_seed is None else private_seed
     return generator(derive_seed("private", key, seed), purpose)
+
+
+# The reproducibility check's fixed seeds: any do, as long as both encodes share them.
+_CHECK_SEED = derive_seed("auditkit/reproducibility-check", "seed")
+_CHECK_PRIVATE_SEED = derive_seed("auditkit/reproducibility-check", "private_seed")
+
+
+def reproducible(mechanism: Mechanism) -> bool:
+    """Whether ``mechanism``'s output is determined by its seeds: two encodes of one input under the same ``seed``
+    and ``private_seed`` give the same bytes (``to_bytes()``), and their decodes the same bits.
+
+    A mechanism that draws its noise from torch's global generator (``torch.randn(n)`` without ``generator=``),
+    NumPy's or Python's, or from a generator it keeps and advances between calls, fails it: its results differ
+    from run to run (or with the order of its calls) however the run is seeded. Draw from
+    ``private_generator(self.private_seed, seed, purpose)`` instead. The input is
+    ``mechanisms.registry.check_input(mechanism)`` (16 coordinates); a mechanism whose ``private_seed`` is None
+    (fresh entropy on every call, by design) is checked as a copy with a fixed one. Costs two encodes and two
+    decodes; the global generators' states are left as they were.
+    """
+    from mechanisms.registry import check_input  # the registry imports this module
+
+    checked = mechanism
+    if mechanism.private_seed is None:
+        checked = type(mechanism)(private_seed=_CHECK_PRIVATE_SEED, **mechanism.params)
+    x = check_input(mechanism)
+    with torch.random.fork_rng(devices=[]):  # a plugin drawing from the global generator must not move it
+        first, second = checked.encode(x, _CHECK_SEED), checked.encode(x, _CHECK_SEED)
+        if first.to_bytes() != second.to_bytes():
+            return False
+        return _bits(checked.decode(first, _CHECK_SEED)) == _bits(checked.decode(second, _CHECK_SEED))
+
+
+def _bits(decoded: torch.Tensor) -> bytes:
+    """The exact bits of a decoded update (NaN compares equal to itself here, unlike ``torch.equal``)."""
+    return decoded.detach().cpu().contiguous().numpy().tobytes()

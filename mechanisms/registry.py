@@ -10,30 +10,56 @@ outside the package is a *plugin*: a module that registers its classes when impo
 * the entry-point group ``auditkit.mechanisms`` of an installed package (``[project.entry-points.
   "auditkit.mechanisms"] my_mech = "my_pkg.my_mech"``), loaded the first time the registry is read.
 
-A plugin that fails to import, registers a name already taken, or declares a parameter whose default fails its
-own check raises ``PluginError`` naming the plugin, and registers nothing.
+A plugin that fails to import, registers no mechanism, registers a name already taken, or declares a parameter
+whose default fails its own check raises ``PluginError`` naming the plugin, and registers nothing.
+
+A plugin's code keeps running after its import: ``register`` guards the methods of a class a plugin registers
+(``GUARDED_METHODS``: its constructor, encode, decode, claim and capabilities, and the callables its capabilities
+return), so that an exception raised inside them, or a value of the wrong type returned (``encode`` must return
+its ``message_type``), arrives as ``PluginCodeError``, one line naming the plugin, the method and the exception.
+Built-in mechanisms are not guarded: their bugs are the toolkit's, and keep their tracebacks.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
+import inspect
+import numbers
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
+import dp_accounting
 import torch
 
 from mechanisms.base import Mechanism, Param
+from mechanisms.capabilities import (
+    CAPABILITIES,
+    AuditSetting,
+    BatchSampling,
+    SideValues,
+    Tiling,
+    capability,
+    declared,
+)
+from mechanisms.guarantee import PrivacyGuarantee
+from mechanisms.message import Message
 
 __all__ = [
-    "calibrate",
     "ENTRY_POINT_GROUP",
+    "GUARDED_METHODS",
     "MechanismInfo",
+    "PluginCodeError",
     "PluginError",
+    "calibrate",
+    "check_input",
     "create",
     "describe",
     "load_entry_points",
@@ -41,6 +67,7 @@ __all__ = [
     "mechanism_class",
     "names",
     "origin",
+    "preflight",
     "reference_update",
     "register",
     "registered_classes",
@@ -58,6 +85,22 @@ M = TypeVar("M", bound=type[Mechanism])
 
 class PluginError(ValueError):
     """A plugin could not be loaded; the message names the plugin and says why, in one line."""
+
+
+class PluginCodeError(Exception):
+    """A plugin's mechanism failed at run time: one of its guarded methods (``GUARDED_METHODS``) raised, or returned
+    a value of the wrong type. The message is one line naming the plugin, the mechanism's method and what went
+    wrong, e.g. "plugin my_mech.py: m1.guarantee() raised RuntimeError: boom"; the exception raised inside the
+    plugin is its ``__cause__``.
+
+    Deliberately not a ``ValueError``: the toolkit reads a ``ValueError`` as input it refuses (and sometimes
+    recovers from one, e.g. by stopping a sweep), and a plugin's bug must stop the command instead.
+    """
+
+
+GUARDED_METHODS = ("__init__", "encode", "decode", "guarantee", "clip_update", *CAPABILITIES)
+"""The methods of a plugin's mechanism whose exceptions become ``PluginCodeError``. ``__init__`` lets a
+``ValueError`` through: that is how a mechanism refuses its parameters, and it is reported as such."""
 
 
 @dataclass(frozen=True)
@@ -104,10 +147,164 @@ def register(cls: M) -> M:
             p.validate(p.default)
         except ValueError as err:
             raise ValueError(f"mechanism {name!r}: the default of parameter {p.name!r} fails its own check: {err}")
+    message_type = getattr(cls, "message_type", None)
+    if not (isinstance(message_type, type) and issubclass(message_type, Message)):
+        raise ValueError(f"mechanism {name!r} must set message_type to the mechanisms.Message subclass its encode "
+                         f"returns, got {message_type!r}")
+    missing = sorted(getattr(cls, "__abstractmethods__", ()))
+    if missing:
+        raise ValueError(f"mechanism {name!r} does not implement {', '.join(missing)}")
     _REGISTRY[name] = cls
     if _loading:
         _ORIGIN[name] = _loading[-1]
+        _guard_plugin_class(cls, _loading[-1])
     return cls
+
+
+def _guard_plugin_class(cls: type[Mechanism], label: str) -> None:
+    """Guard each of ``GUARDED_METHODS`` that the plugin's class defines or inherits from code other than
+    ``Mechanism``'s generic defaults: in place in the class that defines it (so ``declared`` reads the class
+    dictionaries as before), or, for a method inherited from a toolkit class, in ``cls`` itself -- except a
+    capability, which ``cls`` would then seem to declare."""
+    for method in GUARDED_METHODS:
+        owner = next(c for c in cls.__mro__ if method in c.__dict__)
+        function = owner.__dict__[method]
+        if owner in (Mechanism, object) or not inspect.isfunction(function) or getattr(function, "_guarded", False):
+            continue
+        if owner.__module__.split(".")[0] != __name__.split(".")[0]:
+            setattr(owner, method, _guarded(method, function, label))
+        elif method not in CAPABILITIES:
+            setattr(cls, method, _guarded(method, function, label))
+
+
+def _guarded(method: str, function: Callable[..., Any], label: str) -> Callable[..., Any]:
+    """``function`` (a plugin mechanism's ``method``) raising ``PluginCodeError`` for an exception raised inside it
+    or a result of the wrong type (``_wrong_result``); the callables a capability returns are guarded too."""
+
+    @functools.wraps(function)
+    def guarded(self: Mechanism, *args: Any, **kwargs: Any) -> Any:
+        try:
+            result = function(self, *args, **kwargs)
+        except PluginCodeError:
+            raise  # raised by a guarded method this one called: it already names the right method
+        except Exception as err:  # noqa: BLE001 -- any failure of a plugin's code is reported as the plugin's
+            if method == "__init__" and isinstance(err, ValueError):
+                raise  # the mechanism refusing its parameters, reported as such (GUARDED_METHODS)
+            raise PluginCodeError(_failure(self, label, f"{method}()", f"raised {_exception(err)}")) from err
+        wrong = _wrong_result(self, method, result)
+        if wrong is not None:
+            raise PluginCodeError(_failure(self, label, f"{method}()", wrong))
+        return _guard_returned(self, label, method, result)
+
+    guarded._guarded = True  # type: ignore[attr-defined]
+    return guarded
+
+
+def _failure(mechanism: Mechanism, label: str, what: str, how: str) -> str:
+    """"plugin LABEL: NAME.WHAT HOW", naming the plugin that registered the mechanism's class (a subclass that a
+    plugin registered under another name is its own plugin's)."""
+    name = type(mechanism).name
+    return f"plugin {_ORIGIN.get(name, label)!r}: {name}.{what} {how}"
+
+
+def _exception(err: BaseException) -> str:
+    """"TypeName: first line of the message" (the type alone when the message is empty)."""
+    text = str(err).strip().splitlines()
+    return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
+
+
+def _type_name(value: Any) -> str:
+    """How a wrong result's type is named: "torch.Tensor", "numpy.ndarray", "dict", "None", "FloatMessage"."""
+    kind = type(value)
+    if value is None or kind.__module__ == "builtins" or issubclass(kind, Message):
+        return "None" if value is None else kind.__qualname__
+    return f"{kind.__module__.split('.')[0]}.{kind.__qualname__}"
+
+
+# What a guarded method must return (the capabilities may also return None): the type and its name in messages.
+_RESULTS: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "decode": (torch.Tensor, "a torch.Tensor"),
+    "guarantee": (PrivacyGuarantee, "a PrivacyGuarantee"),
+    "tiling": (Tiling, "a Tiling or None"),
+    "batch_sampling": (BatchSampling, "a BatchSampling or None"),
+    "side_values": (SideValues, "a SideValues or None"),
+    "audit_setting": (AuditSetting, "an AuditSetting or None"),
+    "dp_event": (dp_accounting.DpEvent, "a dp_accounting.DpEvent"),
+    "true_epsilon": (numbers.Real, "a number or None"),
+}
+
+
+def _wrong_result(mechanism: Mechanism, method: str, result: Any) -> str | None:
+    """What is wrong with ``result`` as ``method``'s return value ("returned torch.Tensor, not its message_type
+    FloatMessage"), or None when it has the right type."""
+    if method == "encode":
+        expected = type(mechanism).message_type
+        ok = isinstance(result, expected)
+        return None if ok else f"returned {_type_name(result)}, not its message_type {expected.__name__}"
+    if method == "output_log_density":
+        ok = result is None or callable(result)
+        return None if ok else f"returned {_type_name(result)}, not a function f(y, x), an OutputDensity or None"
+    if method not in _RESULTS:
+        return None
+    expected, named = _RESULTS[method]
+    optional = method in CAPABILITIES and method != "dp_event"
+    ok = (result is None and optional) or (isinstance(result, expected) and not isinstance(result, bool))
+    return None if ok else f"returned {_type_name(result)}, not {named}"
+
+
+def _guard_returned(mechanism: Mechanism, label: str, method: str, result: Any) -> Any:
+    """A capability's result with the plugin's callables inside it guarded (``Tiling.for_copies``, the samplers of
+    ``BatchSampling`` and ``SideValues``, a log density given as a plain function); anything else unchanged."""
+    fields = {Tiling: "for_copies", BatchSampling: "sample", SideValues: "sample"}
+    field = fields.get(type(result))
+    if field is not None and getattr(result, field) is not None:
+        call = _guarded_call(mechanism, label, f"{method}().{field}", getattr(result, field))
+        return dataclasses.replace(result, **{field: call})
+    if method == "output_log_density" and inspect.isfunction(result):
+        return _guarded_call(mechanism, label, f"{method}()'s function", result)
+    return result
+
+
+def _guarded_call(mechanism: Mechanism, label: str, what: str, function: Callable[..., Any]) -> Callable[..., Any]:
+    """``function`` (returned by a plugin's capability) raising ``PluginCodeError`` for an exception inside it."""
+
+    @functools.wraps(function)
+    def guarded(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return function(*args, **kwargs)
+        except PluginCodeError:
+            raise
+        except Exception as err:  # noqa: BLE001 -- a plugin's code
+            raise PluginCodeError(_failure(mechanism, label, what, f"raised {_exception(err)}")) from err
+
+    return guarded
+
+
+def preflight(mechanism: Mechanism) -> None:
+    """A plugin's mechanism run once through everything a command calls first: its claim, every capability it
+    declares, and one encode and decode (of ``check_input``: ``PREFLIGHT_DIMENSION`` coordinates), so that a bug
+    there (an exception, or ``encode`` not returning its ``message_type``) stops the command (``PluginCodeError``, one line) before it starts work or
+    writes anything, rather than hours into an audit. Nothing for a built-in mechanism."""
+    if origin(mechanism.name) == "built-in":
+        return
+    mechanism.guarantee()
+    for name in CAPABILITIES:
+        if declared(mechanism, name):
+            capability(mechanism, name)
+    seed = REFERENCE_SEED
+    mechanism.decode(mechanism.encode(check_input(mechanism), seed), seed)
+
+
+PREFLIGHT_DIMENSION = 16
+"""Coordinates of the update ``preflight`` and ``mechanisms.randomness.reproducible`` encode."""
+
+
+def check_input(mechanism: Mechanism, dimension: int = PREFLIGHT_DIMENSION) -> torch.Tensor:
+    """The update ``preflight`` and ``reproducible`` encode: the reference update's direction in ``dimension``
+    coordinates, at l2 norm half the mechanism's ``clip`` (0.5 without a positive one)."""
+    clip = mechanism.params.get("clip")
+    scale = 0.5 * clip if isinstance(clip, float) and clip > 0 else 0.5
+    return reference_update(dimension) * scale
 
 
 def load_plugins(modules: list[str] | tuple[str, ...]) -> list[str]:
@@ -132,8 +329,11 @@ def load_plugins(modules: list[str] | tuple[str, ...]) -> list[str]:
 
 
 def _import_plugin(label: str, module: str, attribute: str | None = None, path: Path | None = None) -> list[str]:
-    if module in sys.modules and attribute is None:
-        return [n for n, o in _ORIGIN.items() if o == label]
+    if module in sys.modules and attribute is None:  # imported before: by this label, another, or as a library
+        loaded = [n for n, o in _ORIGIN.items() if o == label]
+        if not loaded and not _registers(module):
+            raise PluginError(_registered_nothing(label))
+        return loaded
     if os.getcwd() not in sys.path and "" not in sys.path:
         sys.path.append(os.getcwd())  # as `python -m` would: a plugin module in the current folder imports
     before = set(_REGISTRY)
@@ -148,6 +348,11 @@ def _import_plugin(label: str, module: str, attribute: str | None = None, path: 
             loaded = importlib.import_module(module)
         if attribute is not None:
             getattr(loaded, attribute)
+        if not set(_REGISTRY) - before and not _registers(module):  # (an entry point's module may be imported)
+            raise _RegisteredNothing()
+    except _RegisteredNothing:
+        sys.modules.pop(module, None)
+        raise PluginError(_registered_nothing(label)) from None
     except Exception as err:  # noqa: BLE001 -- any failure of foreign code is reported as the plugin's
         for name in set(_REGISTRY) - before:
             del _REGISTRY[name]
@@ -158,6 +363,19 @@ def _import_plugin(label: str, module: str, attribute: str | None = None, path: 
     finally:
         _loading.pop()
     return sorted(set(_REGISTRY) - before)
+
+
+class _RegisteredNothing(Exception):
+    """A plugin module imported cleanly and registered no mechanism (``_import_plugin`` reports it)."""
+
+
+def _registered_nothing(label: str) -> str:
+    return f"plugin {label!r} registered no mechanism (decorate its class with @mechanisms.register)"
+
+
+def _registers(module: str) -> bool:
+    """Whether a registered mechanism class is defined in ``module``."""
+    return any(cls.__module__ == module for cls in _REGISTRY.values())
 
 
 def load_entry_points() -> list[str]:

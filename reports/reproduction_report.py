@@ -170,6 +170,7 @@ def _markdown(doc: dict[str, Any], figures: list[str]) -> str:
     lines += [*(f"- {text}" for text in _intro(doc)), ""]
     for table, figure in zip(doc["tables"], figures, strict=True):
         lines += [f"## {table['id']}: {table['caption']}", "", f"{_metric_line(table)}.", "",
+                  *([table["note"], ""] if table.get("note") else []),
                   f"| method | column | paper (line) | ours [{_percent(doc)}] | ours - paper | verdict | why |",
                   "|---|---|---|---|---|---|---|"]
         for row in table["rows"]:
@@ -204,13 +205,15 @@ def _html(doc: dict[str, Any], figures: list[str]) -> str:
         "margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;font-size:14px;vertical-align:top}"
         "th{background:#f3f3f3;text-align:left}.num{text-align:right;white-space:nowrap}"
         ".badge{color:#fff;border-radius:8px;padding:1px 8px;font-size:12px;white-space:nowrap}"
-        "img{max-width:100%}.why{color:#555;font-size:12px}",
+        "img{max-width:100%}.why{color:#555;font-size:12px}.note{background:#f7f7f2;border-left:4px solid #bbb;"
+        "padding:6px 10px;max-width:1000px}",
         "</style></head><body>",
         f"<h1>auditkit reproduction: {e(doc['paper']['id'])}</h1>",
         "<ul>", *(f"<li>{e(t)}</li>" for t in _intro(doc)), "</ul>",
     ]
     for table, figure in zip(doc["tables"], figures, strict=True):
         parts += [f"<h2>{e(table['id'])}: {e(table['caption'])}</h2><p>{e(_metric_line(table))}.</p>",
+                  *([f"<p class='note'>{e(table['note'])}</p>"] if table.get("note") else []),
                   f"<table><tr><th>method</th><th>column</th><th>paper (line)</th><th>ours [{_percent(doc)}]</th>"
                   "<th>ours - paper</th><th>verdict</th><th>why</th></tr>"]
         for row in table["rows"]:

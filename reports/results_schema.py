@@ -21,9 +21,11 @@ Each setting (one mechanism setting, a grid point of a sweep):
   null), ``guarantee`` (the one-round claim: ``epsilon`` or null for no claim, ``delta``, ``relation``
   (dp_accounting's ``NeighboringRelation`` name, e.g. "REPLACE_ONE"; null without a claim), unit, scope,
   threat_model, sensitivity, assumptions, caveats, flags, summary), optionally ``true_epsilon`` (the epsilon of the
-  noise the mechanism really adds, per round, where it declares it; else null) and ``capabilities`` (each of
+  noise the mechanism really adds, per round, where it declares it; else null), ``capabilities`` (each of
   ``CAPABILITIES`` -> "declared" by the mechanism, or the "generic default" stood in; "unknown" in a version 2
-  file upgraded here);
+  file upgraded here) and optionally ``reproducible`` (false: the command that wrote the file found the
+  mechanism's output not determined by its seeds, two encodes under the same seeds differing, so its results
+  will not reproduce; absent when it passed or was not checked);
 - ``training`` (null when nothing was trained): ``protocol`` ("uplink", "consensus", "device-groups"; "unknown"
   when upgraded), ``rounds`` (per round: lr, losses, test_accuracy in [0, 1], bits_per_coordinate, optionally
   ``snr_db``: JoPEQ's uplink SNR 10 log10(mean_k Var(h_k) / Var(h_k - h~_k)), h_k the update as the mechanism
@@ -139,7 +141,7 @@ _SETTING = {
     "id": str,
     "label": str,
     "mechanism": {"name": str, "params": dict, "origin": str, "clip_norm": _Nullable(str), "guarantee": _GUARANTEE,
-                  "true_epsilon": _Optional(_Nullable(_NUMBER)),
+                  "true_epsilon": _Optional(_Nullable(_NUMBER)), "reproducible": _Optional(bool),
                   "capabilities": {**{name: str for name in CAPABILITIES},
                                    **{name: _Optional(str) for name in OPTIONAL_CAPABILITIES}}},
     "sweep": dict,

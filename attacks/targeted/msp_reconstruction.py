@@ -99,7 +99,9 @@ def _solve_client(alpha: torch.Tensor, r: torch.Tensor, round_tol: float) -> tup
     xm_c, xg_c, y_c = (v - v.mean(0) for v in (x_m, x_g, y))  # S_0 eliminated: its LS value is the k-mean
     gram = torch.tensor([[(xm_c * xm_c).sum(), (xm_c * xg_c).sum()], [(xm_c * xg_c).sum(), (xg_c * xg_c).sum()]])
     rhs = torch.tensor([(xm_c * y_c).sum(), (xg_c * y_c).sum()])
-    m_raw = torch.linalg.solve(gram, rhs)[0]
+    # the minimum-norm solution: with a common start (004 footnote 5) and K = 2, r[1] is parallel to r[0] and only
+    # gamma (1 + m) is identified -- w_hat is the same along the unidentified direction, m_hat is not
+    m_raw = (torch.linalg.pinv(gram, rtol=1e-9) @ rhs)[0]
     nearest = torch.round(m_raw)
     rounded = bool(nearest >= 1 and (m_raw - nearest).abs() <= round_tol)
     m_hat = nearest if rounded else m_raw.clamp_min(1.0)
@@ -138,24 +140,35 @@ def reconstruct_msp(transcript: ConsensusTranscript, *, round_tol: float = 0.1) 
 
 
 def reconstruct_from_split_support(transcript: ConsensusTranscript, low: float, high: float) -> torch.Tensor:
-    """K_t = 1 reconstruction from the public split law alpha[0] = u w, u ~ U[low, high] elementwise (low < 1 < high).
+    """K_t = 1 reconstruction from the public split law: the client's split s = u w, u ~ U[low, high] elementwise
+    (low < 1 < high).
 
-    r[0] gives w = alpha[0] + t r[0] for one unknown t > 0 (``first_residual_direction``). Every coordinate must
-    keep alpha[0]/w in [low, high], i.e. t s in [1/high - 1, 1/low - 1] with s = r[0]/alpha[0]; each coordinate
-    caps t (s > 0: t <= (1/low - 1)/s; s < 0: t <= (1 - 1/high)/|s|) and the true t attains the cap of the
-    coordinate whose u is nearest an end of [low, high], so the smallest cap over P coordinates is within O(1/P)
-    of it. For msp's unbiased split low = eps_s, high = 2 - eps_s; for Algorithm 1's split high = 1 + m - eps_s.
-    Returns w_hat (M, P) float64.
+    r[0] = gamma (1 + m) (w - c) gives w = c + t r[0] for one unknown t > 0 (``first_residual_direction``), c =
+    alpha[0] where the consensus started: the client's own split, or (``splits`` recorded, 004 footnote 5) the
+    broadcast one. Every coordinate must keep u = s / w in [low, high], i.e. w between s / high and s / low (w has
+    the sign of s), which bounds t to an interval per coordinate, and the true t lies in their intersection
+    [t_low, t_high]. From the client's own split (c = s) every coordinate bounds t from above only (u -> 1 as t ->
+    0) and the true t attains the smallest cap within O(1/P) (the coordinate whose u is nearest an end of [low,
+    high]): t_high is taken. From a broadcast start (c != s) the coordinates bound t from both sides and both
+    ends close in on it: the midpoint is taken. For msp's unbiased split low = eps_s, high = 2 - eps_s; for
+    Algorithm 1's split high = 1 + m - eps_s. Returns w_hat (M, P) float64.
     """
     if not 0 < low < 1 < high:
         raise ValueError(f"low and high must satisfy 0 < low < 1 < high, got low={low!r}, high={high!r}")
-    alpha0 = transcript.alpha[0].to(torch.float64)
+    start = transcript.alpha[0].to(torch.float64)
+    own = getattr(transcript, "splits", None)
+    split = start if own is None else own.to(torch.float64)
     r0 = pull_residuals(transcript)[0]
-    usable = (alpha0 != 0) & (r0 != 0)
-    ratio = torch.where(usable, r0 / torch.where(usable, alpha0, 1.0), 0.0)
-    caps = torch.where(ratio > 0, (1 / low - 1) / ratio, (1 - 1 / high) / ratio.abs())
-    t = torch.where(usable, caps, torch.inf).min(dim=1).values
-    return alpha0 + t[:, None] * r0
+    usable = (split != 0) & (r0 != 0)
+    near, far = split / high, split / low  # w lies between these: |w| in [|s| / high, |s| / low]
+    ends = (torch.minimum(near, far) - start, torch.maximum(near, far) - start)
+    safe = torch.where(usable, r0, 1.0)
+    one, other = ends[0] / safe, ends[1] / safe
+    lower = torch.where(usable, torch.minimum(one, other), -torch.inf).max(dim=1).values.clamp_min(0.0)
+    upper = torch.where(usable, torch.maximum(one, other), torch.inf).min(dim=1).values
+    started_own = (split == start).all(dim=1)  # the consensus started from this client's own split: caps only
+    t = torch.where(started_own, upper, (lower + upper) / 2)
+    return start + t[:, None] * r0
 
 
 @update_estimator("consensus")
@@ -168,18 +181,21 @@ def msp_update_estimates(transcript: ConsensusTranscript, global_before: torch.T
       points along w_i - alpha_i[0]: w_i = alpha_i[0] + c d_i with c unknown; the server takes the c that makes
       the update smallest, c = -<alpha_i[0] - g, d_i> (updates are small next to the split's noise, so this c
       is close to ||w_i - alpha_i[0]||);
-    * ``alpha0``: the visible split alpha_i[0] alone (unbiased for w_i), minus g.
+    * ``alpha0``: the client's visible split alpha_i[0] alone (unbiased for w_i), minus g: its own first upload
+      (``splits``) where the consensus started from a broadcast one (004 footnote 5).
 
     With K_t = 1 there is no least-squares reconstruction (it needs K_t >= 2): the last two are returned.
     """
     g = global_before.to(torch.float64)
     alpha0 = transcript.alpha[0].to(torch.float64)
+    own = getattr(transcript, "splits", None)
+    split = alpha0 if own is None else own.to(torch.float64)
     direction = first_residual_direction(transcript).to(torch.float64)
     scale = -((alpha0 - g) * direction).sum(dim=1, keepdim=True)
     estimates = {
         "first-residual": (alpha0 + scale * direction - g,
                            "alpha_0 moved along the first consensus residual r[0] to the smallest update"),
-        "alpha0": (alpha0 - g, "the visible split alpha_0 alone"),
+        "alpha0": (split - g, "the visible split alpha_0 alone"),
     }
     if transcript.rounds >= 2:
         reconstructed = reconstruct_msp(transcript).w_hat.to(torch.float64) - g

@@ -99,8 +99,8 @@ def _dirichlet_parts(y: np.ndarray, clients: int, alpha: float, rng: np.random.G
 def train_validation_split(n: int, fraction: float, *, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """Split indices ``0..n-1`` at random into (train, validation), both sorted int64.
 
-    The validation part holds ``round(fraction * n)`` indices (``fraction`` in [0, 1)); e.g. CEPAM's 10k of
-    60k is ``fraction=1/6``. Deterministic in (n, fraction, seed).
+    The validation part holds ``round(fraction * n)`` indices (``fraction`` in [0, 1)); e.g. 10k of 60k is
+    ``fraction=1/6``. Deterministic in (n, fraction, seed).
     """
     if not _is_int(n) or n < 1:
         raise ValueError(f"n must be an integer >= 1, got {n!r}")

@@ -67,7 +67,7 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
         tables.append({"id": table.id, "caption": table.caption, "metric": table.metric,
                        "dataset": plan.table_dataset(table) if table.kind in (TRAIN, ROUND_ATTACK) else None,
                        "metric_description": METRICS[table.metric].description, "kind": table.kind,
-                       "rounds": table.rounds, "x_label": table.x_label,
+                       "rounds": table.rounds, "x_label": table.x_label, "note": table.note,
                        "rows": [row_entry(plan, table.id, i, runs) for i in range(len(table.rows))]})
     orderings = [{"id": o.id, "quote": o.quote, "table": o.table,
                   "metric": paper.table(o.table).metric, "pairs": ordering_entry(plan, o, runs)}

@@ -14,8 +14,9 @@ A paper file (``auditkit/reproduction/papers/<id>.toml``) holds:
   an SNR that needs no converged model), ``scale`` (the paper's unit in ours: 100 for accuracies printed as
   fractions), ``tolerance`` (the default of its rows), ``x_label`` (the figure's x axis, for rows with ``x``),
   ``data`` (the dataset the paper ran this table on when it is not the paper's ``data``, e.g. "cifar10": used when
-  ``--data-dir`` holds it, else the run's dataset, said in each row), and
-  ``rows``: each with ``method`` (the paper's label), ``column`` (the table's column or the figure's panel),
+  ``--data-dir`` holds it, else the run's dataset, said in each row), ``note`` (what the report must say beside
+  the table: e.g. the readings a paper's ambiguous setting allows, one per column, and which its own text
+  supports), and ``rows``: each with ``method`` (the paper's label), ``column`` (the table's column or the figure's panel),
   ``config`` (raw tables overlaid on the base: model, mechanism, ...), ``paper`` (the number verbatim, e.g.
   "82.06±1.35", "≈70", "∞"; "" for a figure that prints none), ``line`` (the line in the seed's text that
   states it or the setting), optionally ``x`` (the row's point on the figure's x axis), ``tolerance`` (what
@@ -110,6 +111,7 @@ class Table:
     scale: float = 1.0
     x_label: str = ""
     data: str | None = None
+    note: str = ""
 
     @property
     def kind(self) -> str:
@@ -173,7 +175,7 @@ def _table(raw: dict[str, Any]) -> Table:
     default = raw.get("tolerance")
     rows = tuple(Row(**{"tolerance": default, **row}) for row in raw["rows"])
     return Table(raw["id"], raw["caption"], raw["metric"], rows, raw.get("base"), raw.get("rounds"),
-                 raw.get("scale", 1.0), raw.get("x_label", ""), raw.get("data"))
+                 raw.get("scale", 1.0), raw.get("x_label", ""), raw.get("data"), raw.get("note", ""))
 
 
 def _check(paper: Paper) -> None:

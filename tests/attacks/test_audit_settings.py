@@ -1,6 +1,8 @@
 """Audit settings: every registered mechanism declares one, its pairs fit its claim's ball, JoPEQ's pairs test its
 claim, and a mechanism that declares none gets the generic setting, marked as such."""
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -53,3 +55,34 @@ def test_a_mechanism_declaring_no_setting_gets_the_generic_one_and_it_says_so():
     assert is_generic(setting) and setting.note.startswith("generic default")
     assert (setting.dimension, setting.norm, setting.radius, setting.sensitivity) == (2, "l1", 0.25, 0.5)
     assert any(p.label == "beyond-clip" for p in setting_pairs(setting))
+
+
+def _claiming(sensitivity, clip_norm=None):
+    """A Laplace subclass that declares no setting, whose claim's sensitivity reads ``sensitivity``."""
+
+    class Claiming(Laplace):
+        def guarantee(self):
+            return dataclasses.replace(super().guarantee(), sensitivity=sensitivity)
+
+    Claiming.clip_norm = clip_norm
+    return Claiming(scale=1.0, clip=0.5)
+
+
+@pytest.mark.parametrize(("sensitivity", "clip_norm", "norm", "why"), [
+    ("l1 clip 0.5", None, "l1", "l1: the norm of the claim's sensitivity 'l1 clip 0.5'"),
+    # the claim's norm, not the mechanism's clip norm: every pair tried is one the claim covers
+    ("l1 clip 0.5", "l2", "l1", "l1: the norm of the claim's sensitivity 'l1 clip 0.5'; the mechanism clips in l2"),
+    ("l2 clip 0.5", "l1", "l2", "l2: the norm of the claim's sensitivity 'l2 clip 0.5'; the mechanism clips in l1"),
+    ("l-infinity clip 0.5", None, "l2", "l2: whose pairs the claim's l-infinity sensitivity 'l-infinity clip 0.5' "
+                                        "covers"),
+    ("clip 0.5", "l1", "l1", "l1: the mechanism's clip norm"),
+    ("clip 0.5", None, "l2", "l2: the claim's sensitivity 'clip 0.5' names no norm: l2 assumed"),
+])
+def test_the_generic_setting_takes_the_norm_of_the_claims_sensitivity(sensitivity, clip_norm, norm, why):
+    setting = audit_setting(_claiming(sensitivity, clip_norm))
+    assert is_generic(setting) and (setting.norm, setting.radius, setting.sensitivity) == (norm, 0.5, 1.0)
+    assert setting.note == ("generic default: the mechanism declares no audit setting: d = 2, the "
+                            f"{norm} ball of radius 0.5, pairs 2 radius apart; {why}")
+    p = 1 if norm == "l1" else 2
+    axis = setting_pairs(setting)[0]
+    assert torch.linalg.vector_norm(axis.x1 - axis.x0, p).item() == pytest.approx(1.0)

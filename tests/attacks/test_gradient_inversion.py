@@ -114,8 +114,9 @@ def test_inverting_gradients_decreases_the_cosine_loss_on_a_relu_cnn():
     model = cnn()
     images = torch.rand(2, 1, 28, 28, generator=torch.Generator().manual_seed(0))
     observed = attacks.per_image_gradients(model, images, torch.tensor([2, 5]))
-    start = attacks.inverting_gradients(model, observed, input_shape=(1, 28, 28), iterations=1, restarts=1)
-    later = attacks.inverting_gradients(model, observed, input_shape=(1, 28, 28), iterations=60, restarts=1)
+    # At the preset's restarts (start 0 of image 0 alone only goes 0.139 -> 0.081; the kept loss falls ~5x).
+    start = attacks.inverting_gradients(model, observed, input_shape=(1, 28, 28), iterations=1)
+    later = attacks.inverting_gradients(model, observed, input_shape=(1, 28, 28), iterations=60)
     assert start.labels.tolist() == [2, 5]
     assert (later.loss < 0.5 * start.loss).all()
 

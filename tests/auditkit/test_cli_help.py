@@ -183,6 +183,7 @@ def test_an_interrupted_audit_exits_130_and_says_how_to_resume(monkeypatch, caps
 
     class Interrupted:
         stage_count = 5
+        unreproducible = []
 
         def __init__(self, config, *, out, **kwargs):
             self.out = out

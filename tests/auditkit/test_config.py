@@ -108,6 +108,7 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"mechanism": {"name": "none"}, "mechanisms": [{"name": "none"}]}, "either a [mechanism] table or [[mechanisms]]"),
     ({"inversion": {"attack": "gan"}}, "inversion.attack must be one of analytic, inverting_gradients, idlg, dlg"),
     ({"inversion": {"round": 7}}, "inversion.round must be one of the checkpoints [1], got 7"),
+    ({"inversion": {"restarts": 0}}, "inversion.restarts must be an integer >= 1, got 0"),
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer >= 100, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be in (0, 1), got 1.0"),
     ({"data": {"prefer": "svhn"}}, "data.prefer must be one of mnist-5k, digits, mnist, cifar10; got 'svhn'"),
@@ -177,3 +178,4 @@ def test_training_backend_is_builtin_or_flower():
     with pytest.raises(ConfigError, match=r"config key 'flower.cpus' is not allowed; allowed keys in \[flower\]: "
                                           r"num_cpus, num_gpus, ray_address"):
         from_dict({"flower": {"cpus": 2}})
+

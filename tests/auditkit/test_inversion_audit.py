@@ -1,9 +1,11 @@
 """Gradient inversion against the server's view, clean beside defended (auditkit.inversion_audit)."""
+import dataclasses
 import json
 
 import pytest
 import torch
 
+import attacks
 from attacks.gradient_inversion import iteration_settings
 
 from auditkit import inversion_audit
@@ -122,6 +124,13 @@ def test_attack_on_a_real_fl_checkpoint_scores_against_the_clients_own_images():
                                                     settings=iteration_settings("analytic", 3))
     assert analytic["clean"]["scores"] == analytic["defended"]["scores"]
     assert len(analytic["clean"]["scores"]["ssim"]) == 2 and all(-1 <= v <= 1 for v in analytic["clean"]["scores"]["ssim"])
+
+    # the config's [inversion] restarts: unset, the attack's preset; set, that many starts
+    assert config.inversion.restarts is None
+    for restarts, expected in ((None, attacks.preset_settings("inverting_gradients")["restarts"]), (3, 3)):
+        inversion = dataclasses.replace(config.inversion, iterations=2, restarts=restarts)
+        recorded = inversion_audit.invert_recorded_view(view, config.training.model, inversion, seed=0)
+        assert recorded["settings"]["restarts"] == expected
 
 
 def test_the_clean_attack_can_be_skipped_and_equals_the_none_mechanism():

@@ -205,3 +205,163 @@ def test_calibrate_refuses_what_it_cannot_do():
         mechanisms.calibrate("gaussian", 1.0, sigma=2.0)
     with pytest.raises(ValueError, match="target_eps must be a finite number > 0"):
         mechanisms.calibrate("gaussian", float("nan"))
+
+
+# --- plugins whose code fails at run time: one line naming the plugin, the method and the exception -------------
+
+PLUGIN_HEAD = """
+import numpy as np
+import torch
+
+import mechanisms
+from mechanisms import AuditSetting, FloatMessage, Mechanism, PrivacyGuarantee, Tiling
+from mechanisms.base import as_update, positive_float
+from mechanisms.randomness import private_generator
+
+
+@mechanisms.register
+class Mine(Mechanism):
+    name = "{name}"
+    summary = "l2 clip + Gaussian noise"
+    message_type = FloatMessage
+    params_spec = (positive_float("sigma", 1.0, "noise std"), positive_float("clip", 0.5, "l2 clip"))
+
+    def encode(self, x, seed):
+        x = as_update(x)
+        y = x + self.params["sigma"] * torch.randn(x.numel(), generator=private_generator(self.private_seed, seed, "n"),
+                                                   dtype=torch.float64)
+        return FloatMessage(y.numpy().astype(np.float32))
+
+    def decode(self, enc, seed):
+        return enc.to_tensor()
+
+    def guarantee(self):
+        return PrivacyGuarantee(1.0, 1e-5, "replace-one", sensitivity="l2 clip 0.5")
+"""
+
+
+@pytest.fixture
+def plugin(tmp_path):
+    """load(name, methods): a plugin file registering mechanism ``name`` (``PLUGIN_HEAD``), with ``methods``
+    (source indented as the class body) appended to its class; what it registered is removed afterwards, so that
+    tests reading every registered mechanism never meet it."""
+    import sys
+
+    from mechanisms import registry
+
+    loaded = []
+
+    def load(name: str, methods: str = "") -> tuple[str, mechanisms.Mechanism]:
+        path = tmp_path / f"{name.replace('-', '_')}.py"
+        path.write_text(PLUGIN_HEAD.format(name=name) + methods)
+        loaded.append((name, path.stem))
+        assert mechanisms.load_plugins([str(path)]) == [name]
+        return str(path), mechanisms.create(name, private_seed=1)
+
+    yield load
+    for name, module in loaded:
+        registry._REGISTRY.pop(name, None)
+        registry._ORIGIN.pop(name, None)
+        sys.modules.pop(module, None)
+
+
+def _one_line(err: BaseException, expected: str) -> None:
+    assert str(err) == expected and "\n" not in str(err)
+
+
+def test_a_guarantee_that_raises_is_one_line_naming_the_plugin_the_method_and_the_exception(plugin):
+    path, m = plugin("g-raises", "    def guarantee(self):\n        return {}['epsilon']\n")
+    with pytest.raises(mechanisms.PluginCodeError) as err:
+        m.guarantee()
+    _one_line(err.value, f"plugin {path!r}: g-raises.guarantee() raised KeyError: 'epsilon'")
+    assert isinstance(err.value.__cause__, KeyError)  # the plugin's own exception, for whoever wants it
+    assert not isinstance(err.value, ValueError)  # never mistaken for input the toolkit refuses
+    with pytest.raises(mechanisms.PluginCodeError, match=r"g-raises\.guarantee\(\) raised KeyError"):
+        mechanisms.preflight(m)
+
+
+def test_encode_must_return_its_message_type(plugin):
+    path, m = plugin("enc-tensor", "    def encode(self, x, seed):\n        return as_update(x).float()\n")
+    with pytest.raises(mechanisms.PluginCodeError) as err:
+        m.encode(torch.zeros(4), 0)
+    _one_line(err.value, f"plugin {path!r}: enc-tensor.encode() returned torch.Tensor, not its message_type "
+                         "FloatMessage")
+    with pytest.raises(mechanisms.PluginCodeError, match="not its message_type FloatMessage"):
+        mechanisms.preflight(m)  # a plugin's first sample
+    with pytest.raises(mechanisms.PluginCodeError, match="not its message_type"):
+        mechanisms.describe("enc-tensor")
+
+
+@pytest.mark.parametrize(("name", "methods", "expected"), [
+    ("pf-decode-raises", "    def decode(self, enc, seed):\n        raise NotImplementedError\n",
+     "decode() raised NotImplementedError"),
+    ("pf-decode-array", "    def decode(self, enc, seed):\n        return enc.values\n",
+     "decode() returned numpy.ndarray, not a torch.Tensor"),
+    ("pf-claim-float", "    def guarantee(self):\n        return 1.0\n",
+     "guarantee() returned float, not a PrivacyGuarantee"),
+    ("pf-setting-raises", "    def audit_setting(self):\n        return AuditSetting.clipped(self.params['clop'], 'l2')\n",
+     "audit_setting() raised KeyError: 'clop'"),
+    ("pf-true-eps-str", "    def true_epsilon(self):\n        return '2'\n",
+     "true_epsilon() returned str, not a number or None"),
+    ("pf-density-int", "    def output_log_density(self):\n        return 3\n",
+     "output_log_density() returned int, not a function f(y, x), an OutputDensity or None"),
+])
+def test_preflight_runs_the_claim_every_declared_capability_and_one_encode_decode(plugin, name, methods, expected):
+    path, m = plugin(name, methods)
+    with pytest.raises(mechanisms.PluginCodeError) as err:
+        mechanisms.preflight(m)
+    _one_line(err.value, f"plugin {path!r}: {m.name}.{expected}")
+
+
+def test_the_callables_a_capability_returns_are_guarded_too(plugin):
+    path, m = plugin("tiled", "    def tiling(self):\n        return Tiling(block=1, why='iid', "
+                              "for_copies=lambda copies: 1 / 0)\n")
+    mechanisms.preflight(m)  # the capability itself returns fine
+    tiling = mechanisms.capability(m, "tiling")
+    with pytest.raises(mechanisms.PluginCodeError) as err:
+        tiling.for_copies(4)
+    _one_line(err.value, f"plugin {path!r}: tiled.tiling().for_copies raised ZeroDivisionError: division by zero")
+
+
+def test_a_correct_plugin_passes_and_refusing_its_parameters_stays_a_value_error(plugin):
+    _, m = plugin("fine")
+    mechanisms.preflight(m)
+    assert mechanisms.reproducible(m)
+    assert m.guarantee().relation is REPLACE_ONE  # "replace-one", a string, read as the relation it names
+    with pytest.raises(ValueError, match="sigma must be a finite number > 0") as err:
+        mechanisms.create("fine", sigma=-1.0)
+    assert not isinstance(err.value, mechanisms.PluginCodeError)
+
+
+def test_builtin_mechanisms_are_not_guarded():
+    from mechanisms.additive import Gaussian
+
+    assert not getattr(Gaussian.encode, "_guarded", False)
+    mechanisms.preflight(mechanisms.create("gaussian"))  # nothing to check: a built-in's bugs keep their traceback
+
+
+def test_a_plugin_module_that_registers_nothing_is_refused(tmp_path):
+    path = tmp_path / "forgot.py"
+    path.write_text(PLUGIN_HEAD.format(name="forgotten").replace("@mechanisms.register\n", ""))
+    for _ in range(2):  # and again: it is not left half-imported
+        with pytest.raises(mechanisms.PluginError) as err:
+            mechanisms.load_plugins([str(path)])
+        _one_line(err.value, f"plugin {str(path)!r} registered no mechanism (decorate its class with "
+                             "@mechanisms.register)")
+    assert "forgotten" not in mechanisms.names()
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("    name = 'no-message-type'\n    summary = 's'\n    def encode(self, x, seed): ...\n"
+     "    def decode(self, enc, seed): ...\n    def guarantee(self): ...\n",
+     "mechanism 'no-message-type' must set message_type to the mechanisms.Message subclass its encode returns"),
+    ("    name = 'no-decode'\n    summary = 's'\n    message_type = mechanisms.FloatMessage\n"
+     "    def encode(self, x, seed): ...\n    def guarantee(self): ...\n",
+     "mechanism 'no-decode' does not implement decode"),
+])
+def test_a_class_without_a_message_type_or_a_method_is_refused_at_registration(body, message):
+    namespace: dict = {"mechanisms": mechanisms, "Mechanism": Mechanism}
+    exec(f"class Bad(Mechanism):\n{body}", namespace)  # noqa: S102 -- a class body written as a plugin would
+    with pytest.raises(ValueError, match=message):
+        register(namespace["Bad"])
+    assert namespace["Bad"].name not in mechanisms.names()

@@ -116,9 +116,30 @@ def test_heterogeneous_m_converge_to_the_weighted_mean_not_fedavg():
     assert bias > 0.025 * fedavg.norm().item()  # the (1 + m_i)-weighting: 3.6 instead of 3.5 per coordinate
     gaps = []
     for rounds in (10, 100, 1000):
-        mechanism = mechanisms.create("msp", private_seed=4, m_max=2, consensus_rounds=rounds)
+        mechanism = mechanisms.create("msp", private_seed=4, m_max=2, consensus_rounds=rounds, start="split")
         gaps.append((mechanism.run_consensus(models, 1, m=m).aggregate - limit).norm().item())
     assert gaps == sorted(gaps, reverse=True) and gaps[-1] < bias / 3
+
+
+def test_the_common_start_is_the_first_clients_uploaded_split_and_keeps_the_invariant():
+    """004 footnote 5: the server broadcasts one uploaded alpha[0] and every client takes it as its own; the
+    invisible parts absorb the difference, so eq. (5) and the consensus limit are unchanged. From one client's
+    model the visible parts have further to travel when the clients' models differ: the gap closes more slowly."""
+    g = torch.Generator().manual_seed(3)
+    models = torch.arange(1.0, 7.0, dtype=torch.float64)[:, None] + 0.05 * torch.randn(6, 50, generator=g,
+                                                                                         dtype=torch.float64)
+    m = torch.tensor([1, 2, 1, 2, 1, 2])
+    common = mechanisms.create("msp", private_seed=4, m_max=2, consensus_rounds=1000)  # the default start
+    own = mechanisms.create("msp", private_seed=4, m_max=2, consensus_rounds=1000, start="split")
+    transcript, reference = common.run_consensus(models, 1, m=m), own.run_consensus(models, 1, m=m)
+    assert torch.equal(transcript.splits, reference.alpha[0])  # every client uploaded its own split...
+    assert torch.equal(transcript.alpha[0], reference.alpha[0][0].expand(6, -1))  # ...and started from client 0's
+    hidden = transcript.hidden
+    assert torch.allclose(transcript.alpha[0] + hidden.S0, (1.0 + m.double())[:, None] * models, rtol=1e-14)
+    limit = consensus_limit(models, m)
+    gap, reference_gap = ((t.aggregate - limit).norm().item() for t in (transcript, reference))
+    assert reference_gap < gap < (transcript.alpha[0].mean(0) - limit).norm().item()  # converging, more slowly
+    assert reference.splits is None
 
 
 def test_run_consensus_records_the_public_transcript_and_the_hidden_part():
@@ -194,8 +215,8 @@ def test_stochastic_rounding_is_unbiased_and_counts_overloads():
     assert clamped == 2
 
 
-def test_mspdq_intervals_shrink_and_the_start_is_the_public_knot():
-    mechanism = mechanisms.create("mspdq", private_seed=8, bits=6, consensus_rounds=5)
+def test_mspdq_intervals_shrink_and_the_knot_start_is_the_public_knot():
+    mechanism = mechanisms.create("mspdq", private_seed=8, bits=6, consensus_rounds=5, start="knot")
     assert mechanism.pi == 16.0 and mechanism.common_knot == pytest.approx(-1 / 63)
     transcript = mechanism.run_consensus(_models(), 3)
     expected = torch.tensor([2.0] + [16.0 * 0.3 / (k + 1) for k in range(5)], dtype=torch.float64)
@@ -207,6 +228,9 @@ def test_mspdq_intervals_shrink_and_the_start_is_the_public_knot():
     split = mechanisms.create("mspdq", private_seed=8, start="split").run_consensus(_models(), 3)
     # alpha[0] ~ U[0.5 w, 1.5 w], then rounded to a knot of [-1, 1] (spacing 2/255)
     assert torch.all((split.alpha[0] - _models()).abs() <= 0.5 * _models().abs() + 2 / 255)
+    # the default (footnote 5): every client starts from the first client's quantized split, a knot vector
+    common = mechanisms.create("mspdq", private_seed=8).run_consensus(_models(), 3)
+    assert torch.equal(common.splits, split.alpha[0]) and torch.equal(common.alpha[0], split.alpha[0][0].expand(8, -1))
 
 
 def test_mspdq_aggregate_converges_to_the_exact_limit():

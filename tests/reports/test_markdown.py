@@ -220,8 +220,8 @@ def test_a_generic_default_under_a_distinguishing_test_gets_a_note_under_the_sum
     text = render_markdown(document, FIGURES)
     assert text[text.index("### Notes"):text.index("## Adaptive tests")] == (
         "### Notes\n\n- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian: the distinguishing test "
-        "ran on generic defaults for the sampling (the per-call fallback, slow: gaussian: one call of the real "
-        "mechanism per output). This weakens the verdict \"consistent\".\n\n")
+        "drew its outputs per call, gaussian: one call of the real mechanism per output: exact, only slower than a "
+        "declared tiling or batch sampler, so this weakens no verdict.\n\n")
 
 
 def test_capabilities_and_the_clip_norm_are_in_the_details(text):

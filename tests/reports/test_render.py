@@ -256,13 +256,17 @@ def test_the_distinguish_report(rendered_commands):
         "## Findings\n\n### Claims refuted\n\n- half: violated (decisive refutation): claim ε = 1, δ = 0; certified "
         "ε ≥ 1.41 against the claimed 1 (0 vs clip) (p = 3.2e-07, 6.4e-07 adjusted over the audit's 2 tests).\n\n")
     notes = r.md[r.md.index("### Notes"):r.md.index("## Figures")]
+    # a file whose generic setting does not say where its norm came from: the violation holds only if the claim's
+    # neighbours include the pairs, and the claim's own sensitivity is named beside them
     assert notes.strip().splitlines()[2:] == [
-        "- half: the distinguishing test ran on generic defaults for the audit setting (the pairs tried are the "
-        "generic 2-D ones, not pairs the mechanism declares for its claim: they may miss its worst case, or not be "
-        "neighbours in the claim's sense) and the sampling (the per-call fallback, slow: one call per output "
-        "(generic default: the mechanism declares no tiling)). This weakens the verdict \"violated\"."]
+        "- half: the distinguishing test ran on the generic neighbouring pairs (d = 2, the l2 ball of radius 1, "
+        "pairs 2 radius apart), as the mechanism declares no audit setting. The verdict \"violated\" holds only if "
+        "the claim's neighbours include these pairs: the claim's sensitivity reads \"l1 clip 1\"; it drew its "
+        "outputs per call, one call per output (generic default: the mechanism declares no tiling): exact, only "
+        "slower than a declared tiling or batch sampler, so this weakens no verdict."]
     html_notes = r.html[r.html.index('<ul class="notes" id="notes">'):]
-    assert html_notes.index("half: the distinguishing test ran on generic defaults") < html_notes.index("</ul>")
+    assert html_notes.index("half: the distinguishing test ran on the generic neighbouring pairs") < html_notes.index(
+        "</ul>")
     assert r.html.index('id="notes"') < r.html.index("<h2>Figures</h2>")  # right under the summary
     assert '<span class="badge plugin">plugin: entry point half = my_pkg.half</span>' in r.html
     assert "- **origin**: plugin: entry point half = my\\_pkg.half" in r.md

@@ -118,6 +118,14 @@ def test_validation_names_what_is_wrong_in_one_line(document, path, value, messa
     assert str(error.value) == message
 
 
+def test_a_setting_may_say_its_mechanism_is_not_determined_by_its_seeds(document):
+    document["settings"][1]["mechanism"]["reproducible"] = False  # optional: absent when it passed or was not checked
+    validate_results(document)
+    document["settings"][1]["mechanism"]["reproducible"] = "no"
+    with pytest.raises(ValueError, match=r"^results.settings\[1\].mechanism.reproducible must be a boolean, got 'no'$"):
+        validate_results(document)
+
+
 def test_a_non_object_is_refused():
     with pytest.raises(ValueError, match=r"^results must be a JSON object, got list$"):
         validate_results([])
