@@ -4,7 +4,7 @@ A mechanism declares the setting of its claim (``Mechanism.audit_setting()``, a 
 input dimension, ball, shift, block, pair options; e.g. the JoPEQ family tests one scaled block at zeta = 1, DP-SQ
 the central quantizer cell). ``audit_setting(m)`` returns it, or, when the mechanism declares none, the generic
 setting, marked ``GENERIC_NOTE`` so that reports say a generic default stood in: d = 2, the ball of radius
-``clip`` (1 without a clip parameter), pairs 2 radius apart, and inputs beyond the ball. Its norm is the claim's:
+``clip`` (1 without a clip parameter), pairs up to its diameter apart, inputs beyond the ball. Its norm is the claim's:
 the one its sensitivity text names (``mechanisms.guarantee.stated_norm``: "l1 clip 0.5" is tested in the l1 ball,
 so that every pair tried is a pair of neighbours the claim covers; an l-infinity claim in the l2 ball, whose pairs
 it covers too); else the mechanism's ``clip_norm``; else l2, assumed (``NORM_ASSUMED``). The setting's note says
@@ -34,8 +34,8 @@ def audit_setting(mechanism: Mechanism) -> AuditSetting:
     radius = float(mechanism.params.get("clip", 1.0) or 1.0)
     norm, why = _generic_norm(mechanism)
     return AuditSetting(2, 2 * radius, norm, radius, 2, beyond_clip=True,
-                        note=f"{GENERIC_NOTE}: d = 2, the {norm} ball of radius {radius:g}, pairs 2 radius apart; "
-                             f"{norm}: {why}")
+                        note=f"{GENERIC_NOTE}: d = 2, the {norm} ball of radius {radius:g}, pairs up to "
+                             f"{2 * radius:g} apart (its diameter); {norm}: {why}")
 
 
 def _generic_norm(mechanism: Mechanism) -> tuple[str, str]:

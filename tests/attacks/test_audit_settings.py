@@ -82,7 +82,7 @@ def test_the_generic_setting_takes_the_norm_of_the_claims_sensitivity(sensitivit
     setting = audit_setting(_claiming(sensitivity, clip_norm))
     assert is_generic(setting) and (setting.norm, setting.radius, setting.sensitivity) == (norm, 0.5, 1.0)
     assert setting.note == ("generic default: the mechanism declares no audit setting: d = 2, the "
-                            f"{norm} ball of radius 0.5, pairs 2 radius apart; {why}")
+                            f"{norm} ball of radius 0.5, pairs up to 1 apart (its diameter); {why}")
     p = 1 if norm == "l1" else 2
     axis = setting_pairs(setting)[0]
     assert torch.linalg.vector_norm(axis.x1 - axis.x0, p).item() == pytest.approx(1.0)

@@ -11,10 +11,10 @@ def test_parameters_keep_short_values_and_shorten_calibrated_ones():
 # --- the notes under the summary: by verdict, sampling path and reproducibility -------------------------------------
 
 
-GENERIC_L1 = ("generic default: the mechanism declares no audit setting: d = 2, the l1 ball of radius 0.5, pairs 2 "
-              "radius apart; l1: the norm of the claim's sensitivity 'l1 clip 0.5'")
-GENERIC_ASSUMED = ("generic default: the mechanism declares no audit setting: d = 2, the l2 ball of radius 1, pairs 2 "
-                   "radius apart; l2: the claim's sensitivity 'clip 1' names no norm: l2 assumed")
+GENERIC_L1 = ("generic default: the mechanism declares no audit setting: d = 2, the l1 ball of radius 0.5, pairs up to 1 "
+              "apart (its diameter); l1: the norm of the claim's sensitivity 'l1 clip 0.5'")
+GENERIC_ASSUMED = ("generic default: the mechanism declares no audit setting: d = 2, the l2 ball of radius 1, pairs up to 2 "
+                   "apart (its diameter); l2: the claim's sensitivity 'clip 1' names no norm: l2 assumed")
 PER_CALL = "per call: mine: one call of the real mechanism per output (generic default: the mechanism declares no tiling)"
 
 
@@ -28,7 +28,7 @@ def _setting(verdict, where=GENERIC_L1, sampling="tiled: blocks of n = 1", sensi
 def test_generic_pairs_weaken_a_consistent_verdict():
     assert notes([_setting("consistent")]) == [
         "mine: the distinguishing test ran on the generic neighbouring pairs (d = 2, the l1 ball of radius 0.5, pairs "
-        "2 radius apart; l1: the norm of the claim's sensitivity 'l1 clip 0.5'), as the mechanism declares no audit "
+        "up to 1 apart (its diameter); l1: the norm of the claim's sensitivity 'l1 clip 0.5'), as the mechanism declares no audit "
         "setting. This weakens the verdict \"consistent\": these pairs may miss the mechanism's worst case (a worse "
         "pair may exist)."]
 
@@ -38,7 +38,7 @@ def test_a_violation_on_neighbours_within_the_claims_sensitivity_stands():
     assert "weaken the verdict \"violated\"" not in note and "weakens the verdict" not in note
     assert note == (
         "mine: the distinguishing test ran on the generic neighbouring pairs (d = 2, the l1 ball of radius 0.5, pairs "
-        "2 radius apart; l1: the norm of the claim's sensitivity 'l1 clip 0.5'), as the mechanism declares no audit "
+        "up to 1 apart (its diameter); l1: the norm of the claim's sensitivity 'l1 clip 0.5'), as the mechanism declares no audit "
         "setting. The verdict \"violated\" stands: these pairs are neighbours within the claim's sensitivity, and one "
         "pair the claim covers on which it fails refutes it; it drew its outputs per call, mine: one call of the real "
         "mechanism per output (generic default: the mechanism declares no tiling): exact, only slower than a "
