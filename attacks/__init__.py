@@ -13,14 +13,14 @@ a ``torch.nn.Module``; they never import ``auditkit``.
 * attacks on specific mechanisms: ``targeted`` (JoPEQ's side channel and overload, CEPAM's normalisation,
   DP-SQ's cross-cell test, MSP-FL's transcript reconstruction), registered for the mechanisms they target.
 
-The generic code knows a mechanism only through the ``mechanisms.Mechanism`` protocol and what it declares
-(``mechanisms.capabilities``); it imports no mechanism class.
+The generic code knows a mechanism only through the ``auditkit.mechanisms.Mechanism`` protocol and what it declares
+(``auditkit.mechanisms.capabilities``); it imports no mechanism class.
 """
 
 # --- gradient inversion (issue 5): attacks, label extraction, observations, metrics ---
-from attacks import metrics
-from attacks.analytic_inversion import analytic
-from attacks.gradient_inversion import (
+from auditkit.attacks import metrics
+from auditkit.attacks.analytic_inversion import analytic
+from auditkit.attacks.gradient_inversion import (
     INVERSION_ATTACKS,
     InversionResult,
     dlg,
@@ -29,13 +29,13 @@ from attacks.gradient_inversion import (
     inverting_gradients,
     preset_settings,
 )
-from attacks.gradient_matching import per_image_gradients
-from attacks.label_extraction import extract_labels
-from attacks.observations import update_estimator, update_estimator_for, update_to_gradient
+from auditkit.attacks.gradient_matching import per_image_gradients
+from auditkit.attacks.label_extraction import extract_labels
+from auditkit.attacks.observations import update_estimator, update_estimator_for, update_to_gradient
 # --- end gradient inversion ---
 
 # --- empirical DP distinguishing (issue 6): epsilon bounds, bulk sampling, tests, pairs, verdicts ---
-from attacks.adaptive_tests import (
+from auditkit.attacks.adaptive_tests import (
     AdaptiveTestResult,
     adaptive_test,
     adaptive_tests_for,
@@ -44,13 +44,13 @@ from attacks.adaptive_tests import (
     resolve_for,
     run_views,
 )
-from attacks.audit_mechanism import MechanismAudit, audit_mechanism
-from attacks.audit_settings import AuditSetting, audit_setting, setting_pairs
-from attacks.bulk_sampling import BatchedMechanism, BulkSampler, bulk_sampler
-from attacks.distinguish import EpsilonEstimate, distinguish
-from attacks.distinguishing_statistics import STATISTICS
-from attacks.identification import IdentificationResult, identify
-from attacks.epsilon_bounds import (
+from auditkit.attacks.audit_mechanism import MechanismAudit, audit_mechanism
+from auditkit.attacks.audit_settings import AuditSetting, audit_setting, setting_pairs
+from auditkit.attacks.bulk_sampling import BatchedMechanism, BulkSampler, bulk_sampler
+from auditkit.attacks.distinguish import EpsilonEstimate, distinguish
+from auditkit.attacks.distinguishing_statistics import STATISTICS
+from auditkit.attacks.identification import IdentificationResult, identify
+from auditkit.attacks.epsilon_bounds import (
     clopper_pearson_upper,
     distinguishing_p_value,
     epsilon_lower_bound,
@@ -58,24 +58,24 @@ from attacks.epsilon_bounds import (
     one_run_epsilon_lower_bound,
     one_run_p_value,
 )
-from attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
-from attacks.pair_search import PairCandidate, PairSearch, search_worst_pair
-from attacks.soundness import SoundnessRow, allowed_false_alarms, soundness_sweep
-from attacks.verdicts import (
+from auditkit.attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
+from auditkit.attacks.pair_search import PairCandidate, PairSearch, search_worst_pair
+from auditkit.attacks.soundness import SoundnessRow, allowed_false_alarms, soundness_sweep
+from auditkit.attacks.verdicts import (
     CONSISTENT, DECISIVE_P, INCONCLUSIVE, NO_CLAIM, VACUOUS, VERDICTS, VIOLATED, adjusted_p_value, bonferroni_confidence,
     evidence, holm, verdict,
 )
 # --- end empirical DP distinguishing ---
 
 # --- attacks on specific mechanisms (registered for the mechanisms they target) ---
-from attacks.targeted.cepam import cepam_normalisation
-from attacks.targeted.dpsq import dpsq_cross_cell
-from attacks.targeted.jopeq import jopeq_overload, jopeq_scale_side_channel
-from attacks.targeted.msp_reconstruction import (
+from auditkit.attacks.targeted.cepam import cepam_normalisation
+from auditkit.attacks.targeted.dpsq import dpsq_cross_cell
+from auditkit.attacks.targeted.jopeq import jopeq_overload, jopeq_scale_side_channel
+from auditkit.attacks.targeted.msp_reconstruction import (
     MSPReconstruction,
     first_residual_direction,
     msp_update_estimates,
     reconstruct_from_split_support,
     reconstruct_msp,
 )
-from attacks.targeted.msp_transcript import msp_transcript
+from auditkit.attacks.targeted.msp_transcript import msp_transcript

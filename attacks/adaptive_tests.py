@@ -1,16 +1,16 @@
 """Adaptive tests: the claims' blind spots, each a named distinguishing test registered for the mechanisms it targets.
 
-A black-box audit (``attacks.audit_mechanism``) tests a claim where the claim itself says it holds. An adaptive
+A black-box audit (``auditkit.attacks.audit_mechanism``) tests a claim where the claim itself says it holds. An adaptive
 test looks where the claim does not look: a side value sent in clear, a protocol's later messages, a domain the
 claim assumes but nothing enforces. Each test builds neighbouring pairs, observes what a threat-model view sees
 (the mechanism's output, or a batched view of it), certifies an epsilon lower bound per view with
-``attacks.distinguish`` (held-out Clopper-Pearson), shares its ``confidence`` over its views by Bonferroni, and
-judges the worst bound against the mechanism's ``guarantee()`` (``attacks.verdicts.verdict``).
+``auditkit.attacks.distinguish`` (held-out Clopper-Pearson), shares its ``confidence`` over its views by Bonferroni, and
+judges the worst bound against the mechanism's ``guarantee()`` (``auditkit.attacks.verdicts.verdict``).
 
 Tests register for the mechanisms they target, by name, with ``@adaptive_test("name", ...)``: the built-in ones
-live in ``attacks.targeted`` (one module per mechanism family), and a plugin registers its own the same way::
+live in ``auditkit.attacks.targeted`` (one module per mechanism family), and a plugin registers its own the same way::
 
-    import attacks
+    from auditkit import attacks
 
     @attacks.adaptive_test("my-mech")
     def my_side_channel(m, *, trials, confidence, seed):
@@ -33,11 +33,11 @@ from typing import Any
 
 import torch
 
-import mechanisms
-from attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
-from attacks.distinguish import EpsilonEstimate, distinguish
-from attacks.verdicts import bonferroni_confidence, verdict
-from mechanisms import Mechanism, capability
+from auditkit import mechanisms
+from auditkit.attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
+from auditkit.attacks.distinguish import EpsilonEstimate, distinguish
+from auditkit.attacks.verdicts import bonferroni_confidence, verdict
+from auditkit.mechanisms import Mechanism, capability
 
 __all__ = [
     "DEFAULT_TRIALS",
@@ -162,7 +162,7 @@ def adaptive_tests_for(mechanism_name: str) -> list[AdaptiveTest]:
 
 
 def resolve_for(mechanism: str | Mechanism, names: Sequence[str], test: str, seed: int) -> Mechanism:
-    """The mechanism a test runs on (a name is created as ``attacks.bulk_sampling.resolve_mechanism`` does);
+    """The mechanism a test runs on (a name is created as ``auditkit.attacks.bulk_sampling.resolve_mechanism`` does);
     ``ValueError`` unless it is one of the ``names`` the test targets."""
     resolved = resolve_mechanism(mechanism, seed=seed)
     if getattr(resolved, "name", None) not in names:

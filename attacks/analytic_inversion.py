@@ -36,7 +36,7 @@ What is recovered:
       ||phi(x) - a_hat||^2 / ||a_hat||^2 + feature_tv * TV(x),
 
   then *refine* the images this does not explain -- those whose matching loss (``distance``) on the whole
-  observation still exceeds ``refine_above`` -- by gradient matching (:mod:`attacks.gradient_matching`,
+  observation still exceeds ``refine_above`` -- by gradient matching (:mod:`auditkit.attacks.gradient_matching`,
   Inverting Gradients' signed Adam with its lr schedule, box and ``tv`` prior, plus ``feature_weight`` times
   the feature loss; ``observation="update"`` unrolls the client's steps as the other attacks do). With
   ``smooth`` > 0 the refinement runs by continuation: the model's ``nn.ReLU`` become
@@ -58,7 +58,7 @@ h1 (6 x 12 x 12) given, optimisation reaches only ~0.65: the max-pool routing is
 The first FC layer is found generically: the first ``nn.Linear`` with a bias in ``model.modules()`` order;
 its input phi(x) is read by a forward pre-hook that stops the forward pass, so phi may be any (nested)
 module stack; "the layer reads the pixels" means phi(x) == x.flatten(1) on a random probe. Labels are
-extracted as in iDLG (:func:`attacks.label_extraction.extract_labels`) or given (``label=``); the analytic
+extracted as in iDLG (:func:`auditkit.attacks.label_extraction.extract_labels`) or given (``label=``); the analytic
 estimate itself needs none, the refinement and the reported loss use them.
 """
 from __future__ import annotations
@@ -75,9 +75,9 @@ from torch import Tensor, nn
 from torch.func import functional_call
 from torch.nn.modules.utils import _pair
 
-from attacks import gradient_inversion as gi
-from attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, total_variation
-from attacks.observations import Observation, split_observation
+from auditkit.attacks import gradient_inversion as gi
+from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, total_variation
+from auditkit.attacks.observations import Observation, split_observation
 
 ANALYTIC_SETTINGS: dict[str, Any] = {
     "seed": 0,  # seeds the dummy initialisation of the feature inversion (drawn on the CPU)
@@ -114,7 +114,7 @@ def analytic(
 ) -> gi.InversionResult:
     """Analytic inversion of the first FC layer (module docstring), then feature inversion when needed.
 
-    Arguments as :func:`attacks.gradient_inversion.invert`: ``model`` holds the weights the observation was
+    Arguments as :func:`auditkit.attacks.gradient_inversion.invert`: ``model`` holds the weights the observation was
     computed with (before the update for ``observation="update"``); ``observed`` one image's or N images'
     gradients/updates; ``input_shape`` (C, H, W); ``label`` None or the true label(s). Raises ``ValueError``
     when the model has no ``nn.Linear`` with a bias.

@@ -1,13 +1,13 @@
 """Audit one mechanism: distinguish over its neighbouring pairs, keep the worst, judge it against the claim.
 
-``audit_mechanism(m, trials=N)`` runs ``attacks.distinguish`` on every pair of ``setting_pairs(audit_setting(m))``
+``audit_mechanism(m, trials=N)`` runs ``auditkit.attacks.distinguish`` on every pair of ``setting_pairs(audit_setting(m))``
 (or the given pairs), each at the Bonferroni confidence 1 - (1 - confidence)/tests, so that the largest bound
 over the pairs -- the worst pair, which is what the claim must survive -- holds at ``confidence`` jointly
-(``attacks.verdicts``). ``tests`` may be raised above the number of pairs when the audit is part of a larger
+(``auditkit.attacks.verdicts``). ``tests`` may be raised above the number of pairs when the audit is part of a larger
 report whose tests share one family-wise level.
 
 ``search=True`` spends the same budget (N outputs per pair) on a worst-pair search instead
-(``attacks.pair_search``): every pair chooses its test on a share of its outputs, the most promising one is
+(``auditkit.attacks.pair_search``): every pair chooses its test on a share of its outputs, the most promising one is
 tested once on the rest of the budget, and that single held-out test counts as one test of the family. The
 bound is then typically much higher (e.g. the half-noise example plugin, true eps 4.38, at 10^5 outputs per
 pair: see ``benchmarks/bench_tightness.py``).
@@ -19,15 +19,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import mechanisms
-from attacks.audit_settings import audit_setting, setting_pairs
-from attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
-from attacks.distinguish import SELECTION, EpsilonEstimate, distinguish
-from attacks.distinguishing_statistics import STATISTICS
-from attacks.neighbouring_pairs import NeighbouringPair
-from attacks.pair_search import PairSearch, search_worst_pair
-from attacks.verdicts import bonferroni_confidence, verdict
-from mechanisms import LogDensity, Mechanism, PrivacyGuarantee
+from auditkit import mechanisms
+from auditkit.attacks.audit_settings import audit_setting, setting_pairs
+from auditkit.attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
+from auditkit.attacks.distinguish import SELECTION, EpsilonEstimate, distinguish
+from auditkit.attacks.distinguishing_statistics import STATISTICS
+from auditkit.attacks.neighbouring_pairs import NeighbouringPair
+from auditkit.attacks.pair_search import PairSearch, search_worst_pair
+from auditkit.attacks.verdicts import bonferroni_confidence, verdict
+from auditkit.mechanisms import LogDensity, Mechanism, PrivacyGuarantee
 
 __all__ = ["MechanismAudit", "audit_mechanism"]
 

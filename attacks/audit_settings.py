@@ -1,24 +1,24 @@
 """Where a mechanism's claim is tested: its declared ``AuditSetting``, or the generic one, and the pairs it gives.
 
-A mechanism declares the setting of its claim (``Mechanism.audit_setting()``, a ``mechanisms.AuditSetting``:
+A mechanism declares the setting of its claim (``Mechanism.audit_setting()``, a ``auditkit.mechanisms.AuditSetting``:
 input dimension, ball, shift, block, pair options; e.g. the JoPEQ family tests one scaled block at zeta = 1, DP-SQ
 the central quantizer cell). ``audit_setting(m)`` returns it, or, when the mechanism declares none, the generic
 setting, marked ``GENERIC_NOTE`` so that reports say a generic default stood in: d = 2, the ball of radius
 ``clip`` (1 without a clip parameter), pairs up to its diameter apart, inputs beyond the ball. Its norm is the claim's:
-the one its sensitivity text names (``mechanisms.guarantee.stated_norm``: "l1 clip 0.5" is tested in the l1 ball,
+the one its sensitivity text names (``auditkit.mechanisms.guarantee.stated_norm``: "l1 clip 0.5" is tested in the l1 ball,
 so that every pair tried is a pair of neighbours the claim covers; an l-infinity claim in the l2 ball, whose pairs
 it covers too); else the mechanism's ``clip_norm``; else l2, assumed (``NORM_ASSUMED``). The setting's note says
 which.
 
-``setting_pairs(setting)`` builds the candidate pairs (``attacks.neighbouring_pairs``) that
-``attacks.audit_mechanism`` tries.
+``setting_pairs(setting)`` builds the candidate pairs (``auditkit.attacks.neighbouring_pairs``) that
+``auditkit.attacks.audit_mechanism`` tries.
 """
 
 from __future__ import annotations
 
-from attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
-from mechanisms import AuditSetting, Mechanism, capability
-from mechanisms.guarantee import stated_norm
+from auditkit.attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
+from auditkit.mechanisms import AuditSetting, Mechanism, capability
+from auditkit.mechanisms.guarantee import stated_norm
 
 __all__ = ["GENERIC_NOTE", "NORM_ASSUMED", "AuditSetting", "audit_setting", "is_generic", "setting_pairs"]
 
@@ -58,7 +58,7 @@ def is_generic(setting: AuditSetting) -> bool:
 
 
 def setting_pairs(setting: AuditSetting, *, random_directions: int = 2, seed: int = 0) -> list[NeighbouringPair]:
-    """The candidate neighbouring pairs of ``setting`` (``attacks.neighbouring_pairs``)."""
+    """The candidate neighbouring pairs of ``setting`` (``auditkit.attacks.neighbouring_pairs``)."""
     return neighbouring_pairs(
         setting.dimension,
         sensitivity=setting.sensitivity,

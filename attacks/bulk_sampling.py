@@ -8,11 +8,11 @@ fastest path that is faithful, i.e. whose B outputs have exactly the joint law o
   (B, d_out) by contract; called on chunks of rows.
 * ``tiled``: one call of the real mechanism on B copies of x laid end to end (each copy zero-padded to a
   multiple of the mechanism's block length), as the mechanism declares it can be sampled
-  (``Mechanism.tiling()``, a ``mechanisms.Tiling``: the block length, why it is faithful, the most copies per
+  (``Mechanism.tiling()``, a ``auditkit.mechanisms.Tiling``: the block length, why it is faithful, the most copies per
   call, and the mechanism to call on B copies -- e.g. one whose clip is rescaled to B^(1/p) clip so that
   clipping the tiled vector scales every copy as one call would).
 * ``mechanism batch``: where the mechanism cannot be tiled in its configuration (``tiling()`` returns None) but
-  declares its own vectorised sampler (``Mechanism.batch_sampling()``, a ``mechanisms.BatchSampling``: e.g.
+  declares its own vectorised sampler (``Mechanism.batch_sampling()``, a ``auditkit.mechanisms.BatchSampling``: e.g.
   MSP-FL's split with a hidden m_i per call), that sampler called for chunks of B outputs.
 * ``per call``: one call per output, each with its own seed. Always faithful, about 1e3-1e5 outputs/s. Taken
   when the mechanism declares neither (the description says whether it declared that it cannot be sampled in
@@ -30,8 +30,8 @@ from collections.abc import Callable
 
 import torch
 
-import mechanisms
-from mechanisms import BatchSampling, Mechanism, Tiling, capability, declared
+from auditkit import mechanisms
+from auditkit.mechanisms import BatchSampling, Mechanism, Tiling, capability, declared
 
 __all__ = ["BatchedMechanism", "BulkSampler", "bulk_sampler", "resolve_mechanism"]
 
@@ -42,7 +42,7 @@ _MAX_COORDINATES = 2**20  # coordinates per call of a tiled or batched path (mem
 
 
 def resolve_mechanism(mechanism: str | Mechanism | BatchedMechanism, *, seed: int) -> Mechanism | BatchedMechanism:
-    """A registered name becomes ``mechanisms.create(name, private_seed=...)`` (module docstring); a
+    """A registered name becomes ``auditkit.mechanisms.create(name, private_seed=...)`` (module docstring); a
     ``Mechanism`` or callable is returned as is; anything else is a ``ValueError``."""
     if isinstance(mechanism, str):
         return mechanisms.create(mechanism, private_seed=mechanisms.derive_seed("distinguish-private", seed))

@@ -1,27 +1,27 @@
 """Black-box distinguishing test: a certified lower bound on the epsilon of a mechanism from a neighbouring pair.
 
 ``distinguish(m, x0, x1, trials=N)`` draws N/2 outputs of M(x0) and N/2 of M(x1) in bulk from the real
-implementation (``attacks.bulk_sampling``), then splits each side in two parts:
+implementation (``auditkit.attacks.bulk_sampling``), then splits each side in two parts:
 
 1. selection (``selection`` = 20% of each side by default): every statistic of
-   ``attacks.distinguishing_statistics`` (projection, exact log-likelihood ratio where the output density is
+   ``auditkit.attacks.distinguishing_statistics`` (projection, exact log-likelihood ratio where the output density is
    known, learned classifier) is fitted, and for each the threshold (and the share of the confidence between
    the two error rates) maximising the bound PREDICTED for the held-out outputs is found
    (``choose_test``); the statistic with the largest predicted bound is kept.
 2. held out (the other 80%): the one chosen test is applied once (``ChosenTest.says_x1``); its false positives
    among the outputs of x0 and false negatives among those of x1 give the bound of
-   ``attacks.epsilon_bounds.epsilon_lower_bound`` (one-sided Clopper-Pearson on both rates, the confidence split
+   ``auditkit.attacks.epsilon_bounds.epsilon_lower_bound`` (one-sided Clopper-Pearson on both rates, the confidence split
    between them as chosen on the selection outputs).
 
 The held-out outputs play no part in choosing the test, so the bound holds with probability >= ``confidence``
 whatever the selection did (Jagielski et al. 2020; the same split as dp-auditorium's testers). The largest
 bound this many held-out outputs could ever give, a perfect test's, is reported beside it
-(``max_certifiable``). ``attacks.pair_search`` uses the same two steps across several pairs.
+(``max_certifiable``). ``auditkit.attacks.pair_search`` uses the same two steps across several pairs.
 
 Why 20%: the projection and the likelihood ratio have nothing to fit but the threshold, and every output held
 out tightens the bound. Simulated on y ~ N(-+1/2, 1) (delta 1e-5), 20% selection with the threshold chosen for
 the held-out bound gave 3.33 at 10^6 outputs per side and 2.51 at 5 x 10^4, against 3.22 and 2.38 with half
-held out and the threshold chosen for the selection's own bound (``attacks.distinguishing_statistics``).
+held out and the threshold chosen for the selection's own bound (``auditkit.attacks.distinguishing_statistics``).
 """
 
 from __future__ import annotations
@@ -35,8 +35,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from attacks.bulk_sampling import BatchedMechanism, BulkSampler, resolve_mechanism
-from attacks.distinguishing_statistics import (
+from auditkit.attacks.bulk_sampling import BatchedMechanism, BulkSampler, resolve_mechanism
+from auditkit.attacks.distinguishing_statistics import (
     STATISTICS,
     Scorer,
     best_threshold,
@@ -44,9 +44,9 @@ from attacks.distinguishing_statistics import (
     fit_scorer,
     projection_direction,
 )
-from attacks.epsilon_bounds import distinguishing_p_value, epsilon_lower_bound
-from attacks.neighbouring_pairs import NeighbouringPair
-from mechanisms import LogDensity, Mechanism, capability
+from auditkit.attacks.epsilon_bounds import distinguishing_p_value, epsilon_lower_bound
+from auditkit.attacks.neighbouring_pairs import NeighbouringPair
+from auditkit.mechanisms import LogDensity, Mechanism, capability
 
 __all__ = [
     "MIN_TRIALS",
@@ -77,7 +77,7 @@ class EpsilonEstimate:
     threshold, threshold_tiebreak: the test says x1 iff (score, projection) > (threshold, threshold_tiebreak).
     fp_share:            the share of 1 - confidence given to the false-positive rate (chosen on the selection).
     claimed_epsilon:     the claim compared with, if any; p_value: of "M is (claimed_epsilon, delta)-DP".
-    sampling:            the sampling path (``attacks.bulk_sampling``) and why it is faithful.
+    sampling:            the sampling path (``auditkit.attacks.bulk_sampling``) and why it is faithful.
     samples_per_second:  trials / seconds, end to end (sampling, fitting, counting); sampling_seconds apart.
     selection_bounds:    the held-out bound each statistic's best threshold predicted on the selection outputs.
     """

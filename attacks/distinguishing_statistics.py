@@ -41,8 +41,8 @@ import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 
-from attacks.epsilon_bounds import clopper_pearson_upper, epsilon_lower_bounds
-from mechanisms import LogDensity
+from auditkit.attacks.epsilon_bounds import clopper_pearson_upper, epsilon_lower_bounds
+from auditkit.mechanisms import LogDensity
 
 __all__ = [
     "FP_SHARES",

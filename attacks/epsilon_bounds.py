@@ -139,7 +139,7 @@ def distinguishing_p_value(
     """p-value of the hypothesis "M is (epsilon, delta)-DP" given a held-out test's counts: the smallest
     1 - confidence at which ``epsilon_lower_bound`` (with the same ``fp_share``) exceeds ``epsilon`` (bisection
     on log10 of it; values below 1e-20 are reported as 1e-20). For Holm's procedure over several tests
-    (``attacks.verdicts.holm``)."""
+    (``auditkit.attacks.verdicts.holm``)."""
     _check_delta(delta)
     _check_share(fp_share)
     if not (math.isfinite(epsilon) and epsilon >= 0):

@@ -1,7 +1,7 @@
 """Gradient inversion: reconstruct a client's training image from the gradient (or update) it sent.
 
 All three attacks optimise dummy inputs x (and, for DLG, a dummy soft label) so that the observation the
-client would have sent for them matches the observed one (:mod:`attacks.gradient_matching`):
+client would have sent for them matches the observed one (:mod:`auditkit.attacks.gradient_matching`):
 
     x* = argmin_x  D(simulate(x, y), observed) + tv * TV(x)
 
@@ -12,7 +12,7 @@ They differ only in their settings (presets, every value overridable by keyword 
   20 inner iterations per step (torch defaults, as the reference code), 300 steps, early stop on a matching
   loss below 1e-6, 4 starts (the reference code runs one; see "Restarts" below).
 * **iDLG** (Zhao et al., "iDLG: Improved Deep Leakage from Gradients", 2020): as DLG, but the label is first
-  extracted analytically (:func:`attacks.label_extraction.extract_labels`) and only the image is optimised.
+  extracted analytically (:func:`auditkit.attacks.label_extraction.extract_labels`) and only the image is optimised.
 * **Inverting Gradients** (Geiping et al., "Inverting Gradients - How easy is it to break privacy in federated
   learning?", NeurIPS 2020): cosine distance + total-variation prior, Adam with lr 0.1 on the *signed*
   gradient, the image projected onto the box [0, 1] after every step, the lr divided by 10 at 3/8, 5/8 and
@@ -26,9 +26,9 @@ Labels: ``label=`` hands the attacker the true label(s) (``label_source="given"`
 otherwise ``label_strategy`` extracts them (``"extracted"``) or optimises a dummy soft label
 (``"optimised"``, reported as its argmax).
 
-Observations (:mod:`attacks.observations`): one image's, or N independent images' gradients. For a
+Observations (:mod:`auditkit.attacks.observations`): one image's, or N independent images' gradients. For a
 multi-step FedAvg update x = w_after - w_before either convert it with
-:func:`attacks.observations.update_to_gradient` (the "one gradient" approximation, then attack as a gradient)
+:func:`auditkit.attacks.observations.update_to_gradient` (the "one gradient" approximation, then attack as a gradient)
 or pass ``observation="update", local_steps=tau, local_lr=eta`` to unroll the client's tau SGD steps on the
 dummy data (Inverting Gradients' FedAvg variant); the model must then hold the weights *before* the update.
 
@@ -37,7 +37,7 @@ optimisation, with per-image model gradients from ``torch.func``; the objective 
 objectives, whose gradient with respect to each dummy is that image's own gradient. Adam is elementwise, so
 one Adam over the stacked dummies *is* N independent Adam runs. L-BFGS is not (its curvature pairs, step
 size and stopping tests would couple the images), so the batched path uses
-:class:`attacks.batched_lbfgs.BatchedLBFGS`, which keeps all L-BFGS state and stopping per image and follows
+:class:`auditkit.attacks.batched_lbfgs.BatchedLBFGS`, which keeps all L-BFGS state and stopping per image and follows
 ``torch.optim.LBFGS`` step for step. ``mode="sequential"`` gives every problem its own ``torch.optim.LBFGS`` /
 ``torch.optim.Adam`` with plain autograd (no ``torch.func``), the reference implementations' way, and steps
 the problems one at a time, in turn (so that early stopping sees the same steps). Both modes start from the
@@ -57,7 +57,7 @@ patches of ``benchmarks/bench_inversion.py --restart-cost`` 4 starts reached SSI
 for one, at 1.05x its time (4 batched rows cost more per step, but solved images stop early while a failed
 single start runs to the iteration cap). Hence the presets' 4 restarts.
 All starts of all images run as one batched optimisation (problem r * count + i is start r of image i: one
-forward-backward and one :class:`attacks.batched_lbfgs.BatchedLBFGS` step serve them all; on the CPU, 4 rows
+forward-backward and one :class:`auditkit.attacks.batched_lbfgs.BatchedLBFGS` step serve them all; on the CPU, 4 rows
 cost ~1.25x one). Start r draws its dummies from its own generator, seeded with
 ``derive_seed(seed, "inversion-start", r)`` (:func:`start_seeds`): a run is reproducible from ``seed``, and
 start r is the same whatever the number of restarts, the mode or the device. ``InversionResult.start_loss``
@@ -82,11 +82,11 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call
 
-from attacks.batched_lbfgs import BatchedLBFGS
-from attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching
-from attacks.label_extraction import extract_labels
-from attacks.observations import Observation, observation_matrix, split_observation
-from mechanisms.randomness import derive_seed
+from auditkit.attacks.batched_lbfgs import BatchedLBFGS
+from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching
+from auditkit.attacks.label_extraction import extract_labels
+from auditkit.attacks.observations import Observation, observation_matrix, split_observation
+from auditkit.mechanisms.randomness import derive_seed
 
 INVERSION_ATTACKS = ("dlg", "idlg", "inverting_gradients", "analytic")  # analytic: attacks.analytic_inversion
 OPTIMIZERS = ("lbfgs", "adam")
@@ -189,7 +189,7 @@ def preset_settings(attack: str) -> dict[str, Any]:
     """A copy of the default settings of ``attack`` (one of :data:`INVERSION_ATTACKS`)."""
     if attack == "analytic":
         # imported here: attacks.analytic_inversion imports this module
-        from attacks.analytic_inversion import preset
+        from auditkit.attacks.analytic_inversion import preset
 
         return preset()
     if attack not in _PRESETS:
@@ -233,11 +233,11 @@ def invert(
     update for ``observation="update"``). ``observed``: one image's observation (a list of tensors shaped like
     ``model.parameters()`` or a flat vector of length P) or N images' (each tensor with a leading N, or an
     N x P matrix). ``input_shape``: (C, H, W) of one image. ``label``: None, or the true label(s) (an int for
-    one image, or N ints) handed to the attacker. ``"analytic"`` runs :func:`attacks.analytic_inversion.analytic`.
+    one image, or N ints) handed to the attacker. ``"analytic"`` runs :func:`auditkit.attacks.analytic_inversion.analytic`.
     """
     if attack == "analytic":
         # imported here: attacks.analytic_inversion imports this module
-        from attacks.analytic_inversion import analytic
+        from auditkit.attacks.analytic_inversion import analytic
 
         return analytic(model, observed, input_shape=input_shape, label=label, **settings)
     config = _resolve_settings(attack, settings)
@@ -288,7 +288,7 @@ def invert(
 
 def start_seeds(seed: int, restarts: int) -> tuple[int, ...]:
     """The seed of each start: start r draws its dummies from ``torch.Generator().manual_seed(s_r)`` with
-    s_r = ``derive_seed(seed, "inversion-start", r)`` (SHA-256 keyed, :func:`mechanisms.randomness.derive_seed`),
+    s_r = ``derive_seed(seed, "inversion-start", r)`` (SHA-256 keyed, :func:`auditkit.mechanisms.randomness.derive_seed`),
     so start r is the same whatever the number of restarts, the device or the mode."""
     return tuple(derive_seed(seed, "inversion-start", r) for r in range(restarts))
 

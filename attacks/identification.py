@@ -28,9 +28,9 @@ import numpy as np
 import torch
 from scipy import stats
 
-from mechanisms import Mechanism, capability
-from mechanisms.densities import ClippedGaussian, pair_log_densities
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms import Mechanism, capability
+from auditkit.mechanisms.densities import ClippedGaussian, pair_log_densities
+from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = ["IdentificationResult", "SCORINGS", "Scorer", "candidate_scorer", "identify"]
 
@@ -101,7 +101,7 @@ def candidate_scorer(mechanism: Mechanism, pool: np.ndarray) -> tuple[str, Score
     """The scoring's name, and ``scores(ys, drawn)`` for the candidate rows of ``pool`` (P x d, float64): the
     likelihood ln p(y | pool[r]) where the mechanism declares it, else minus the squared distance from y to pool[r]
     after the mechanism's clipping (module docstring). Every (output, candidate) pair is scored in one call
-    (``mechanisms.densities.pair_log_densities``: one matrix product for a Gaussian density, a compiled loop for
+    (``auditkit.mechanisms.densities.pair_log_densities``: one matrix product for a Gaussian density, a compiled loop for
     JoPEQ's, one call per candidate for a density of a plugin's own)."""
     log_density = capability(mechanism, "output_log_density")
     if log_density is None:

@@ -11,7 +11,7 @@ An observation is accepted in any of the shapes FL code produces, for P = the mo
 
 A protocol whose server view is not the clients' decoded updates (MSP-FL's consensus transcript) has an *update
 estimator*, registered for its round protocol with ``@update_estimator("consensus")`` by the module that attacks
-it (``attacks.targeted.msp_reconstruction``): it turns the view into the server's estimates of each client's
+it (``auditkit.attacks.targeted.msp_reconstruction``): it turns the view into the server's estimates of each client's
 update, strongest first, and gradient inversion attacks those.
 """
 from __future__ import annotations

@@ -1,12 +1,12 @@
 """Worst-pair search: one audit's whole budget spent where the claim is weakest, and the choice certified.
 
-Without the search, ``attacks.audit_mechanism`` gives each of its K neighbouring pairs ``trials`` outputs and
+Without the search, ``auditkit.attacks.audit_mechanism`` gives each of its K neighbouring pairs ``trials`` outputs and
 judges each at the Bonferroni confidence 1 - (1 - confidence)/K. With it (``search_worst_pair``), the pairs share
 the same budget of K x trials outputs; a share ``selection`` of it chooses, the rest certifies:
 
 1. candidates: each pair draws selection/2 x trials outputs (half per side) and chooses its test -- statistic,
    threshold, share of the confidence between the two error rates -- for the held-out size
-   (``attacks.distinguish.choose_test``), which predicts its bound;
+   (``auditkit.attacks.distinguish.choose_test``), which predicts its bound;
 2. refinement: the pair with the largest predicted bound draws the rest of the selection budget and chooses its
    test again on all its selection outputs (a threshold far in a tail needs many outputs to place);
 3. held out: that pair draws the remaining K x trials x (1 - selection) outputs afresh and its test is applied
@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-import mechanisms
-from attacks.bulk_sampling import BatchedMechanism, BulkSampler
-from attacks.distinguish import (
+from auditkit import mechanisms
+from auditkit.attacks.bulk_sampling import BatchedMechanism, BulkSampler
+from auditkit.attacks.distinguish import (
     MIN_TRIALS,
     SELECTION,
     ChosenTest,
@@ -45,9 +45,9 @@ from attacks.distinguish import (
     held_out_estimate,
     resolve_claim_and_density,
 )
-from attacks.distinguishing_statistics import STATISTICS
-from attacks.neighbouring_pairs import NeighbouringPair
-from mechanisms import LogDensity, Mechanism
+from auditkit.attacks.distinguishing_statistics import STATISTICS
+from auditkit.attacks.neighbouring_pairs import NeighbouringPair
+from auditkit.mechanisms import LogDensity, Mechanism
 
 __all__ = ["PairCandidate", "PairSearch", "search_worst_pair"]
 
@@ -98,7 +98,7 @@ def search_worst_pair(
     """The search of the module docstring over ``pairs`` with a budget of ``trials`` outputs per pair.
 
     mechanism: a ``Mechanism`` or batched callable; its declared output density serves the likelihood ratio unless
-    ``log_density`` is given (as in ``attacks.distinguish``); the claim compared with is ``claimed_eps``. Pair i
+    ``log_density`` is given (as in ``auditkit.attacks.distinguish``); the claim compared with is ``claimed_eps``. Pair i
     is sampled with seed ``derive_seed(seed, "pair", i)``: streams 0 and 1 for its candidate outputs, 2 and 3 for
     the chosen pair's refinement, 4 and 5 for its held-out outputs.
     """

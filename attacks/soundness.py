@@ -1,7 +1,7 @@
 """Soundness of the audit itself: how often a correct claim is called "violated", and whether known-false claims
 are caught, over every registered mechanism and many seeds.
 
-``soundness_sweep(trials=N, seeds=S)`` runs ``attacks.audit_mechanism`` (with the worst-pair search, as
+``soundness_sweep(trials=N, seeds=S)`` runs ``auditkit.attacks.audit_mechanism`` (with the worst-pair search, as
 ``auditkit audit`` does, unless ``search=False``) on every registered mechanism at its ``reference_params`` (else
 its defaults) for seeds 0..S-1. Seed s keys both the audit's shared randomness and the mechanism's private noise
 (``private_seed = derive_seed("soundness", s)``), so the seeds are independent runs. Each mechanism is one row,
@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 
 from scipy import stats
 
-import mechanisms
-from attacks.audit_mechanism import audit_mechanism
-from attacks.audit_settings import audit_setting, setting_pairs
-from attacks.verdicts import VIOLATED
+from auditkit import mechanisms
+from auditkit.attacks.audit_mechanism import audit_mechanism
+from auditkit.attacks.audit_settings import audit_setting, setting_pairs
+from auditkit.attacks.verdicts import VIOLATED
 
 __all__ = ["EXCEEDED_MARGIN", "SoundnessRow", "allowed_false_alarms", "classify", "soundness_sweep"]
 

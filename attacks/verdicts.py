@@ -9,7 +9,7 @@
 * "consistent": otherwise -- the test could have refuted the claim and did not.
 
 "claim holds only cell-locally" (``CELL_LOCAL_ONLY``) is the verdict of DP-SQ's adaptive test
-(``attacks.adaptive_tests.dpsq_cross_cell``): the claim's own in-cell pair is not violated, pairs across cells are.
+(``auditkit.attacks.adaptive_tests.dpsq_cross_cell``): the claim's own in-cell pair is not violated, pairs across cells are.
 
 A bound computed at delta refutes an (eps, delta_claim) claim only if delta_claim <= delta (an (eps,
 delta_claim)-DP mechanism is (eps, delta)-DP for every delta >= delta_claim); ``verdict`` refuses the
@@ -22,7 +22,7 @@ tests' p-values (``holm``) rejects the same "some test" event and more individua
 question "is the claim violated?" the two coincide (Holm's first step is Bonferroni's test).
 
 Strength of a refutation (``evidence``). A test's p-value is that of "the mechanism is (claimed eps, delta)-DP"
-(``attacks.epsilon_bounds.distinguishing_p_value``); in a family of m tests its Bonferroni-adjusted p-value is
+(``auditkit.attacks.epsilon_bounds.distinguishing_p_value``); in a family of m tests its Bonferroni-adjusted p-value is
 min(1, m p), and a refuting verdict at family-wise confidence c means m p < 1 - c. It is "decisive" when the
 adjusted p-value is below ``DECISIVE_P`` = 1e-4 (the claim would be refuted at 99.99% family-wise, e.g.
 JoPEQ's side channel, a perfect test), "marginal" otherwise (refuted at c, not far beyond).
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Protocol
 
-from mechanisms import PrivacyGuarantee
+from auditkit.mechanisms import PrivacyGuarantee
 
 __all__ = [
     "CELL_LOCAL_ONLY",
@@ -66,7 +66,7 @@ DECISIVE_P = 1e-4  # an adjusted p-value below this makes a refutation "decisive
 
 
 class CertifiedBound(Protocol):
-    """What ``verdict`` reads: an ``attacks.distinguish.EpsilonEstimate``, or any other certified bound with
+    """What ``verdict`` reads: an ``auditkit.attacks.distinguish.EpsilonEstimate``, or any other certified bound with
     the same fields (e.g. a one-run canary audit's)."""
 
     @property

@@ -1,7 +1,8 @@
 """auditkit: attack and audit privacy + compression mechanisms in federated learning.
 
-The harness lives here (config, data, models, FL simulation, the audit pipeline, the CLI);
-mechanisms, attacks and reports are sibling top-level packages.
+One import namespace: the harness (config, data, models, FL simulation, the audit pipeline, the CLI) and
+``auditkit.mechanisms``, ``auditkit.attacks`` and ``auditkit.reports``, which live in the repository's
+``mechanisms/``, ``attacks/`` and ``reports/`` folders.
 """
 from importlib.metadata import PackageNotFoundError, version
 

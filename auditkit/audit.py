@@ -12,7 +12,7 @@ For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.s
                   updates through the mechanism, inverted beside the clean ones, and the informed adversary's
                   identification test judged against the claim's reconstruction bound
                   (``auditkit.identification_audit``);
-* ``distinguish`` black-box distinguishing tests on the mechanism and its adaptive tests (``attacks``); the
+* ``distinguish`` black-box distinguishing tests on the mechanism and its adaptive tests (``auditkit.attacks``); the
                   Bonferroni family is every test of the whole audit, so a correct mechanism is almost never
                   called violated.
 
@@ -21,10 +21,10 @@ finished stages instead of recomputing them. A stage's key hashes its inputs and
 computes it (``auditkit.results.code_fingerprint``: the toolkit's and the plugins' sources), so a resumed audit
 never reuses results computed by other code. Results are a pure function of the config and seed (timings are
 kept in the stage files, never in ``results.json``), so a resumed audit equals an uninterrupted one -- provided
-each mechanism draws its randomness from its seeds: ``mechanisms.reproducible`` checks every setting's mechanism
+each mechanism draws its randomness from its seeds: ``auditkit.mechanisms.reproducible`` checks every setting's mechanism
 once before the first stage (two encodes), and a setting whose mechanism fails it is marked in ``results.json``
 (``mechanism.reproducible: false``) and in the report. Everything that can fail on user input is checked before
-the first stage starts, and so is a plugin's code (``mechanisms.preflight``: ``mechanisms.PluginCodeError``).
+the first stage starts, and so is a plugin's code (``auditkit.mechanisms.preflight``: ``auditkit.mechanisms.PluginCodeError``).
 """
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit import __version__, results
 from auditkit.config import AuditConfig, ConfigError, MechanismConfig
 from auditkit.probe import check_probe_inputs
@@ -44,7 +44,7 @@ from auditkit.stage_store import StageStore, replace_atomically, stage_key
 
 def attacks_confidence(confidence: float, family: int) -> float:
     """The per-test confidence of a ``family``-test Bonferroni family at family-wise ``confidence``."""
-    import attacks
+    from auditkit import attacks
 
     return attacks.bonferroni_confidence(confidence, max(family, 1))
 
@@ -77,8 +77,8 @@ class SettingPlan:
 
 def plan_audit(config: AuditConfig) -> list[SettingPlan]:
     """Every setting of ``config``, validated: its mechanism is built once, so bad parameters fail here, and a
-    plugin's mechanism is run once through its claim, capabilities, encode and decode (``mechanisms.preflight``),
-    so that a bug in its code fails here too (``mechanisms.PluginCodeError``)."""
+    plugin's mechanism is run once through its claim, capabilities, encode and decode (``auditkit.mechanisms.preflight``),
+    so that a bug in its code fails here too (``auditkit.mechanisms.PluginCodeError``)."""
     plans = []
     for m in config.mechanisms:
         for point in m.grid():
@@ -90,8 +90,8 @@ def plan_audit(config: AuditConfig) -> list[SettingPlan]:
 
 def _distinguish_tests(mechanism: mechanisms.Mechanism, adaptive: bool, seed: int) -> tuple[list[Any], list[Any]]:
     """The neighbouring pairs and the adaptive tests the distinguish stage runs on ``mechanism``."""
-    from attacks.adaptive_tests import adaptive_tests_for
-    from attacks.audit_settings import audit_setting, setting_pairs
+    from auditkit.attacks.adaptive_tests import adaptive_tests_for
+    from auditkit.attacks.audit_settings import audit_setting, setting_pairs
 
     pairs = setting_pairs(audit_setting(mechanism), seed=seed)
     return pairs, (adaptive_tests_for(mechanism.name) if adaptive else [])
@@ -129,8 +129,8 @@ def run_distinguish(
 ) -> tuple[Any, list[Any]]:
     """Black-box audit of ``mechanism`` on its neighbouring pairs (a worst-pair search with ``search``) plus its
     adaptive tests, each bound at the Bonferroni confidence of a ``family``-test family
-    (``attacks.audit_mechanism``); ``delta`` of the bounds defaults to the claim's."""
-    import attacks
+    (``auditkit.attacks.audit_mechanism``); ``delta`` of the bounds defaults to the claim's."""
+    from auditkit import attacks
 
     pairs, extra = _distinguish_tests(mechanism, adaptive, seed)
     audit = attacks.audit_mechanism(mechanism, trials=trials, confidence=confidence, delta=delta, pairs=pairs,
@@ -195,7 +195,7 @@ class Audit:
 
     def run(self, on_event: Event | None = None) -> dict[str, Any]:
         """Run (or resume) every stage, then write ``results.json``, ``report.html`` and ``report.md``."""
-        from reports import render_report
+        from auditkit.reports import render_report
 
         notify = on_event or (lambda kind, **info: None)
         settings = [self._run_setting(plan, notify) for plan in self.plans]
@@ -288,7 +288,7 @@ class Audit:
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
         from auditkit.inversion_audit import RecordedView, invert_recorded_view
-        from reports.figures import image_grid
+        from auditkit.reports.figures import image_grid
 
         inv = plan.config.inversion
         view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train")["view"])
@@ -354,7 +354,7 @@ class Audit:
 
     @property
     def unreproducible(self) -> list[SettingPlan]:
-        """The settings whose mechanism's output is not determined by its seeds (``mechanisms.reproducible``)."""
+        """The settings whose mechanism's output is not determined by its seeds (``auditkit.mechanisms.reproducible``)."""
         return [plan for plan in self.plans if not self.reproducible[plan.id]]
 
     def _setting_entry(self, s: dict[str, Any]) -> dict[str, Any]:

@@ -22,7 +22,7 @@ of the canary client that carried it (about +1 when in, -1 or 0 when out). The a
 most confident canaries -- the scores farthest from the midpoint tau of the two expected scores (0 for
 "replace", 1/2 for "add"), "in" above tau and "out" below -- abstains on the rest, and counts the correct
 guesses V (with k/2 guesses of each kind, Steinke et al.'s top/bottom rule, k = m would force wrong guesses
-whenever the number of inserted canaries is not m/2); ``attacks.epsilon_bounds.one_run_epsilon_lower_bound(V, k, m)`` gives the bound: under
+whenever the number of inserted canaries is not m/2); ``auditkit.attacks.epsilon_bounds.one_run_epsilon_lower_bound(V, k, m)`` gives the bound: under
 (eps, delta)-DP with respect to each inclusion bit, V is dominated by Binomial(k, e^eps / (1 + e^eps)) plus a
 delta term (their Theorem and its delta extension). k is taken on the grid m, m/2, m/4, ... (down to 20),
 each at the Bonferroni confidence 1 - (1 - confidence) / |grid|, and the largest bound is reported: valid at
@@ -43,7 +43,7 @@ Repeated training (``repeated_training_audit``). One canary client takes part in
 (default the last) with update x1 = +c (D') or x0 = -c / 0 (D); each trial retrains from scratch on the fixed
 data and partition with fresh training and mechanism randomness (the simulation seed
 ``derive_seed(seed, chunk, i)``), and the observed view -- the final model (``public``) or the canary
-client's decoded update (``server``) -- is handed to ``attacks.distinguish`` as the output of a batched
+client's decoded update (``server``) -- is handed to ``auditkit.attacks.distinguish`` as the output of a batched
 callable: its selection half picks the statistic and threshold (projection <y, c>, classifier), its held-out
 half certifies the bound (Clopper-Pearson, ``epsilon_lower_bound``). The same per-round claim applies. Trials
 run one after another through the real ``FederatedSimulation`` (the code path being audited); they are
@@ -61,16 +61,16 @@ from typing import Any, NamedTuple
 
 import torch
 
-from attacks.distinguish import EpsilonEstimate, distinguish
-from attacks.epsilon_bounds import one_run_epsilon_lower_bound
-from attacks.verdicts import bonferroni_confidence, verdict
+from auditkit.attacks.distinguish import EpsilonEstimate, distinguish
+from auditkit.attacks.epsilon_bounds import one_run_epsilon_lower_bound
+from auditkit.attacks.verdicts import bonferroni_confidence, verdict
 from auditkit.config import AuditConfig, from_dict, preset_dict
 from auditkit.fl.aggregation import RoundOutcome, RoundProtocol, UplinkProtocol
 from auditkit.fl.simulation import FederatedSimulation
 from auditkit.models import create_model
 from auditkit.pipeline import Experiment, build_mechanism, prepare_data, resolve_device
-from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.randomness import derive_seed, generator
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.randomness import derive_seed, generator
 
 __all__ = [
     "PAIRS",
@@ -146,7 +146,7 @@ class CanaryAudit:
     canaries (m), guesses (k), correct (V): the winning k of the grid and its correct guesses.
     epsilon_lower_bound: certified at ``confidence`` (family-wise over ``grid``) for ``delta``.
     max_certifiable: the bound if every guess of the grid's best k were right (the cap for this m).
-    claim, claimed_epsilon: the mechanism's per-round client-level claim; verdict: ``attacks.verdicts.verdict``.
+    claim, claimed_epsilon: the mechanism's per-round client-level claim; verdict: ``auditkit.attacks.verdicts.verdict``.
     bounds, correct_by_guesses: the bound and V for every k of the grid.
     test_accuracy: the final model's (trained for real, canaries included); seconds: wall time of the audit.
     scores, inserted: every canary's score s_i and inclusion bit (not in ``to_dict``).
@@ -189,7 +189,7 @@ class CanaryAudit:
 
 
 class _Bound(NamedTuple):
-    """The fields ``attacks.verdicts.verdict`` reads."""
+    """The fields ``auditkit.attacks.verdicts.verdict`` reads."""
 
     epsilon_lower_bound: float
     max_certifiable: float

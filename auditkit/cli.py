@@ -9,11 +9,11 @@ their ``Param`` specs (``auditkit.mechanism_options``), built-in mechanisms and 
 command that writes results writes ``results.json`` (schema ``auditkit/results`` v3), ``report.html`` and
 ``report.md``.
 
-A plugin's code that raises, or returns a value of the wrong type (``mechanisms.PluginCodeError``), is one
+A plugin's code that raises, or returns a value of the wrong type (``auditkit.mechanisms.PluginCodeError``), is one
 ``error:`` line too, naming the plugin, the method and the exception, exit status 2: every command runs a plugin's
-mechanism once through its claim, capabilities, encode and decode (``mechanisms.preflight``) before it writes
+mechanism once through its claim, capabilities, encode and decode (``auditkit.mechanisms.preflight``) before it writes
 anything. ``audit`` and ``distinguish`` check that each mechanism's output is determined by its seeds
-(``mechanisms.reproducible``) and print a ``warning:`` line for one that is not.
+(``auditkit.mechanisms.reproducible``) and print a ``warning:`` line for one that is not.
 
 Help texts render literally (no rich markup), and a command's ``--help`` lists only the parameters of the mechanism
 its command line names. Click's own usage errors (an unknown option or command, a missing argument, a bad value)
@@ -65,7 +65,7 @@ def _run_guarded(fn, *args, **kwargs):
     from auditkit.config import ConfigError
     from auditkit.data import DataNotFoundError
     from auditkit.fl.simulation import TrainingDiverged
-    from mechanisms import PluginCodeError, PluginError
+    from auditkit.mechanisms import PluginCodeError, PluginError
 
     try:
         return fn(*args, **kwargs)
@@ -79,7 +79,7 @@ def _warn_unreproducible(names: list[str]) -> None:
         error_console.print(
             f"warning: the output of mechanism {name!r} is not determined by its seeds (two encodes with the same seeds "
             "differed): results will not reproduce; draw its noise from "
-            "mechanisms.randomness.private_generator(self.private_seed, seed, purpose)",
+            "auditkit.mechanisms.randomness.private_generator(self.private_seed, seed, purpose)",
             markup=False, highlight=False, soft_wrap=True)
 
 
@@ -170,7 +170,7 @@ def _mechanism_params(name: str, words: dict[str, str]) -> dict[str, Any]:
 
 def _write_reports(document: dict[str, Any], out: Path) -> list[Path]:
     """report.html and report.md beside results.json."""
-    from reports import render_report
+    from auditkit.reports import render_report
 
     return render_report(document, out, results_dir=out)
 
@@ -244,7 +244,7 @@ def _round_table(setting: dict[str, Any]) -> Table:
 
 def _snr(value: float | None) -> str:
     """An SNR in dB as the tables show it: "-" when not measured, "inf" for a lossless uplink."""
-    from reports.content import number
+    from auditkit.reports.content import number
 
     return number(value, ".2f")
 
@@ -254,7 +254,7 @@ def _title(config, config_path: Path | None, preset: str | None) -> str:
 
 
 def _train(config_path, preset, out, overrides, words, plugins) -> None:
-    import mechanisms
+    from auditkit import mechanisms
     from auditkit.pipeline import (
         Experiment,
         build_mechanism,
@@ -387,7 +387,7 @@ AUDIT_TABLE_MIN_WIDTH = 140  # columns the audit's summary table needs; below, o
 def _audit_rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
     """Per setting: label, test accuracy, SNR, claim, headline verdict, its strongest certified bound and the test
     that certified it, identification, probe SSIM."""
-    from reports.content import certified_bound, number, test_name
+    from auditkit.reports.content import certified_bound, number, test_name
 
     rows = []
     for s in document["settings"]:
@@ -529,7 +529,7 @@ class _MechanismRow(NamedTuple):
 
 
 def _mechanism_row(name: str) -> _MechanismRow:
-    import mechanisms
+    from auditkit import mechanisms
 
     mechanism = mechanisms.create(name)
     mechanisms.preflight(mechanism)  # a plugin's bug: one line naming it (PluginCodeError)
@@ -547,7 +547,7 @@ def _mechanism_row(name: str) -> _MechanismRow:
 
 
 def _mechanisms_table() -> None:
-    import mechanisms
+    from auditkit import mechanisms
 
     rows = [_mechanism_row(name) for name in mechanisms.names()]
     wide = console.width >= WIDE_TABLE_MIN_WIDTH
@@ -604,7 +604,7 @@ def _print_mechanisms_wide(rows: list[_MechanismRow]) -> None:
 
 
 def _mechanism_detail(name: str) -> None:
-    import mechanisms
+    from auditkit import mechanisms
 
     try:
         mechanism = mechanisms.create(name)
@@ -650,7 +650,7 @@ def report_command(
 
 def _report(results: Path, fmt: str, out: Path | None) -> None:
     from auditkit.pipeline import prepare_output
-    from reports import load_results, render_report
+    from auditkit.reports import load_results, render_report
 
     formats = {"html": ("html",), "md": ("md",), "both": ("html", "md")}
     if fmt not in formats:
@@ -739,7 +739,7 @@ def _solve(solve: str, mechanism: str, params: dict[str, Any], *, target_eps, ta
 
 def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, composition_delta, backend, tau,
                        dataset_size, clients, eps_tilde, formula, solve, target_eps, target_delta, out) -> None:
-    import mechanisms
+    from auditkit import mechanisms
     from auditkit import accounting, results
     from auditkit.accounting.cepam import FORMULAS
     from auditkit.accounting.composition import BACKENDS
@@ -823,9 +823,9 @@ def attack_command(
 
 def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings, images, source, model, label_given,
             scoring, curve, seed, out) -> None:
-    import attacks
-    import mechanisms
-    from attacks.metrics import SCORINGS
+    from auditkit import attacks
+    from auditkit import mechanisms
+    from auditkit.attacks.metrics import SCORINGS
     from auditkit import inversion_audit
     from auditkit.pipeline import prepare_output
 
@@ -926,7 +926,7 @@ def distinguish_command(
 
 def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, delta, adaptive, search, seed,
                  out) -> None:
-    import mechanisms
+    from auditkit import mechanisms
     from auditkit import results
     from auditkit.audit import distinguish_family, run_distinguish
     from auditkit.pipeline import prepare_output
@@ -1061,7 +1061,7 @@ def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, d
     summary = Table(title=f"reproduction: {paper} ({budget})")
     for column in ("table", "method", "column", "paper", f"ours [{100 * confidence:g}%]", "verdict"):
         summary.add_column(column)
-    from reports.reproduction_report import ours_text
+    from auditkit.reports.reproduction_report import ours_text
 
     for t in document["tables"]:
         for row in t["rows"]:
@@ -1237,7 +1237,7 @@ def preload_plugins(argv: list[str]) -> list[str]:
     """Load the plugins a command line names, before its flags are built: every ``--plugin MODULE`` (or
     ``--plugin=MODULE``) and the ``plugins`` of every TOML config file it names (an unreadable file is left for
     the command to report). ``PluginError`` names a plugin that fails."""
-    import mechanisms
+    from auditkit import mechanisms
 
     named = []
     for i, word in enumerate(argv):
@@ -1265,7 +1265,7 @@ def main(argv: list[str] | None = None) -> None:
     errors become one ``error:`` line (exit status 2), like the commands' own."""
     from click.exceptions import NoArgsIsHelpError
 
-    from mechanisms import PluginError
+    from auditkit.mechanisms import PluginError
 
     argv = list(sys.argv[1:] if argv is None else argv)
     try:

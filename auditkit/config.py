@@ -52,7 +52,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit.accounting.composition import BACKENDS
 from auditkit.data import DATASETS, PARTITION_SCHEMES, dataset_available
 from auditkit.fl.device_groups import CLUSTER_MODES, FUSION_MODES
@@ -137,7 +137,7 @@ class GroupsConfig:
 
 @dataclass(frozen=True)
 class MechanismConfig:
-    """A registered mechanism's name and its parameters (validated by ``mechanisms.create``).
+    """A registered mechanism's name and its parameters (validated by ``auditkit.mechanisms.create``).
 
     ``sweep`` maps parameter names to the values of a grid (``grid()`` expands it into one setting
     per combination); ``label`` is the display name in reports (default: the name and parameters).
@@ -155,7 +155,7 @@ class MechanismConfig:
     def grid(self) -> list["MechanismConfig"]:
         """One sweep-free setting per combination of the sweep's values (itself when there is no sweep). A
         ``target_eps`` (fixed or swept) is turned into the mechanism's noise parameter
-        (``mechanisms.calibrate``): the point's params hold the noise, ``target_eps`` records the target."""
+        (``auditkit.mechanisms.calibrate``): the point's params hold the noise, ``target_eps`` records the target."""
         axes = list(self.sweep)
         points = []
         for values in itertools.product(*(self.sweep[a] for a in axes)):
@@ -203,8 +203,8 @@ class InversionConfig:
 
     ``round`` defaults to the first checkpoint; ``clients`` is how many of that round's clients are attacked
     (one reconstruction each); ``restarts``: starts per attacked image, the lowest final matching loss kept
-    (default: the attack's preset, ``attacks.preset_settings``: 4 for DLG / iDLG, 2 for Inverting Gradients, since
-    one L-BFGS start is a coin, ``attacks.gradient_inversion``); ``unroll`` unrolls the tau local steps instead of
+    (default: the attack's preset, ``auditkit.attacks.preset_settings``: 4 for DLG / iDLG, 2 for Inverting Gradients, since
+    one L-BFGS start is a coin, ``auditkit.attacks.gradient_inversion``); ``unroll`` unrolls the tau local steps instead of
     reading -x/(lr tau) as one gradient.
     """
 
@@ -244,7 +244,7 @@ class ProbeConfig:
 
 @dataclass(frozen=True)
 class IdentificationConfig:
-    """The informed adversary's identification test (``attacks.identify``) on the probe's updates: the target is
+    """The informed adversary's identification test (``auditkit.attacks.identify``) on the probe's updates: the target is
     one of ``candidates`` real examples (each M a test), ``trials`` trials each, judged against the claim's
     reconstruction-robustness bound (``auditkit.identification_audit``)."""
 
@@ -257,7 +257,7 @@ class IdentificationConfig:
 class DistinguishConfig:
     """Black-box distinguishing tests of each mechanism setting (and its adaptive tests), Bonferroni over every
     test of the audit at ``confidence``. ``search``: the neighbouring pairs share their budget (``trials`` each)
-    in a worst-pair search whose one held-out test counts as one test (``attacks.pair_search``); false: every
+    in a worst-pair search whose one held-out test counts as one test (``auditkit.attacks.pair_search``); false: every
     pair is tested with ``trials`` outputs and counts as a test."""
 
     enabled: bool = True
@@ -412,7 +412,7 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
 
 
 def _plugins(value: Any) -> tuple[str, ...]:
-    """The ``plugins`` list, each module loaded (``mechanisms.load_plugins``) so its mechanisms can be named."""
+    """The ``plugins`` list, each module loaded (``auditkit.mechanisms.load_plugins``) so its mechanisms can be named."""
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise ConfigError(f"plugins must be a list of module names such as ['my_pkg.my_mech'], got {value!r}")
     try:

@@ -5,7 +5,7 @@ Hayes 2022; Kaissis, Hayes, Ziller & Rueckert 2023): with a uniform prior over M
 lets no attack identify the target with probability above 1 - f(1/M). :func:`claim_bound` takes the tightest
 form the mechanism's one-round claim supports (``auditkit.accounting.rero``: the Gaussian M-point bound, mu-GDP,
 the Laplace trade-off, or the generic (eps, delta) form); :func:`identification_tests` runs the informed
-adversary's identification attack (``attacks.identify``) and judges each success rate against that bound:
+adversary's identification attack (``auditkit.attacks.identify``) and judges each success rate against that bound:
 
 * "violated": the success rate's one-sided Clopper-Pearson lower limit, at the audit's Bonferroni per-test
   confidence, is above the bound (the attack did better than the claim allows);
@@ -25,11 +25,11 @@ from typing import Any
 
 import torch
 
-import attacks
-import mechanisms
-from attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED
+from auditkit import attacks
+from auditkit import mechanisms
+from auditkit.attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED
 from auditkit.accounting.rero import claim_rero_bound, rero_bound
-from mechanisms import capability
+from auditkit.mechanisms import capability
 
 __all__ = ["claim_bound", "identification_tests", "matched_entry"]
 

@@ -4,7 +4,7 @@ The papers' setting (JoPEQ IV-B, after iDLG): one client holds one image, comput
 cross-entropy on it with the attacked model and sends it through the mechanism; the server (threat model
 ``server``) sees the decoded update x_hat = decode(encode(g, s), s) and inverts it. :func:`run_inversion`
 does this for N images at once, attacks the clean gradients and the server's view with the *same* attack,
-settings and initialisation, and scores both (:func:`attacks.metrics.score`), so a weak "defence" cannot
+settings and initialisation, and scores both (:func:`auditkit.attacks.metrics.score`), so a weak "defence" cannot
 hide behind a mis-tuned attack.
 
 :func:`attack_recorded_view` attacks a real FL run instead (what ``auditkit audit`` does): the server's decoded
@@ -30,14 +30,14 @@ import numpy as np
 import torch
 from torch import nn
 
-import attacks
-import mechanisms
-from attacks import metrics
+from auditkit import attacks
+from auditkit import mechanisms
+from auditkit.attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
 from auditkit.models import MODEL_NAMES, create_model
 from auditkit.stage_store import replace_atomically
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms.randomness import derive_seed
 
 SOURCES = ("patches", "digits")
 PATCH_CLASSES = 10  # the patches carry no class: image i is given class i mod 10 (the attack must recover it)
@@ -177,7 +177,7 @@ class RecordedView:
 
     ``extra``: further server-side estimates of the same updates, attacked beside ``server`` (a protocol whose
     server view is not the decoded updates, MSP-FL's consensus transcript: ``server`` is the strongest estimate
-    of its registered update estimator, ``attacks.update_estimator_for``); ``observations`` says what each of
+    of its registered update estimator, ``auditkit.attacks.update_estimator_for``); ``observations`` says what each of
     ``extra`` observes.
     """
 
@@ -301,7 +301,7 @@ DEFAULT_CURVE: dict[str, list[dict[str, Any]]] = {
 def invert_recorded_view(view: RecordedView, model_name: str, inversion: Any, seed: int) -> dict[str, Any]:
     """``attack_recorded_view`` with the settings of a config's ``[inversion]`` (attack, iterations, restarts,
     unroll) on a freshly built ``model_name`` shaped for the view's images (10 classes, every dataset's)."""
-    from attacks.gradient_inversion import iteration_settings
+    from auditkit.attacks.gradient_inversion import iteration_settings
     from auditkit.models import create_model
 
     model = create_model(model_name, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
@@ -384,7 +384,7 @@ def write_inversion(run: dict[str, Any], out: str | Path, *, config: dict[str, A
     """``figures/inversion.png`` (rows: ground truth, clean reconstruction, defended reconstruction, each with its
     SSIM) and ``results.json`` (command ``attack``, one setting) into ``out``; returns the document and the paths."""
     from auditkit import results
-    from reports.figures import image_grid
+    from auditkit.reports.figures import image_grid
 
     out = Path(out)
     mechanism = run["mechanism"]

@@ -19,8 +19,8 @@ from typing import Annotated, Any
 import click
 import typer
 
-import mechanisms
-from mechanisms import Param
+from auditkit import mechanisms
+from auditkit.mechanisms import Param
 
 __all__ = [
     "PANEL",

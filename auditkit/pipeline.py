@@ -14,14 +14,14 @@ from typing import Any
 import numpy as np
 import torch
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit import results
 from auditkit.config import AuditConfig, ConfigError
 from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import RoundProtocol, UplinkProtocol
 from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord, SimulationResult
 from auditkit.models import create_model
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms.randomness import derive_seed
 
 
 

@@ -10,7 +10,7 @@ whose update is as revealing as possible. The probe measures that case, at the c
   server's view) and the server inverts it. The same attack runs on the clean updates. The reconstructions are
   scored against the client's examples (SSIM, MSE, PSNR) and, as the identification attack scores its picks,
   matched to the nearest of M candidates (the client's example and M - 1 other real examples).
-* **identification** (:func:`identification_pool` + ``attacks.identify``): the informed adversary's M-ary test on
+* **identification** (:func:`identification_pool` + ``auditkit.attacks.identify``): the informed adversary's M-ary test on
   the same updates; ``auditkit.rero_verdicts`` turns its success rate and the claim's ReRo bound into a verdict.
 
 Shared randomness is keyed by the seed: which examples, which candidates, the mechanism's shared seeds.
@@ -29,14 +29,14 @@ import numpy as np
 import torch
 from torch import nn
 
-import attacks
-import mechanisms
-from attacks import metrics
-from attacks.gradient_inversion import iteration_settings
+from auditkit import attacks
+from auditkit import mechanisms
+from auditkit.attacks import metrics
+from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.fl.local_training import train_clients_batched
 from auditkit.fl.simulation import FederatedData
 from auditkit.stage_store import stage_key
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = ["ProbeClients", "SWEEP_GRID", "check_probe_inputs", "defended_updates", "identification_pool",
            "matched_identification", "probe_clients", "probe_stage", "probe_updates", "reconstruction_sweep", "run_probe",
@@ -241,7 +241,7 @@ def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weig
                          candidates: Sequence[int]) -> dict[str, Any] | None:
     """Where reconstruction from one update begins: the probe's ``attack`` on the same (clip-scaled) ``updates``
     sent through ``mechanism`` recalibrated to each epsilon of ``SWEEP_GRID`` from ``start`` (the smallest audited
-    claim) upwards (``mechanisms.at_epsilon``), scored against ``truth`` (each probe client's example the clean
+    claim) upwards (``auditkit.mechanisms.at_epsilon``), scored against ``truth`` (each probe client's example the clean
     reconstruction matched, N x C x H x W). The grid stops once
     the defended mean SSIM is within ``SWEEP_CLEAN_GAP`` of the clean attack's (``clean_ssim``) and at least
     ``SWEEP_MIN_POINTS`` points are in, or where the mechanism refuses the epsilon (``stopped`` says why).
@@ -353,7 +353,7 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
     """The probe section and the probe's run (its clip-scaled updates, for the sweep)."""
     from auditkit.identification_audit import matched_entry
     from auditkit.stage_store import replace_atomically
-    from reports.figures import image_grid
+    from auditkit.reports.figures import image_grid
 
     probe, seed = config.probe, config.seed
     candidates = list(config.identification.candidates)
@@ -401,7 +401,7 @@ def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, ow
     pool examples, given the client's defended update; the picked images and whether each pick was right. Every
     client's candidates are scored in one call: rows 0..N-1 of the candidate matrix are the clients' own updates,
     the pool follows."""
-    from attacks.identification import candidate_scorer
+    from auditkit.attacks.identification import candidate_scorer
 
     rng = np.random.default_rng(derive_seed(seed, "probe-picks"))
     count = len(defended)

@@ -1,4 +1,4 @@
-"""The results documents every command writes: schema ``auditkit/results`` version 3 (``reports.results_schema``).
+"""The results documents every command writes: schema ``auditkit/results`` version 3 (``auditkit.reports.results_schema``).
 
 ``train``, ``audit``, ``attack``, ``distinguish`` and ``account`` all write ``results.json`` in this one schema,
 validated before it is written, so ``auditkit report`` renders any of them. The pieces are built here once:
@@ -6,7 +6,7 @@ validated before it is written, so ``auditkit report`` renders any of them. The 
 * ``provenance``: versions, platform, seed, device, the fingerprint of the code (``code_fingerprint``: a hash of
   the toolkit's sources and the loaded plugins' sources) and the plugins;
 * ``mechanism_entry``: name, parameters, origin (built-in or the plugin), the clip's norm, the claim, and which
-  audit capabilities the mechanism declares and which were generic defaults (``mechanisms.capabilities``);
+  audit capabilities the mechanism declares and which were generic defaults (``auditkit.mechanisms.capabilities``);
 * ``training_entry``, ``accounting_entry``, ``distinguish_entry``: one section of a setting each;
 * ``document`` assembles and validates; ``write_results`` writes atomically.
 """
@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit import __version__
 from auditkit.stage_store import replace_atomically
 
@@ -53,7 +53,7 @@ THREAT_MODELS = {
 }
 CAPABILITY_STATES = ("declared", "generic default")
 _VERSIONED = ("torch", "numpy", "scipy", "scikit-image", "opacus", "dp-accounting")
-_SOURCE_PACKAGES = ("auditkit", "mechanisms", "attacks", "reports")
+_SOURCE_PACKAGES = ("auditkit", "auditkit.mechanisms", "auditkit.attacks", "auditkit.reports")
 _SOURCE_SUFFIXES = (".py", ".j2", ".toml")
 
 
@@ -119,7 +119,7 @@ def mechanism_entry(mechanism: mechanisms.Mechanism, *, reproducible: bool | Non
     """A setting's ``mechanism`` section: name, parameters, origin, the clip's norm, the claim, the epsilon of the
     noise the mechanism really adds where it declares it (``true_epsilon``, per round; else null), and for each
     audit capability whether the mechanism declared it or a generic default stood in; ``reproducible: false``
-    when the command found its output not determined by its seeds (``mechanisms.reproducible``; absent when it
+    when the command found its output not determined by its seeds (``auditkit.mechanisms.reproducible``; absent when it
     passed or was not checked)."""
     actual = mechanisms.capability(mechanism, "true_epsilon")
     entry = {
@@ -200,7 +200,7 @@ def accounting_entry(
 
 def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confidence: float,
                       tests: int) -> dict[str, Any]:
-    """A setting's ``distinguish`` section from an ``attacks.MechanismAudit`` and its adaptive test results
+    """A setting's ``distinguish`` section from an ``auditkit.attacks.MechanismAudit`` and its adaptive test results
     (``search``: the worst-pair search's candidates and the chosen one, null without the search)."""
     worst = audit.worst
     return {
@@ -274,14 +274,14 @@ def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str
     """A setting's headline: the worst verdict over all its tests (distinguishing, adaptive, identification; the
     order of ``_SEVERITY``), the test that decided it (among equals, the smallest p-value; a test with a p-value
     before one without) and that p-value; None when no test ran. ``evidence`` grades a refutation by its
-    Bonferroni-adjusted p-value over the audit's family (``attacks.verdicts.evidence``: "decisive" below 1e-4,
+    Bonferroni-adjusted p-value over the audit's family (``auditkit.attacks.verdicts.evidence``: "decisive" below 1e-4,
     else "marginal"), or "analytic" for a claim refuted by computation.
 
     With the setting's ``mechanism`` section: a claim whose declared ``true_epsilon`` exceeds it (flag
     "claim-exceeded") is refuted analytically, as one more test that says "violated" without a p-value (a test
     that refutes it statistically still decides); a mechanism without a claim is "no claim", whatever its tests
     measured. ``bound`` is the strongest certified epsilon lower bound (``strongest_bound``)."""
-    from attacks.verdicts import NO_CLAIM, adjusted_p_value, evidence
+    from auditkit.attacks.verdicts import NO_CLAIM, adjusted_p_value, evidence
 
     tests = _tests(distinguish, identification)
     if not tests:
@@ -312,7 +312,7 @@ def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dic
             identification: dict[str, Any] | None = None,
             distinguish: dict[str, Any] | None = None, reproducible: bool | None = None) -> dict[str, Any]:
     """One setting of a document; the sections a command did not run are null; ``verdict`` is the headline over
-    every test it ran (``overall_verdict``); ``reproducible``: what ``mechanisms.reproducible`` found, where the
+    every test it ran (``overall_verdict``); ``reproducible``: what ``auditkit.mechanisms.reproducible`` found, where the
     command checked it (``mechanism_entry``)."""
     entry = mechanism_entry(mechanism, reproducible=reproducible)
     return {"id": id_, "label": label, "sweep": dict(sweep or {}), "mechanism": entry,
@@ -323,9 +323,9 @@ def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dic
 
 def document(command: str, title: str, config: dict[str, Any], provenance_: dict[str, Any],
              settings: list[dict[str, Any]]) -> dict[str, Any]:
-    """The whole results document, validated (``reports.validate_results``: a ``ValueError`` naming the key)."""
-    from reports import validate_results
-    from reports.results_schema import SCHEMA, SCHEMA_VERSION
+    """The whole results document, validated (``auditkit.reports.validate_results``: a ``ValueError`` naming the key)."""
+    from auditkit.reports import validate_results
+    from auditkit.reports.results_schema import SCHEMA, SCHEMA_VERSION
 
     if command not in COMMANDS:
         raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command!r}")
@@ -337,9 +337,9 @@ def document(command: str, title: str, config: dict[str, Any], provenance_: dict
 
 def write_results(doc: dict[str, Any], out: Path) -> Path:
     """Validate ``doc`` and write it to ``out/results.json`` atomically (readers see the old file or the new), as
-    strict JSON: non-finite numbers as the strings "NaN", "Infinity", "-Infinity" (``reports.results_schema.
-    dumps_strict``), which ``reports.load_results`` reads back as floats."""
-    from reports.results_schema import dumps_strict, validate_results
+    strict JSON: non-finite numbers as the strings "NaN", "Infinity", "-Infinity" (``auditkit.reports.results_schema.
+    dumps_strict``), which ``auditkit.reports.load_results`` reads back as floats."""
+    from auditkit.reports.results_schema import dumps_strict, validate_results
 
     validate_results(doc)
     path = Path(out) / "results.json"

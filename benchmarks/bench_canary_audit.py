@@ -10,7 +10,7 @@
 2. Repeated training (``repeated_training_audit``) with ``--repeat-trials`` trials: linear model, 2 rounds,
    tau 5, the canary client in the last round, ``public`` and ``server`` views, ``none`` and Gaussian
    (clip 0.1, sigma 0.2).
-3. Every adaptive test of ``attacks.adaptive_tests`` with ``--adaptive-trials`` per view or pair: the JoPEQ
+3. Every adaptive test of ``auditkit.attacks.adaptive_tests`` with ``--adaptive-trials`` per view or pair: the JoPEQ
    mechanisms at their defaults, CEPAM at clip 0.5 with sigma 1 / scale 1, ``compat=paper000`` and ``none``.
 
     python benchmarks/bench_canary_audit.py [--canaries 10000] [--rounds 60] [--threads 1]
@@ -24,8 +24,8 @@ from typing import Any
 
 import torch
 
-import mechanisms
-from attacks.adaptive_tests import adaptive_tests_for
+from auditkit import mechanisms
+from auditkit.attacks.adaptive_tests import adaptive_tests_for
 from auditkit.canary_audit import one_run_canary_audit, repeated_training_audit
 from auditkit.config import AuditConfig, from_dict, merge, preset_dict
 

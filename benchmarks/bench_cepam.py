@@ -9,7 +9,7 @@ it. CPU only.
 Bits: for cepam-gaussian (clip 1) at sigma = 0.1 and 0.001 and n = 1, 2, 3 (and cepam-laplace), the measured
 message size, the same message with M in fixed-length coding over its range, the papers' bound
 N (H(Geom(p)) + E[ceil(log2 |M(U)|)]), the unary H section and the empirical entropy of M given U, all in bits
-per coordinate, on the same update and on the 10,000-coordinate ``mechanisms.reference_update()``.
+per coordinate, on the same update and on the 10,000-coordinate ``auditkit.mechanisms.reference_update()``.
 
     python benchmarks/bench_cepam.py [--coordinates 1000000] [--repeats 7] [--sigma 0.1]
 """
@@ -22,7 +22,7 @@ import time
 
 import torch
 
-import mechanisms
+from auditkit import mechanisms
 
 
 def _update(m: int) -> torch.Tensor:

@@ -25,10 +25,10 @@ import time
 
 import torch
 
-import mechanisms
-from attacks import audit_mechanism, audit_setting, bulk_sampler, distinguish
-from attacks.audit_settings import setting_pairs
-from attacks.bulk_sampling import BulkSampler
+from auditkit import mechanisms
+from auditkit.attacks import audit_mechanism, audit_setting, bulk_sampler, distinguish
+from auditkit.attacks.audit_settings import setting_pairs
+from auditkit.attacks.bulk_sampling import BulkSampler
 
 
 def _create(name: str, **overrides: float) -> mechanisms.Mechanism:

@@ -18,9 +18,9 @@ import argparse
 
 import torch
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit.fl.device_groups import DeviceGroups, cluster_sizes, fusion_weights
-from mechanisms.dpsq import dpsq_expected_distortion, laplace_sq_expected_distortion
+from auditkit.mechanisms.dpsq import dpsq_expected_distortion, laplace_sq_expected_distortion
 
 C = 10.0
 EPSILONS = (0.1, 0.5, 1.0, 1.5)

@@ -31,8 +31,8 @@ import time
 
 import torch
 
-import attacks
-from attacks import metrics
+from auditkit import attacks
+from auditkit.attacks import metrics
 from auditkit.data import load_dataset, load_image_patches
 from auditkit.models import cnn, lenet
 

@@ -7,9 +7,9 @@ at SSIM < 0.02), the preset's 4 gave 24 of 24 (min 0.915). About 15-30 minutes o
 Crops: the centre 32x32 crop of eight scikit-image photographs, each downscaled (anti-aliased) to 128 px on its
 short side as auditkit's own patches are; grey photos repeated to 3 channels. Label: crop index mod 10.
 Per case (crop x seed): the model is ``auditkit.inversion_audit.attacked_model("lenet", seed=seed)`` (what
-``auditkit attack idlg --seed SEED`` attacks), the observation ``attacks.per_image_gradients`` of that one image,
-and the attack ``attacks.idlg(..., seed=seed)`` at its preset (plus --settings overrides); SSIM by
-``attacks.metrics.ssim`` (scikit-image). One attack per image (one single-image client).
+``auditkit attack idlg --seed SEED`` attacks), the observation ``auditkit.attacks.per_image_gradients`` of that one image,
+and the attack ``auditkit.attacks.idlg(..., seed=seed)`` at its preset (plus --settings overrides); SSIM by
+``auditkit.attacks.metrics.ssim`` (scikit-image). One attack per image (one single-image client).
 
     python benchmarks/bench_inversion_success.py --out idlg.json [--seeds 0 1 2] [--settings '{"restarts": 1}']
         [--attack idlg|dlg|inverting_gradients]
@@ -27,8 +27,8 @@ import skimage.data
 import torch
 from skimage.transform import resize
 
-import attacks
-from attacks import metrics
+from auditkit import attacks
+from auditkit.attacks import metrics
 from auditkit.inversion_audit import attacked_model
 
 PHOTOS = ("astronaut", "camera", "coffee", "chelsea", "rocket", "coins", "immunohistochemistry", "hubble_deep_field")

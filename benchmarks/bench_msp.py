@@ -10,7 +10,7 @@ iid Gaussian coordinates, each update 5% of the global model's norm. M = 20 clie
 (b) m_i = 1: ||w[K] - FedAvg mean|| / ||FedAvg mean|| vs K_t in {1, 2, 4, 8, 16, 32} (and relative to the mean
     update, with the predicted factor prod_k (1 - 2 gamma/(k+1)) of the split error left), msp and mspdq (B = 8);
 (c) heterogeneous m_i (m_max = 2, 4, default gamma): the (1 + m_i)-weighted limit's bias and the aggregate's error;
-(d) the adaptive server attack (``attacks.targeted.msp_reconstruction``): relative error ||w_hat - w|| / ||w|| (median and max
+(d) the adaptive server attack (``auditkit.attacks.targeted.msp_reconstruction``): relative error ||w_hat - w|| / ||w|| (median and max
     over clients) and the rate of exactly recovered m_i (the raw estimate within 0.1 of the true m_i) vs
     K_t = 1..10 and m_max = 1, 2, 4 for msp (K_t = 1: the split-support scale bound, no m), then vs B in
     {4, 6, 7, 8, 12, 16} for mspdq (K_t = 10, the paper's setting; knot start), with the default w_max = 1
@@ -27,12 +27,12 @@ import time
 
 import torch
 
-import mechanisms
-import mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
-from attacks.targeted.msp_reconstruction import reconstruct_from_split_support, reconstruct_msp
+from auditkit import mechanisms
+import auditkit.mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
+from auditkit.attacks.targeted.msp_reconstruction import reconstruct_from_split_support, reconstruct_msp
 from auditkit.models import create_model
-from mechanisms.msp import consensus_limit, consensus_step
-from mechanisms.randomness import derive_seed, private_generator
+from auditkit.mechanisms.msp import consensus_limit, consensus_step
+from auditkit.mechanisms.randomness import derive_seed, private_generator
 
 
 def trained_like_models(model: str, clients: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:

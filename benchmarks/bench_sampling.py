@@ -3,9 +3,9 @@
 For every registered mechanism at its ``reference_params`` (else its defaults), the configurations whose sampling
 path differs (DP-SQ's adaptive range, MSP-FL's paper004 split with hidden m_i > 1) and the example plugin
 ``examples/half_noise_plugin``, the input is the first pair of the mechanism's audit setting
-(``attacks.audit_settings``). Each row gives:
+(``auditkit.attacks.audit_settings``). Each row gives:
 
-* ``path``: the sampling path ``attacks.bulk_sampling`` takes (tiled, mechanism batch, per call);
+* ``path``: the sampling path ``auditkit.attacks.bulk_sampling`` takes (tiled, mechanism batch, per call);
 * ``bulk /s``: outputs per second of that path, drawing ``--outputs`` outputs (the best of ``--repeats`` runs);
 * ``per call /s``: one call of the real mechanism per output (``BulkSampler(per_call=True)``), timed on
   ``--calls`` calls in the same run; ``ratio``: bulk / per call;
@@ -26,10 +26,10 @@ from pathlib import Path
 
 import torch
 
-import mechanisms
-from attacks import audit_setting
-from attacks.audit_settings import setting_pairs
-from attacks.bulk_sampling import BulkSampler
+from auditkit import mechanisms
+from auditkit.attacks import audit_setting
+from auditkit.attacks.audit_settings import setting_pairs
+from auditkit.attacks.bulk_sampling import BulkSampler
 
 _PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "half_noise_plugin" / "half_noise.py"
 REASONS = {  # why a mechanism's faithful bulk path stays below 10^6 outputs/s on this CPU

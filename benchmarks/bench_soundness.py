@@ -1,10 +1,10 @@
-"""Benchmark: soundness of the audit -- the full table of ``attacks.soundness``: every registered mechanism and the
+"""Benchmark: soundness of the audit -- the full table of ``auditkit.attacks.soundness``: every registered mechanism and the
 example plugin over many seeds, how often a correct claim is called "violated", whether known-exceeded claims are
 caught, and the time.
 
 Each audit is ``audit_mechanism`` at 95% family-wise confidence with the worst-pair search, as ``auditkit audit``
 runs it (``--no-search``: every pair tested and Bonferroni over the pairs, the previous default). Rows
-(``attacks.soundness``): correct claims count; known-exceeded ones -- a declared ``true_epsilon()`` at least 1.25
+(``auditkit.attacks.soundness``): correct claims count; known-exceeded ones -- a declared ``true_epsilon()`` at least 1.25
 times the claim: ``jopeq-laplace``, ``half-noise-laplace``, ``half-noise-gaussian`` -- must be caught; vacuous ones
 are reported. Columns: the claimed eps, the min / mean / max
 over seeds of the certified bound, the cap (a perfect test's bound), the verdict counts, the seconds, and the
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import torch
 
-import mechanisms
-from attacks.soundness import HEADER, allowed_false_alarms, soundness_sweep
+from auditkit import mechanisms
+from auditkit.attacks.soundness import HEADER, allowed_false_alarms, soundness_sweep
 
 _PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "half_noise_plugin" / "half_noise.py"
 

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import torch
 
-import mechanisms
-from attacks import audit_mechanism, distinguish
+from auditkit import mechanisms
+from auditkit.attacks import audit_mechanism, distinguish
 
 _PLUGIN = Path(__file__).resolve().parents[1] / "examples" / "half_noise_plugin" / "half_noise.py"
 

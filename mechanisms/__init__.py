@@ -1,6 +1,6 @@
 """Privacy and compression mechanisms for federated-learning updates, behind one registry.
 
-    import mechanisms
+    from auditkit import mechanisms
     m = mechanisms.create("gaussian", sigma=0.1, clip=1.0)
     enc = m.encode(x, seed)              # client: a real message, enc.num_bits == 8 * len(enc.to_bytes())
     x_hat = m.decode(enc, seed)          # server: float32 CPU tensor, same length as x
@@ -8,15 +8,15 @@
 
 This package imports nothing from the rest of the toolkit. Every module in it is imported here, so a mechanism
 is added by writing one module with a ``@register``-ed ``Mechanism`` subclass (and its tests): nothing else
-changes. Mechanisms outside the package are plugins (``mechanisms.registry``: ``load_plugins`` and the
+changes. Mechanisms outside the package are plugins (``auditkit.mechanisms.registry``: ``load_plugins`` and the
 ``auditkit.mechanisms`` entry points).
 """
 
 import importlib
 import pkgutil
 
-from mechanisms.base import Mechanism, Param
-from mechanisms.capabilities import (
+from auditkit.mechanisms.base import Mechanism, Param
+from auditkit.mechanisms.capabilities import (
     AuditSetting,
     BatchSampling,
     SideValues,
@@ -28,10 +28,10 @@ from mechanisms.capabilities import (
     pure_epsilon_event,
     refused,
 )
-from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.message import FloatMessage, Message
-from mechanisms.randomness import derive_seed, generator, private_generator, reproducible
-from mechanisms.registry import (
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.message import FloatMessage, Message
+from auditkit.mechanisms.randomness import derive_seed, generator, private_generator, reproducible
+from auditkit.mechanisms.registry import (
     MechanismInfo,
     PluginCodeError,
     PluginError,

@@ -15,13 +15,13 @@ import torch
 from scipy.optimize import brentq
 from scipy.special import log_ndtr
 
-from mechanisms.base import Mechanism, as_update, open_unit_interval, positive_float
-from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, rescaled_clip
-from mechanisms.densities import ClippedGaussian, ClippedLaplace
-from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
-from mechanisms.message import FloatMessage
-from mechanisms.randomness import private_generator
-from mechanisms.registry import register
+from auditkit.mechanisms.base import Mechanism, as_update, open_unit_interval, positive_float
+from auditkit.mechanisms.capabilities import AuditSetting, LogDensity, Tiling, rescaled_clip
+from auditkit.mechanisms.densities import ClippedGaussian, ClippedLaplace
+from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.message import FloatMessage
+from auditkit.mechanisms.randomness import private_generator
+from auditkit.mechanisms.registry import register
 
 __all__ = ["Gaussian", "Laplace", "analytic_gaussian_epsilon", "clip_l1", "clip_l2", "clipped_input", "laplace_noise"]
 

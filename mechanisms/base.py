@@ -5,7 +5,7 @@ arguments against them in one place, so ``create``, ``describe``, configs and th
 from the specs) can list, check and document any mechanism without knowing it.
 
 Beyond encode / decode / guarantee, a mechanism declares what an audit needs to know about it through optional
-methods and class attributes with sound generic defaults (``mechanisms.capabilities``), so that a mechanism
+methods and class attributes with sound generic defaults (``auditkit.mechanisms.capabilities``), so that a mechanism
 written outside this package (a plugin) is audited exactly like a built-in one.
 """
 
@@ -21,9 +21,9 @@ from typing import Any, ClassVar, Self
 import dp_accounting
 import torch
 
-from mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, SideValues, Tiling, claim_event
-from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.message import MAX_LENGTH, Message, reports_decode_errors
+from auditkit.mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, SideValues, Tiling, claim_event
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.message import MAX_LENGTH, Message, reports_decode_errors
 
 __all__ = [
     "Param",
@@ -118,7 +118,7 @@ def as_update(x: torch.Tensor) -> torch.Tensor:
     """Validate a flattened update and return it as a CPU float64 tensor.
 
     Float64 because clipping norms and quantizer cells are computed from it; CPU because the
-    randomness combined with it is drawn on the CPU (see ``mechanisms.randomness.generator``).
+    randomness combined with it is drawn on the CPU (see ``auditkit.mechanisms.randomness.generator``).
     """
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"the update must be a torch.Tensor, got {type(x).__name__}")
@@ -136,13 +136,13 @@ class Mechanism(abc.ABC):
     """A privacy and/or compression mechanism for one client's flattened update.
 
     Subclasses set ``name``, ``summary``, ``params_spec`` (tuple of ``Param``) and ``message_type``,
-    and implement ``encode``, ``decode`` and ``guarantee``; ``mechanisms.registry.register`` makes
+    and implement ``encode``, ``decode`` and ``guarantee``; ``auditkit.mechanisms.registry.register`` makes
     them available by name. Constructor keywords are the declared parameters plus ``private_seed``.
 
     ``seed`` (per client and round, from ``derive_seed``) keys the randomness shared with the server;
     ``private_seed`` keys the client-only randomness (None: fresh OS entropy on every call).
 
-    Optional, with generic defaults (``mechanisms.capabilities`` says what each default means):
+    Optional, with generic defaults (``auditkit.mechanisms.capabilities`` says what each default means):
 
     * class attributes ``round_protocol`` ("uplink" or "consensus"), ``device_groups``, ``clip_norm``,
       ``reference_params``;
@@ -170,7 +170,7 @@ class Mechanism(abc.ABC):
     audit the mechanism there; empty: its defaults)."""
     noise_param: ClassVar[str | None] = None
     """The parameter that sets the privacy noise (its claimed epsilon falls as it grows), which
-    ``mechanisms.calibrate`` solves for a target epsilon; None: the mechanism cannot be calibrated that way."""
+    ``auditkit.mechanisms.calibrate`` solves for a target epsilon; None: the mechanism cannot be calibrated that way."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -201,7 +201,7 @@ class Mechanism(abc.ABC):
     def decode(self, enc: Message, seed: int) -> torch.Tensor:
         """Server side: the estimate of the update, a 1-D float32 CPU tensor.
 
-        ``MessageDecodeError`` (a ValueError, ``mechanisms.message``) when ``enc`` does not decode under this
+        ``MessageDecodeError`` (a ValueError, ``auditkit.mechanisms.message``) when ``enc`` does not decode under this
         seed and configuration: the ``decode`` of every subclass is wrapped in ``reports_decode_errors`` when
         the class is created, so whatever ValueError it raises arrives as one. A wrong seed is not always
         detectable: where the decoder only subtracts a dither, it gives a wrong estimate instead."""
@@ -245,7 +245,7 @@ class Mechanism(abc.ABC):
         return None
 
     def audit_setting(self) -> AuditSetting | None:
-        """Where a distinguishing audit tests the claim; None: the generic setting (``attacks.audit_settings``)."""
+        """Where a distinguishing audit tests the claim; None: the generic setting (``auditkit.attacks.audit_settings``)."""
         return None
 
     def output_log_density(self) -> LogDensity | None:

@@ -16,7 +16,7 @@ of two formats is smaller, so a stream is never longer than fixed-width coding p
 Neither format stores the number of symbols: the caller knows it (``categorical_count_range`` bounds it from
 a stream's framing alone, for containers that check their framing before they can decode). Symbols outside
 ``[0, alphabet_size)`` are refused; a container whose values may exceed an alphabet of 2^32 reserves an
-escape symbol and sends those values beside the stream (``mechanisms.rsuq_coding``).
+escape symbol and sends those values beside the stream (``auditkit.mechanisms.rsuq_coding``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What a mechanism may declare so that it is audited like any other, built in or plugin.
 
-``Mechanism`` (``mechanisms.base``) has one optional method per capability. Each has a sound generic default,
+``Mechanism`` (``auditkit.mechanisms.base``) has one optional method per capability. Each has a sound generic default,
 and ``declared(mechanism, name)`` says whether the mechanism overrides it, so a report can say where a
 generic default stood in:
 
@@ -41,8 +41,8 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
-    from mechanisms.base import Mechanism
-    from mechanisms.guarantee import PrivacyGuarantee
+    from auditkit.mechanisms.base import Mechanism
+    from auditkit.mechanisms.guarantee import PrivacyGuarantee
 
 __all__ = [
     "CAPABILITIES",
@@ -121,7 +121,7 @@ class SideValues:
 @dataclass(frozen=True)
 class AuditSetting:
     """Where a claim is tested: the neighbouring pairs a distinguishing audit tries are built in ``dimension``
-    coordinates, ``sensitivity`` apart in ``norm``, inside the ball of ``radius`` (``attacks.neighbouring_pairs``).
+    coordinates, ``sensitivity`` apart in ``norm``, inside the ball of ``radius`` (``auditkit.attacks.neighbouring_pairs``).
 
     block:            the leading coordinates a pair may differ in (the unit a per-block claim covers).
     same_norm:        both inputs of a pair have the same l2 norm (for mechanisms that reveal ||x||).
@@ -190,8 +190,8 @@ def claim_event(claim: PrivacyGuarantee) -> dp_accounting.DpEvent:
 def declared(mechanism: Mechanism, capability: str) -> bool:
     """Whether ``mechanism`` declares ``capability``: its class or a private base defines it, not ``Mechanism``'s
     generic default and not another registered mechanism it subclasses (module docstring)."""
-    from mechanisms.base import Mechanism
-    from mechanisms.registry import registered_classes
+    from auditkit.mechanisms.base import Mechanism
+    from auditkit.mechanisms.registry import registered_classes
 
     if capability not in CAPABILITIES:
         raise ValueError(f"capability must be one of {', '.join(CAPABILITIES)}, got {capability!r}")
@@ -206,7 +206,7 @@ def declared(mechanism: Mechanism, capability: str) -> bool:
 def capability(mechanism: Mechanism, name: str) -> Any:
     """What ``mechanism`` declares for capability ``name`` (calling its method), or the generic default when it
     declares nothing (``declared``)."""
-    from mechanisms.base import Mechanism
+    from auditkit.mechanisms.base import Mechanism
 
     method = getattr(type(mechanism) if declared(mechanism, name) else Mechanism, name)
     return method(mechanism)

@@ -8,8 +8,8 @@ Pipeline (003 Algorithms 1-3). Pre-processing, by ``compat``:
   the server multiplies its output by ||x|| / clip.
 
 Then x is zero-padded to N = ceil(m / n) contiguous sub-vectors of length n, each quantized by LRSUQ
-(``mechanisms.rsuq``) with the shared latent U and dithers of its own, and sent as (H, M)
-(``mechanisms.rsuq_coding``). The server outputs Y = beta(U) (M + V_H) per sub-vector and drops the padding.
+(``auditkit.mechanisms.rsuq``) with the shared latent U and dithers of its own, and sent as (H, M)
+(``auditkit.mechanisms.rsuq_coding``). The server outputs Y = beta(U) (M + V_H) per sub-vector and drops the padding.
 With ``compat=none`` the error x_hat - clip(x) is exactly the target -- N(0, sigma^2 I) or iid Laplace(b) --
 whatever x is (003 Lemma 11 with Lemma 14 / Lemma 15); with ``paper000`` it is ||x|| / clip times the target.
 """
@@ -23,15 +23,15 @@ import dp_accounting
 import numpy as np
 import torch
 
-from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
-from mechanisms.base import Mechanism, as_update, choice, int_range, open_unit_interval, positive_float
-from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, refused, rescaled_clip
-from mechanisms.densities import ClippedGaussian, ClippedLaplace
-from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
-from mechanisms.lattice import from_blocks, to_blocks
-from mechanisms.registry import register
-from mechanisms.rsuq import GaussianTarget, LaplaceTarget, Target
-from mechanisms.rsuq_coding import RateReport, RSUQMessage, bits_bound, decode_message, encode_message, message_rate
+from auditkit.mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
+from auditkit.mechanisms.base import Mechanism, as_update, choice, int_range, open_unit_interval, positive_float
+from auditkit.mechanisms.capabilities import AuditSetting, LogDensity, Tiling, refused, rescaled_clip
+from auditkit.mechanisms.densities import ClippedGaussian, ClippedLaplace
+from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.lattice import from_blocks, to_blocks
+from auditkit.mechanisms.registry import register
+from auditkit.mechanisms.rsuq import GaussianTarget, LaplaceTarget, Target
+from auditkit.mechanisms.rsuq_coding import RateReport, RSUQMessage, bits_bound, decode_message, encode_message, message_rate
 
 __all__ = ["CEPAMGaussian", "CEPAMLaplace"]
 
@@ -105,7 +105,7 @@ class _CEPAM(Mechanism):
 
     def rate(self, x: torch.Tensor, seed: int) -> RateReport:
         """Measured bits of ``encode(x, seed)`` beside its fixed-length size, the papers' bound and the
-        empirical entropy of M (``mechanisms.rsuq_coding.RateReport``)."""
+        empirical entropy of M (``auditkit.mechanisms.rsuq_coding.RateReport``)."""
         return message_rate(
             self.encode(x, seed), self.target, seed, bound=self.params["clip"], alpha=self.params["alpha"]
         )

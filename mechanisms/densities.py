@@ -2,7 +2,7 @@
 candidate inputs at once.
 
 A declared density is ln p(y | x) up to a constant in x, as a callable ``density(y, x)``: outputs y (B, d) and one
-input x (d,) give B values. The identification adversary (``attacks.identify``) needs it for hundreds of
+input x (d,) give B values. The identification adversary (``auditkit.attacks.identify``) needs it for hundreds of
 outputs against hundreds of candidates: :func:`pair_log_densities` scores every (output, candidate) pair it is
 given, through the density's own ``pairs`` method where it has one (an :class:`OutputDensity`), else one call per
 distinct candidate, so a plugin's plain function works unchanged.
@@ -13,7 +13,7 @@ distinct candidate, so a plugin's plain function works unchanged.
 * :class:`ClippedLaplace` (y = clip(x) + iid Laplace(b)): ln p = -||y - c||_1 / b + const; all pairs from one
   l1 distance table (``torch.cdist``, p = 1).
 
-JoPEQ's moment-matched noise has its own (``mechanisms.jopeq_density``).
+JoPEQ's moment-matched noise has its own (``auditkit.mechanisms.jopeq_density``).
 """
 from __future__ import annotations
 

@@ -29,14 +29,14 @@ import numpy as np
 import torch
 from scipy.special import expit
 
-from mechanisms.additive import clip_l1, laplace_noise
-from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float, zero_or_above
-from mechanisms.capabilities import AuditSetting, Tiling, rescaled_clip
-from mechanisms.bitstream import decode_categorical, encode_categorical
-from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
-from mechanisms.message import MAX_LENGTH, FloatMessage, Message
-from mechanisms.randomness import private_generator
-from mechanisms.registry import register
+from auditkit.mechanisms.additive import clip_l1, laplace_noise
+from auditkit.mechanisms.base import Mechanism, as_update, choice, int_range, positive_float, zero_or_above
+from auditkit.mechanisms.capabilities import AuditSetting, Tiling, rescaled_clip
+from auditkit.mechanisms.bitstream import decode_categorical, encode_categorical
+from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.message import MAX_LENGTH, FloatMessage, Message
+from auditkit.mechanisms.randomness import private_generator
+from auditkit.mechanisms.registry import register
 
 __all__ = [
     "DPSQ",
@@ -105,7 +105,7 @@ class DPSQMessage(Message):
     """Level indices of one update on the grid of [lo, hi] with 2^bits levels.
 
     Layout (little-endian): tag (uint8 = 30) | length n (uint32) | bits b (uint8, 1..16) | lo (float32) |
-    hi (float32) | the n indices in [0, 2^b) as a ``mechanisms.bitstream`` categorical stream (entropy-coded
+    hi (float32) | the n indices in [0, 2^b) as a ``auditkit.mechanisms.bitstream`` categorical stream (entropy-coded
     with the empirical frequency table, or fixed-width b bits each, whichever is smaller).
     """
 

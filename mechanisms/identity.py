@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from mechanisms.base import Mechanism, as_update
-from mechanisms.capabilities import AuditSetting, Tiling
-from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.message import FloatMessage
-from mechanisms.registry import register
+from auditkit.mechanisms.base import Mechanism, as_update
+from auditkit.mechanisms.capabilities import AuditSetting, Tiling
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.message import FloatMessage
+from auditkit.mechanisms.registry import register
 
 
 @register

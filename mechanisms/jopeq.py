@@ -5,7 +5,7 @@ Encoder (Algorithm 1): cut h into M = ceil(d/L) blocks h_i of L contiguous coord
 zero-padded), scale by zeta = (3 ||h|| / sqrt(M))^-1 (Sec. III-A; sent as float32), draw the dither from
 the shared stream (seed, "dither") and the privacy-preserving noise (PPN) n_i from the private stream
 (private_seed, seed, "noise"), and send the finite-range lattice indices of Q(zeta h_i + n_i - V_i)
-(``mechanisms.sdq``; JoPEQ writes Q(zeta h_i + n_i + d_i) with d_i = -V_i). Decoder (eq. (12)-(13)):
+(``auditkit.mechanisms.sdq``; JoPEQ writes Q(zeta h_i + n_i + d_i) with d_i = -V_i). Decoder (eq. (12)-(13)):
 h~_i = (Q(.) + V_i) / zeta = h_i + (n_i + e_i) / zeta, with e_i ~ Unif(P0) independent of h when the
 quantizer is not overloaded (Theorem II.5).
 
@@ -39,18 +39,18 @@ import torch
 from scipy.optimize import minimize
 from scipy.special import gammaln, roots_legendre
 
-from mechanisms.additive import _FLOAT_NOISE_CAVEAT, _PER_ROUND_CAVEAT, laplace_noise
-from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float, zero_or_above
-from mechanisms.capabilities import AuditSetting, LogDensity, SideValues, Tiling
-from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
-from mechanisms.densities import OutputDensity
-from mechanisms.laplace_uniform import laplace_uniform_logpdf, pair_log_density_sums
-from mechanisms.lattice import HexagonalLattice, from_blocks, to_blocks
-from mechanisms.message import Message
-from mechanisms.randomness import private_generator
-from mechanisms.registry import register
-from mechanisms.sdq import SDQ, HexagonalSDQ, LatticeSDQMessage, _FiniteSDQ
-from mechanisms.tdist import T_NOISE_PARAMS, resolve_t_noise, sample_t, t_epsilon
+from auditkit.mechanisms.additive import _FLOAT_NOISE_CAVEAT, _PER_ROUND_CAVEAT, laplace_noise
+from auditkit.mechanisms.base import Mechanism, as_update, choice, int_range, positive_float, zero_or_above
+from auditkit.mechanisms.capabilities import AuditSetting, LogDensity, SideValues, Tiling
+from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.densities import OutputDensity
+from auditkit.mechanisms.laplace_uniform import laplace_uniform_logpdf, pair_log_density_sums
+from auditkit.mechanisms.lattice import HexagonalLattice, from_blocks, to_blocks
+from auditkit.mechanisms.message import Message
+from auditkit.mechanisms.randomness import private_generator
+from auditkit.mechanisms.registry import register
+from auditkit.mechanisms.sdq import SDQ, HexagonalSDQ, LatticeSDQMessage, _FiniteSDQ
+from auditkit.mechanisms.tdist import T_NOISE_PARAMS, resolve_t_noise, sample_t, t_epsilon
 
 __all__ = [
     "JoPEQLaplace",
@@ -233,7 +233,7 @@ class ScaledLaplaceUniform(OutputDensity):
         ln p(y | x) = sum_i ln f(zeta (y_i - x_i)) + d ln zeta,        f the density of Laplace(b') + Unif(+-Delta/2),
 
     per output (float32 terms summed in float64, fast on the distinguishing tests' millions of short outputs)
-    and over many (output, candidate) pairs in float64 (``mechanisms.laplace_uniform.pair_log_density_sums``)."""
+    and over many (output, candidate) pairs in float64 (``auditkit.mechanisms.laplace_uniform.pair_log_density_sums``)."""
 
     def __init__(self, scale: float, width: float) -> None:
         self.scale, self.width = scale, width
@@ -426,7 +426,7 @@ class JoPEQT(_JoPEQ):
     """JoPEQ with the multivariate t mechanism and the hexagonal lattice (L = 2), moment-matched.
 
     Target: n + e ~ t_nu(0, s2 I_2) (Theorem III.1), eps-LDP per scaled pair by eq. (11) with
-    Delta = sensitivity / sqrt(s2); ``nu``/``s2`` as in ``mechanisms.tdist`` (0: minimum variance for eps).
+    Delta = sensitivity / sqrt(s2); ``nu``/``s2`` as in ``auditkit.mechanisms.tdist`` (0: minimum variance for eps).
     sensitivity = 2 is rigorous for pairs in the unit disc (the paper's appendix says sqrt 2; the code's
     parameter table implies 1).
 

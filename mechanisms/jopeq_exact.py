@@ -4,7 +4,7 @@ JoPEQ (002 Section III-A): split h (length d) into M = ceil(d / L) sub-vectors o
 zeta = (3 ||h|| / sqrt(M))^-1 (sent to the server) and quantize each zeta h_i with subtractive dithering plus
 privacy-preserving noise, so that h~_i = h_i + (n_i + e_i) / zeta. Its Theorems III.1-III.2 ask for noise
 whose characteristic function is the target's divided by the dither's, which does not exist (the dither's
-has zeros); ``jopeq-exact`` instead quantizes zeta h_i with LRSUQ (``mechanisms.rsuq``), whose error
+has zeros); ``jopeq-exact`` instead quantizes zeta h_i with LRSUQ (``auditkit.mechanisms.rsuq``), whose error
 n_i + e_i is exactly the target and independent of h:
 
 * ``target=laplace`` (L = 1): Laplace(b), b = sensitivity / eps (2 / eps by default), U ~ Gamma(2, 1),
@@ -13,7 +13,7 @@ n_i + e_i is exactly the target and independent of h:
   W ~ chi-square(nu)/nu, N(0, (s2 / W) I_L), in the ball form of 003 Lemma 14.
 
 The server outputs h~ = Y / zeta with Y the LRSUQ output of the scaled sub-vectors; zeta travels as float32
-and both sides use the rounded value (``mechanisms.jopeq.jopeq_scaling``, clamped to the finite float32
+and both sides use the rounded value (``auditkit.mechanisms.jopeq.jopeq_scaling``, clamped to the finite float32
 range), so h~ - h = (target noise) / zeta exactly.
 """
 
@@ -24,16 +24,16 @@ import math
 import numpy as np
 import torch
 
-from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float
-from mechanisms.capabilities import AuditSetting, LogDensity, SideValues, Tiling
-from mechanisms.cepam import FLOAT_SAMPLING_CAVEAT, TRUSTED_SERVER_CAVEAT, WITHOUT_SEED
-from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
-from mechanisms.jopeq import jopeq_audit_setting, jopeq_scaling, scale_side_values
-from mechanisms.lattice import from_blocks, to_blocks
-from mechanisms.registry import register
-from mechanisms.rsuq import LaplaceTarget, StudentTTarget, Target
-from mechanisms.rsuq_coding import RSUQMessage, decode_message, encode_message
-from mechanisms.tdist import T_NOISE_PARAMS, minimum_variance_t, t_blocks_logpdf, t_epsilon, t_scale_for_epsilon
+from auditkit.mechanisms.base import Mechanism, as_update, choice, int_range, positive_float
+from auditkit.mechanisms.capabilities import AuditSetting, LogDensity, SideValues, Tiling
+from auditkit.mechanisms.cepam import FLOAT_SAMPLING_CAVEAT, TRUSTED_SERVER_CAVEAT, WITHOUT_SEED
+from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.jopeq import jopeq_audit_setting, jopeq_scaling, scale_side_values
+from auditkit.mechanisms.lattice import from_blocks, to_blocks
+from auditkit.mechanisms.registry import register
+from auditkit.mechanisms.rsuq import LaplaceTarget, StudentTTarget, Target
+from auditkit.mechanisms.rsuq_coding import RSUQMessage, decode_message, encode_message
+from auditkit.mechanisms.tdist import T_NOISE_PARAMS, minimum_variance_t, t_blocks_logpdf, t_epsilon, t_scale_for_epsilon
 
 __all__ = ["JoPEQExact"]
 
@@ -58,7 +58,7 @@ class JoPEQExact(Mechanism):
     Parameters as ``jopeq-laplace`` / ``jopeq-t``: ``eps`` is the claim per scaled sub-vector and
     ``sensitivity`` the l2 shift it covers (2: the unit ball's diameter, the rigorous value; 002's appendix
     suggests sqrt 2, its code's table implies 1). Laplace (L = 1): b = sensitivity / eps, eps-LDP by 002
-    Theorem II.7. t: eq. (11) with Delta = sensitivity / sqrt(s2) in dimension L (``mechanisms.tdist``);
+    Theorem II.7. t: eq. (11) with Delta = sensitivity / sqrt(s2) in dimension L (``auditkit.mechanisms.tdist``);
     nu = s2 = 0 picks the minimum-variance pair for eps, a given nu with s2 = 0 solves s2, a given pair is
     used as it is (flag "claim-exceeded" when its own eps is larger than the claim). Unlike the moment-matched
     mechanisms, the noise law is exactly the target, so the claim is exact -- for observers without the

@@ -1,5 +1,5 @@
 """The density of Laplace(0, b) + Unif(-w/2, w/2): JoPEQ's moment-matched privacy noise plus its dither error
-(``mechanisms.jopeq``), and the error of Laplace noise followed by subtractive dithered quantization
+(``auditkit.mechanisms.jopeq``), and the error of Laplace noise followed by subtractive dithered quantization
 (``laplace+sdq``).
 
 f(z) = [F_L(z + w/2) - F_L(z - w/2)] / w with F_L the Laplace CDF. With u = |z| / b and r = w / (2b):
@@ -12,7 +12,7 @@ so the tail (u >= r) is linear and the centre adds the smooth h, with h(r) = h'(
 * :func:`pair_log_density_sums`: sum_i ln f(c_j (y_ti - x_ji)) for many (output t, candidate j) pairs at once,
   each candidate with its own scale c_j (JoPEQ's zeta_j). The identification adversary scores 500 outputs
   against 100 candidates of 25,818 coordinates: 1.3e9 terms, so the sum runs in a compiled, vectorised loop
-  (numba, ``mechanisms.laplace_uniform_kernels``) where h is a degree-24 Chebyshev interpolant on [0, r], checked against the closed form on a grid of
+  (numba, ``auditkit.mechanisms.laplace_uniform_kernels``) where h is a degree-24 Chebyshev interpolant on [0, r], checked against the closed form on a grid of
   20,001 points and used only when its largest error there is below 1e-10 per term; otherwise the loop
   evaluates the closed form (about ten times slower). Both are far more accurate than the float32 terms an
   elementwise evaluation can afford at that size.
@@ -89,7 +89,7 @@ def pair_log_density_sums(ys: np.ndarray, xs: np.ndarray, rows: np.ndarray, colu
     columns = np.ascontiguousarray(columns, dtype=np.int64)
     c = np.ascontiguousarray(scales, dtype=np.float64) / scale
     r = width / (2 * scale)
-    from mechanisms.laplace_uniform_kernels import exact_sums, interpolated_sums  # numba: imported on first use
+    from auditkit.mechanisms.laplace_uniform_kernels import exact_sums, interpolated_sums  # numba: imported on first use
 
     coefficients, error = _interpolant(r)
     if error <= CHEBYSHEV_TOLERANCE:

@@ -1,11 +1,11 @@
-"""The compiled loops of ``mechanisms.laplace_uniform.pair_log_density_sums`` (numba, parallel over pairs, cached
+"""The compiled loops of ``auditkit.mechanisms.laplace_uniform.pair_log_density_sums`` (numba, parallel over pairs, cached
 on disk). Imported on first use only: numba takes a while to import, and most runs never need these loops.
 
 For each pair q of output t = rows[q] and candidate j = columns[q], both return
 
     sum_i h(min(v_i, r)) - v_i,        v_i = c[j] |ys[t, i] - xs[j, i]|,
 
-with h the centre correction of the Laplace + uniform density (``mechanisms.laplace_uniform``).
+with h the centre correction of the Laplace + uniform density (``auditkit.mechanisms.laplace_uniform``).
 """
 import math
 

@@ -9,7 +9,7 @@ input completely (tag, lengths, trailing bytes) and raises ``MessageDecodeError`
 not parse, or a message that does not decode under the decoder's seed and configuration (the decoder of a
 seeded mechanism cannot tell a wrong seed from corruption). Its text is one line, ``DECODE_ERROR`` and the
 specific reason in parentheses. Every ``from_bytes`` of a ``Message`` subclass, and every ``decode`` of a
-``mechanisms.base.Mechanism`` subclass, is wrapped by ``reports_decode_errors`` when the class is created,
+``auditkit.mechanisms.base.Mechanism`` subclass, is wrapped by ``reports_decode_errors`` when the class is created,
 so the ValueError, IndexError, OverflowError or struct.error raised inside (by the parser, NumPy or the
 entropy coder) reaches the caller as a ``MessageDecodeError``.
 """

@@ -60,7 +60,7 @@ pulls the round's model towards 0 (by about 1 - prod_k (1 - (1 + m) a[k]) per le
 gamma 0.3, K_t 10) and stalls training.
 
 Randomness: the split, m_i and the rounding are client-private, keyed by (``private_seed``, the client's key,
-purpose) through ``mechanisms.randomness.private_generator``; everything is float64 on the CPU.
+purpose) through ``auditkit.mechanisms.randomness.private_generator``; everything is float64 on the CPU.
 """
 
 from __future__ import annotations
@@ -74,8 +74,8 @@ import dp_accounting
 import numpy as np
 import torch
 
-from mechanisms.additive import clip_l1, laplace_noise
-from mechanisms.base import (
+from auditkit.mechanisms.additive import clip_l1, laplace_noise
+from auditkit.mechanisms.base import (
     Mechanism,
     as_update,
     choice,
@@ -84,13 +84,13 @@ from mechanisms.base import (
     positive_float,
     zero_or_above,
 )
-from mechanisms.bitstream import pack_fixed, unpack_fixed
-from mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, Tiling
-from mechanisms.densities import ClippedLaplace
-from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
-from mechanisms.message import MAX_LENGTH, FloatMessage, Message
-from mechanisms.randomness import derive_seed, private_generator
-from mechanisms.registry import register
+from auditkit.mechanisms.bitstream import pack_fixed, unpack_fixed
+from auditkit.mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, Tiling
+from auditkit.mechanisms.densities import ClippedLaplace
+from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.message import MAX_LENGTH, FloatMessage, Message
+from auditkit.mechanisms.randomness import derive_seed, private_generator
+from auditkit.mechanisms.registry import register
 
 __all__ = [
     "MSP",
@@ -120,7 +120,7 @@ _RECONSTRUCTION = (
     "the server sees every upload alpha_i[k] and broadcast w[k]: r_i[k] = alpha_i[k+1] - alpha_i[k] - "
     "eps_c (w[k] - alpha_i[k]) = a[k] (S_i[k] - m_i alpha_i[k]) makes (S_i[0], m_i, 1/gamma) the solution of a linear "
     "least-squares problem, so w_i = (alpha_i[0] + S_i[0])/(1 + m_i) is recovered exactly once K_t >= 2 "
-    "(attacks.msp_reconstruction.reconstruct_msp), and K_t = 1 already reveals the direction of w_i - alpha_i[0]"
+    "(auditkit.attacks.reconstruct_msp), and K_t = 1 already reveals the direction of w_i - alpha_i[0]"
 )
 _BIAS = (
     "heterogeneous hidden m_i make the consensus limit the (1 + m_i)-weighted mean of the w_i, not FedAvg's mean, "

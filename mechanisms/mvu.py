@@ -73,13 +73,13 @@ import torch
 from scipy import sparse
 from scipy.optimize import linprog, minimize, minimize_scalar
 
-from mechanisms.base import Mechanism, Param, as_update, int_range, positive_float
-from mechanisms.bitstream import decode_categorical, encode_categorical
-from mechanisms.capabilities import AuditSetting, Tiling
-from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
-from mechanisms.message import MAX_LENGTH, Message
-from mechanisms.randomness import private_generator
-from mechanisms.registry import register
+from auditkit.mechanisms.base import Mechanism, Param, as_update, int_range, positive_float
+from auditkit.mechanisms.bitstream import decode_categorical, encode_categorical
+from auditkit.mechanisms.capabilities import AuditSetting, Tiling
+from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.message import MAX_LENGTH, Message
+from auditkit.mechanisms.randomness import private_generator
+from auditkit.mechanisms.registry import register
 
 __all__ = [
     "MVU",
@@ -388,7 +388,7 @@ class MVUMessage(Message):
 
     Layout (little-endian): tag (uint8 = 77) | length n (uint32) | bits b (uint8, 1..4) | input_bits (uint8, 1..6)
     | eps (float32, finite, > 0) | clip (float32, finite, > 0) | the n indices in [0, 2^b) as a
-    ``mechanisms.bitstream`` categorical stream (entropy-coded with the empirical frequencies, or fixed-width b
+    ``auditkit.mechanisms.bitstream`` categorical stream (entropy-coded with the empirical frequencies, or fixed-width b
     bits each, whichever is smaller). 15 header bytes; the stream is at most 1 + ceil(n b / 8) bytes.
     """
 

@@ -19,15 +19,15 @@ import numpy as np
 import torch
 from scipy.special import log_ndtr
 
-from mechanisms.additive import Gaussian, Laplace, _AdditiveNoise, clipped_input
-from mechanisms.base import Mechanism, zero_or_above
-from mechanisms.capabilities import AuditSetting, LogDensity, Tiling, rescaled_clip
-from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.laplace_uniform import laplace_uniform_logpdf
-from mechanisms.message import Message
-from mechanisms.registry import register
-from mechanisms.sdq import SDQ, HexagonalSDQ, _FiniteSDQ
-from mechanisms.tdist import TDist
+from auditkit.mechanisms.additive import Gaussian, Laplace, _AdditiveNoise, clipped_input
+from auditkit.mechanisms.base import Mechanism, zero_or_above
+from auditkit.mechanisms.capabilities import AuditSetting, LogDensity, Tiling, rescaled_clip
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.laplace_uniform import laplace_uniform_logpdf
+from auditkit.mechanisms.message import Message
+from auditkit.mechanisms.registry import register
+from auditkit.mechanisms.sdq import SDQ, HexagonalSDQ, _FiniteSDQ
+from auditkit.mechanisms.tdist import TDist
 
 __all__ = ["GaussianSDQ", "LaplaceSDQ", "TDistSDQ", "gaussian_uniform_logpdf"]
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import torch
 
 if TYPE_CHECKING:
-    from mechanisms.base import Mechanism
+    from auditkit.mechanisms.base import Mechanism
 
 __all__ = ["derive_seed", "generator", "private_generator", "reproducible"]
 
@@ -93,11 +93,11 @@ def reproducible(mechanism: Mechanism) -> bool:
     NumPy's or Python's, or from a generator it keeps and advances between calls, fails it: its results differ
     from run to run (or with the order of its calls) however the run is seeded. Draw from
     ``private_generator(self.private_seed, seed, purpose)`` instead. The input is
-    ``mechanisms.registry.check_input(mechanism)`` (16 coordinates); a mechanism whose ``private_seed`` is None
+    ``auditkit.mechanisms.registry.check_input(mechanism)`` (16 coordinates); a mechanism whose ``private_seed`` is None
     (fresh entropy on every call, by design) is checked as a copy with a fixed one. Costs two encodes and two
     decodes; the global generators' states are left as they were.
     """
-    from mechanisms.registry import check_input  # the registry imports this module
+    from auditkit.mechanisms.registry import check_input  # the registry imports this module
 
     checked = mechanism
     if mechanism.private_seed is None:

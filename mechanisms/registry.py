@@ -39,8 +39,8 @@ from typing import Any, TypeVar
 import dp_accounting
 import torch
 
-from mechanisms.base import Mechanism, Param
-from mechanisms.capabilities import (
+from auditkit.mechanisms.base import Mechanism, Param
+from auditkit.mechanisms.capabilities import (
     CAPABILITIES,
     AuditSetting,
     BatchSampling,
@@ -49,8 +49,8 @@ from mechanisms.capabilities import (
     capability,
     declared,
 )
-from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.message import Message
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.message import Message
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -74,6 +74,8 @@ __all__ = [
 ]
 
 ENTRY_POINT_GROUP = "auditkit.mechanisms"
+_FORMER_PACKAGES = ("mechanisms", "attacks", "reports")  # top-level packages before the one auditkit namespace
+_BUILT_IN = __name__.rpartition(".")[0] + "."  # "auditkit.mechanisms.": the modules of the built-in mechanisms
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 _ORIGIN: dict[str, str] = {}  # mechanism name -> the plugin (module or entry point) that registered it
@@ -171,7 +173,7 @@ def _guard_plugin_class(cls: type[Mechanism], label: str) -> None:
         function = owner.__dict__[method]
         if owner in (Mechanism, object) or not inspect.isfunction(function) or getattr(function, "_guarded", False):
             continue
-        if owner.__module__.split(".")[0] != __name__.split(".")[0]:
+        if not owner.__module__.startswith(_BUILT_IN):
             setattr(owner, method, _guarded(method, function, label))
         elif method not in CAPABILITIES:
             setattr(cls, method, _guarded(method, function, label))
@@ -296,7 +298,7 @@ def preflight(mechanism: Mechanism) -> None:
 
 
 PREFLIGHT_DIMENSION = 16
-"""Coordinates of the update ``preflight`` and ``mechanisms.randomness.reproducible`` encode."""
+"""Coordinates of the update ``preflight`` and ``auditkit.mechanisms.randomness.reproducible`` encode."""
 
 
 def check_input(mechanism: Mechanism, dimension: int = PREFLIGHT_DIMENSION) -> torch.Tensor:
@@ -359,6 +361,8 @@ def _import_plugin(label: str, module: str, attribute: str | None = None, path: 
             _ORIGIN.pop(name, None)
         sys.modules.pop(module, None)
         reason = str(err).splitlines()[0] if str(err) else type(err).__name__
+        if isinstance(err, ModuleNotFoundError) and err.name in _FORMER_PACKAGES:  # written for auditkit < 0.3
+            reason += f" (it is auditkit.{err.name} now: write `from auditkit import {err.name}`)"
         raise PluginError(f"plugin {label!r} failed to load: {reason}") from None
     finally:
         _loading.pop()

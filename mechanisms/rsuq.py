@@ -40,7 +40,7 @@ draws is N n E[H] = N n / p (the rejection floor) instead of N n max_j H_j. Each
 iid uniforms independent of everything drawn before, so the per-row law is that of Definition 2.
 The latent U of each row is drawn once, from the stream keyed by (seed, latent purpose), by both sides.
 
-Randomness: every shared stream is keyed as in ``mechanisms.randomness`` -- seed = derive_seed(seed, purpose)
+Randomness: every shared stream is keyed as in ``auditkit.mechanisms.randomness`` -- seed = derive_seed(seed, purpose)
 -- but is a NumPy PCG64 generator (``shared_stream``) rather than a torch one: it draws uniforms about 2.5
 times faster than torch's CPU Mersenne Twister and has an exact gamma sampler (Marsaglia & Tsang 2000) for
 the latents; the rejection loop is dominated by these draws. The arithmetic is NumPy float64 on the CPU.
@@ -57,7 +57,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = [
     "NORMS",

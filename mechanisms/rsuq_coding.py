@@ -1,6 +1,6 @@
 """The bits of an LRSUQ message: H with a prefix code, M coded given U, the wire format, the papers' bound.
 
-Per sub-vector j the encoder sends (H_j, M_j) with M_j = alpha k_j (``mechanisms.rsuq``); only the integer
+Per sub-vector j the encoder sends (H_j, M_j) with M_j = alpha k_j (``auditkit.mechanisms.rsuq``); only the integer
 index k_j is coded. The decoder regenerates U_j, hence the radius r_j and beta_j, before reading M, so
 M may be coded with a model that depends on U (CEPAM 003 Section V-B, "compress M | {U = u}").
 
@@ -21,7 +21,7 @@ M may be coded with a model that depends on U (CEPAM 003 Section V-B, "compress 
 * Entropy coding of M given U: rows are grouped into B buckets by log2(r_j) (equal widths between the
   1/(2B) and 1 - 1/(2B) quantiles of a fixed subsample, the tails in the end buckets;
   B = min(32, rows // 2048), at least 1), and each bucket's indices, shifted by the bucket's offset
-  o = largest ceil(a) + 1, go through ``mechanisms.bitstream.encode_categorical`` over the alphabet
+  o = largest ceil(a) + 1, go through ``auditkit.mechanisms.bitstream.encode_categorical`` over the alphabet
   2 o + 1 (rANS under the bucket's empirical frequencies, or fixed width when smaller). Both sides compute
   the buckets from the same r, so encoder and decoder must run the same numeric libraries.
 * Escapes. When some bucket's offset exceeds 2^31 - 1 (its alphabet would pass the coder's 2^32: radii
@@ -50,9 +50,9 @@ from typing import Self
 import numpy as np
 import torch
 
-from mechanisms.bitstream import categorical_count_range, decode_categorical, encode_categorical
-from mechanisms.message import MAX_LENGTH, Message
-from mechanisms.rsuq import RSUQCode, Target, acceptance_probability, rsuq_decode, rsuq_encode, shared_stream
+from auditkit.mechanisms.bitstream import categorical_count_range, decode_categorical, encode_categorical
+from auditkit.mechanisms.message import MAX_LENGTH, Message
+from auditkit.mechanisms.rsuq import RSUQCode, Target, acceptance_probability, rsuq_decode, rsuq_encode, shared_stream
 
 __all__ = [
     "RSUQMessage",
@@ -417,7 +417,7 @@ class RSUQMessage(Message):
     ``from_bytes`` checks the header, decodes the H section and checks the framing of the M section (for an
     entropy-coded one, also that its streams can hold the N n indices); the M section itself depends on the
     radii, so ``decode_indices`` (run by the decoder, which regenerates U) checks its contents.
-    ``MessageDecodeError`` (``mechanisms.message``) on anything malformed.
+    ``MessageDecodeError`` (``auditkit.mechanisms.message``) on anything malformed.
     """
 
     TAG = 10

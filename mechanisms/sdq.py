@@ -1,7 +1,7 @@
 """Subtractive dithered quantization on a finite range: ``sdq`` (scalar, Z) and ``sdq-hex`` (the hexagonal A2).
 
 Both are compression baselines without privacy. The lattice arithmetic (nearest point, dither, the finite
-coset range, overloads) is in ``mechanisms.lattice``; this module adds the parameters, the shared dither
+coset range, overloads) is in ``auditkit.mechanisms.lattice``; this module adds the parameters, the shared dither
 stream (seed, "dither") and the messages.
 """
 
@@ -13,14 +13,14 @@ from typing import ClassVar, Self
 import numpy as np
 import torch
 
-from mechanisms.base import Mechanism, as_update, choice, int_range, positive_float
-from mechanisms.bitstream import decode_categorical, encode_categorical
-from mechanisms.capabilities import AuditSetting, Tiling
-from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.lattice import HexagonalLattice, IntegerLattice, Lattice, from_blocks, sdq_decode, sdq_encode, to_blocks
-from mechanisms.message import MAX_LENGTH, Message
-from mechanisms.randomness import generator
-from mechanisms.registry import register
+from auditkit.mechanisms.base import Mechanism, as_update, choice, int_range, positive_float
+from auditkit.mechanisms.bitstream import decode_categorical, encode_categorical
+from auditkit.mechanisms.capabilities import AuditSetting, Tiling
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.lattice import HexagonalLattice, IntegerLattice, Lattice, from_blocks, sdq_decode, sdq_encode, to_blocks
+from auditkit.mechanisms.message import MAX_LENGTH, Message
+from auditkit.mechanisms.randomness import generator
+from auditkit.mechanisms.registry import register
 
 __all__ = ["SDQ", "HexagonalSDQ", "SDQMessage", "LatticeSDQMessage"]
 
@@ -29,7 +29,7 @@ class SDQMessage(Message):
     """Quantizer indices of one update.
 
     Layout (little-endian): tag (uint8 = 2) | length n (uint32) | levels K (uint32) | overloads (uint32) |
-    the n indices in [0, K) as a ``mechanisms.bitstream`` categorical stream (entropy-coded with the
+    the n indices in [0, K) as a ``auditkit.mechanisms.bitstream`` categorical stream (entropy-coded with the
     empirical frequency table, or fixed-width ceil(log2 K) bits each, whichever is smaller).
     """
 
@@ -70,7 +70,7 @@ class LatticeSDQMessage(Message):
     """Finite-range lattice indices of one update split into blocks of ``dimension`` coordinates.
 
     Layout (little-endian): tag (uint8 = 20) | length n (uint32, coordinates) | dimension L (uint8) |
-    levels K (uint32) | overloads (uint32, blocks) | ceil(n / L) block symbols as a ``mechanisms.bitstream``
+    levels K (uint32) | overloads (uint32, blocks) | ceil(n / L) block symbols as a ``auditkit.mechanisms.bitstream``
     categorical stream over the alphabet K^L. A block's indices (j_1, ..., j_L) in {0..K-1}^L are coded as
     ONE symbol j_1 K^(L-1) + ... + j_L, so the entropy coder sees their joint frequencies (the basis
     coordinates of a hexagonal lattice are correlated). K^L must not exceed 2^32.
@@ -129,7 +129,7 @@ class _FiniteSDQ(Mechanism):
 
     K = 2^bits (``compat="none"``) or 2^bits + 1 (``compat="jopeq-code"``, the JoPEQ reference code's
     mid-tread quantizer, where 0 is a level). The points are Delta G (j - (K-1)/2), j in {0..K-1}^L (see
-    ``mechanisms.lattice``); for L = 1 they tile [-support, support). The dither V ~ Unif(Delta P0) comes
+    ``auditkit.mechanisms.lattice``); for L = 1 they tile [-support, support). The dither V ~ Unif(Delta P0) comes
     from the shared stream (seed, "dither"); without overload the error x_hat - x is Unif(Delta P0),
     independent of x (Zamir & Feder 1992; JoPEQ Theorem II.5).
 

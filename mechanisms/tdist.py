@@ -26,7 +26,7 @@ import torch
 from scipy.optimize import brentq, minimize_scalar
 from scipy.special import gammaincinv
 
-from mechanisms.additive import (
+from auditkit.mechanisms.additive import (
     _FLOAT_NOISE_CAVEAT,
     _PER_ROUND_CAVEAT,
     _PRIVATE_NOISE,
@@ -34,10 +34,10 @@ from mechanisms.additive import (
     clip_l2,
     clipped_input,
 )
-from mechanisms.base import positive_float, zero_or_above
-from mechanisms.capabilities import LogDensity, Tiling, rescaled_clip
-from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
-from mechanisms.registry import register
+from auditkit.mechanisms.base import positive_float, zero_or_above
+from auditkit.mechanisms.capabilities import LogDensity, Tiling, rescaled_clip
+from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.registry import register
 
 __all__ = [
     "TDist",

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from reports.results_schema import dumps_strict
+from auditkit.reports.results_schema import dumps_strict
 
 # the summary figures, in report order, with their captions
 FIGURE_CAPTIONS = {
@@ -623,7 +623,7 @@ def identification_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str,
     return rows
 
 
-# How the generic audit setting's note (``attacks.audit_settings``) says where its norm came from: from the claim's
+# How the generic audit setting's note (``auditkit.attacks.audit_settings``) says where its norm came from: from the claim's
 # sensitivity or the mechanism's clip norm (its pairs are neighbours the claim covers), or assumed.
 _GENERIC_SETTING = "generic default: the mechanism declares no audit setting: "
 _NORM_ASSUMED = "names no norm: l2 assumed"
@@ -650,7 +650,7 @@ def notes(settings: list[dict[str, Any]]) -> list[str]:
         if setting["mechanism"].get("reproducible") is False:
             found.append(f"{label}: the mechanism's output is not determined by its seeds (two encodes under the same "
                          "seeds differed): these results will not reproduce, and a rerun may reach another verdict. "
-                         "Its noise should be drawn from mechanisms.randomness.private_generator(private_seed, seed, "
+                         "Its noise should be drawn from auditkit.mechanisms.randomness.private_generator(private_seed, seed, "
                          "purpose).")
         test = setting["distinguish"]
         if test is None:  # tiling and the audit setting matter to that test alone

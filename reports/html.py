@@ -9,7 +9,7 @@ from typing import Any
 
 import jinja2
 
-from reports import content
+from auditkit.reports import content
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _ENVIRONMENT = jinja2.Environment(

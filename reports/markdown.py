@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import quote
 
-from reports import content
+from auditkit.reports import content
 
 # markdown punctuation that could format or link, table pipes, HTML's specials, line breaks
 _ESCAPES = str.maketrans({

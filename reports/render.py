@@ -7,10 +7,10 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from reports import figures
-from reports.html import render_html
-from reports.markdown import render_markdown
-from reports.results_schema import validate_results
+from auditkit.reports import figures
+from auditkit.reports.html import render_html
+from auditkit.reports.markdown import render_markdown
+from auditkit.reports.results_schema import validate_results
 
 # the summary figures, drawn into out/figures/<name>.png when they have data (figures.has_data)
 FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from auditkit.stage_store import replace_atomically
-from reports.content import number
+from auditkit.reports.content import number
 
 __all__ = ["render_reproduction"]
 

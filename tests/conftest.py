@@ -101,7 +101,7 @@ def _load_browser_module():
 def registry_unchanged():
     """Mechanisms a test registers (plugins loaded in-process) are removed after it, with their modules, so that no
     test sees another's plugins."""
-    from mechanisms import registry
+    from auditkit.mechanisms import registry
 
     registered, origins = dict(registry._REGISTRY), dict(registry._ORIGIN)
     yield

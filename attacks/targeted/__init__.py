@@ -1,5 +1,5 @@
 """Attacks that target specific mechanisms, one module per mechanism family, each registering its adaptive tests
-for the mechanisms it targets (``attacks.adaptive_tests.adaptive_test``), the way a plugin registers its own:
+for the mechanisms it targets (``auditkit.attacks.adaptive_tests.adaptive_test``), the way a plugin registers its own:
 
 * ``jopeq``: JoPEQ's scale zeta sent in clear, and quantizer overload (seed 002);
 * ``cepam``: CEPAM 000's normalisation, which reveals ||x|| (seed 000);

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import torch
 
-from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, message_side_channel, run_views
-from attacks.bulk_sampling import BatchedMechanism
-from mechanisms import Mechanism
+from auditkit.attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, message_side_channel, run_views
+from auditkit.attacks.bulk_sampling import BatchedMechanism
+from auditkit.mechanisms import Mechanism
 
 __all__ = ["cepam_normalisation"]
 

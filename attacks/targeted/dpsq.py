@@ -16,9 +16,9 @@ import dataclasses
 
 import torch
 
-from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, run_views
-from attacks.verdicts import CELL_LOCAL_ONLY, VIOLATED, verdict
-from mechanisms import Mechanism
+from auditkit.attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, run_views
+from auditkit.attacks.verdicts import CELL_LOCAL_ONLY, VIOLATED, verdict
+from auditkit.mechanisms import Mechanism
 
 __all__ = ["dpsq_cross_cell"]
 

@@ -24,7 +24,7 @@ every scaled block lies in the unit ball; neither is enforced.
   shift (jopeq-laplace: 2/b' = ``true_epsilon``; jopeq-t: at most eps of t_nu(0, S') alone, which may
   exceed ``true_epsilon`` of n + e). The caveat "the claim does not hold for an overloaded block" is about
   the error's independence of h (utility), not privacy. What the distinguisher certifies on this pair is
-  the moment-matching excess (see ``mechanisms.jopeq``), and the verdict is taken on this pair.
+  the moment-matching excess (see ``auditkit.mechanisms.jopeq``), and the verdict is taken on this pair.
 * ``spike`` pair (outside the domain, reported beside it): a sparse update, h = +-e_1 in M = 144 blocks,
   has zeta h_1 = +-sqrt(M)/3 = +-4: the scaling leaves the unit ball and the support, every message
   overloads block 1 and clamps it to an end level, and the pair (one block apart, same zeta) is told apart
@@ -36,9 +36,9 @@ from __future__ import annotations
 
 import torch
 
-import mechanisms
-from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, message_side_channel, run_views
-from mechanisms import Mechanism
+from auditkit import mechanisms
+from auditkit.attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, message_side_channel, run_views
+from auditkit.mechanisms import Mechanism
 
 __all__ = ["jopeq_overload", "jopeq_scale_side_channel"]
 
@@ -88,7 +88,7 @@ def jopeq_scale_side_channel(m: Mechanism, *, trials: int, confidence: float, se
 
 def _overload_rate(m: Mechanism, x: torch.Tensor, copies: int, seed: int) -> float:
     """Mean ``JoPEQMessage.overloads`` per message: one encode of ``copies`` tiled copies (zeta unchanged by
-    tiling, per-block randomness iid; ``attacks.bulk_sampling``)."""
+    tiling, per-block randomness iid; ``auditkit.attacks.bulk_sampling``)."""
     return m.encode(x.repeat(copies), seed).overloads / copies
 
 

@@ -1,7 +1,7 @@
 """The adaptive server attack on model splitting (seed 004, MSP-FL / MSP+Lap / MSPDQ-FL; spec msp.md).
 
 The server sees every upload alpha_i[k], k = 0..K, and its own broadcasts w[k] (the consensus transcript,
-``mechanisms.msp.MSPTranscript``; read here by its fields ``alpha``, ``broadcast``, ``eps_c`` and ``rounds``).
+``auditkit.mechanisms.msp.MSPTranscript``; read here by its fields ``alpha``, ``broadcast``, ``eps_c`` and ``rounds``).
 It knows the public consensus gain eps_c, so it computes the client's private pull
 
     r_i[k] = alpha_i[k+1] - alpha_i[k] - eps_c (w[k] - alpha_i[k]) = a[k] (S_i[k] - m_i alpha_i[k])      (3a)
@@ -28,7 +28,7 @@ from typing import Protocol
 
 import torch
 
-from attacks.observations import update_estimator
+from auditkit.attacks.observations import update_estimator
 
 __all__ = [
     "ConsensusTranscript",

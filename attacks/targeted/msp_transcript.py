@@ -3,7 +3,7 @@
 ``msp_transcript`` (``msp``, ``msp-laplace``, ``mspdq``). MSP+Lap's Proposition 1 protects the first upload
 alpha_0 = w + Laplace(2 clip / eps_dp); MSP-FL claims that hidden m_i keep w_i secret. Client 0's model is
 -clip e_1 or +clip e_1 (d = 2) beside two fixed peers; the ``alpha0`` view is its first upload, the
-``transcript`` view the server's least-squares reconstruction (``attacks.reconstruct_msp``) from all
+``transcript`` view the server's least-squares reconstruction (``auditkit.attacks.reconstruct_msp``) from all
 K_t + 1 uploads. alpha_0 stays within eps_dp; the transcript recovers the model to float32 precision and is
 told apart perfectly (bound = the cap), so the verdict against eps_dp is "violated".
 """
@@ -15,11 +15,11 @@ from typing import Any
 
 import torch
 
-import mechanisms
-from attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, run_views
-from attacks.bulk_sampling import BatchedMechanism
-from attacks.targeted.msp_reconstruction import reconstruct_msp
-from mechanisms import Mechanism
+from auditkit import mechanisms
+from auditkit.attacks.adaptive_tests import AdaptiveTestResult, adaptive_test, run_views
+from auditkit.attacks.bulk_sampling import BatchedMechanism
+from auditkit.attacks.targeted.msp_reconstruction import reconstruct_msp
+from auditkit.mechanisms import Mechanism
 
 __all__ = ["msp_transcript"]
 
@@ -33,7 +33,7 @@ def _msp_views(m: Mechanism) -> dict[str, BatchedMechanism]:
     of ONE consensus run (faithful: the split, the noise, the rounding and the consensus act coordinate by
     coordinate, the clip is applied per trial before tiling, and with m_max = 1 every m_i is 1 in every trial);
     with m_max > 1 each trial runs its own consensus. The transcript view is the least-squares reconstruction
-    of client 0's model from its trial's slice of the transcript (``attacks.reconstruct_msp``)."""
+    of client 0's model from its trial's slice of the transcript (``auditkit.attacks.reconstruct_msp``)."""
 
     def run(x: torch.Tensor, seed: int) -> tuple[Any, int]:
         rows, d = x.shape

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import math
 
-import mechanisms
-from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
-from mechanisms.tdist import minimum_variance_t, t_epsilon, t_scale_for_epsilon
+from auditkit import mechanisms
+from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.tdist import minimum_variance_t, t_epsilon, t_scale_for_epsilon
 
 
 def _positive(value: float, name: str) -> float:

@@ -34,7 +34,7 @@ from scipy.optimize import brentq
 from scipy.special import gammaln, log_ndtr, logsumexp
 
 from auditkit.accounting.report import FLSetting, paper_claim
-from mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
+from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 
 FORMULAS = ("exact", "paper003")  # how Theorem 12 is evaluated: as derived, or as 003 printed it
 

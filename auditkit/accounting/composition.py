@@ -6,7 +6,7 @@ dp_accounting's convention: a noise multiplier is the noise scale over the per-i
 under ``REPLACE_ONE`` two inputs may differ by twice that bound. ``compose(event, rounds, ...)`` asks the chosen
 accountant whether it supports ``SelfComposedDpEvent(event, rounds)`` and returns its epsilon, with the backend
 and the event named; an event no accountant supports (``UnsupportedDpEvent``, e.g. a refusal carrying its reason,
-``mechanisms.refused``) raises ``UnsupportedEvent`` with the reason instead of returning a number.
+``auditkit.mechanisms.refused``) raises ``UnsupportedEvent`` with the reason instead of returning a number.
 
 Backends: Opacus's PRV and RDP accountants (Gaussian rounds only) and Google's ``dp_accounting`` PLD and RDP
 accountants. Three known gaps of the libraries are bridged here, each exactly:
@@ -18,7 +18,7 @@ accountants. Three known gaps of the libraries are bridged here, each exactly:
   four-fold in RDP terms), and its PLD accountant refuses Laplace events under REPLACE_ONE. For an unsampled round
   the privacy loss depends only on the shift (dp_accounting's own PLD gives the same numbers under REPLACE_ONE
   with z as under ADD_OR_REMOVE_ONE with z / 2, as the tests check).
-* A round of a pure eps-DP claim is ``RandomizedResponseDpEvent`` (``mechanisms.pure_epsilon_event``), which
+* A round of a pure eps-DP claim is ``RandomizedResponseDpEvent`` (``auditkit.mechanisms.pure_epsilon_event``), which
   dp_accounting's PLD accountant composes under REPLACE_ONE but, in dp_accounting 0.6, ignores the count of a
   ``SelfComposedDpEvent`` of it (composing T rounds gives one round's eps): T rounds of it are composed as a
   ``ComposedDpEvent`` of T copies instead.

@@ -5,14 +5,14 @@ is *exactly* the target noise (Laplace, Theorem III.2; multivariate t, Theorem I
 would make this exact does not exist for the paper's settings; the reference code moment-matches it
 instead (equal variance, lighter tails), so the realised noise has a larger epsilon. These functions
 return the claim as the paper states it, flagged "claim-exceeded" when the realised noise's epsilon
-(`true_epsilon`, from the density of PPN + dither error, see ``mechanisms.jopeq``) is larger.
+(`true_epsilon`, from the density of PPN + dither error, see ``auditkit.mechanisms.jopeq``) is larger.
 
     accounting.jopeq_laplace(eps=4, bits=1, compat="jopeq-code")   # claims 4; true eps 4.619
 """
 from __future__ import annotations
 
-import mechanisms
-from mechanisms.guarantee import PrivacyGuarantee
+from auditkit import mechanisms
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
 
 
 def jopeq_laplace(

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit.accounting.composition import ComposedEpsilon, UnsupportedEvent, compose
-from mechanisms import PrivacyGuarantee
+from auditkit.mechanisms import PrivacyGuarantee
 
 __all__ = ["AccountReport", "FLSetting", "account", "paper_claim", "paper_claim_for"]
 

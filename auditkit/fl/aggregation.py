@@ -19,8 +19,8 @@ from typing import Protocol
 
 import torch
 
-from mechanisms.message import Message
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms.message import Message
+from auditkit.mechanisms.randomness import derive_seed
 
 
 def shared_seed(seed: int, client: int, round_: int) -> int:

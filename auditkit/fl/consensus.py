@@ -9,15 +9,15 @@ The mean is plain (1/M, eq. 4 and 6): the paper samples clients with probability
 (Lemma 1), so the data-size ``weights`` the training loop passes are not used here.
 
 Randomness: client ``c`` in round ``t`` is keyed ``derive_seed(seed, "msp", t, c)``; its split, hidden m_c and
-rounding come from the mechanism's private streams under that key (see ``mechanisms.msp``).
+rounding come from the mechanism's private streams under that key (see ``auditkit.mechanisms.msp``).
 """
 from __future__ import annotations
 
 import torch
 
 from auditkit.fl.aggregation import RoundOutcome
-from mechanisms.msp import MSPHidden, consensus_limit
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms.msp import MSPHidden, consensus_limit
+from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = ["ConsensusProtocol"]
 

@@ -6,7 +6,7 @@ Sec. III-IV): device groups with different bit widths, per-group clusters, noisy
 * Each round the server samples a cluster of c_m devices uniformly without replacement from each group
   (Alg. 1 step 3), sum c_m = N, under the uplink budget sum c_m b_m <= B (eq. 9).
 * A device l1-clips its update to C and quantizes it with its group's mechanism (``dpsq`` with bits = b_m,
-  Alg. 1 steps 10-12; any mechanism declaring ``device_groups``, see ``mechanisms.Mechanism``); the channel adds
+  Alg. 1 steps 10-12; any mechanism declaring ``device_groups``, see ``auditkit.mechanisms.Mechanism``); the channel adds
   n ~ N(0, sigma_m^2 I) (Sec. III-B).
 * Fusion (Alg. 1 step 15): w_{t+1} = w_t + sum_{m,u} omega_{m,u} (q_{m,u} + n_{m,u}), sum omega = 1, with the
   SNR-optimal weights of eq. (14), omega = theta / sum theta, theta = 1 / (E||Q(v) - v||^2 + d sigma^2).
@@ -25,9 +25,9 @@ import numpy as np
 import torch
 from scipy.optimize import Bounds, LinearConstraint, milp
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit.fl.aggregation import RoundOutcome, shared_seed
-from mechanisms.randomness import derive_seed, generator
+from auditkit.mechanisms.randomness import derive_seed, generator
 
 __all__ = [
     "DeviceGroups",

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from mechanisms.randomness import generator
+from auditkit.mechanisms.randomness import generator
 
 PARTICIPATION = ("full", "uniform", "replacement", "poisson")
 

@@ -30,7 +30,7 @@ from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.fl.sampling import draw_batches, select_clients
 from auditkit.fl.schedule import make_schedule
 from auditkit.fl.snr import snr
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms.randomness import derive_seed
 
 VIEWS = ("server", "eavesdropper", "peer", "public")
 

@@ -39,7 +39,7 @@ from auditkit.fl.local_training import train_clients_batched, train_clients_sequ
 from auditkit.fl.sampling import draw_batches
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult, check_finite
 from auditkit.flower.install import require_flower
-from mechanisms.randomness import derive_seed
+from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = ["FlowerSimulation", "check_protocol", "check_resources", "connect_ray"]
 

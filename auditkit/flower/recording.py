@@ -22,7 +22,7 @@ from typing import Any
 import torch
 
 from auditkit.stage_store import replace_atomically
-from reports.results_schema import decode_non_finite, dumps_strict
+from auditkit.reports.results_schema import decode_non_finite, dumps_strict
 
 __all__ = ["FORMAT", "Recording", "RecordingError", "load_recording", "write_manifest", "write_server_round",
            "write_truth"]
@@ -50,7 +50,7 @@ def _save(path: Path, value: Any) -> None:
 
 def write_manifest(root: str | Path, config: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
     """``recording.json``: the app's auditkit config and the per-round entries so far, as strict JSON (a metric not
-    reported yet, NaN, is the string "NaN": ``reports.results_schema.dumps_strict``)."""
+    reported yet, NaN, is the string "NaN": ``auditkit.reports.results_schema.dumps_strict``)."""
     path = Path(root) / "recording.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     text = dumps_strict({"format": FORMAT, "version": VERSION, "config": config, "rounds": rounds}, indent=1)

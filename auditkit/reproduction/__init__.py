@@ -2,7 +2,7 @@
 
 ``paper`` holds what a paper reports (its tables as data, numbers quoted exactly); ``runner`` trains the
 settings and judges each row and each claimed ordering; :func:`reproduce` ties them into the
-``reproduction.json`` document that ``reports.render_reproduction`` turns into report.html / report.md.
+``reproduction.json`` document that ``auditkit.reports.render_reproduction`` turns into report.html / report.md.
 """
 from __future__ import annotations
 
@@ -89,9 +89,9 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
 def write_reproduction(document: dict[str, Any], out: Path) -> Path:
     """Write ``reproduction.json`` atomically, as strict JSON: a non-finite number (a lossless uplink's SNR, the
     mean of a metric not measured) as the string "NaN", "Infinity" or "-Infinity"
-    (``reports.results_schema.dumps_strict``)."""
+    (``auditkit.reports.results_schema.dumps_strict``)."""
     from auditkit.stage_store import replace_atomically
-    from reports.results_schema import dumps_strict
+    from auditkit.reports.results_schema import dumps_strict
 
     target = out / "reproduction.json"
     text = dumps_strict(document, indent=1)
@@ -105,7 +105,7 @@ def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None,
     """Run ``paper_id``'s settings at ``budget`` and write reproduction.json, report.html and report.md in ``out``;
     ``confidence``: of the intervals over seeds that the verdicts read."""
     from auditkit.pipeline import prepare_output
-    from reports.reproduction_report import render_reproduction
+    from auditkit.reports.reproduction_report import render_reproduction
 
     plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir, confidence)
     target = prepare_output(Path(out))  # refused before any training

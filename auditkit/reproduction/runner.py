@@ -113,7 +113,7 @@ def plan_reproduction(paper: Paper, *, budget: str = "quick", seeds: int | None 
 def _checked(setting: dict[str, Any], seed: int) -> Any:
     """The setting made ready to run at ``seed``: a validated AuditConfig (training), or the raw config with its
     mechanism built once to validate its parameters (attack, distortion); ValueError naming what is wrong."""
-    import mechanisms
+    from auditkit import mechanisms
 
     raw = setting["config"]
     if setting["kind"] in (TRAIN, ROUND_ATTACK):
@@ -121,7 +121,7 @@ def _checked(setting: dict[str, Any], seed: int) -> Any:
     params = dict(raw["mechanism"])
     mechanisms.create(params.pop("name"), **params)
     if setting["kind"] == ATTACK:
-        import attacks
+        from auditkit import attacks
         from auditkit.models import MODEL_NAMES
 
         attack = raw["attack"]
@@ -148,7 +148,7 @@ def _train(config: AuditConfig) -> dict[str, Any]:
 def _attack(raw: dict[str, Any], seed: int) -> dict[str, Any]:
     """``raw["attack"]``: name, model, images, source, iterations, label_given; ``raw["mechanism"]``: the
     mechanism the single-image clients' gradients go through."""
-    from attacks.gradient_inversion import iteration_settings
+    from auditkit.attacks.gradient_inversion import iteration_settings
     from auditkit.inversion_audit import run_inversion
 
     attack, params = raw["attack"], dict(raw["mechanism"])
@@ -182,8 +182,8 @@ def _distortion(raw: dict[str, Any], seed: int) -> dict[str, Any]:
     the real mechanism (decode of encode), as log10."""
     import torch
 
-    import mechanisms
-    from mechanisms.randomness import derive_seed
+    from auditkit import mechanisms
+    from auditkit.mechanisms.randomness import derive_seed
 
     spec, params = raw["distortion"], dict(raw["mechanism"])
     mechanism = mechanisms.create(params.pop("name"), private_seed=derive_seed(seed, "distortion-private"),

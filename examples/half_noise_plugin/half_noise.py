@@ -7,10 +7,10 @@ Two mechanisms, written as a user writes a mechanism of their own:
 * ``half-noise-gaussian``: clips to l2 norm ``clip``, claims the analytic Gaussian epsilon of ``sigma``, but adds
   N(0, (sigma / 2)^2): at sigma = 2, clip = 0.5 it claims 1.99 and is really 4.38-DP.
 
-Each declares what an audit needs to know (``mechanisms.capabilities``): how it can be sampled in bulk, where its
+Each declares what an audit needs to know (``auditkit.mechanisms.capabilities``): how it can be sampled in bulk, where its
 claim is tested, its output density (as the author believes it to be: a wrong model only weakens a test), its
 one-round ``dp_accounting`` event, and -- because the bug is deliberate -- the epsilon of the noise it really adds
-(``true_epsilon``), which makes it a known-exceeded claim in ``attacks.soundness``. Load it with ``--plugin examples/half_noise_plugin/half_noise.py``, with
+(``true_epsilon``), which makes it a known-exceeded claim in ``auditkit.attacks.soundness``. Load it with ``--plugin examples/half_noise_plugin/half_noise.py``, with
 ``plugins = ["half_noise.py"]`` in a config beside it, or install this folder (``pip install
 examples/half_noise_plugin``): its ``pyproject.toml`` registers the module under the entry-point group
 ``auditkit.mechanisms``.
@@ -24,13 +24,13 @@ import dp_accounting
 import numpy as np
 import torch
 
-import mechanisms
-from mechanisms import AuditSetting, FloatMessage, LogDensity, Mechanism, PrivacyGuarantee, Tiling
-from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2, clipped_input, laplace_noise
-from mechanisms.base import as_update, open_unit_interval, positive_float
-from mechanisms.capabilities import rescaled_clip
-from mechanisms.guarantee import REPLACE_ONE
-from mechanisms.randomness import private_generator
+from auditkit import mechanisms
+from auditkit.mechanisms import AuditSetting, FloatMessage, LogDensity, Mechanism, PrivacyGuarantee, Tiling
+from auditkit.mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2, clipped_input, laplace_noise
+from auditkit.mechanisms.base import as_update, open_unit_interval, positive_float
+from auditkit.mechanisms.capabilities import rescaled_clip
+from auditkit.mechanisms.guarantee import REPLACE_ONE
+from auditkit.mechanisms.randomness import private_generator
 
 
 class _HalfNoise(Mechanism):

@@ -1,4 +1,4 @@
-"""The adaptive-test registry (``attacks.adaptive_tests``): built-in tests registered by ``attacks.targeted`` for the
+"""The adaptive-test registry (``auditkit.attacks.adaptive_tests``): built-in tests registered by ``auditkit.attacks.targeted`` for the
 mechanisms they target, a test registered the way a plugin registers one, and the shared argument checks.
 The tests themselves are tested in ``tests/attacks/targeted``.
 """
@@ -6,17 +6,17 @@ The tests themselves are tested in ``tests/attacks/targeted``.
 import pytest
 import torch
 
-import mechanisms
-from attacks.adaptive_tests import (
+from auditkit import mechanisms
+from auditkit.attacks.adaptive_tests import (
     adaptive_test,
     adaptive_tests_for,
     message_side_channel,
     registered_adaptive_tests,
     run_views,
 )
-from attacks.targeted.cepam import cepam_normalisation
-from attacks.targeted.jopeq import jopeq_overload, jopeq_scale_side_channel
-from attacks.verdicts import VIOLATED
+from auditkit.attacks.targeted.cepam import cepam_normalisation
+from auditkit.attacks.targeted.jopeq import jopeq_overload, jopeq_scale_side_channel
+from auditkit.attacks.verdicts import VIOLATED
 
 
 def test_registry_lists_tests_per_mechanism_and_refuses_bad_input():
@@ -57,7 +57,7 @@ def test_a_test_registered_like_a_plugin_runs_through_the_shared_runner():
         with pytest.raises(ValueError, match="trials must be an integer >= 20"):
             leak("laplace", trials=5)
     finally:
-        from attacks import adaptive_tests
+        from auditkit.attacks import adaptive_tests
 
         adaptive_tests._REGISTRY.pop("laplace")
     assert adaptive_tests_for("laplace") == []

@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-import attacks
-from attacks import metrics
+from auditkit import attacks
+from auditkit.attacks import metrics
 from auditkit.models import cnn, lenet, linear, mlp
 
 SHAPE = (1, 28, 28)

@@ -13,15 +13,15 @@ import json
 import pytest
 import torch
 
-import mechanisms
-from attacks.audit_mechanism import audit_mechanism
-from attacks.audit_settings import audit_setting, setting_pairs
-from attacks.neighbouring_pairs import neighbouring_pairs
-from attacks.verdicts import CONSISTENT, INCONCLUSIVE, NO_CLAIM, VIOLATED
-from mechanisms.cepam import CEPAMLaplace
-from mechanisms.lattice import from_blocks
-from mechanisms.rsuq import shared_stream
-from mechanisms.rsuq_coding import LATENT_PURPOSE, RSUQMessage, decode_indices
+from auditkit import mechanisms
+from auditkit.attacks.audit_mechanism import audit_mechanism
+from auditkit.attacks.audit_settings import audit_setting, setting_pairs
+from auditkit.attacks.neighbouring_pairs import neighbouring_pairs
+from auditkit.attacks.verdicts import CONSISTENT, INCONCLUSIVE, NO_CLAIM, VIOLATED
+from auditkit.mechanisms.cepam import CEPAMLaplace
+from auditkit.mechanisms.lattice import from_blocks
+from auditkit.mechanisms.rsuq import shared_stream
+from auditkit.mechanisms.rsuq_coding import LATENT_PURPOSE, RSUQMessage, decode_indices
 
 
 def test_moment_matched_jopeq_exceeds_its_claim_and_jopeq_exact_does_not():
@@ -88,7 +88,7 @@ def test_no_correct_mechanism_is_violated():
 class _UnditheredCEPAMLaplace(CEPAMLaplace):
     """Deliberately weakened ``cepam-laplace`` (not registered): the same encoder and message, but the decoder
     outputs the scaled lattice point beta(U) M = 2 r k and leaves out the shared dither V_H = alpha (1/2 - u)
-    that the real decoder adds back (Y = beta(U) (M + V_H), ``mechanisms.rsuq``)."""
+    that the real decoder adds back (Y = beta(U) (M + V_H), ``auditkit.mechanisms.rsuq``)."""
 
     name = "cepam-laplace-undithered"
 
@@ -101,7 +101,7 @@ class _UnditheredCEPAMLaplace(CEPAMLaplace):
 
 def _tiled(m: CEPAMLaplace):
     """Batched callable: B rows in one call of ``m``'s class on B copies end to end with the l1 clip rescaled
-    to B clip, so each copy is clipped as one call would clip it (``attacks.bulk_sampling``'s path for
+    to B clip, so each copy is clipped as one call would clip it (``auditkit.attacks.bulk_sampling``'s path for
     ``cepam-laplace``: 1.4e6 outputs/s here against 1.8e3/s on the per-call path a subclass would get)."""
 
     def sample(x: torch.Tensor, seed: int) -> torch.Tensor:

@@ -6,11 +6,11 @@ import dataclasses
 import pytest
 import torch
 
-import mechanisms
-from attacks.audit_settings import audit_setting, is_generic, setting_pairs
-from mechanisms.additive import Laplace
-from mechanisms.jopeq import jopeq_scaling
-from mechanisms.lattice import to_blocks
+from auditkit import mechanisms
+from auditkit.attacks.audit_settings import audit_setting, is_generic, setting_pairs
+from auditkit.mechanisms.additive import Laplace
+from auditkit.mechanisms.jopeq import jopeq_scaling
+from auditkit.mechanisms.lattice import to_blocks
 
 
 @pytest.mark.parametrize("name", mechanisms.names())

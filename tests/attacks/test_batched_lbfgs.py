@@ -4,7 +4,7 @@ import functools
 import pytest
 import torch
 
-from attacks.batched_lbfgs import BatchedLBFGS
+from auditkit.attacks.batched_lbfgs import BatchedLBFGS
 
 PROBLEMS, DIM = 5, 8
 

@@ -12,9 +12,9 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from attacks.bulk_sampling import BulkSampler, bulk_sampler
-from mechanisms.additive import Laplace
+from auditkit import mechanisms
+from auditkit.attacks.bulk_sampling import BulkSampler, bulk_sampler
+from auditkit.mechanisms.additive import Laplace
 
 CHEAP = {  # settings where the noise is not negligible next to the input, so the law shows the input
     "gaussian": {"sigma": 0.5, "clip": 0.5},

@@ -15,10 +15,10 @@ import math
 import pytest
 import torch
 
-import mechanisms
-from attacks.distinguish import distinguish
-from attacks.verdicts import CONSISTENT, VIOLATED, bonferroni_confidence, verdict
-from mechanisms.additive import Laplace, laplace_noise
+from auditkit import mechanisms
+from auditkit.attacks.distinguish import distinguish
+from auditkit.attacks.verdicts import CONSISTENT, VIOLATED, bonferroni_confidence, verdict
+from auditkit.mechanisms.additive import Laplace, laplace_noise
 
 
 def test_laplace_eps_1_certifies_at_least_0_8_with_a_million_trials():

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attacks.distinguishing_statistics import FP_SHARES, best_threshold, dense_ranks, fit_scorer
-from attacks.epsilon_bounds import max_certifiable
+from auditkit.attacks.distinguishing_statistics import FP_SHARES, best_threshold, dense_ranks, fit_scorer
+from auditkit.attacks.epsilon_bounds import max_certifiable
 
 
 def test_dense_ranks_order_ties_by_the_secondary_key():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attacks.epsilon_bounds import (
+from auditkit.attacks.epsilon_bounds import (
     clopper_pearson_upper,
     distinguishing_p_value,
     epsilon_lower_bound,

@@ -4,8 +4,8 @@ import json
 import pytest
 import torch
 
-import attacks
-from attacks import metrics
+from auditkit import attacks
+from auditkit.attacks import metrics
 from auditkit.data import load_image_patches
 from auditkit.models import cnn, lenet
 

@@ -3,8 +3,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-import attacks
-from attacks.gradient_matching import ClientSimulator, GradientMatching, total_variation
+from auditkit import attacks
+from auditkit.attacks.gradient_matching import ClientSimulator, GradientMatching, total_variation
 from auditkit.models import cnn
 
 

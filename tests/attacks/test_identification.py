@@ -6,8 +6,8 @@ import pytest
 import torch
 from scipy import integrate, stats
 
-import attacks
-import mechanisms
+from auditkit import attacks
+from auditkit import mechanisms
 from auditkit.identification_audit import claim_bound, identification_tests
 
 HALF_NOISE = Path(__file__).parents[2] / "examples" / "half_noise_plugin" / "half_noise.py"

@@ -3,9 +3,9 @@ and the presets' restarts rescue an image whose first start fails."""
 import pytest
 import torch
 
-import attacks
-from attacks import metrics
-from attacks.gradient_inversion import start_seeds
+from auditkit import attacks
+from auditkit.attacks import metrics
+from auditkit.attacks.gradient_inversion import start_seeds
 from auditkit.data import load_image_patches
 from auditkit.inversion_audit import attacked_model
 from auditkit.models import lenet

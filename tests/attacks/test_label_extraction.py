@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-import attacks
+from auditkit import attacks
 from auditkit.data import load_dataset, load_image_patches
 from auditkit.models import cnn, lenet
 

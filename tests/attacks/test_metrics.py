@@ -6,7 +6,7 @@ import pytest
 import torch
 from skimage.metrics import structural_similarity
 
-from attacks import metrics
+from auditkit.attacks import metrics
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from attacks.neighbouring_pairs import neighbouring_pairs
+from auditkit.attacks.neighbouring_pairs import neighbouring_pairs
 
 
 def _norm(v: torch.Tensor, norm: str) -> float:

@@ -2,8 +2,8 @@
 import pytest
 import torch
 
-import attacks
-from attacks.observations import observation_matrix, split_observation
+from auditkit import attacks
+from auditkit.attacks.observations import observation_matrix, split_observation
 
 SHAPES = [torch.Size([2, 3]), torch.Size([2]), torch.Size([4, 1, 1])]
 

@@ -4,11 +4,11 @@ import numpy as np
 import pytest
 import torch
 
-import mechanisms
-from attacks import audit_mechanism, audit_setting
-from attacks.audit_settings import setting_pairs
-from attacks.neighbouring_pairs import NeighbouringPair
-from attacks.pair_search import search_worst_pair
+from auditkit import mechanisms
+from auditkit.attacks import audit_mechanism, audit_setting
+from auditkit.attacks.audit_settings import setting_pairs
+from auditkit.attacks.neighbouring_pairs import NeighbouringPair
+from auditkit.attacks.pair_search import search_worst_pair
 
 
 def _gaussian(seed: int) -> mechanisms.Mechanism:

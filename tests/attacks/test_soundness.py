@@ -1,4 +1,4 @@
-"""Soundness of the audit in CI (``attacks.soundness``): every registered mechanism and the example plugin over
+"""Soundness of the audit in CI (``auditkit.attacks.soundness``): every registered mechanism and the example plugin over
 several seeds at a reduced budget. It fails if correct claims are called "violated" more often than a sound audit
 at 95% allows (the 99.9% quantile of Binomial(audits, 0.05), overall and per mechanism), or if a known-exceeded
 claim -- JoPEQ's moment-matched ``jopeq-laplace`` (true eps 6.05 > 4) and the half-noise plugin (twice the claim,
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-import mechanisms
-from attacks.soundness import allowed_false_alarms, soundness_sweep
+from auditkit import mechanisms
+from auditkit.attacks.soundness import allowed_false_alarms, soundness_sweep
 
 pytestmark = pytest.mark.soundness
 

@@ -3,14 +3,14 @@
 import pytest
 import torch
 
-from attacks.distinguish import EpsilonEstimate
-from attacks.neighbouring_pairs import NeighbouringPair
-from attacks.verdicts import (
+from auditkit.attacks.distinguish import EpsilonEstimate
+from auditkit.attacks.neighbouring_pairs import NeighbouringPair
+from auditkit.attacks.verdicts import (
     CELL_LOCAL_ONLY, CONSISTENT, INCONCLUSIVE, NO_CLAIM, VACUOUS, VIOLATED, adjusted_p_value, bonferroni_confidence, evidence,
     holm, verdict,
 )
-from mechanisms.guarantee import PrivacyGuarantee
-from mechanisms.guarantee import REPLACE_ONE
+from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.guarantee import REPLACE_ONE
 
 
 def _estimate(bound: float, cap: float, *, delta: float = 0.0, claimed: float | None = None) -> EpsilonEstimate:

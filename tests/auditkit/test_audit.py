@@ -16,7 +16,7 @@ import pytest
 
 from auditkit.audit import STAGES, Audit, plan_audit, run_audit
 from auditkit.config import ConfigError, from_dict
-from reports import load_results, validate_results
+from auditkit.reports import load_results, validate_results
 
 TINY = {
     "title": "tiny <script>alert('t')</script>",
@@ -69,8 +69,11 @@ def _refuse_non_strict(constant):
 
 
 def _cli(*args, **kwargs):
+    # Ctrl-C as in a terminal: SIGINT at its default in the child, whatever this worker inherited or a library
+    # (Ray, under Flower's tests) set; a child started with SIGINT ignored keeps ignoring it and runs to the end
     return subprocess.Popen([sys.executable, "-m", "auditkit.cli", *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
 
 
 @pytest.fixture(scope="module")

@@ -14,8 +14,8 @@ import json
 import pytest
 import torch
 
-from attacks.epsilon_bounds import one_run_epsilon_lower_bound
-from attacks.verdicts import CONSISTENT, NO_CLAIM, VIOLATED
+from auditkit.attacks.epsilon_bounds import one_run_epsilon_lower_bound
+from auditkit.attacks.verdicts import CONSISTENT, NO_CLAIM, VIOLATED
 from auditkit.canary_audit import guess_grid, one_run_canary_audit, repeated_training_audit
 from auditkit.config import from_dict, merge, preset_dict
 

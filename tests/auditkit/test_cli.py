@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from reports import load_results
+from auditkit.reports import load_results
 
 SMALL = ["--rounds", "2", "--clients", "3", "--tau", "2"]
 
@@ -28,7 +28,7 @@ def test_help_lists_the_commands():
 
 
 def test_mechanisms_table_lists_every_registered_mechanism():
-    import mechanisms
+    from auditkit import mechanisms
 
     result = auditkit("mechanisms", columns=220)
     assert result.returncode == 0
@@ -39,7 +39,7 @@ def test_mechanisms_table_lists_every_registered_mechanism():
 
 
 def test_mechanisms_list_fits_a_narrow_terminal():
-    import mechanisms
+    from auditkit import mechanisms
 
     names = mechanisms.names()
     result = auditkit("mechanisms", columns=80)

@@ -10,7 +10,7 @@ import math
 import pytest
 from typer.testing import CliRunner
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit import cli
 
 APP = cli.build_app()

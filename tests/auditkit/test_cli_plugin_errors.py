@@ -19,10 +19,10 @@ HEAD = '''
 import numpy as np
 import torch
 
-import mechanisms
-from mechanisms import FloatMessage, Mechanism, PrivacyGuarantee
-from mechanisms.base import as_update, positive_float
-from mechanisms.randomness import private_generator
+from auditkit import mechanisms
+from auditkit.mechanisms import FloatMessage, Mechanism, PrivacyGuarantee
+from auditkit.mechanisms.base import as_update, positive_float
+from auditkit.mechanisms.randomness import private_generator
 
 
 @mechanisms.register
@@ -190,7 +190,7 @@ def test_noise_from_torchs_global_generator_is_flagged_not_reproducible(tmp_path
     assert result.stderr.splitlines() == [
         "warning: the output of mechanism 'global-rng' is not determined by its seeds (two encodes with the same seeds "
         "differed): results will not reproduce; draw its noise from "
-        "mechanisms.randomness.private_generator(self.private_seed, seed, purpose)"]
+        "auditkit.mechanisms.randomness.private_generator(self.private_seed, seed, purpose)"]
     setting = json.loads((out / "results.json").read_text())["settings"][0]
     assert setting["mechanism"]["reproducible"] is False
     report = " ".join((out / "report.md").read_text().split())
@@ -209,11 +209,11 @@ def test_noise_from_the_private_generator_is_reproducible_and_not_flagged(tmp_pa
 
 
 def test_the_python_api_raises_the_plugins_error_and_flags_an_unseeded_mechanism(tmp_path):
-    import mechanisms
+    from auditkit import mechanisms
     from auditkit import run_audit
     from auditkit.audit import Audit
     from auditkit.config import load_config
-    from mechanisms import registry
+    from auditkit.mechanisms import registry
 
     raising = write_plugin(tmp_path, "api-raises", claim="1 / 0")
     unseeded = write_plugin(tmp_path, "api-unseeded", generator="None")

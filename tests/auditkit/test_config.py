@@ -154,7 +154,7 @@ def test_accounting_and_plugins_round_trip_and_are_validated(tmp_path):
     with pytest.raises(ConfigError, match="plugin 'no_such_plugin_module' failed to load: No module named"):
         from_dict({"plugins": ["no_such_plugin_module"]})
     plugin = tmp_path / "mine.py"
-    plugin.write_text("import mechanisms\nfrom mechanisms.additive import Laplace\n\n@mechanisms.register\n"
+    plugin.write_text("from auditkit import mechanisms\nfrom auditkit.mechanisms.additive import Laplace\n\n@mechanisms.register\n"
                       "class Mine(Laplace):\n    name = 'config-plugin-mechanism'\n")
     (tmp_path / "c.toml").write_text('plugins = ["mine.py"]\n[mechanism]\nname = "config-plugin-mechanism"\n'
                                      "scale = 2.0\n")
@@ -163,7 +163,7 @@ def test_accounting_and_plugins_round_trip_and_are_validated(tmp_path):
 
 
 def test_the_config_offers_every_inversion_attack_the_attacks_package_has():
-    import attacks
+    from auditkit import attacks
     from auditkit.config import INVERSION_ATTACKS
 
     assert sorted(INVERSION_ATTACKS) == sorted(attacks.INVERSION_ATTACKS)

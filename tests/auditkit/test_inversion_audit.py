@@ -5,8 +5,8 @@ import json
 import pytest
 import torch
 
-import attacks
-from attacks.gradient_inversion import iteration_settings
+from auditkit import attacks
+from auditkit.attacks.gradient_inversion import iteration_settings
 
 from auditkit import inversion_audit
 from auditkit.config import from_dict
@@ -28,7 +28,7 @@ def test_targets_are_deterministic_and_named():
 
 
 def test_server_view_is_the_mechanism_decode_with_keyed_seeds():
-    import mechanisms
+    from auditkit import mechanisms
 
     gradients = torch.randn(3, 50)
     sdq = mechanisms.create("sdq", bits=4, support=4.0)
@@ -146,7 +146,7 @@ def test_a_defended_reconstruction_is_scored_against_the_clean_runs_images_so_no
     whichever of the client's images it resembles most would credit it with that image's background."""
     import dataclasses
 
-    from attacks import metrics
+    from auditkit.attacks import metrics
 
     config = from_dict({"data": {"dataset": "mnist-5k"},
                         "training": {"model": "mlp", "clients": 8, "rounds": 1, "tau": 6, "batch_size": 1,

@@ -13,7 +13,7 @@ from auditkit.flower.recording import load_recording, write_manifest, write_serv
 from auditkit.reproduction import reproduction_document, write_reproduction
 from auditkit.reproduction.paper import load_paper
 from auditkit.reproduction.runner import plan_reproduction
-from reports.reproduction_report import render_reproduction
+from auditkit.reports.reproduction_report import render_reproduction
 
 
 def strict_loads(text):

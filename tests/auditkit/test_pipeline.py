@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-import mechanisms
+from auditkit import mechanisms
 
 from auditkit.config import ConfigError, from_dict
 from auditkit.pipeline import Experiment, prepare_output, results_document

@@ -55,11 +55,11 @@ def test_the_buggy_plugin_is_violated_from_the_command_line_with_a_bound_well_ab
 @pytest.mark.parametrize(("command", "source", "message"), [
     (["train", "--rounds", "1"], "import no_such_package_anywhere\n",
      "failed to load: No module named 'no_such_package_anywhere'"),
-    (["distinguish", "gaussian"], "import mechanisms\nfrom mechanisms.additive import Gaussian\n\n"
+    (["distinguish", "gaussian"], "from auditkit import mechanisms\nfrom auditkit.mechanisms.additive import Gaussian\n\n"
      "@mechanisms.register\nclass Mine(Gaussian):\n    name = 'gaussian'\n",
-     "failed to load: mechanism 'gaussian' is already registered by mechanisms.additive.Gaussian"),
-    (["attack", "idlg"], "import mechanisms\nfrom mechanisms.additive import Gaussian\n"
-     "from mechanisms.base import positive_float\n\n"
+     "failed to load: mechanism 'gaussian' is already registered by auditkit.mechanisms.additive.Gaussian"),
+    (["attack", "idlg"], "from auditkit import mechanisms\nfrom auditkit.mechanisms.additive import Gaussian\n"
+     "from auditkit.mechanisms.base import positive_float\n\n"
      "@mechanisms.register\nclass Mine(Gaussian):\n    name = 'mine'\n"
      "    params_spec = (positive_float('sigma', -1.0, 'std'),)\n",
      "failed to load: mechanism 'mine': the default of parameter 'sigma' fails its own check"),
@@ -75,11 +75,21 @@ def test_a_broken_plugin_is_one_line_naming_it_and_writes_nothing(tmp_path, comm
 
 def test_a_plugin_parameter_that_takes_a_commands_option_name_is_refused(tmp_path):
     plugin = tmp_path / "clash.py"
-    plugin.write_text("import mechanisms\nfrom mechanisms.additive import Gaussian\nfrom mechanisms.base import "
+    plugin.write_text("from auditkit import mechanisms\nfrom auditkit.mechanisms.additive import Gaussian\nfrom auditkit.mechanisms.base import "
                       "int_range\n\n@mechanisms.register\nclass Clash(Gaussian):\n    name = 'clash'\n"
                       "    params_spec = (*Gaussian.params_spec, int_range('rounds', 1, 9, 1, 'a bad name'))\n")
     one_line_error(auditkit("mechanisms", "--plugin", str(plugin)),
                    f"error: mechanism parameter 'rounds' of clash ({plugin}) is also an option of this command")
+
+
+def test_a_plugin_written_for_the_former_top_level_packages_is_told_the_namespace(tmp_path):
+    plugin = tmp_path / "old_style.py"
+    plugin.write_text("import mechanisms\n")
+    # outside this checkout (whose folders would import as top-level packages) and without a PYTHONPATH leading
+    # back to it (Flower's Ray backend extends this process's PYTHONPATH by sys.path)
+    one_line_error(auditkit("mechanisms", "--plugin", str(plugin), cwd=tmp_path, env={"PYTHONPATH": ""}),
+                   f"error: plugin {str(plugin)!r} failed to load: No module named 'mechanisms' (it is "
+                   "auditkit.mechanisms now: write `from auditkit import mechanisms`)")
 
 
 def test_a_missing_plugin_file_and_a_bad_plugins_key_in_a_config(tmp_path):

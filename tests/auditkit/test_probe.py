@@ -2,7 +2,7 @@
 import pytest
 import torch
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit.config import ConfigError, from_dict, load_preset
 from auditkit.models import create_model
 from auditkit.pipeline import prepare_data

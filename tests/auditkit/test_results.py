@@ -2,7 +2,7 @@
 "no claim", and the strongest certified bound."""
 import pytest
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit import results
 from auditkit.results import overall_verdict, strongest_bound
 

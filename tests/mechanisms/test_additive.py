@@ -12,9 +12,9 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
-from mechanisms.guarantee import REPLACE_ONE
+from auditkit import mechanisms
+from auditkit.mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
+from auditkit.mechanisms.guarantee import REPLACE_ONE
 
 N = 200_000
 SIGMA = 0.05

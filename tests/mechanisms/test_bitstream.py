@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from mechanisms.bitstream import (
+from auditkit.mechanisms.bitstream import (
     categorical_count_range,
     decode_categorical,
     elias_gamma_decode,

@@ -1,4 +1,4 @@
-"""What mechanisms declare (``mechanisms.capabilities``): which built-ins declare what, the rule for inherited
+"""What mechanisms declare (``auditkit.mechanisms.capabilities``): which built-ins declare what, the rule for inherited
 capabilities, the generic events, the clip rescaling of tiling, and every declared output density.
 
 Output log-densities: each model must match the real mechanism's outputs. The densities factorise over coordinates (or pairs), so the law of the first output coordinate is the
@@ -12,11 +12,11 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from attacks.bulk_sampling import bulk_sampler
-from mechanisms import capability, declared
-from mechanisms.additive import Laplace
-from mechanisms.noisy_sdq import gaussian_uniform_logpdf
+from auditkit import mechanisms
+from auditkit.attacks.bulk_sampling import bulk_sampler
+from auditkit.mechanisms import capability, declared
+from auditkit.mechanisms.additive import Laplace
+from auditkit.mechanisms.noisy_sdq import gaussian_uniform_logpdf
 
 
 def output_log_density(m):

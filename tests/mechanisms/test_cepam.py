@@ -16,14 +16,14 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from mechanisms.guarantee import REPLACE_ONE
-from mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
-from mechanisms.base import as_update
-from mechanisms.bitstream import encode_categorical
-from mechanisms.lattice import from_blocks, to_blocks
-from mechanisms.rsuq import GaussianTarget, shared_stream
-from mechanisms.rsuq_coding import (
+from auditkit import mechanisms
+from auditkit.mechanisms.guarantee import REPLACE_ONE
+from auditkit.mechanisms.additive import analytic_gaussian_epsilon, clip_l1, clip_l2
+from auditkit.mechanisms.base import as_update
+from auditkit.mechanisms.bitstream import encode_categorical
+from auditkit.mechanisms.lattice import from_blocks, to_blocks
+from auditkit.mechanisms.rsuq import GaussianTarget, shared_stream
+from auditkit.mechanisms.rsuq_coding import (
     LATENT_PURPOSE,
     RSUQMessage,
     _bucket_slices,

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-import mechanisms
-from mechanisms.densities import ClippedGaussian, ClippedLaplace, pair_log_densities
+from auditkit import mechanisms
+from auditkit.mechanisms.densities import ClippedGaussian, ClippedLaplace, pair_log_densities
 
 RNG = np.random.default_rng(5)
 YS = RNG.normal(size=(40, 300)) * 0.3
@@ -68,7 +68,7 @@ def test_identification_picks_with_the_paired_scores_reach_the_bayes_rate_of_two
     500 trials, 4 sigma of the binomial's spread."""
     from scipy import stats
 
-    from attacks import identify
+    from auditkit.attacks import identify
 
     pool = torch.zeros(2, 50, dtype=torch.float64)
     pool[1, 0] = 0.8  # D = 0.8, sigma = 0.5: Phi(0.8) = 0.788

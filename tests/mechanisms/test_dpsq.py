@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 import torch
 
-import mechanisms
-from mechanisms.additive import clip_l1
-from mechanisms.dpsq import (
+from auditkit import mechanisms
+from auditkit.mechanisms.additive import clip_l1
+from auditkit.mechanisms.dpsq import (
     DPSQMessage,
     dpsq_cell_mean_distortion,
     dpsq_distortion,
@@ -25,7 +25,7 @@ from mechanisms.dpsq import (
     dpsq_max_distortion,
     laplace_sq_expected_distortion,
 )
-from mechanisms.guarantee import REPLACE_ONE
+from auditkit.mechanisms.guarantee import REPLACE_ONE
 
 N = 200_000
 C = 10.0

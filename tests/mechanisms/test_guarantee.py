@@ -2,7 +2,7 @@
 and the norm a claim's sensitivity names."""
 import pytest
 
-from mechanisms.guarantee import (
+from auditkit.mechanisms.guarantee import (
     REPLACE_ONE,
     NeighboringRelation,
     PrivacyGuarantee,

@@ -16,12 +16,12 @@ import pytest
 import torch
 from scipy import integrate, stats
 
-import mechanisms
-from mechanisms.jopeq import JoPEQMessage, t_hexagon_epsilon
-from mechanisms.laplace_uniform import laplace_uniform_logpdf
-from mechanisms.lattice import HexagonalLattice, IntegerLattice
-from mechanisms.randomness import generator
-from mechanisms.tdist import minimum_variance_t, t_epsilon
+from auditkit import mechanisms
+from auditkit.mechanisms.jopeq import JoPEQMessage, t_hexagon_epsilon
+from auditkit.mechanisms.laplace_uniform import laplace_uniform_logpdf
+from auditkit.mechanisms.lattice import HexagonalLattice, IntegerLattice
+from auditkit.mechanisms.randomness import generator
+from auditkit.mechanisms.tdist import minimum_variance_t, t_epsilon
 
 N = 200_000
 R3 = math.sqrt(3)

@@ -12,11 +12,11 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from mechanisms.jopeq import jopeq_scaling
-from mechanisms.lattice import from_blocks, to_blocks
-from mechanisms.rsuq_coding import RSUQMessage, encode_message
-from mechanisms.tdist import t_epsilon
+from auditkit import mechanisms
+from auditkit.mechanisms.jopeq import jopeq_scaling
+from auditkit.mechanisms.lattice import from_blocks, to_blocks
+from auditkit.mechanisms.rsuq_coding import RSUQMessage, encode_message
+from auditkit.mechanisms.tdist import t_epsilon
 
 M = 240_000
 

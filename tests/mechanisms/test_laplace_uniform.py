@@ -3,7 +3,7 @@ elementwise closed form."""
 import numpy as np
 import pytest
 
-from mechanisms.laplace_uniform import (
+from auditkit.mechanisms.laplace_uniform import (
     CHEBYSHEV_TOLERANCE,
     _interpolant,
     centre_correction,

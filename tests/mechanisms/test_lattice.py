@@ -14,8 +14,8 @@ import pytest
 import torch
 from scipy import stats
 
-from mechanisms.lattice import HexagonalLattice, IntegerLattice, from_blocks, sdq_decode, sdq_encode, to_blocks
-from mechanisms.randomness import generator
+from auditkit.mechanisms.lattice import HexagonalLattice, IntegerLattice, from_blocks, sdq_decode, sdq_encode, to_blocks
+from auditkit.mechanisms.randomness import generator
 
 N = 200_000
 R3 = math.sqrt(3)

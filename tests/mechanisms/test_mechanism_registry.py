@@ -6,10 +6,10 @@ import math
 import pytest
 import torch
 
-import mechanisms
-from mechanisms.base import Mechanism, positive_float
-from mechanisms.guarantee import REPLACE_ONE
-from mechanisms.registry import register
+from auditkit import mechanisms
+from auditkit.mechanisms.base import Mechanism, positive_float
+from auditkit.mechanisms.guarantee import REPLACE_ONE
+from auditkit.mechanisms.registry import register
 
 BUILTIN = ["gaussian", "laplace", "none", "sdq"]
 
@@ -120,20 +120,20 @@ def test_a_badly_declared_mechanism_is_refused_at_registration(params, message):
 
 def test_plugins_load_from_a_file_or_a_module_record_their_origin_and_roll_back_on_failure(tmp_path, monkeypatch):
     plugin = tmp_path / "two_mechs.py"
-    plugin.write_text("import mechanisms\nfrom mechanisms.identity import Identity\n\n"
+    plugin.write_text("from auditkit import mechanisms\nfrom auditkit.mechanisms.identity import Identity\n\n"
                       "@mechanisms.register\nclass A(Identity):\n    name = 'plugin-a'\n\n"
                       "@mechanisms.register\nclass B(Identity):\n    name = 'plugin-b'\n")
     assert mechanisms.load_plugins([str(plugin)]) == ["plugin-a", "plugin-b"]
     assert mechanisms.origin("plugin-a") == str(plugin) and mechanisms.origin("none") == "built-in"
     assert mechanisms.load_plugins([str(plugin)]) == ["plugin-a", "plugin-b"]  # loaded once
     half = tmp_path / "half_broken.py"
-    half.write_text("import mechanisms\nfrom mechanisms.identity import Identity\n\n"
+    half.write_text("from auditkit import mechanisms\nfrom auditkit.mechanisms.identity import Identity\n\n"
                     "@mechanisms.register\nclass C(Identity):\n    name = 'plugin-c'\n\nraise RuntimeError('late')\n")
     with pytest.raises(mechanisms.PluginError, match=f"plugin '{half}' failed to load: late"):
         mechanisms.load_plugins([str(half)])
     assert "plugin-c" not in mechanisms.names()  # what the failed plugin registered is removed again
     monkeypatch.chdir(tmp_path)  # a dotted module in the current folder imports, as with `python -m`
-    (tmp_path / "dotted_plugin.py").write_text("import mechanisms\nfrom mechanisms.identity import Identity\n\n"
+    (tmp_path / "dotted_plugin.py").write_text("from auditkit import mechanisms\nfrom auditkit.mechanisms.identity import Identity\n\n"
                                                "@mechanisms.register\nclass D(Identity):\n    name = 'plugin-d'\n")
     assert mechanisms.load_plugins(["dotted_plugin"]) == ["plugin-d"] and mechanisms.origin("plugin-d") == "dotted_plugin"
     with pytest.raises(mechanisms.PluginError, match="plugin must be a module name"):
@@ -213,10 +213,10 @@ PLUGIN_HEAD = """
 import numpy as np
 import torch
 
-import mechanisms
-from mechanisms import AuditSetting, FloatMessage, Mechanism, PrivacyGuarantee, Tiling
-from mechanisms.base import as_update, positive_float
-from mechanisms.randomness import private_generator
+from auditkit import mechanisms
+from auditkit.mechanisms import AuditSetting, FloatMessage, Mechanism, PrivacyGuarantee, Tiling
+from auditkit.mechanisms.base import as_update, positive_float
+from auditkit.mechanisms.randomness import private_generator
 
 
 @mechanisms.register
@@ -247,7 +247,7 @@ def plugin(tmp_path):
     tests reading every registered mechanism never meet it."""
     import sys
 
-    from mechanisms import registry
+    from auditkit.mechanisms import registry
 
     loaded = []
 
@@ -334,7 +334,7 @@ def test_a_correct_plugin_passes_and_refusing_its_parameters_stays_a_value_error
 
 
 def test_builtin_mechanisms_are_not_guarded():
-    from mechanisms.additive import Gaussian
+    from auditkit.mechanisms.additive import Gaussian
 
     assert not getattr(Gaussian.encode, "_guarded", False)
     mechanisms.preflight(mechanisms.create("gaussian"))  # nothing to check: a built-in's bugs keep their traceback

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 import torch
 
-import mechanisms
-from mechanisms.message import DECODE_ERROR, FloatMessage, Message, MessageDecodeError
-from mechanisms.sdq import SDQMessage
+from auditkit import mechanisms
+from auditkit.mechanisms.message import DECODE_ERROR, FloatMessage, Message, MessageDecodeError
+from auditkit.mechanisms.sdq import SDQMessage
 
 CONFIGS = [
     ("none", {}),

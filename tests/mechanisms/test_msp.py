@@ -13,11 +13,11 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from mechanisms.guarantee import REPLACE_ONE
-import mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
-from mechanisms.additive import clip_l1
-from mechanisms.msp import (
+from auditkit import mechanisms
+from auditkit.mechanisms.guarantee import REPLACE_ONE
+import auditkit.mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
+from auditkit.mechanisms.additive import clip_l1
+from auditkit.mechanisms.msp import (
     TRANSCRIPT_FLAG,
     MSPDQMessage,
     consensus_limit,
@@ -26,7 +26,7 @@ from mechanisms.msp import (
     stochastic_round,
     weight_bound,
 )
-from mechanisms.randomness import generator
+from auditkit.mechanisms.randomness import generator
 
 N = 200_000
 NAMES = ["msp", "msp-laplace", "mspdq"]

@@ -1,4 +1,4 @@
-"""MVU (``mechanisms.mvu``): the design (a channel that is exactly eps-LDP and unbiased, with a worst-case variance
+"""MVU (``auditkit.mechanisms.mvu``): the design (a channel that is exactly eps-LDP and unbiased, with a worst-case variance
 no worse than simple baselines computed here independently), the real mechanism by Monte Carlo (encode -> bytes
 -> decode), its message, its parameters, its audit capabilities, a black-box audit and one FL run.
 
@@ -14,15 +14,15 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from attacks.audit_mechanism import audit_mechanism
-from attacks.audit_settings import audit_setting, setting_pairs
-from attacks.bulk_sampling import BulkSampler, bulk_sampler
-from attacks.verdicts import CONSISTENT, VIOLATED
-from mechanisms import Message, capability, declared
-from mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE
-from mechanisms.message import MessageDecodeError
-from mechanisms.mvu import COUNT_TOTAL, MVU, MVUMessage, compute_mvu_design, mvu_design
+from auditkit import mechanisms
+from auditkit.attacks.audit_mechanism import audit_mechanism
+from auditkit.attacks.audit_settings import audit_setting, setting_pairs
+from auditkit.attacks.bulk_sampling import BulkSampler, bulk_sampler
+from auditkit.attacks.verdicts import CONSISTENT, VIOLATED
+from auditkit.mechanisms import Message, capability, declared
+from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE
+from auditkit.mechanisms.message import MessageDecodeError
+from auditkit.mechanisms.mvu import COUNT_TOTAL, MVU, MVUMessage, compute_mvu_design, mvu_design
 
 DESIGNS = [(4.0, 1, 3), (1.0, 1, 3), (4.0, 2, 4), (1.0, 3, 3), (0.5, 2, 2), (4.0, 4, 6)]
 

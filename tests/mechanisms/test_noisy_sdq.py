@@ -14,9 +14,9 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from mechanisms.additive import clip_l1, clip_l2
-from mechanisms.sdq import LatticeSDQMessage, SDQMessage
+from auditkit import mechanisms
+from auditkit.mechanisms.additive import clip_l1, clip_l2
+from auditkit.mechanisms.sdq import LatticeSDQMessage, SDQMessage
 
 N = 200_000
 R3 = math.sqrt(3)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 import torch
 
-import mechanisms
-from mechanisms import FloatMessage, Mechanism, PrivacyGuarantee
-from mechanisms.base import as_update, positive_float
-from mechanisms.randomness import (
+from auditkit import mechanisms
+from auditkit.mechanisms import FloatMessage, Mechanism, PrivacyGuarantee
+from auditkit.mechanisms.base import as_update, positive_float
+from auditkit.mechanisms.randomness import (
     derive_seed,
     generator,
     private_generator,

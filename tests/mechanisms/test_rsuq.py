@@ -13,8 +13,8 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms.rsuq as rsuq
-from mechanisms.rsuq import (
+import auditkit.mechanisms.rsuq as rsuq
+from auditkit.mechanisms.rsuq import (
     GaussianTarget,
     LaplaceTarget,
     StudentTTarget,

@@ -12,8 +12,8 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from mechanisms.randomness import generator
+from auditkit import mechanisms
+from auditkit.mechanisms.randomness import generator
 
 N = 200_000
 FLOAT32_SLACK = 1e-6  # the decoded update is float32: allow its rounding in hard bounds

@@ -12,10 +12,10 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from mechanisms.lattice import HexagonalLattice
-from mechanisms.randomness import generator
-from mechanisms.sdq import LatticeSDQMessage
+from auditkit import mechanisms
+from auditkit.mechanisms.lattice import HexagonalLattice
+from auditkit.mechanisms.randomness import generator
+from auditkit.mechanisms.sdq import LatticeSDQMessage
 
 N = 200_000
 R3 = math.sqrt(3)

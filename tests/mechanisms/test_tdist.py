@@ -13,10 +13,10 @@ import pytest
 import torch
 from scipy import stats
 
-import mechanisms
-from mechanisms.additive import clip_l2
-from mechanisms.randomness import generator
-from mechanisms.tdist import minimum_variance_t, sample_t, t_epsilon, t_scale_for_epsilon
+from auditkit import mechanisms
+from auditkit.mechanisms.additive import clip_l2
+from auditkit.mechanisms.randomness import generator
+from auditkit.mechanisms.tdist import minimum_variance_t, sample_t, t_epsilon, t_scale_for_epsilon
 
 N = 600_000
 

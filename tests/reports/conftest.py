@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from auditkit.results import overall_verdict
-from reports import render_report
-from reports.figures import image_grid
+from auditkit.reports import render_report
+from auditkit.reports.figures import image_grid
 
 SCRIPT_LABEL = '<script>alert("x")</script> $\\notacommand$ gaussian'  # "$": broken mathtext if parsed
 PIPE_LABEL = "JoPEQ | eps=1"

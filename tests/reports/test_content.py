@@ -1,5 +1,5 @@
 """Text helpers shared by the HTML and markdown reports."""
-from reports.content import _params, notes
+from auditkit.reports.content import _params, notes
 
 
 def test_parameters_keep_short_values_and_shorten_calibrated_ones():
@@ -67,4 +67,4 @@ def test_a_mechanism_not_determined_by_its_seeds_is_noted_even_without_a_disting
     assert notes([unseeded]) == [
         "mine: the mechanism's output is not determined by its seeds (two encodes under the same seeds differed): "
         "these results will not reproduce, and a rerun may reach another verdict. Its noise should be drawn from "
-        "mechanisms.randomness.private_generator(private_seed, seed, purpose)."]
+        "auditkit.mechanisms.randomness.private_generator(private_seed, seed, purpose)."]

@@ -5,9 +5,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from reports import figures
-from reports.content import FIGURE_CAPTIONS
-from reports.render import FIGURES
+from auditkit.reports import figures
+from auditkit.reports.content import FIGURE_CAPTIONS
+from auditkit.reports.render import FIGURES
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from auditkit.results import write_results
-from reports import render_report
+from auditkit.reports import render_report
 
 
 @contextlib.contextmanager

@@ -4,9 +4,9 @@ from html.parser import HTMLParser
 
 import pytest
 
-from reports.content import ATTACK_COLUMNS, GLOSSARY, PRIVACY_COLUMNS, UTILITY_COLUMNS
-from reports.html import png_data_uri, render_html
-from reports.render import FIGURES
+from auditkit.reports.content import ATTACK_COLUMNS, GLOSSARY, PRIVACY_COLUMNS, UTILITY_COLUMNS
+from auditkit.reports.html import png_data_uri, render_html
+from auditkit.reports.render import FIGURES
 
 
 class _Tags(HTMLParser):

@@ -2,8 +2,8 @@ import re
 
 import pytest
 
-from reports.content import FIGURE_CAPTIONS
-from reports.markdown import escape, render_markdown
+from auditkit.reports.content import FIGURE_CAPTIONS
+from auditkit.reports.markdown import escape, render_markdown
 
 FIGURES = {name: f"figures/{name}.png" for name in FIGURE_CAPTIONS}
 

@@ -4,8 +4,8 @@ from urllib.parse import unquote
 
 import pytest
 
-import reports.render as render_module
-from reports import render_report
+import auditkit.reports.render as render_module
+from auditkit.reports import render_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FIGURE_FILES = ["accuracy_vs_round.png", "ssim_vs_epsilon.png", "lower_bound_vs_epsilon.png", "bits_vs_accuracy.png",

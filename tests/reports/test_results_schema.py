@@ -8,8 +8,8 @@ import pytest
 FAMILY = 4  # the test family of the fixture documents' distinguish sections ("tests": 4, conftest)
 
 from auditkit.results import overall_verdict
-from reports import load_results, render_report, upgrade_results, validate_results
-from reports.results_schema import CAPABILITIES, COMMANDS, SCHEMA, SCHEMA_VERSION
+from auditkit.reports import load_results, render_report, upgrade_results, validate_results
+from auditkit.reports.results_schema import CAPABILITIES, COMMANDS, SCHEMA, SCHEMA_VERSION
 
 VERSION = metadata.version("auditkit")
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from auditkit.results import write_results
-from reports import load_results, validate_results
-from reports.content import config_json
-from reports.results_schema import decode_non_finite, dumps_strict
+from auditkit.reports import load_results, validate_results
+from auditkit.reports.content import config_json
+from auditkit.reports.results_schema import decode_non_finite, dumps_strict
 
 
 def strict_loads(text):

@@ -1,12 +1,12 @@
-"""CEPAM 000's normalisation (``attacks.targeted.cepam``), at 3,000 trials per view: the decoded update alone
+"""CEPAM 000's normalisation (``auditkit.attacks.targeted.cepam``), at 3,000 trials per view: the decoded update alone
 certifies ~5.1 against claims of 4.38 (Gaussian) and 1 (Laplace); with ``compat=none`` the same pair gives ~0.
 """
 
 import pytest
 
-import mechanisms
-from attacks.targeted.cepam import cepam_normalisation
-from attacks.verdicts import CONSISTENT, VIOLATED
+from auditkit import mechanisms
+from auditkit.attacks.targeted.cepam import cepam_normalisation
+from auditkit.attacks.verdicts import CONSISTENT, VIOLATED
 
 TRIALS = 3_000
 CEPAM_REFERENCE = {

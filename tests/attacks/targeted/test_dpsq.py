@@ -1,13 +1,13 @@
-"""DP-SQ's cell-local claim (``attacks.targeted.dpsq``), at 3,000 trials per pair: at eps1 = 1 the in-cell pair
+"""DP-SQ's cell-local claim (``auditkit.attacks.targeted.dpsq``), at 3,000 trials per pair: at eps1 = 1 the in-cell pair
 stays below 1 (consistent) while the range ends, with disjoint output supports, reach the cap (5.1 > 1): "claim
 holds only cell-locally"; b = 1 has one cell and stays consistent.
 """
 
 import pytest
 
-import mechanisms
-from attacks.targeted.dpsq import dpsq_cross_cell
-from attacks.verdicts import CELL_LOCAL_ONLY, CONSISTENT
+from auditkit import mechanisms
+from auditkit.attacks.targeted.dpsq import dpsq_cross_cell
+from auditkit.attacks.verdicts import CELL_LOCAL_ONLY, CONSISTENT
 
 TRIALS = 3_000
 

@@ -1,4 +1,4 @@
-"""JoPEQ's adaptive tests (``attacks.targeted.jopeq``), at 3,000 trials per view (2 x 750 held-out outputs at the
+"""JoPEQ's adaptive tests (``auditkit.attacks.targeted.jopeq``), at 3,000 trials per view (2 x 750 held-out outputs at the
 Bonferroni confidence 0.975: a perfect test certifies 5.14): the zeta read from the message is a perfect test for
 all three JoPEQ mechanisms (5.14 > the claimed 4). Overload: inside the claimed domain it is post-processing, so
 ``jopeq-laplace``'s edge pair stays below its true epsilon 6.05 (about 3.1 here), while the spike pair (a sparse
@@ -9,9 +9,9 @@ import json
 
 import pytest
 
-import mechanisms
-from attacks.targeted.jopeq import jopeq_overload, jopeq_scale_side_channel
-from attacks.verdicts import VIOLATED, verdict
+from auditkit import mechanisms
+from auditkit.attacks.targeted.jopeq import jopeq_overload, jopeq_scale_side_channel
+from auditkit.attacks.verdicts import VIOLATED, verdict
 
 TRIALS = 3_000
 

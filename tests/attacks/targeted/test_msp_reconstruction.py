@@ -8,11 +8,11 @@ within O(1/P) of the true scale (P = 20_000: observed ~5e-5 relative error, chec
 import pytest
 import torch
 
-import mechanisms
-import mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
-from attacks import first_residual_direction, reconstruct_from_split_support, reconstruct_msp
-from attacks.targeted.msp_reconstruction import pull_residuals
-from mechanisms.additive import clip_l1
+from auditkit import mechanisms
+import auditkit.mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
+from auditkit.attacks import first_residual_direction, reconstruct_from_split_support, reconstruct_msp
+from auditkit.attacks.targeted.msp_reconstruction import pull_residuals
+from auditkit.mechanisms.additive import clip_l1
 
 
 def _models(clients=8, size=2000, seed=0):

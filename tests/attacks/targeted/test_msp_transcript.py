@@ -1,12 +1,12 @@
-"""MSP-FL's transcript (``attacks.targeted.msp_transcript``), at 3,000 trials per view: MSP+Lap's alpha_0 alone
+"""MSP-FL's transcript (``auditkit.attacks.targeted.msp_transcript``), at 3,000 trials per view: MSP+Lap's alpha_0 alone
 stays below eps_dp = 1, the transcript's reconstruction reaches the cap.
 """
 
 import pytest
 
-import mechanisms
-from attacks.targeted.msp_transcript import msp_transcript
-from attacks.verdicts import NO_CLAIM, VIOLATED
+from auditkit import mechanisms
+from auditkit.attacks.targeted.msp_transcript import msp_transcript
+from auditkit.attacks.verdicts import NO_CLAIM, VIOLATED
 
 TRIALS = 3_000
 

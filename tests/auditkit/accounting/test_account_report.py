@@ -2,7 +2,7 @@ import warnings
 
 import pytest
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit.accounting import FLSetting, account
 
 

@@ -4,7 +4,7 @@ import math
 import pytest
 
 from auditkit import accounting
-from mechanisms.tdist import t_epsilon
+from auditkit.mechanisms.tdist import t_epsilon
 
 
 def test_analytic_gaussian_at_sensitivity_one():

@@ -16,7 +16,7 @@ def test_gaussian_backends_agree(rounds, rate):
 
 
 def test_one_gaussian_round_matches_the_analytic_gaussian_mechanism():
-    from mechanisms.additive import analytic_gaussian_epsilon
+    from auditkit.mechanisms.additive import analytic_gaussian_epsilon
 
     composed = accounting.gaussian_over_rounds(1.0, 1, delta=1e-5, backend="dp_accounting-pld").epsilon
     assert composed == pytest.approx(analytic_gaussian_epsilon(1.0, 1.0, 1e-5), rel=0.01)
@@ -71,7 +71,7 @@ def test_a_replace_one_gaussian_round_composes_as_dp_accountings_own_pld_says():
 
 
 def test_pure_epsilon_rounds_compose_as_randomized_response_counted_every_round():
-    import mechanisms
+    from auditkit import mechanisms
 
     event = mechanisms.pure_epsilon_event(1.0)
     at_zero = accounting.compose(event, 10, delta=0.0)
@@ -86,7 +86,7 @@ def test_pure_epsilon_rounds_compose_as_randomized_response_counted_every_round(
 def test_refused_and_non_private_events_are_refusals_with_their_reason():
     import dp_accounting
 
-    import mechanisms
+    from auditkit import mechanisms
 
     with pytest.raises(accounting.UnsupportedEvent, match="scales the noise with"):
         accounting.compose(mechanisms.refused("compat=paper000 scales the noise with ||x||"), 3, delta=1e-5)

@@ -21,8 +21,8 @@ from scipy import stats
 from scipy.integrate import quad
 from scipy.special import ndtr
 
-import mechanisms
-from attacks.epsilon_bounds import clopper_pearson_upper
+from auditkit import mechanisms
+from auditkit.attacks.epsilon_bounds import clopper_pearson_upper
 from auditkit import accounting
 from auditkit.accounting.rero import (
     GAUSSIAN_M_POINT,
@@ -34,7 +34,7 @@ from auditkit.accounting.rero import (
     laplace_rero_bound,
     rero_bound,
 )
-from mechanisms.additive import analytic_gaussian_epsilon
+from auditkit.mechanisms.additive import analytic_gaussian_epsilon
 
 ALPHA = 1e-3  # per side of every Clopper-Pearson interval
 TRIALS = 20_000

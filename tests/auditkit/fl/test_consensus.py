@@ -9,15 +9,15 @@ import math
 import pytest
 import torch
 
-import mechanisms
-import mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
-from attacks import reconstruct_msp
+from auditkit import mechanisms
+import auditkit.mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
+from auditkit.attacks import reconstruct_msp
 from auditkit.config import TrainingConfig
 from auditkit.data import Split
 from auditkit.fl.consensus import ConsensusProtocol
 from auditkit.fl.simulation import FederatedData, FederatedSimulation
 from auditkit.models import create_model
-from mechanisms.msp import MSPTranscript
+from auditkit.mechanisms.msp import MSPTranscript
 
 
 def _data(seed=0, n=100, clients=4):

@@ -3,7 +3,7 @@ import dataclasses
 import pytest
 import torch
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit.config import TrainingConfig
 from auditkit.data import Split
 from auditkit.fl.aggregation import FedAvg, UplinkProtocol, shared_seed

@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-import mechanisms
+from auditkit import mechanisms
 from auditkit.config import from_dict
 from auditkit.fl.snr import snr, snr_db
 from auditkit.pipeline import Experiment

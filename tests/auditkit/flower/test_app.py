@@ -89,7 +89,7 @@ def recorded_app(tmp_path_factory):
 def test_strategy_decodes_aggregates_and_records_the_server_view(recorded_app):
     from auditkit.flower.records import flatten_record
     from auditkit.flower.recording import load_recording
-    from mechanisms import create
+    from auditkit.mechanisms import create
 
     from auditkit.flower.records import PAYLOAD
 

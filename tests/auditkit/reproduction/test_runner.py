@@ -200,7 +200,7 @@ def test_a_document_of_every_kind_renders_its_rows_orderings_and_figures(tmp_pat
     """DP-SQ's paper file on fake runs (LaplaceSQ 6 decades above Q_b,eps1, as the paper's own formulas give):
     the x table, the plot-only rows, the claimed 2.5-decade gap judged, the figures written."""
     from auditkit.reproduction import reproduction_document
-    from reports.reproduction_report import render_reproduction
+    from auditkit.reports.reproduction_report import render_reproduction
 
     plan = plan_reproduction(load_paper("dpsq"), budget="quick", seeds=3)
     runs = {}
