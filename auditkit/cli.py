@@ -1079,19 +1079,6 @@ def show_version() -> None:
     console.print(__version__)
 
 
-# each command's own option names: a mechanism parameter may not take one of them
-_OWN_OPTIONS = {
-    "train": ("config", "preset", "out", "mechanism", "plugin", "seed", "device", "dataset", "data_dir", "download",
-              "partition", "model", "clients", "rounds", "tau", "batch_size", "lr", "resume", "confidence", "help"),
-    "account": ("rounds", "composition_delta", "backend", "tau", "dataset_size", "clients", "eps_tilde", "formula",
-                "solve", "target_eps", "target_delta", "out", "plugin", "help"),
-    "attack": ("mechanism", "images", "source", "model", "label_given", "iterations", "restarts", "scoring", "curve",
-               "device", "seed", "out", "plugin", "help"),
-    "distinguish": ("trials", "confidence", "bound_delta", "adaptive", "no_adaptive", "search", "no_search", "seed", "out",
-                    "plugin", "help"),
-}
-
-
 # ------------------------------------------------------------------ help and usage errors
 
 _ARGS = "auditkit.args"  # ctx.meta key: the words a command parsed, which its --help (handled mid-parse) reads
@@ -1216,18 +1203,18 @@ def build_app() -> typer.Typer:
     app.command(
         "train", cls=HelpCommand,
         help="Run FL training only (FedAvg with the mechanism in the loop): per-round table, results.json and reports.",
-    )(with_mechanism_options(_config_command("train"), _OWN_OPTIONS["train"]))
+    )(with_mechanism_options(_config_command("train")))
     app.command(
         "audit", cls=HelpCommand,
         help="Audit every mechanism setting of a config: FL training, accounting, gradient inversion of the server "
         "view, distinguishing tests; results.json, report.html and report.md in --out (default: the quickstart "
         "preset on the embedded MNIST digits, mnist-5k). Finished stages are kept; --resume skips them.",
-    )(with_mechanism_options(_config_command("audit"), _OWN_OPTIONS["train"]))
+    )(with_mechanism_options(_config_command("audit")))
     app.command("report", cls=HelpCommand)(report_command)
-    app.command("account", cls=HelpCommand)(with_mechanism_options(account_command, _OWN_OPTIONS["account"]))
-    app.command("attack", cls=HelpCommand)(with_mechanism_options(attack_command, _OWN_OPTIONS["attack"]))
+    app.command("account", cls=HelpCommand)(with_mechanism_options(account_command))
+    app.command("attack", cls=HelpCommand)(with_mechanism_options(attack_command))
     app.command("distinguish", cls=HelpCommand)(
-        with_mechanism_options(distinguish_command, _OWN_OPTIONS["distinguish"]))
+        with_mechanism_options(distinguish_command))
     app.command("reproduce", cls=HelpCommand)(reproduce_command)
     app.command("version", cls=HelpCommand)(show_version)
     return app

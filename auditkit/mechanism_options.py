@@ -133,23 +133,23 @@ def parse_mechanism_params(mechanism: str, words: dict[str, str]) -> dict[str, A
     return typed
 
 
-def with_mechanism_options(command: Callable[..., Any], reserved: Iterable[str] = ()) -> Callable[..., Any]:
+def with_mechanism_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """``command`` with one optional ``--NAME`` flag per mechanism parameter added to its signature (for Typer);
     the given flags reach ``command`` as ``mechanism_params`` (name -> word), the others are left out.
 
-    ``reserved``: the command's own option names; a mechanism parameter with one of those names (a plugin's
-    ``rounds``, say) is a ``ValueError`` naming the mechanism and its origin, since one flag cannot mean two
+    A mechanism parameter named as one of the command's own options (a plugin's ``rounds``, say;
+    ``own_option_names``) is a ``ValueError`` naming the mechanism and its origin, since one flag cannot mean two
     things.
     """
     flags = mechanism_flags()
-    reserved = set(reserved)
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name != "mechanism_params"]
+    reserved = own_option_names(own)
     for flag in flags:
         if flag.name in reserved:
             owners = ", ".join(f"{m} ({mechanisms.origin(m)})" for m, _ in flag.specs)
             raise ValueError(f"mechanism parameter {flag.name!r} of {owners} is also an option of this command "
                              f"({flag.flag}); rename the parameter")
-    signature = inspect.signature(command, eval_str=True)
-    own = [p for p in signature.parameters.values() if p.name != "mechanism_params"]
     extra = [
         inspect.Parameter(
             _PREFIX + flag.name, inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -169,3 +169,22 @@ def with_mechanism_options(command: Callable[..., Any], reserved: Iterable[str] 
     wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
     return wrapper
+
+
+def own_option_names(parameters: Iterable[inspect.Parameter]) -> set[str]:
+    """Every name a command's own ``parameters`` take on the command line, as Typer builds them: each parameter's
+    name and each of its long flags (``--no-search`` as ``no_search``; a short ``-m`` cannot clash with a
+    mechanism's ``--m``), and ``help``."""
+    def own(**kwargs: Any) -> None:
+        """The command's own parameters alone."""
+
+    own.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in parameters])
+    probe = typer.Typer(add_completion=False)
+    probe.command()(own)
+    command = typer.main.get_command(probe)
+    names = {"help"}
+    for param in command.params:
+        names.add(param.name)
+        names.update(o[2:].replace("-", "_") for o in (*param.opts, *param.secondary_opts) if o.startswith("--"))
+    return names

@@ -82,6 +82,18 @@ def test_a_plugin_parameter_that_takes_a_commands_option_name_is_refused(tmp_pat
                    f"error: mechanism parameter 'rounds' of clash ({plugin}) is also an option of this command")
 
 
+@pytest.mark.parametrize("command, name", [("audit", "backend"), ("audit", "recorded"),
+                                           ("distinguish", "no_search")])
+def test_every_option_a_command_has_is_reserved_from_plugin_parameters(tmp_path, command, name):
+    # read from the command itself, so that an option added later is covered (backend and recorded once were not)
+    plugin = tmp_path / "clash.py"
+    plugin.write_text("from auditkit import mechanisms\nfrom auditkit.mechanisms.additive import Gaussian\n"
+                      "from auditkit.mechanisms.base import int_range\n\n@mechanisms.register\nclass Clash(Gaussian):\n"
+                      f"    name = 'clash'\n    params_spec = (*Gaussian.params_spec, int_range({name!r}, 1, 9, 1, 'x'))\n")
+    one_line_error(auditkit(command, "--plugin", str(plugin), "--help"),
+                   f"error: mechanism parameter {name!r} of clash ({plugin}) is also an option of this command")
+
+
 def test_a_plugin_written_for_the_former_top_level_packages_is_told_the_namespace(tmp_path):
     plugin = tmp_path / "old_style.py"
     plugin.write_text("import mechanisms\n")
