@@ -178,7 +178,7 @@ def linear_input(weight_grad: Tensor, bias_grad: Tensor) -> tuple[Tensor, Tensor
     exact without noise (u = delta / ||delta||). It replaces the one-direction estimate sum_i b_i W_i /
     sum_i b_i^2, whose weights b_i are themselves noisy: under a DP mechanism's noise that estimate is dominated
     by the noise-times-noise term sum_i n_i N_i, while u is found from the whole layer (the probe's
-    reconstruction sweep measures the difference: ``auditkit.probe.reconstruction_sweep``).
+    reconstruction sweep measures the difference: ``auditkit.stages.probe.reconstruction_sweep``).
 
     ``weight_grad``: N x out x in (or out x in), ``bias_grad``: N x out (or out). Returns (N x in estimates,
     N booleans: False where b . u = 0 (e.g. an all-zero bias gradient) and the input cannot be read; its

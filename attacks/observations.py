@@ -31,19 +31,19 @@ strongest first."""
 _ESTIMATORS: dict[str, UpdateEstimator] = {}
 
 
-def update_estimator(round_protocol: str) -> Callable[[UpdateEstimator], UpdateEstimator]:
+def update_estimator(protocol: str) -> Callable[[UpdateEstimator], UpdateEstimator]:
     """Decorator registering the update estimator of a round protocol's server view (module docstring)."""
 
     def register(estimator: UpdateEstimator) -> UpdateEstimator:
-        _ESTIMATORS[round_protocol] = estimator
+        _ESTIMATORS[protocol] = estimator
         return estimator
 
     return register
 
 
-def update_estimator_for(round_protocol: str) -> UpdateEstimator | None:
-    """The update estimator registered for ``round_protocol`` (None: its server view holds decoded updates)."""
-    return _ESTIMATORS.get(round_protocol)
+def update_estimator_for(protocol: str) -> UpdateEstimator | None:
+    """The update estimator registered for ``protocol`` (None: its server view holds decoded updates)."""
+    return _ESTIMATORS.get(protocol)
 
 
 def observation_matrix(observed: Observation, shapes: Sequence[torch.Size]) -> Tensor:

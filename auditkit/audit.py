@@ -3,16 +3,16 @@
 For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.settings`) four stages run:
 
 * ``train``       FedAvg with the mechanism between clients and server; the per-round metrics, bits and the
-                  ``server`` view of the inversion round are kept (``auditkit.pipeline``);
+                  ``server`` view of the inversion round are kept (``auditkit.stages.train``);
 * ``account``     the mechanism's one-round claim and the claim composed over the rounds run
-                  (``auditkit.accounting``);
+                  (``auditkit.stages.account``);
 * ``inversion``   the recorded server view inverted beside the clients' true updates, same attack and settings
-                  (``auditkit.inversion_audit.attack_recorded_view``), with a reconstruction grid;
-* ``probe``       the claim's worst case at the checkpoint model (``auditkit.probe``): probe clients' single-example
+                  (``auditkit.stages.inversion.attack_recorded_view``), with a reconstruction grid;
+* ``probe``       the claim's worst case at the checkpoint model (``auditkit.stages.probe``): probe clients' single-example
                   updates through the mechanism, inverted beside the clean ones, and the informed adversary's
                   identification test judged against the claim's reconstruction bound
-                  (``auditkit.identification_audit``);
-* ``distinguish`` black-box distinguishing tests on the mechanism and its adaptive tests (``auditkit.attacks``); the
+                  (``auditkit.stages.identification``);
+* ``distinguish`` black-box distinguishing tests on the mechanism and its adaptive tests (``auditkit.stages.distinguish``); the
                   Bonferroni family is every test of the whole audit, so a correct mechanism is almost never
                   called violated.
 
@@ -38,16 +38,13 @@ from typing import Any
 from auditkit import mechanisms
 from auditkit import __version__, results
 from auditkit.config import AuditConfig, ConfigError, MechanismConfig
-from auditkit.probe import check_probe_inputs
-from auditkit.pipeline import Experiment, build_mechanism, data_provenance, prepare_output
-from auditkit.stage_store import StageStore, replace_atomically, stage_key
-
-def attacks_confidence(confidence: float, family: int) -> float:
-    """The per-test confidence of a ``family``-test Bonferroni family at family-wise ``confidence``."""
-    from auditkit import attacks
-
-    return attacks.bonferroni_confidence(confidence, max(family, 1))
-
+from auditkit.stages.account import account_rounds
+from auditkit.stages.distinguish import attacks_confidence, distinguish_family, run_distinguish
+from auditkit.stages.probe import check_probe_inputs
+from auditkit.results import prepare_output
+from auditkit.stages.train import Experiment, build_mechanism, data_provenance
+from auditkit.reports.files import replace_atomically
+from auditkit.stage_store import StageStore, stage_key
 
 STAGES = ("train", "account", "inversion", "probe", "distinguish")
 
@@ -88,22 +85,6 @@ def plan_audit(config: AuditConfig) -> list[SettingPlan]:
     return plans
 
 
-def _distinguish_tests(mechanism: mechanisms.Mechanism, adaptive: bool, seed: int) -> tuple[list[Any], list[Any]]:
-    """The neighbouring pairs and the adaptive tests the distinguish stage runs on ``mechanism``."""
-    from auditkit.attacks.adaptive_tests import adaptive_tests_for
-    from auditkit.attacks.audit_settings import audit_setting, setting_pairs
-
-    pairs = setting_pairs(audit_setting(mechanism), seed=seed)
-    return pairs, (adaptive_tests_for(mechanism.name) if adaptive else [])
-
-
-def distinguish_family(mechanism: mechanisms.Mechanism, adaptive: bool, search: bool = True) -> int:
-    """How many tests ``run_distinguish`` judges on ``mechanism``: its pairs (one held-out test with the
-    worst-pair search) plus its adaptive tests."""
-    pairs, extra = _distinguish_tests(mechanism, adaptive, seed=0)
-    return (1 if search else len(pairs)) + len(extra)
-
-
 def identification_family(mechanism: mechanisms.Mechanism, config: AuditConfig) -> int:
     """How many identification tests the probe stage judges for ``mechanism``: one per M, where it makes a claim."""
     if not config.identification.enabled or mechanism.guarantee().epsilon is None:
@@ -123,26 +104,10 @@ def family_size(plans: list[SettingPlan]) -> int:
     return total
 
 
-def run_distinguish(
-    mechanism: mechanisms.Mechanism, *, trials: int, confidence: float, family: int, adaptive: bool, seed: int,
-    delta: float | None = None, search: bool = True,
-) -> tuple[Any, list[Any]]:
-    """Black-box audit of ``mechanism`` on its neighbouring pairs (a worst-pair search with ``search``) plus its
-    adaptive tests, each bound at the Bonferroni confidence of a ``family``-test family
-    (``auditkit.attacks.audit_mechanism``); ``delta`` of the bounds defaults to the claim's."""
-    from auditkit import attacks
-
-    pairs, extra = _distinguish_tests(mechanism, adaptive, seed)
-    audit = attacks.audit_mechanism(mechanism, trials=trials, confidence=confidence, delta=delta, pairs=pairs,
-                                    tests=family, search=search, seed=seed)
-    per_test = attacks.bonferroni_confidence(confidence, family)
-    return audit, [test(mechanism, trials=trials, confidence=per_test, seed=seed) for test in extra]
-
-
 def sweep_starts(plans: list[SettingPlan]) -> dict[str, float]:
-    """Sweep group (``auditkit.probe.sweep_group``) -> the smallest claimed epsilon among its settings, where the
+    """Sweep group (``auditkit.stages.probe.sweep_group``) -> the smallest claimed epsilon among its settings, where the
     reconstruction sweep those settings share starts."""
-    from auditkit.probe import sweep_group
+    from auditkit.stages.probe import sweep_group
 
     starts: dict[str, float] = {}
     for plan in plans:
@@ -173,12 +138,12 @@ class Audit:
             raise ConfigError(str(err)) from None
         if config.training.backend == "flower":  # every setting, not only the first, must fit the backend
             from auditkit.flower.backend import check_protocol
-            from auditkit.pipeline import build_protocol
+            from auditkit.stages.train import build_protocol
 
             for plan in self.plans:
                 check_protocol(build_protocol(build_mechanism(plan.config), plan.config))
         if recorded is not None:
-            from auditkit.recorded_audit import check_recording
+            from auditkit.stages.recorded import check_recording
 
             check_recording(recorded, config)
         # whether each setting's mechanism is determined by its seeds (two encodes; results.json and the report
@@ -226,9 +191,9 @@ class Audit:
                            if k not in ("accounting", "inversion", "distinguish", "title")}
         inversion_round = config.checkpoint_round
         train_inputs = {"config": training_inputs, "inversion_round": inversion_round,
-                        "inversion_clients": config.inversion.clients, "probe_round": config.probe_round}
+                        "inversion_targets": config.inversion.targets, "probe_round": config.probe_round}
         if self.recorded is not None:
-            from auditkit.recorded_audit import recording_fingerprint, train_from_recording
+            from auditkit.stages.recorded import recording_fingerprint, train_from_recording
 
             train_inputs["recording"] = recording_fingerprint(self.recorded)
             compute = lambda: train_from_recording(self.recorded, plan.config, self._data_summary,  # noqa: E731
@@ -257,7 +222,7 @@ class Audit:
                 "distinguish": distinguished}
 
     def _train(self, plan: SettingPlan, inversion_round: int | None, notify: Event) -> dict[str, Any]:
-        from auditkit.inversion_audit import RecordedView
+        from auditkit.stages.inversion import RecordedView
 
         experiment = Experiment(plan.config)
         run = experiment.train(lambda record: notify("round", setting=plan, record=record))
@@ -266,8 +231,8 @@ class Audit:
         tensors: dict[str, Any] = {}
         if plan.config.inversion.enabled and observed:
             tensors["view"] = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
-                                                            plan.config.inversion.clients,
-                                                            run.mechanism.round_protocol).to_tensors()
+                                                            plan.config.inversion.targets,
+                                                            run.protocol).to_tensors()
         if probed:  # the global model the probe starts from, and the round's learning rate
             tensors["probe"] = {"round": probed[0].round, "lr": probed[0].lr,
                                 "weights": probed[0].global_before.detach().float().cpu().clone()}
@@ -282,12 +247,10 @@ class Audit:
 
     @staticmethod
     def _account(plan: SettingPlan, rounds: int) -> dict[str, Any]:
-        a = plan.config.accounting
-        return results.accounting_entry(build_mechanism(plan.config), rounds, composition_delta=a.composition_delta,
-                                        backend=a.backend)
+        return account_rounds(build_mechanism(plan.config), rounds, plan.config.accounting)
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
-        from auditkit.inversion_audit import RecordedView, invert_recorded_view
+        from auditkit.stages.inversion import RecordedView, invert_recorded_view
         from auditkit.reports.figures import image_grid
 
         inv = plan.config.inversion
@@ -320,7 +283,7 @@ class Audit:
         return document
 
     def _probe(self, plan: SettingPlan) -> dict[str, Any]:
-        from auditkit.probe import probe_stage
+        from auditkit.stages.probe import probe_stage
 
         saved = self.store.load_tensors(plan.id, "train").get("probe")
         if saved is None:
@@ -333,7 +296,7 @@ class Audit:
 
     def _sweep_start(self, plan: SettingPlan) -> float | None:
         """Where the plan's reconstruction sweep starts: the smallest claim among the settings that share it."""
-        from auditkit.probe import sweep_group
+        from auditkit.stages.probe import sweep_group
 
         return self._sweep_starts.get(sweep_group(build_mechanism(plan.config)))
 
@@ -370,9 +333,8 @@ def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: 
               on_event: Event | None = None, recorded: Any = None) -> dict[str, Any]:
     """What ``auditkit audit`` does: plan, run (or resume) every stage, write results.json and the reports;
     returns the results document. ``recorded`` (``auditkit.flower.recording.Recording``): audit what a Flower app
-    recorded instead of training (``config`` from ``auditkit.recorded_audit.recorded_config``)."""
+    recorded instead of training (``config`` from ``auditkit.stages.recorded.recorded_config``)."""
     return Audit(config, out=out, resume=resume, recorded=recorded).run(on_event)
 
 
-__all__ = ["Audit", "STAGES", "SettingPlan", "distinguish_family", "family_size", "plan_audit", "run_audit",
-           "run_distinguish"]
+__all__ = ["Audit", "STAGES", "SettingPlan", "family_size", "plan_audit", "run_audit"]

@@ -22,10 +22,13 @@ are one ``error:`` line too. Progress is rich's live display on a terminal and p
 from __future__ import annotations
 
 import copy
+import importlib
+import inspect
+import re
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from difflib import get_close_matches
 from pathlib import Path
@@ -149,12 +152,12 @@ class Reporter:
 # ------------------------------------------------------------------ shared options
 
 ConfigArg = Annotated[Path | None, typer.Argument(help="TOML config file (default: the quickstart preset).", show_default=False)]
-PresetOpt = Annotated[str | None, typer.Option(help="Bundled preset: quickstart (default), cepam, jopeq, dpsq or msp.")]
+PresetOpt = Annotated[str | None, typer.Option(help="Bundled preset: {choices:presets} (default: quickstart).")]
 OutOpt = Annotated[Path, typer.Option(help="Output folder (results.json, report.html, report.md).")]
 MechOpt = Annotated[str | None, typer.Option("--mechanism", "-m", help="Registered mechanism (see `auditkit mechanisms`).")]
 PluginOpt = Annotated[list[str] | None, typer.Option(
     "--plugin", metavar="MODULE",
-    help="Module that registers mechanisms of one's own (repeatable); see README, 'Audit your own mechanism'.",
+    help="Module that registers mechanisms of one's own (repeatable); see the tutorial 'Audit your own mechanism' (docs/tutorials/own-mechanism.md).",
     show_default=False)]
 
 
@@ -255,12 +258,8 @@ def _title(config, config_path: Path | None, preset: str | None) -> str:
 
 def _train(config_path, preset, out, overrides, words, plugins) -> None:
     from auditkit import mechanisms
-    from auditkit.pipeline import (
-        Experiment,
-        build_mechanism,
-        prepare_output,
-        results_document,
-    )
+    from auditkit.results import prepare_output
+    from auditkit.stages.train import Experiment, build_mechanism, results_document
 
     config = _load(config_path, preset, overrides, words, plugins, settings=False)
     config.mechanism  # noqa: B018 -- one setting only; raises a ConfigError naming the fix otherwise
@@ -295,7 +294,7 @@ def _audit_recorded(recorded: Path, config_path, preset, out, overrides, words, 
     """``auditkit audit --recorded DIR``: the recording's app tables over the audit tables of CONFIG / --preset."""
     from auditkit.config import load_config, merge, preset_dict, read_config
     from auditkit.flower.recording import RecordingError, load_recording
-    from auditkit.recorded_audit import recorded_config
+    from auditkit.stages.recorded import recorded_config
 
     given = [f"--{k.replace('_', '-')}" for table in ("data", "training") for k, v in overrides[table].items()
              if v is not None]
@@ -450,19 +449,20 @@ def _config_command(command: str):
         plugin: PluginOpt = None,
         seed: Annotated[int | None, typer.Option(help="Seeds the data split, the training and the mechanisms.")] = None,
         device: Annotated[str | None, typer.Option(help="auto | cpu | cuda | cuda:N")] = None,
-        dataset: Annotated[str | None, typer.Option(help="mnist-5k (embedded, 5,000 real MNIST digits) | digits (embedded) | mnist | cifar10")] = None,
+        dataset: Annotated[str | None, typer.Option(help="{choices:datasets} (mnist-5k: 5,000 real MNIST digits, embedded like digits; the others load from --data-dir)")] = None,
         data_dir: Annotated[Path | None, typer.Option(help="Folder holding MNIST / CIFAR-10.")] = None,
         download: Annotated[bool, typer.Option("--download", help="Download MNIST / CIFAR-10 into --data-dir.")] = False,
-        partition: Annotated[str | None, typer.Option(help="iid | dirichlet | shards")] = None,
-        model: Annotated[str | None, typer.Option(help="linear | mlp | cnn | cifar_cnn | lenet | mlp200")] = None,
+        partition: Annotated[str | None, typer.Option(help="{choices:partitions}")] = None,
+        model: Annotated[str | None, typer.Option(help="{choices:models}")] = None,
         clients: Annotated[int | None, typer.Option(help="Number of clients K.")] = None,
         rounds: Annotated[int | None, typer.Option(help="FL rounds T (checkpoints past T are dropped).")] = None,
         tau: Annotated[int | None, typer.Option(help="Local steps per round.")] = None,
         batch_size: Annotated[int | None, typer.Option(help="Samples per local step (1 = CEPAM).")] = None,
         lr: Annotated[float | None, typer.Option(help="Client learning rate.")] = None,
         backend: Annotated[str | None, typer.Option(
-            help="Where FL training runs: builtin (the batched simulator in this process) | flower (Flower's "
-                 "Simulation Engine on Ray; pip install 'auditkit[flower]'; resources in the config's [flower]).")] = None,
+            help="Where FL training runs: {choices:training_backends} (builtin: the batched simulator in this "
+                 "process; flower: Flower's Simulation Engine on Ray, pip install 'auditkit[flower]', resources in "
+                 "the config's [flower]).")] = None,
         recorded: Annotated[Path | None, typer.Option(
             help="audit: audit what a Flower app recorded (auditkit.flower.AuditStrategy's record_dir) instead of "
                  "training; the data, training and mechanism come from the recording.")] = None,
@@ -638,27 +638,32 @@ def _mechanism_detail(name: str) -> None:
 # ------------------------------------------------------------------ report
 
 
+REPORT_FORMATS = {"html": ("html",), "md": ("md",), "both": ("html", "md")}  # --format -> files written
+
+
 def report_command(
-    results: Annotated[Path, typer.Argument(help="A results.json written by any auditkit command.")],
-    format: Annotated[str, typer.Option("--format", help="html | md | both")] = "both",
+    results: Annotated[Path, typer.Argument(help="A results.json or reproduction.json written by any auditkit "
+                                            "command, or the folder holding it.")],
+    format: Annotated[str, typer.Option("--format", help="{choices:report_formats}")] = "both",
     out: Annotated[Path | None, typer.Option(help="Output folder (default: the results file's folder).")] = None,
     plugin: PluginOpt = None,
 ) -> None:
-    """Re-render report.html / report.md from a results.json, without recomputing anything."""
+    """Re-render report.html / report.md from a results.json or reproduction.json, without recomputing anything."""
     _run_guarded(_report, results, format, out)
 
 
 def _report(results: Path, fmt: str, out: Path | None) -> None:
-    from auditkit.pipeline import prepare_output
+    from auditkit.results import prepare_output
     from auditkit.reports import load_results, render_report
+    from auditkit.reports.results_schema import document_path
 
-    formats = {"html": ("html",), "md": ("md",), "both": ("html", "md")}
-    if fmt not in formats:
-        raise UsageFailure(f"--format must be one of html, md, both; got {fmt!r}")
+    if fmt not in REPORT_FORMATS:
+        raise UsageFailure(f"--format must be one of {', '.join(REPORT_FORMATS)}; got {fmt!r}")
     try:
+        results = document_path(results)  # a folder: the results.json or reproduction.json it holds
         document = load_results(results)
         target = prepare_output(out if out is not None else results.parent)
-        written = render_report(document, target, formats=formats[fmt], results_dir=results.parent)
+        written = render_report(document, target, formats=REPORT_FORMATS[fmt], results_dir=results.parent)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
     _print_written(written)
@@ -666,34 +671,72 @@ def _report(results: Path, fmt: str, out: Path | None) -> None:
 
 # ------------------------------------------------------------------ account
 
-SOLVABLE = {"sigma": "cepam-gaussian", "eps-tilde": "cepam-gaussian | cepam-laplace", "t-noise": "any t mechanism"}
-
-
 def account_command(
     mechanism: Annotated[str, typer.Argument(help="Registered mechanism (see `auditkit mechanisms`).")],
     rounds: Annotated[int, typer.Option(help="FL rounds T to compose over.")] = 1,
     composition_delta: Annotated[float, typer.Option(help="delta at which the composed epsilon is stated.")] = 1e-5,
-    backend: Annotated[str, typer.Option(help="Composition backend: opacus-prv | opacus-rdp | dp_accounting-pld | "
-                                         "dp_accounting-rdp (Opacus composes Gaussian rounds only).")] = "opacus-prv",
-    tau: Annotated[int | None, typer.Option(help="Local steps (for the paper's record-level claim).")] = None,
-    dataset_size: Annotated[int | None, typer.Option(help="Records per client n_k.")] = None,
-    clients: Annotated[int | None, typer.Option(help="Clients K averaged per round.")] = None,
-    eps_tilde: Annotated[float | None, typer.Option(help="CEPAM's base epsilon.")] = None,
-    formula: Annotated[str, typer.Option(help="How the paper's claim is evaluated: exact | paper003 (the swapped "
-                                         "arguments that reproduce 003's printed numbers).")] = "exact",
-    solve: Annotated[str | None, typer.Option(help="Solve for a parameter instead: sigma (cepam-gaussian), "
-                                                 "eps-tilde (cepam-*), t-noise (min-variance nu, s2).")] = None,
+    backend: Annotated[str, typer.Option(help="Composition backend: {choices:composition_backends} (Opacus composes "
+                                         "Gaussian rounds only).")] = "opacus-prv",
+    solve: Annotated[str | None, typer.Option(help="Solve for a parameter instead: {choices:solvers}.")] = None,
     target_eps: Annotated[float | None, typer.Option(help="Target epsilon for --solve.")] = None,
     target_delta: Annotated[float | None, typer.Option(help="Target delta for --solve.")] = None,
     out: Annotated[Path | None, typer.Option(help="Also write results.json and the reports into this folder.")] = None,
     plugin: PluginOpt = None,
+    claim_words: dict[str, str] | None = None,
     mechanism_params: dict[str, str] | None = None,
 ) -> None:
     """Print a mechanism's claimed guarantee: one round, the paper's FL claim, and T rounds composed."""
-    options = {"rounds": rounds, "composition_delta": composition_delta, "backend": backend, "tau": tau,
-               "dataset_size": dataset_size, "clients": clients, "eps_tilde": eps_tilde, "formula": formula,
-               "solve": solve, "target_eps": target_eps, "target_delta": target_delta, "out": out}
+    options = {"rounds": rounds, "composition_delta": composition_delta, "backend": backend, "solve": solve,
+               "target_eps": target_eps, "target_delta": target_delta, "out": out, "claim_words": claim_words or {}}
     _run_guarded(_account, mechanism, mechanism_params or {}, **options)
+
+
+def _composition_backends() -> tuple[str, ...]:
+    from auditkit.accounting.composition import BACKENDS
+
+    return BACKENDS
+
+
+def _solvers() -> dict[str, Any]:
+    from auditkit import accounting
+
+    return accounting.solvers()
+
+
+_CLAIM_PREFIX = "claim_option__"  # the keyword each paper-claim option arrives under
+CLAIM_PANEL = "FL settings of a paper's record-level claim"
+
+
+def with_claim_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with one ``--NAME`` option per FL setting a registered paper claim reads
+    (``auditkit.accounting.claim_options``), arriving as ``claim_words`` (name -> word; parsed by the spec)."""
+    from auditkit import accounting
+
+    specs = accounting.claim_options()
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name not in ("claim_words", "mechanism_params")]
+    extra = [
+        inspect.Parameter(
+            _CLAIM_PREFIX + spec.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+            annotation=Annotated[str | None, typer.Option(
+                "--" + spec.name.replace("_", "-"), rich_help_panel=CLAIM_PANEL, show_default=False,
+                help=f"{spec.help} ({spec.allowed}" + ("" if spec.default is None else f"; default {spec.default!r}")
+                + ")", metavar="[" + "|".join(spec.choices) + "]" if spec.choices else {float: "FLOAT", int: "INTEGER"}[spec.type])],
+        )
+        for spec in specs
+    ]
+
+    def wrapper(**kwargs: Any) -> Any:
+        words = {key[len(_CLAIM_PREFIX):]: kwargs.pop(key) for key in list(kwargs) if key.startswith(_CLAIM_PREFIX)}
+        return command(**kwargs, claim_words={k: v for k, v in words.items() if v is not None})
+
+    wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
+    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
+    if "mechanism_params" in signature.parameters:
+        parameters.append(signature.parameters["mechanism_params"].replace(kind=inspect.Parameter.KEYWORD_ONLY))
+    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper
 
 
 def _account(mechanism: str, words: dict[str, str], **options) -> None:
@@ -705,59 +748,53 @@ def _account(mechanism: str, words: dict[str, str], **options) -> None:
         raise UsageFailure(str(err)) from None
 
 
-def _solve(solve: str, mechanism: str, params: dict[str, Any], *, target_eps, target_delta, tau, dataset_size,
-           clients, formula) -> None:
+def _claim_settings(words: dict[str, str]) -> dict[str, Any]:
+    """The paper-claim FL settings given on the command line, typed by their specs; the others at their defaults
+    where they have one."""
     from auditkit import accounting
 
-    if solve not in SOLVABLE:
-        raise UsageFailure(f"--solve must be one of {', '.join(SOLVABLE)}, got {solve!r}")
+    settings = {}
+    for spec in accounting.claim_options():
+        if spec.name in words:
+            try:
+                settings[spec.name] = spec.parse(words[spec.name])
+            except ValueError as err:
+                raise UsageFailure(str(err)) from None
+        elif spec.default is not None:
+            settings[spec.name] = spec.default
+    return settings
+
+
+def _solve(solve: str, mechanism: str, params: dict[str, Any], *, target_eps, target_delta, fl) -> None:
+    solvers = _solvers()
+    if solve not in solvers:
+        raise UsageFailure(f"--solve must be one of {', '.join(solvers)}, got {solve!r}")
     if target_eps is None or not target_eps > 0:
         raise UsageFailure(f"--solve {solve} needs --target-eps > 0, got {target_eps}")
     if target_delta is not None and not 0 < target_delta < 1:
         raise UsageFailure(f"--target-delta must be in (0, 1), got {target_delta}")
-    if solve == "t-noise":
-        nu, s2 = accounting.solve_t(eps=target_eps, sensitivity=params.get("sensitivity", 2.0),
-                                    nu=params.get("nu") or None)
-        console.print(f"nu = {nu:.6g}, s2 = {s2:.6g}  (eq. (11) = {target_eps:g}; "
-                      f"per-coordinate variance nu s2/(nu - 2) = {nu * s2 / (nu - 2):.6g})")
-        return
-    if not mechanism.startswith("cepam-"):
-        raise UsageFailure(f"--solve {solve} applies to {SOLVABLE[solve]}, not {mechanism}")
-    if tau is None or dataset_size is None:
-        raise UsageFailure(f"--solve {solve} needs --tau and --dataset-size")
-    if solve == "eps-tilde":
-        found = accounting.base_epsilon(target_eps, tau=tau, dataset_size=dataset_size)
-        console.print(f"eps_tilde = {found:.6g}  (amplifies to eps = {target_eps:g}; 003 Lemma 9)")
-        return
-    if mechanism != "cepam-gaussian" or target_delta is None or clients is None:
-        raise UsageFailure("--solve sigma is for cepam-gaussian and needs --target-delta and --clients too")
-    found = accounting.solve_sigma(eps=target_eps, delta=target_delta, tau=tau, dataset_size=dataset_size,
-                                   clients=clients, clip=params.get("clip", 1.0), formula=formula)
-    console.print("sigma = 0 (vacuous: the target delta holds with no noise at all)" if found == 0
-                  else f"sigma = {found:.6g}  (003 Theorem 12, formula {formula})")
+    solver = solvers[solve]
+    if solver.mechanisms and mechanism not in solver.mechanisms:
+        raise UsageFailure(f"--solve {solve} applies to {', '.join(solver.mechanisms)}, not {mechanism}")
+    console.print(solver.solve(mechanism, params, target_eps, target_delta, fl), highlight=False)
 
 
-def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, composition_delta, backend, tau,
-                       dataset_size, clients, eps_tilde, formula, solve, target_eps, target_delta, out) -> None:
+def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, composition_delta, backend, solve,
+                       target_eps, target_delta, out, claim_words) -> None:
     from auditkit import mechanisms
-    from auditkit import accounting, results
-    from auditkit.accounting.cepam import FORMULAS
-    from auditkit.accounting.composition import BACKENDS
-    from auditkit.pipeline import prepare_output
+    from auditkit import results
+    from auditkit.results import prepare_output
 
-    if formula not in FORMULAS:
-        raise UsageFailure(f"--formula must be one of {', '.join(FORMULAS)}, got {formula!r}")
+    fl = _claim_settings(claim_words)
     if solve is not None:
-        _solve(solve, mechanism, params, target_eps=target_eps, target_delta=target_delta, tau=tau,
-               dataset_size=dataset_size, clients=clients, formula=formula)
+        _solve(solve, mechanism, params, target_eps=target_eps, target_delta=target_delta, fl=fl)
         return
-    if backend not in BACKENDS:
-        raise UsageFailure(f"--backend must be one of {', '.join(BACKENDS)}, got {backend!r}")
+    backends = _composition_backends()
+    if backend not in backends:
+        raise UsageFailure(f"--backend must be one of {', '.join(backends)}, got {backend!r}")
     configured = mechanisms.create(mechanism, **params)
     mechanisms.preflight(configured)  # a plugin's bug: one line naming it (PluginCodeError), nothing written
     out = None if out is None else prepare_output(out)
-    fl = accounting.FLSetting(tau=tau, dataset_size=dataset_size, clients=clients, eps_tilde=eps_tilde,
-                              formula=formula)
     entry = results.accounting_entry(configured, rounds, composition_delta=composition_delta, backend=backend, fl=fl)
     per_round = configured.guarantee()
     paper = entry["paper_claim"]
@@ -782,8 +819,7 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, compos
     if out is not None:
         setting = results.setting("s00", configured.name, configured, accounting=entry)
         config = {"mechanism": {"name": mechanism, **params}, "rounds": rounds, "composition_delta": composition_delta,
-                  "backend": backend, "fl": {"tau": tau, "dataset_size": dataset_size, "clients": clients,
-                                             "eps_tilde": eps_tilde, "formula": formula}}
+                  "backend": backend, "fl": fl}
         provenance = results.provenance(seed=0, device="cpu", settings=[setting])
         document = results.document("account", f"account {configured.name}", config, provenance, [setting])
         _print_written([results.write_results(document, out), *_write_reports(document, out)])
@@ -793,15 +829,15 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, compos
 
 
 def attack_command(
-    attack: Annotated[str, typer.Argument(help="dlg | idlg | inverting_gradients")],
+    attack: Annotated[str, typer.Argument(help="{choices:inversion_attacks}")],
     mechanism: Annotated[str, typer.Option("--mechanism", "-m", help="Mechanism the server view passes through.")] = "none",
     images: Annotated[int, typer.Option(help="Images attacked (one single-image client each).")] = 8,
-    source: Annotated[str, typer.Option(help="patches (natural RGB 32x32) | digits (embedded, 1x28x28)")] = "patches",
+    source: Annotated[str, typer.Option(help="{choices:target_sources} (patches: natural RGB 32x32; digits: embedded 1x28x28)")] = "patches",
     model: Annotated[str, typer.Option(help="Attacked model (lenet: DLG's sigmoid LeNet).")] = "lenet",
     label_given: Annotated[bool, typer.Option("--label-given", help="Hand the attacker the true labels (JoPEQ's evaluation).")] = False,
     iterations: Annotated[int | None, typer.Option(help="Optimiser steps (default: the attack's preset).")] = None,
     restarts: Annotated[int | None, typer.Option(help="Restarts (default: the preset's).")] = None,
-    scoring: Annotated[str, typer.Option(help="standard | jopeq-code (score as JoPEQ's code: uint8 SSIM/MSE).")] = "standard",
+    scoring: Annotated[str, typer.Option(help="{choices:scorings} (jopeq-code: score as JoPEQ's code, uint8 SSIM/MSE).")] = "standard",
     curve: Annotated[bool, typer.Option("--curve", help="Sweep the default defence curve instead "
                                         "(gaussian, laplace, sdq, jopeq-laplace, jopeq-exact).")] = False,
     device: Annotated[str | None, typer.Option(help="cpu | cuda | cuda:N (default: cpu).")] = None,
@@ -826,8 +862,8 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings, ima
     from auditkit import attacks
     from auditkit import mechanisms
     from auditkit.attacks.metrics import SCORINGS
-    from auditkit import inversion_audit
-    from auditkit.pipeline import prepare_output
+    from auditkit.stages import inversion as inversion_stage
+    from auditkit.results import prepare_output
 
     params = _mechanism_params(mechanism, words)
     try:  # everything the run depends on is checked before the first (slow) attack
@@ -835,7 +871,7 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings, ima
         mechanisms.preflight(mechanisms.create(mechanism, **params))  # a plugin's bug: PluginCodeError, one line
         if scoring not in SCORINGS:
             raise ValueError(f"scoring must be one of {', '.join(SCORINGS)}, got {scoring!r}")
-        inversion_audit.load_targets(source, images, seed=seed)
+        inversion_stage.load_targets(source, images, seed=seed)
         out = prepare_output(out)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
@@ -848,7 +884,7 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings, ima
         return
     with Reporter(console).status(f"{attack}: attacking {images} images, clean and after {mechanism}"):
         try:
-            run = inversion_audit.run_inversion(
+            run = inversion_stage.run_inversion(
                 attack, mechanism=mechanism, params=params, model=model, images=images, source=source, seed=seed,
                 label_given=label_given, scoring=scoring, settings=settings)
         except ValueError as err:
@@ -864,14 +900,14 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings, ima
     console.print(table)
     console.print(f"claim: {escape(run['mechanism'].guarantee().summary())}; "
                   f"SSIM: {run['clean']['scores']['ssim_variant']}", highlight=False)
-    document, written = inversion_audit.write_inversion(run, out, config=config, title=f"{attack} against {mechanism}")
+    document, written = inversion_stage.write_inversion(run, out, config=config, title=f"{attack} against {mechanism}")
     _print_written([*written, *_write_reports(document, out)])
 
 
 def _attack_curve(attack: str, *, settings, images, source, model, seed, out, config) -> None:
-    from auditkit import inversion_audit
+    from auditkit.stages import inversion as inversion_stage
 
-    total = sum(len(points) for points in inversion_audit.DEFAULT_CURVE.values())
+    total = sum(len(points) for points in inversion_stage.DEFAULT_CURVE.values())
     reporter = Reporter(console)
     points = reporter.bar("defence curve", total)
     reporter.report(points, "defence curve: clean attack", status="clean attack")
@@ -884,7 +920,7 @@ def _attack_curve(attack: str, *, settings, images, source, model, seed, out, co
         reporter.report(points, f"point {done}/{total}: {status}", advance=1, status=status)
 
     with reporter:
-        curve = inversion_audit.defence_curve(attack, model=model, images=images, source=source, seed=seed,
+        curve = inversion_stage.defence_curve(attack, model=model, images=images, source=source, seed=seed,
                                               settings=settings, on_point=on_point)
     clean = curve["clean"]["defended"]["scores"]
     table = Table(title=f"{attack} vs the server's view: mean over {images} images (clean SSIM "
@@ -898,7 +934,7 @@ def _attack_curve(attack: str, *, settings, images, source, model, seed, out, co
         table.add_row(m.name, shown, f"{run['distortion']['error_std']:.3g}", f"{run['bits_per_coordinate']:.2f}",
                       f"{run['defended']['scores']['ssim_mean']:.3f}", f"{run['defended']['scores']['mse_mean']:.4f}")
     console.print(table)
-    document, written = inversion_audit.write_curve(curve, out, config=config, title=f"{attack} defence curve")
+    document, written = inversion_stage.write_curve(curve, out, config=config, title=f"{attack} defence curve")
     _print_written([*written, *_write_reports(document, out)])
 
 
@@ -928,8 +964,8 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
                  out) -> None:
     from auditkit import mechanisms
     from auditkit import results
-    from auditkit.audit import distinguish_family, run_distinguish
-    from auditkit.pipeline import prepare_output
+    from auditkit.stages.distinguish import distinguish_family, run_distinguish
+    from auditkit.results import prepare_output
 
     params = _mechanism_params(mechanism, words)
     try:
@@ -995,9 +1031,9 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
 # ------------------------------------------------------------------ reproduce
 
 def reproduce_command(
-    paper: Annotated[str | None, typer.Argument(help="cepam, jopeq, dpsq or msp (see --list).", show_default=False)] = None,
+    paper: Annotated[str | None, typer.Argument(help="{choices:papers} (see --list).", show_default=False)] = None,
     list_: Annotated[bool, typer.Option("--list", help="Show each paper's tables and figures, then exit.")] = False,
-    budget: Annotated[str, typer.Option(help="quick (fewer rounds and seeds, stated in the report) or paper.")] = "quick",
+    budget: Annotated[str, typer.Option(help="{choices:budgets} (quick: fewer rounds and seeds, stated in the report).")] = "quick",
     seeds: Annotated[int | None, typer.Option(help="Seeds per setting (default: the budget's).", show_default=False)] = None,
     data_dir: Annotated[Path | None, typer.Option(
         "--data-dir", help="Folder holding the paper's data for torchvision (e.g. DIR/MNIST/raw/); default: the "
@@ -1034,7 +1070,7 @@ def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, d
                                                       None if data_dir is None else str(data_dir), confidence)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
-    from auditkit.pipeline import prepare_output
+    from auditkit.results import prepare_output
 
     prepare_output(out)
     total = len(plan.settings) * len(plan.seeds)
@@ -1061,13 +1097,13 @@ def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, d
     summary = Table(title=f"reproduction: {paper} ({budget})")
     for column in ("table", "method", "column", "paper", f"ours [{100 * confidence:g}%]", "verdict"):
         summary.add_column(column)
-    from auditkit.reports.reproduction_report import ours_text
+    from auditkit.reports.content import ours
 
     for t in document["tables"]:
         for row in t["rows"]:
             column = row["column"] if row["x"] is None else f"{row['column']} {t['x_label']} = {row['x']:g}".strip()
             summary.add_row(escape(t["id"]), escape(row["method"]), escape(column), escape(row["paper"] or "(plot)"),
-                            ours_text(row), row["verdict"])
+                            ours(row), row["verdict"])
     console.print(summary)
     _print_written(out / name for name in ("reproduction.json", "report.html", "report.md"))
 
@@ -1084,12 +1120,58 @@ def show_version() -> None:
 _ARGS = "auditkit.args"  # ctx.meta key: the words a command parsed, which its --help (handled mid-parse) reads
 
 
+def _choice_sources() -> dict[str, Callable[[], Iterable[str]]]:
+    """Where each choice list a help text names (``{choices:NAME}``) comes from: the one tuple the code checks
+    against, imported only when a help is rendered."""
+    def source(module: str, name: str) -> Callable[[], Iterable[str]]:
+        return lambda: getattr(importlib.import_module(module), name)
+
+    return {
+        "presets": source("auditkit.config", "PRESETS"),
+        "training_backends": source("auditkit.config", "TRAINING_BACKENDS"),
+        "datasets": source("auditkit.data.catalog", "DATASETS"),
+        "partitions": source("auditkit.data.partition", "PARTITION_SCHEMES"),
+        "models": source("auditkit.models", "MODEL_NAMES"),
+        "composition_backends": source("auditkit.accounting.composition", "BACKENDS"),
+        "inversion_attacks": source("auditkit.attacks.gradient_inversion", "INVERSION_ATTACKS"),
+        "scorings": source("auditkit.attacks.metrics", "SCORINGS"),
+        "target_sources": source("auditkit.stages.inversion", "SOURCES"),
+        "report_formats": lambda: REPORT_FORMATS,
+        "papers": lambda: importlib.import_module("auditkit.reproduction.paper").paper_ids(),
+        "budgets": source("auditkit.reproduction.paper", "BUDGETS"),
+        "solvers": lambda: [f"{name} ({solver.help})" for name, solver in _solvers().items()],
+    }
+
+
+_CHOICES = re.compile(r"\{choices:(\w+)\}")
+
+
+def expand_choices(text: str | None) -> str | None:
+    """``text`` with every ``{choices:NAME}`` replaced by that list's values, "a | b | c"."""
+    if not text or "{choices:" not in text:
+        return text
+    sources = _choice_sources()
+    return _CHOICES.sub(lambda m: " | ".join(sources[m.group(1)]()), text)
+
+
+def click_command() -> click.Command:
+    """The app as a click command, its help texts with their choice lists filled in (``expand_choices``): what
+    the docs' CLI reference reads (``auditkit.cli_reference``)."""
+    command = typer.main.get_command(build_app())
+    commands = [command, *getattr(command, "commands", {}).values()]
+    for each in commands:
+        each.help = expand_choices(each.help)
+        for param in each.params:
+            param.help = expand_choices(getattr(param, "help", None))  # type: ignore[attr-defined]
+    return command
+
+
 def _literal_param(param: click.Parameter) -> click.Parameter:
     """A copy of ``param`` whose help and panel title render as written (typer reads help as rich markup, which
     would eat "[min v, max v]")."""
     shown = copy.copy(param)
     for field in ("help", "rich_help_panel"):
-        text = getattr(shown, field, None)
+        text = expand_choices(getattr(shown, field, None))
         if text:
             setattr(shown, field, escape(text))
     return shown
@@ -1098,7 +1180,7 @@ def _literal_param(param: click.Parameter) -> click.Parameter:
 def _literal_command(command: click.Command) -> click.Command:
     """A copy of ``command`` whose own help renders as written (its parameters are left as they are)."""
     shown = copy.copy(command)
-    shown.help = None if command.help is None else escape(command.help)
+    shown.help = None if command.help is None else escape(expand_choices(command.help))
     shown.short_help = None if command.short_help is None else escape(command.short_help)
     return shown
 
@@ -1178,7 +1260,10 @@ def usage_error_line(err: click.ClickException) -> str:
                 else f"commands: {', '.join(err.commands)}")
         return f"no such command {err.name!r} ({hint})"
     if isinstance(err, click.NoSuchOption):
-        hint = (f"did you mean {err.possibilities[0]}?" if err.possibilities
+        from auditkit.mechanism_options import renamed_flag
+
+        renamed = renamed_flag(err.option_name)
+        hint = (f"renamed: {renamed}" if renamed else f"did you mean {err.possibilities[0]}?" if err.possibilities
                 else f"see `{ctx.command_path if ctx else 'auditkit'} --help`")
         return f"no such option: {err.option_name} ({hint})"
     if isinstance(err, click.MissingParameter) and ctx is not None:
@@ -1211,7 +1296,7 @@ def build_app() -> typer.Typer:
         "preset on the embedded MNIST digits, mnist-5k). Finished stages are kept; --resume skips them.",
     )(with_mechanism_options(_config_command("audit")))
     app.command("report", cls=HelpCommand)(report_command)
-    app.command("account", cls=HelpCommand)(with_mechanism_options(account_command))
+    app.command("account", cls=HelpCommand)(with_mechanism_options(with_claim_options(account_command)))
     app.command("attack", cls=HelpCommand)(with_mechanism_options(attack_command))
     app.command("distinguish", cls=HelpCommand)(
         with_mechanism_options(distinguish_command))

@@ -55,12 +55,13 @@ from typing import Any
 from auditkit import mechanisms
 from auditkit.accounting.composition import BACKENDS
 from auditkit.data import DATASETS, PARTITION_SCHEMES, dataset_available
-from auditkit.fl.device_groups import CLUSTER_MODES, FUSION_MODES
 from auditkit.fl.schedule import LR_SCHEDULES
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.models import MODEL_NAMES
 
-PRESETS = ("quickstart", "cepam", "jopeq", "dpsq", "msp")
+# the bundled presets: the TOML files of auditkit/presets, the default first
+PRESETS = ("quickstart", *sorted(entry.name.removesuffix(".toml") for entry in resources.files("auditkit.presets").iterdir()
+                                 if entry.name.endswith(".toml") and entry.name != "quickstart.toml"))
 TRAINING_BACKENDS = ("builtin", "flower")
 CLIENT_WEIGHTS = ("data", "uniform")
 
@@ -117,25 +118,6 @@ class FlowerConfig:
 
 
 @dataclass(frozen=True)
-class GroupsConfig:
-    """DP-SQ's devices of diverse precision (seed 001, ``../shared/spec/dpsq.md``): group m has ``sizes[m]``
-    clients quantizing with ``bits[m]`` bits over a link with noise std ``link_sigma[m]``; each round
-    ``per_round`` devices (N) are heard, within ``bandwidth`` (B) bits per coordinate when the cluster sizes
-    are optimised. Absent (empty ``sizes``): every client alike, the mechanism's own ``bits``."""
-
-    sizes: tuple[int, ...] = ()
-    bits: tuple[int, ...] = ()
-    link_sigma: tuple[float, ...] = ()
-    per_round: int = 0
-    bandwidth: int | None = None
-
-    @property
-    def enabled(self) -> bool:
-        return bool(self.sizes)
-
-
-
-@dataclass(frozen=True)
 class MechanismConfig:
     """A registered mechanism's name and its parameters (validated by ``auditkit.mechanisms.create``).
 
@@ -147,8 +129,7 @@ class MechanismConfig:
     params: dict[str, Any] = field(default_factory=dict)
     label: str | None = None
     sweep: dict[str, tuple[Any, ...]] = field(default_factory=dict)
-    fusion: str | None = None  # with [groups]: "mean", or SNR weights (DP-SQ's FWO) from "central-cell", "bound", "oracle"
-    clusters: str | None = None  # with [groups]: "random", "proportional" or "optimal" (DP-SQ's CSO)
+    protocol_options: dict[str, Any] = field(default_factory=dict)  # keys its round protocol declares (``options``)
 
     target_eps: float | None = None  # set by grid(): the target the noise parameter was calibrated to
 
@@ -184,7 +165,6 @@ def _describe(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}" for k, v in params.items())
 
 
-INVERSION_ATTACKS = ("analytic", "inverting_gradients", "idlg", "dlg")  # attacks.INVERSION_ATTACKS (no torch here)
 PROBE_SCALES = ("clip", "none")
 
 
@@ -201,7 +181,7 @@ class AccountingConfig:
 class InversionConfig:
     """Gradient inversion of the ``server`` view at one checkpoint round, beside the clean update.
 
-    ``round`` defaults to the first checkpoint; ``clients`` is how many of that round's clients are attacked
+    ``round`` defaults to the first checkpoint; ``targets`` is how many of that round's clients are attacked
     (one reconstruction each); ``restarts``: starts per attacked image, the lowest final matching loss kept
     (default: the attack's preset, ``auditkit.attacks.preset_settings``: 4 for DLG / iDLG, 2 for Inverting Gradients, since
     one L-BFGS start is a coin, ``auditkit.attacks.gradient_inversion``); ``unroll`` unrolls the tau local steps instead of
@@ -211,7 +191,7 @@ class InversionConfig:
     enabled: bool = True
     attack: str = "inverting_gradients"
     round: int | None = None
-    clients: int = 4
+    targets: int = 4
     iterations: int = 200
     restarts: int | None = None
     unroll: bool = False
@@ -219,8 +199,8 @@ class InversionConfig:
 
 @dataclass(frozen=True)
 class ProbeConfig:
-    """The inversion probe at the claim's worst case (``auditkit.probe``): at the checkpoint round (``round``,
-    default: the inversion round), ``clients`` probe clients each hold ``batch_size`` examples, run ``local_steps``
+    """The inversion probe at the claim's worst case (``auditkit.stages.probe``): at the checkpoint round (``round``,
+    default: the inversion round), ``targets`` probe clients each hold ``batch_size`` examples, run ``local_steps``
     full-batch SGD steps from the global model, and send the update through the mechanism; the server inverts it
     with ``attack`` (``analytic``: the first fully-connected layer's input recovered exactly, then the layers
     before it inverted; ``iterations`` bounds any optimisation). The same attack runs on the clean updates.
@@ -229,12 +209,12 @@ class ProbeConfig:
     larger learning rate sends it); "none" keeps the updates as computed (the mechanism clips them).
     ``sweep``: also run the same attack on the same updates with the mechanism recalibrated along a grid of
     epsilons from the audited claims upwards, to show where reconstruction from one update begins
-    (``auditkit.probe.reconstruction_sweep``; settings that differ only in their epsilon share one sweep)."""
+    (``auditkit.stages.probe.reconstruction_sweep``; settings that differ only in their epsilon share one sweep)."""
 
     enabled: bool = True
     attack: str = "analytic"
     round: int | None = None
-    clients: int = 16
+    targets: int = 16
     batch_size: int = 1
     local_steps: int = 1
     iterations: int = 300
@@ -246,7 +226,7 @@ class ProbeConfig:
 class IdentificationConfig:
     """The informed adversary's identification test (``auditkit.attacks.identify``) on the probe's updates: the target is
     one of ``candidates`` real examples (each M a test), ``trials`` trials each, judged against the claim's
-    reconstruction-robustness bound (``auditkit.identification_audit``)."""
+    reconstruction-robustness bound (``auditkit.stages.identification``)."""
 
     enabled: bool = True
     candidates: tuple[int, ...] = (10, 100)
@@ -277,7 +257,7 @@ class AuditConfig:
     plugins: tuple[str, ...] = ()
     data: DataConfig = field(default_factory=DataConfig)
     training: TrainingConfig = field(default_factory=TrainingConfig)
-    groups: GroupsConfig = field(default_factory=GroupsConfig)
+    tables: dict[str, Any] = field(default_factory=dict)  # the config tables round protocols own, parsed, by name
     flower: FlowerConfig = field(default_factory=FlowerConfig)
     mechanisms: tuple[MechanismConfig, ...] = (MechanismConfig(),)
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
@@ -324,20 +304,19 @@ class AuditConfig:
         out["training"]["checkpoints"] = list(out["training"]["checkpoints"])
         out["identification"]["candidates"] = list(out["identification"]["candidates"])
         out["plugins"] = list(self.plugins)
-        if self.groups.enabled:
-            out["groups"] = {k: list(v) if isinstance(v, tuple) else v for k, v in out["groups"].items() if v is not None}
-        else:
-            del out["groups"]
+        del out["tables"]
+        for name, table in self.tables.items():
+            out[name] = {k: list(v) if isinstance(v, tuple) else v
+                         for k, v in dataclasses.asdict(table).items() if v is not None}
         if self.training.backend != "flower":
             del out["flower"]
         return {k: v for k, v in out.items() if v is not None}
 
 
 def _mechanism_table(m: MechanismConfig) -> dict[str, Any]:
-    table: dict[str, Any] = {"name": m.name, **m.params}
-    for key in ("label", "fusion", "clusters"):
-        if getattr(m, key) is not None:
-            table[key] = getattr(m, key)
+    table: dict[str, Any] = {"name": m.name, **m.params, **m.protocol_options}
+    if m.label is not None:
+        table["label"] = m.label
     if m.sweep:
         table["sweep"] = {k: list(v) for k, v in m.sweep.items()}
     return table
@@ -379,17 +358,17 @@ def preset_dict(name: str, *, mechanisms: bool = True) -> dict[str, Any]:
 
 
 def load_preset(name: str) -> AuditConfig:
-    """A bundled preset: ``quickstart`` (the default), ``cepam``, ``jopeq``, ``dpsq`` or ``msp`` (the papers'
-    comparisons)."""
+    """A bundled preset (``PRESETS``): ``quickstart`` (the default) or one of the papers' comparisons."""
     return from_dict(preset_dict(name))
 
 
 def from_dict(raw: dict[str, Any]) -> AuditConfig:
     """Validate raw config tables (as read from TOML) into an `AuditConfig`."""
-    top_allowed = {"seed", "device", "title", "plugins", "data", "training", "groups", "flower", "mechanism", "mechanisms",
-                   "accounting", "inversion", "probe", "identification", "distinguish"}
+    plugins = _plugins(raw.get("plugins", []))  # first: a plugin may register a round protocol with its own table
+    protocol_tables = mechanisms.protocol_tables()
+    top_allowed = {"seed", "device", "title", "plugins", "data", "training", "flower", "mechanism", "mechanisms",
+                   "accounting", "inversion", "probe", "identification", "distinguish", *protocol_tables}
     _reject_unknown(raw, top_allowed, "")
-    plugins = _plugins(raw.get("plugins", []))
     seed = _integer(raw.get("seed", 0), "seed", minimum=0)
     device = _device(raw.get("device", "auto"))
     title = raw.get("title")
@@ -399,7 +378,7 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     training = _section(raw.get("training", {}), TrainingConfig, "training")
     config = AuditConfig(
         seed=seed, device=device, title=title, plugins=plugins, data=data, training=training,
-        groups=_section(raw.get("groups", {}), GroupsConfig, "groups"),
+        tables={name: _section(raw[name], cls.table_type, name) for name, cls in protocol_tables.items() if name in raw},
         flower=_section(raw.get("flower", {}), FlowerConfig, "flower"), mechanisms=_mechanisms(raw),
         accounting=_section(raw.get("accounting", {}), AccountingConfig, "accounting"),
         inversion=_section(raw.get("inversion", {}), InversionConfig, "inversion"),
@@ -459,6 +438,12 @@ def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- validation helpers
 
 
+RENAMED_KEYS = {"inversion.clients": "inversion.targets", "probe.clients": "probe.targets",
+                "groups.per_round": "groups.clients_per_round"}
+"""Config keys renamed (issue 28: one word per meaning, ``docs/names.md``): old -> new, refused with the new name.
+Renamed mechanism parameters: ``auditkit.mechanisms.registry.RENAMED_PARAMS``."""
+
+
 def _reject_unknown(table: Any, allowed: set[str], prefix: str) -> None:
     where = f"[{prefix}]" if prefix else "the top level"
     if not isinstance(table, dict):
@@ -466,6 +451,8 @@ def _reject_unknown(table: Any, allowed: set[str], prefix: str) -> None:
     for key in table:
         if key not in allowed:
             name = f"{prefix}.{key}" if prefix else key
+            if name in RENAMED_KEYS:
+                raise ConfigError(f"config key {name!r} was renamed to {RENAMED_KEYS[name]!r}")
             raise ConfigError(
                 f"config key {name!r} is not allowed; allowed keys in {where}: {', '.join(sorted(allowed))}"
             )
@@ -540,17 +527,46 @@ def _mechanism(table: Any, where: str) -> MechanismConfig:
     if label is not None and not isinstance(label, str):
         raise ConfigError(f"{where}.label must be a string, got {label!r}")
     sweep = _sweep(table.pop("sweep", {}), table, where)
-    protocol = {key: table.pop(key, None) for key in ("fusion", "clusters")}
-    for key, allowed in (("fusion", FUSION_MODES), ("clusters", CLUSTER_MODES)):
-        if protocol[key] is not None and protocol[key] not in allowed:
-            raise ConfigError(f"{where}.{key} must be one of {', '.join(allowed)}; got {protocol[key]!r}")
-    setting = MechanismConfig(name=name, params=table, label=label, sweep=sweep, **protocol)
+    _refuse_renamed(name, table, sweep, where)
+    options = _protocol_options(name, table, where)
+    setting = MechanismConfig(name=name, params=table, label=label, sweep=sweep, protocol_options=options)
     try:
         for point in setting.grid():
             mechanisms.create(name, **point.params)
     except ValueError as err:
         raise ConfigError(f"{where}: {err}") from None
     return setting
+
+
+def _refuse_renamed(name: str, params: dict[str, Any], sweep: dict[str, Any], where: str) -> None:
+    """A renamed parameter's old name (``auditkit.mechanisms.registry.RENAMED_PARAMS``), fixed or swept, is refused
+    with the new one: "mechanisms[0].bound was renamed to support"."""
+    for key, prefix in [*((k, where) for k in params), *((k, f"{where}.sweep") for k in sweep)]:
+        new = mechanisms.registry.renamed_param(name, key)
+        if new is not None:
+            raise ConfigError(f"{prefix}.{key} was renamed to {new} (mechanism {name!r})")
+
+
+def _protocol_class(name: str) -> type | None:
+    """The registered round protocol of mechanism ``name`` (None: none, or no such mechanism: ``create`` says so)."""
+    try:
+        protocol = mechanisms.mechanism_class(name).protocol
+    except ValueError:
+        return None
+    return None if protocol is None else mechanisms.protocol_class(protocol)
+
+
+def _protocol_options(name: str, table: dict[str, Any], where: str) -> dict[str, Any]:
+    """Pop from a mechanism table the keys its round protocol declares (``options``), each validated by its spec."""
+    protocol = _protocol_class(name)
+    options = {}
+    for spec in getattr(protocol, "options", ()):
+        if spec.name in table:
+            try:
+                options[spec.name] = spec.validate(table.pop(spec.name))
+            except ValueError as err:
+                raise ConfigError(f"{where}.{err}") from None
+    return options
 
 
 def _sweep(sweep: Any, params: dict[str, Any], where: str) -> dict[str, tuple[Any, ...]]:
@@ -564,6 +580,13 @@ def _sweep(sweep: Any, params: dict[str, Any], where: str) -> dict[str, tuple[An
             raise ConfigError(f"{where}.sweep.{key} must be a non-empty list of values, got {values!r}")
         out[key] = tuple(values)
     return out
+
+
+def _inversion_attacks() -> tuple[str, ...]:
+    """The inversion attacks ``[inversion]`` and ``[probe]`` may name (imported when a config is checked)."""
+    from auditkit.attacks.gradient_inversion import INVERSION_ATTACKS
+
+    return INVERSION_ATTACKS
 
 
 def _choice(value: str, allowed: tuple[str, ...], name: str) -> None:
@@ -618,7 +641,7 @@ def _check_values(config: AuditConfig) -> None:
         raise ConfigError(f"training.checkpoints must be rounds in [1, {t.rounds}], got {late[0]}")
     if d.prefer is not None:
         _choice(d.prefer, DATASETS, "data.prefer")
-    _check_groups(config)
+    _check_protocols(config)
     _check_audit_stages(config)
     a = config.accounting
     if not 0 <= a.composition_delta < 1:
@@ -647,40 +670,29 @@ def _check_backend(config: AuditConfig) -> None:
                           "out to start Ray on this machine), got ''")
 
 
-def _check_groups(config: AuditConfig) -> None:
-    """[groups] must describe the training clients exactly; fusion and clusters need it."""
-    g, t = config.groups, config.training
-    if not g.enabled:
-        for i, m in enumerate(config.mechanisms):
-            for key in ("fusion", "clusters"):
-                if getattr(m, key) is not None:
-                    raise ConfigError(f"mechanisms[{i}].{key} needs a [groups] table (devices of diverse precision)")
-        return
-    if len(g.bits) != len(g.sizes) or len(g.link_sigma) not in (0, len(g.sizes)):
-        raise ConfigError(
-            f"groups.bits (and groups.link_sigma, if given) must have one entry per group: {len(g.sizes)} groups"
-        )
-    if sum(g.sizes) != t.clients:
-        raise ConfigError(f"groups.sizes must add up to training.clients = {t.clients}, got {sum(g.sizes)}")
-    if any(s < 0 for s in g.link_sigma):
-        raise ConfigError(f"groups.link_sigma must be numbers >= 0, got {list(g.link_sigma)}")
-    if not len(g.sizes) <= g.per_round <= t.clients:
-        raise ConfigError(
-            f"groups.per_round must be an integer in [{len(g.sizes)}, {t.clients}] (at least one device per group), "
-            f"got {g.per_round}"
-        )
-    if g.bandwidth is not None:
-        _at_least(g.bandwidth, 1, "groups.bandwidth")
+def _check_protocols(config: AuditConfig) -> None:
+    """Each round protocol's table must fit the run (``check_table``), and each setting's protocol options the
+    table (``check_options``)."""
+    for name, table in config.tables.items():
+        try:
+            mechanisms.protocol_tables()[name].check_table(table, config.training.clients)
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
     for i, m in enumerate(config.mechanisms):
-        if m.clusters == "optimal" and g.bandwidth is None:
-            raise ConfigError(f"mechanisms[{i}].clusters = 'optimal' needs groups.bandwidth (B, bits per coordinate)")
+        protocol = _protocol_class(m.name)
+        check = getattr(protocol, "check_options", None)
+        if check is not None:
+            try:
+                check(m.protocol_options, config.tables.get(protocol.table))
+            except ValueError as err:
+                raise ConfigError(f"mechanisms[{i}].{err}") from None
 
 
 def _check_probe(config: AuditConfig) -> None:
     probe, ident, t = config.probe, config.identification, config.training
-    _choice(probe.attack, INVERSION_ATTACKS, "probe.attack")
+    _choice(probe.attack, _inversion_attacks(), "probe.attack")
     _choice(probe.scale, PROBE_SCALES, "probe.scale")
-    for name in ("clients", "batch_size", "local_steps", "iterations"):
+    for name in ("targets", "batch_size", "local_steps", "iterations"):
         _at_least(getattr(probe, name), 1, f"probe.{name}")
     if (probe.enabled or ident.enabled) and not t.checkpoints:
         raise ConfigError("the probe needs at least one training.checkpoints round (or probe.enabled = false and "
@@ -696,8 +708,8 @@ def _check_probe(config: AuditConfig) -> None:
 
 def _check_audit_stages(config: AuditConfig) -> None:
     inv, dist, t = config.inversion, config.distinguish, config.training
-    _choice(inv.attack, INVERSION_ATTACKS, "inversion.attack")
-    for name in ("clients", "iterations"):
+    _choice(inv.attack, _inversion_attacks(), "inversion.attack")
+    for name in ("targets", "iterations"):
         _at_least(getattr(inv, name), 1, f"inversion.{name}")
     if inv.restarts is not None:
         _at_least(inv.restarts, 1, "inversion.restarts")

@@ -29,6 +29,7 @@ __all__ = [
     "panel_of",
     "params_for_help",
     "parse_mechanism_params",
+    "renamed_flag",
     "with_mechanism_options",
 ]
 
@@ -84,6 +85,18 @@ def mechanism_flags() -> list[MechanismFlag]:
         for spec in mechanisms.mechanism_class(name).params_spec:
             by_name.setdefault(spec.name, []).append((name, spec))
     return [MechanismFlag(name, tuple(specs)) for name, specs in sorted(by_name.items())]
+
+
+def renamed_flag(flag: str) -> str | None:
+    """Where a renamed mechanism parameter's old flag went (``auditkit.mechanisms.registry.RENAMED_PARAMS``), e.g.
+    ``--bound`` -> "--support for dpsq, laplace-sq"; None for any other flag."""
+    old = flag.lstrip("-").replace("-", "_")
+    by_new: dict[str, list[str]] = {}
+    for name, renamed in mechanisms.registry.RENAMED_PARAMS.items():
+        if old in renamed:
+            by_new.setdefault(renamed[old], []).append(name)
+    return "; ".join(f"--{new.replace('_', '-')} for {', '.join(sorted(names))}"
+                     for new, names in by_new.items()) or None
 
 
 def params_for_help(params: list[click.Parameter], mechanism: str) -> list[click.Parameter]:

@@ -37,7 +37,7 @@ def mlp(input_shape: tuple[int, int, int] = (1, 28, 28), num_classes: int = 10) 
 
 
 def mlp200(input_shape: tuple[int, int, int] = (1, 28, 28), num_classes: int = 10) -> nn.Module:
-    """DP-SQ's MLP (seed 001): 784 -> 200 -> ReLU -> 10."""
+    """DP-SQ's MLP (paper 001): 784 -> 200 -> ReLU -> 10."""
     return nn.Sequential(
         nn.Flatten(), nn.Linear(_numel(input_shape), 200), nn.ReLU(), nn.Linear(200, num_classes)
     )

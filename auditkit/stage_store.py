@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import secrets
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from auditkit.reports.files import replace_atomically
 from auditkit.reports.results_schema import decode_non_finite, dumps_strict
 
 
@@ -33,23 +31,6 @@ def stage_key(inputs: Any) -> str:
     # hashed, never written: allow_nan keeps the keys of stages already stored and tells inf from "Infinity"
     text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), allow_nan=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
-def replace_atomically(path: Path, write: Callable[[Path], None]) -> Path:
-    """Call ``write(tmp)`` on a new empty file beside ``path``, then rename it over ``path``; the temporary file
-    is removed if ``write`` or the rename fails. ``write`` must write into the existing file (``open(tmp, "w")``,
-    ``torch.save``, ``savefig`` do), so that it keeps the mode it was created with: 0666 less the umask."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # the temporary name keeps the suffix: writers such as matplotlib pick the format from it
-    tmp = path.with_name(f".{path.stem}.{secrets.token_hex(6)}.tmp{path.suffix}")
-    # not tempfile.mkstemp: its files are 0600 whatever the umask, and os.replace keeps that mode
-    os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return path
 
 
 class StageStore:

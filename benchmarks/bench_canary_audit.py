@@ -1,6 +1,6 @@
 """Benchmark: canary audits inside FL on the embedded default run, and the adaptive tests' table.
 
-1. One-run canary audit (``auditkit.canary_audit.one_run_canary_audit``) on the ``quickstart`` preset (embedded
+1. One-run canary audit (``auditkit.stages.canary.one_run_canary_audit``) on the ``quickstart`` preset (embedded
    digits, CNN, 10 clients, its 40 rounds unless ``--rounds``) with ``--canaries`` m, for ``none`` and the
    Gaussian mechanism at clip 0.1 with sigma 0.2 (per-round claim 4.38 at delta 1e-5) and sigma 0.4 (1.99).
    Each row: m, canaries per round, the winning k and its correct guesses V, the bound (95%, Bonferroni over
@@ -26,7 +26,7 @@ import torch
 
 from auditkit import mechanisms
 from auditkit.attacks.adaptive_tests import adaptive_tests_for
-from auditkit.canary_audit import one_run_canary_audit, repeated_training_audit
+from auditkit.stages.canary import one_run_canary_audit, repeated_training_audit
 from auditkit.config import AuditConfig, from_dict, merge, preset_dict
 
 GAUSSIAN_CLIP = 0.1

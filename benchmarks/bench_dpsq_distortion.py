@@ -1,8 +1,8 @@
-"""Benchmark: the distortion table of DP-SQ (seed 001, Fig. 2a / dpsq.md) and the cluster-size program.
+"""Benchmark: the distortion table of DP-SQ (paper 001, Fig. 2a / dpsq.md) and the cluster-size program.
 
 For b in {4, 5, 6} and eps1 in {0.1, 0.5, 1.0, 1.5}: the expected squared error per coordinate for a ~ U[-10, 10]
 of ``dpsq`` (closed form Delta^2 (e^eps1 + 7) / (12 (e^eps1 + 1)), the Monte-Carlo mean of the real mechanism
-on ``--coordinates`` uniform coordinates with bound = 10 and clip_norm = "none", the paper's table and the
+on ``--coordinates`` uniform coordinates with support = 10 and clip_norm = "none", the paper's table and the
 relative error of each against it), and of ``laplace-sq`` with rho = 2C = 20 (the paper's choice, DP on the whole
 range) and rho = Delta (the cell-local notion): closed form Delta^2 / 6 + 2 rho^2 / eps1^2 and Monte-Carlo. Each
 Monte-Carlo value sends the real bytes (encode, serialise, parse, decode). Then the cluster-size program (27)
@@ -19,7 +19,7 @@ import argparse
 import torch
 
 from auditkit import mechanisms
-from auditkit.fl.device_groups import DeviceGroups, cluster_sizes, fusion_weights
+from auditkit.mechanisms.dpsq_groups import DeviceGroups, cluster_sizes, fusion_weights
 from auditkit.mechanisms.dpsq import dpsq_expected_distortion, laplace_sq_expected_distortion
 
 C = 10.0
@@ -34,7 +34,7 @@ PAPER_DIMENSION = 159_010
 
 
 def _measured(name: str, x: torch.Tensor, seed: int, **params: object) -> float:
-    m = mechanisms.create(name, bound=C, clip_norm="none", private_seed=seed, **params)
+    m = mechanisms.create(name, support=C, clip_norm="none", private_seed=seed, **params)
     message = m.encode(x, seed)
     decoded = m.decode(type(message).from_bytes(message.to_bytes()), seed).double()
     return ((decoded - x) ** 2).mean().item()

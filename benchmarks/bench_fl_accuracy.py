@@ -4,7 +4,7 @@
 LaplaceSQ-FL with the literal range [-C, C] and the adaptive range, for each group-2 link noise sigma_2 of
 ``--link-sigma`` (the paper's 0.125, its "improved" 1.25e-2, and none). ``--preset msp``: FedAvg, MSP-FL,
 MSPDQ-FL (B = 4, 8), MSP+Lap and JoPEQ (B = 8) with the uploads per round. Every run is real FL training with
-the preset's data, model and schedule (``auditkit.pipeline.run_training``); only the training stage runs.
+the preset's data, model and schedule (``auditkit.stages.train.run_training``); only the training stage runs.
 
     python benchmarks/bench_fl_accuracy.py --preset dpsq [--link-sigma 0.125 0.0125 0] [--rounds 20]
     python benchmarks/bench_fl_accuracy.py --preset msp [--rounds 30]
@@ -16,7 +16,7 @@ import argparse
 import time
 
 from auditkit.config import from_dict, merge, preset_dict
-from auditkit.pipeline import run_training
+from auditkit.stages.train import run_training
 
 
 def _runs(preset: str, overrides: dict) -> list[tuple[str, dict]]:

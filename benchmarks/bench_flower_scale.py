@@ -40,7 +40,7 @@ def child(args: argparse.Namespace) -> None:
     """Train one backend; print one JSON line with the start and every round's end time."""
     start = time.perf_counter()
     from auditkit.config import from_dict
-    from auditkit.pipeline import Experiment
+    from auditkit.stages.train import Experiment
 
     ends: list[float] = []
     run = Experiment(from_dict(_config(args, args.child))).train(lambda record: ends.append(time.perf_counter()))

@@ -6,7 +6,7 @@ at SSIM < 0.02), the preset's 4 gave 24 of 24 (min 0.915). About 15-30 minutes o
 
 Crops: the centre 32x32 crop of eight scikit-image photographs, each downscaled (anti-aliased) to 128 px on its
 short side as auditkit's own patches are; grey photos repeated to 3 channels. Label: crop index mod 10.
-Per case (crop x seed): the model is ``auditkit.inversion_audit.attacked_model("lenet", seed=seed)`` (what
+Per case (crop x seed): the model is ``auditkit.stages.inversion.attacked_model("lenet", seed=seed)`` (what
 ``auditkit attack idlg --seed SEED`` attacks), the observation ``auditkit.attacks.per_image_gradients`` of that one image,
 and the attack ``auditkit.attacks.idlg(..., seed=seed)`` at its preset (plus --settings overrides); SSIM by
 ``auditkit.attacks.metrics.ssim`` (scikit-image). One attack per image (one single-image client).
@@ -29,7 +29,7 @@ from skimage.transform import resize
 
 from auditkit import attacks
 from auditkit.attacks import metrics
-from auditkit.inversion_audit import attacked_model
+from auditkit.stages.inversion import attacked_model
 
 PHOTOS = ("astronaut", "camera", "coffee", "chelsea", "rocket", "coins", "immunohistochemistry", "hubble_deep_field")
 SIZE = 32

@@ -1,4 +1,4 @@
-"""Benchmark: model splitting (seed 004) -- consensus accuracy, the hidden-m bias, and the server's reconstruction.
+"""Benchmark: model splitting (paper 004) -- consensus accuracy, the hidden-m bias, and the server's reconstruction.
 
 Models are trained-model-like: the global model is an architecture's initial weights (``--model``, default
 ``cifar_cnn``, P = 169,578) and client i holds w_i = global + d + n_i, a shared drift d and a client part n_i with
@@ -13,8 +13,8 @@ iid Gaussian coordinates, each update 5% of the global model's norm. M = 20 clie
 (d) the adaptive server attack (``auditkit.attacks.targeted.msp_reconstruction``): relative error ||w_hat - w|| / ||w|| (median and max
     over clients) and the rate of exactly recovered m_i (the raw estimate within 0.1 of the true m_i) vs
     K_t = 1..10 and m_max = 1, 2, 4 for msp (K_t = 1: the split-support scale bound, no m), then vs B in
-    {4, 6, 7, 8, 12, 16} for mspdq (K_t = 10, the paper's setting; knot start), with the default w_max = 1
-    (pi = 16) and with the tight public range w_max = max |w| rounded up to 0.05.
+    {4, 6, 7, 8, 12, 16} for mspdq (K_t = 10, the paper's setting; knot start), with the default support = 1
+    (pi = 16) and with the tight public range support = max |w| rounded up to 0.05.
 
     python benchmarks/bench_msp.py [--model cifar_cnn] [--clients 20] [--seed 0]
 """
@@ -137,11 +137,11 @@ def reconstruction(models: torch.Tensor, seed: int) -> None:
                 w_hat = result.w_hat
             row("msp", m_max, rounds, "-", transcript, w_hat, result, time.perf_counter() - start)
     tight = math.ceil(models.abs().max().item() / 0.05) * 0.05
-    for w_max in (1.0, tight):
-        print(f"  mspdq, w_max = {w_max:g}: pi = {8 * 2 * w_max:g}")
+    for support in (1.0, tight):
+        print(f"  mspdq, support = {support:g}: pi = {8 * 2 * support:g}")
         for bits in (4, 6, 7, 8, 12, 16):
             start = time.perf_counter()
-            transcript = _run("mspdq", models, seed, bits=bits, consensus_rounds=10, w_max=w_max)
+            transcript = _run("mspdq", models, seed, bits=bits, consensus_rounds=10, support=support)
             result = reconstruct_msp(transcript)
             row("mspdq", 1, 10, bits, transcript, result.w_hat, result, time.perf_counter() - start)
 

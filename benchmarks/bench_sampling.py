@@ -42,8 +42,8 @@ REASONS = {  # why a mechanism's faithful bulk path stays below 10^6 outputs/s o
 }
 _EXTRA = {  # configurations whose sampling path differs from the reference one
     "dpsq": [{"eps": 1.0, "range": "adaptive"}],
-    "msp": [{"split": "paper004", "m_max": 4}],
-    "mspdq": [{"split": "paper004", "m_max": 4, "start": "split"}],
+    "msp": [{"compat": "paper004", "m_max": 4}],
+    "mspdq": [{"compat": "paper004", "m_max": 4, "start": "split"}],
 }
 
 

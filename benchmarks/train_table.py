@@ -14,7 +14,7 @@ import argparse
 import time
 
 from auditkit.config import from_dict, merge, preset_dict
-from auditkit.pipeline import Experiment, results_document
+from auditkit.stages.train import Experiment, results_document
 
 # Moderate settings: the quickstart's updates have l2 norm ~0.3-1.8 and per-coordinate spread
 # ~0.004-0.02, so clip 1 and a per-coordinate noise std near 0.01 perturb without drowning them.

@@ -30,6 +30,14 @@ from auditkit.mechanisms.capabilities import (
 )
 from auditkit.mechanisms.guarantee import PrivacyGuarantee
 from auditkit.mechanisms.message import FloatMessage, Message
+from auditkit.mechanisms.protocol import (
+    ProtocolContext,
+    RoundOutcome,
+    protocol_class,
+    protocol_names,
+    protocol_tables,
+    register_protocol,
+)
 from auditkit.mechanisms.randomness import derive_seed, generator, private_generator, reproducible
 from auditkit.mechanisms.registry import (
     MechanismInfo,
@@ -59,6 +67,8 @@ __all__ = [
     "Mechanism",
     "Param",
     "PrivacyGuarantee",
+    "ProtocolContext",
+    "RoundOutcome",
     "Message",
     "FloatMessage",
     "MechanismInfo",
@@ -73,6 +83,10 @@ __all__ = [
     "declared",
     "describe",
     "load_plugins",
+    "protocol_class",
+    "protocol_names",
+    "protocol_tables",
+    "register_protocol",
     "mechanism_class",
     "reference_update",
     "names",

@@ -144,8 +144,7 @@ class Mechanism(abc.ABC):
 
     Optional, with generic defaults (``auditkit.mechanisms.capabilities`` says what each default means):
 
-    * class attributes ``round_protocol`` ("uplink" or "consensus"), ``device_groups``, ``clip_norm``,
-      ``reference_params``;
+    * class attributes ``protocol`` (a registered round protocol), ``clip_norm``, ``reference_params``;
     * methods ``tiling``, ``batch_sampling``, ``side_values``, ``audit_setting``, ``output_log_density``,
       ``dp_event``, ``true_epsilon``.
     """
@@ -155,14 +154,9 @@ class Mechanism(abc.ABC):
     params_spec: ClassVar[tuple[Param, ...]] = ()
     message_type: ClassVar[type[Message]]
 
-    round_protocol: ClassVar[str] = "uplink"
-    """How an FL round runs with this mechanism: "uplink" (each client sends one message per round, the server
-    aggregates the decoded updates) or "consensus" (MSP-FL's splitting and consensus rounds, which need
-    ``run_consensus`` and ``local_models``; ``auditkit.fl.consensus``)."""
-    device_groups: ClassVar[bool] = False
-    """True when the mechanism can run in DP-SQ's devices of diverse precision (``auditkit.fl.device_groups``):
-    group m creates it with ``bits`` = b_m; it then provides ``clip_update`` (the vector it quantizes),
-    ``range_bound`` (C of its quantizer range [-C, C]) and ``added_noise_variance`` (per coordinate)."""
+    protocol: ClassVar[str | None] = None
+    """The registered round protocol an FL round with this mechanism runs (``auditkit.mechanisms.protocol``);
+    None: each client sends one encoded message per round and the server averages the decoded updates."""
     clip_norm: ClassVar[str | None] = None
     """The norm ``clip`` is measured in ("l2" or "l1"), None without a clip; reports show it beside ``clip``."""
     reference_params: ClassVar[dict[str, Any]] = {}

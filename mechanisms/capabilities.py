@@ -19,10 +19,9 @@ inherited from *another registered mechanism* does not count (a subclass that ch
 would otherwise inherit, e.g., a tiling that is no longer faithful): ``capability(mechanism, name)`` then gives the
 generic default, and a subclass that keeps its parent's behaviour re-declares it (``tiling = Parent.tiling``).
 
-Class attributes complete the picture: ``round_protocol`` ("uplink": one message per client and round;
-"consensus": MSP-FL's consensus rounds), ``device_groups`` (group m sets ``bits`` = b_m, DP-SQ's devices of
-diverse precision), ``clip_norm`` (the norm ``clip`` is measured in) and ``reference_params`` (parameters at
-which the claim is within reach of a distinguishing audit).
+Class attributes complete the picture: ``protocol`` (the registered round protocol an FL round runs,
+``auditkit.mechanisms.protocol``; None: one message per client and round), ``clip_norm`` (the norm ``clip`` is
+measured in) and ``reference_params`` (parameters at which the claim is within reach of a distinguishing audit).
 
 This module holds the plain data of those answers; it imports nothing of the toolkit but ``dp_accounting``.
 """

@@ -1,10 +1,10 @@
 """The differentially private stochastic quantizer Q_{b, eps1} (``dpsq``) and its LaplaceSQ baseline
 (``laplace-sq``), from "Privacy-Preserving Quantized Federated Learning with Diverse Precision" (Nguyen,
-Hashemi, Perrins, Vorobyov, Love, Kim; seed 001), Section II.
+Hashemi, Perrins, Vorobyov, Love, Kim; paper 001), Section II.
 
 Grid (Sec. II-B): 2^b levels q_j = lo + (j - 1) Delta, j = 1..2^b, Delta = (hi - lo) / (2^b - 1). An input a
 (clamped to [lo, hi]) lies in the cell [q_i, q_{i+1}) (a = hi belongs to the last cell). The paper's device
-l1-clips its update to C and quantizes on [-C, C]: here ``bound`` is C, the literal range [-bound, bound], and
+l1-clips its update to C and quantizes on [-C, C]: here ``support`` is C, the literal range [-support, support], and
 ``clip`` the l1 clipping norm (0: the same C, as in the paper).
 
 * ``dpsq`` (Lemma 3, eq. 6): binary randomized response inside the cell: the nearer endpoint with probability
@@ -172,8 +172,8 @@ def _outward_float32(lo: float, hi: float) -> tuple[float, float]:
 
 _BITS = int_range("bits", 1, 16, 4, "b: 2^b quantization levels on the range")
 _EPS = positive_float("eps", 0.1, "eps1: the per-coordinate privacy parameter")
-_BOUND = positive_float("bound", 10.0, "C: the literal quantizer range is [-C, C]")
-_CLIP = zero_or_above("clip", 0, "l1 clipping norm of the update; 0: C, the range bound (the paper clips to C)")
+_SUPPORT = positive_float("support", 10.0, "C: the literal quantizer range is [-support, support]")
+_CLIP = zero_or_above("clip", 0, "l1 clipping norm of the update; 0: C, the support (the paper clips to C)")
 _CLIP_NORM = choice(
     "clip_norm", ("l1", "none"), "l1", "l1: rescale the update into the l1 ball of radius clip (paper); none: do not"
 )
@@ -193,11 +193,11 @@ class _GridQuantizer(Mechanism):
     """Clip, then quantize each coordinate on the 2^b-level grid of [-C, C]; the subclasses pick the rounding.
 
     Audit: the coins are iid per coordinate and B copies have one copy's grid, so copies tile, the l1 clip
-    rescaled to B clip for B copies (``rescaled_clip``). Device groups (``auditkit.fl.device_groups``): group
-    m creates the mechanism with ``bits`` = b_m.
+    rescaled to B clip for B copies (``rescaled_clip``). Its round protocol is DP-SQ's device groups
+    (``auditkit.mechanisms.dpsq_groups``, with a ``[groups]`` table): group m creates the mechanism with ``bits`` = b_m.
     """
 
-    device_groups = True
+    protocol = "device-groups"
     reference_params = {"eps": 1.0}  # the default eps1 = 0.1 raised to 1, so that a cell-local excess would show
 
     @property
@@ -210,18 +210,18 @@ class _GridQuantizer(Mechanism):
 
     @property
     def l1_clip(self) -> float:
-        """The l1 clipping norm in force: ``clip``, or the range bound C when it is 0."""
-        return self.params["clip"] or self.params["bound"]
+        """The l1 clipping norm in force: ``clip``, or the support C when it is 0."""
+        return self.params["clip"] or self.params["support"]
 
     @property
     def range_bound(self) -> float:
         """C: the literal quantizer range is [-C, C]."""
-        return self.params["bound"]
+        return self.params["support"]
 
     @property
     def cell_step(self) -> float:
         """Delta = 2C / (2^b - 1): the cell width of the literal range [-C, C]."""
-        return _step(self.params["bits"], -self.params["bound"], self.params["bound"])
+        return _step(self.params["bits"], -self.params["support"], self.params["support"])
 
     @property
     def added_noise_variance(self) -> float:
@@ -234,7 +234,7 @@ class _GridQuantizer(Mechanism):
         x = as_update(x)
         if self.params["clip_norm"] == "l1":
             x = clip_l1(x, self.l1_clip)
-        return x.clamp(-self.params["bound"], self.params["bound"])
+        return x.clamp(-self.params["support"], self.params["support"])
 
     def tiling(self) -> Tiling:
         """Copies tile with block 1: the coins are iid per coordinate, and the grid is the same for B copies as for
@@ -267,11 +267,11 @@ class DPSQ(_GridQuantizer):
     """
 
     name = "dpsq"
-    summary = "DP stochastic quantizer: randomized response between the ends of each coordinate's cell (seed 001)"
+    summary = "DP stochastic quantizer: randomized response between the ends of each coordinate's cell (paper 001)"
     params_spec = (
         _BITS,
         _EPS,
-        _BOUND,
+        _SUPPORT,
         _CLIP,
         _CLIP_NORM,
         choice(
@@ -295,7 +295,7 @@ class DPSQ(_GridQuantizer):
         ``dpsq_cross_cell``. b = 1: one cell, the claim covers the whole range."""
         if self.params["bits"] >= 2:
             return self._cell_local_setting()
-        return AuditSetting.clipped(self.params["bound"], "l1", 1)
+        return AuditSetting.clipped(self.params["support"], "l1", 1)
 
     @property
     def near_probability(self) -> float:
@@ -304,7 +304,7 @@ class DPSQ(_GridQuantizer):
 
     def _range(self, v: torch.Tensor) -> tuple[float, float]:
         if self.params["range"] == "literal":
-            return -self.params["bound"], self.params["bound"]
+            return -self.params["support"], self.params["support"]
         if v.numel() == 0:
             return 0.0, 0.0
         return _outward_float32(v.min().item(), v.max().item())
@@ -326,7 +326,7 @@ class DPSQ(_GridQuantizer):
         if enc.bits != self.params["bits"]:
             raise ValueError(f"message has {enc.bits} bits, this dpsq configuration uses {self.params['bits']}")
         if self.params["range"] == "literal":
-            lo, hi = -self.params["bound"], self.params["bound"]
+            lo, hi = -self.params["support"], self.params["support"]
             if (enc.lo, enc.hi) != (float(np.float32(lo)), float(np.float32(hi))):
                 raise ValueError(f"message range [{enc.lo:g}, {enc.hi:g}] is not this configuration's [{lo:g}, {hi:g}]")
         else:
@@ -335,7 +335,7 @@ class DPSQ(_GridQuantizer):
         return (lo + step * torch.from_numpy(enc.indices).to(torch.float64)).to(torch.float32)
 
     def guarantee(self) -> PrivacyGuarantee:
-        bits, eps, bound = self.params["bits"], self.params["eps"], self.params["bound"]
+        bits, eps, support = self.params["bits"], self.params["eps"], self.params["support"]
         adaptive = self.params["range"] == "adaptive"
         caveats = [_PER_UPDATE, _NO_ROUNDS, _TORCH_COINS]
         flags: set[str] = set()
@@ -359,7 +359,8 @@ class DPSQ(_GridQuantizer):
             ))  # fmt: skip
         else:
             sensitivity = (
-                f"randomized response in one cell, Delta = 2C/(2^b - 1) = {self.cell_step:.4g} on [-{bound:g}, {bound:g}]"
+                f"randomized response in one cell, Delta = 2C/(2^b - 1) = {self.cell_step:.4g} "
+                f"on [-{support:g}, {support:g}]"
             )
         return PrivacyGuarantee(
             epsilon=eps,
@@ -390,11 +391,11 @@ class LaplaceSQ(_GridQuantizer):
     """
 
     name = "laplace-sq"
-    summary = "LaplaceSQ: unbiased stochastic rounding on 2^b levels + Laplace(rho/eps1) noise (seed 001 baseline)"
+    summary = "LaplaceSQ: unbiased stochastic rounding on 2^b levels + Laplace(rho/eps1) noise (paper 001 baseline)"
     params_spec = (
         _BITS,
         _EPS,
-        _BOUND,
+        _SUPPORT,
         _CLIP,
         _CLIP_NORM,
         zero_or_above("rho", 0, "Laplace sensitivity rho; 0: the range width 2C (DP on the whole range)"),
@@ -404,7 +405,7 @@ class LaplaceSQ(_GridQuantizer):
     @property
     def rho(self) -> float:
         """The sensitivity the noise is calibrated to: the ``rho`` parameter, or 2C when it is 0."""
-        return self.params["rho"] or 2 * self.params["bound"]
+        return self.params["rho"] or 2 * self.params["support"]
 
     @property
     def noise_scale(self) -> float:
@@ -418,18 +419,18 @@ class LaplaceSQ(_GridQuantizer):
 
     def whole_range_epsilon(self) -> float:
         """Per-coordinate eps over the whole range [-C, C]: eps1 * max(1, 2C / rho)."""
-        return self.params["eps"] * max(1.0, 2 * self.params["bound"] / self.rho)
+        return self.params["eps"] * max(1.0, 2 * self.params["support"] / self.rho)
 
     def audit_setting(self) -> AuditSetting:
         """rho < 2C: the claim is cell-local (levels at most rho apart), tested in the central cell as ``dpsq``'s;
         rho >= 2C: the claim covers the whole range [-C, C]."""
-        if self.rho < 2 * self.params["bound"]:
+        if self.rho < 2 * self.params["support"]:
             return self._cell_local_setting()
-        return AuditSetting.clipped(self.params["bound"], "l1", 1)
+        return AuditSetting.clipped(self.params["support"], "l1", 1)
 
     def encode(self, x: torch.Tensor, seed: int) -> FloatMessage:
         v = self.clip_update(x)
-        clip = self.params["bound"]
+        clip = self.params["support"]
         cell, position = _cells(v, -clip, clip, self.levels)
         coins = torch.rand(v.numel(), generator=private_generator(self.private_seed, seed, "rounding"),
                            dtype=torch.float64)  # fmt: skip
@@ -443,7 +444,7 @@ class LaplaceSQ(_GridQuantizer):
         return enc.to_tensor()
 
     def guarantee(self) -> PrivacyGuarantee:
-        eps, clip, rho = self.params["eps"], self.params["bound"], self.rho
+        eps, clip, rho = self.params["eps"], self.params["support"], self.rho
         caveats = [_PER_UPDATE, _NO_ROUNDS, _TORCH_COINS]
         flags: set[str] = set()
         if rho >= 2 * clip:

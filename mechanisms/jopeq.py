@@ -143,15 +143,15 @@ def scale_side_values(block: int) -> SideValues:
     return SideValues(sample, why="zeta = sqrt(M) / (3 ||h||) per row, as encode computes it (the seed plays no part)")
 
 
-SUPPORT_RULES = ("code", "paper")
+SUPPORT_RULES = ("jopeq-code", "paper002")  # whose rule: the reference code's or the paper's
 FORMS = ("joint", "separate")
 
 
 def laplace_support(eps: float, bits: int, rule: str) -> float:
-    """The scaled-domain range radius gamma of JoPEQ-Laplace when none is given: "code", the reference code's
-    1.5 sqrt(1 + 2 (2/eps)^2) (1.5 times the rms of 1 + the target noise); "paper", gamma = 2R + 1/eps
-    (Sec. IV-A, MNIST)."""
-    if rule == "paper":
+    """The scaled-domain range radius gamma of JoPEQ-Laplace when none is given: "jopeq-code", the reference
+    code's 1.5 sqrt(1 + 2 (2/eps)^2) (1.5 times the rms of 1 + the target noise); "paper002", gamma = 2R + 1/eps
+    (002 Sec. IV-A, MNIST)."""
+    if rule == "paper002":
         return 2 * bits + 1 / eps
     return 1.5 * math.sqrt(1 + 2 * (2 / eps) ** 2)
 
@@ -344,9 +344,9 @@ class JoPEQLaplace(_JoPEQ):
 
     Target: n + e ~ Laplace(b), b = 2/eps (Theorem III.2: eps-LDP for scaled coordinates in [-1, 1], shift
     <= 2). Quantizer: ``sdq`` with K = 2^bits levels (2^bits + 1 with compat="jopeq-code") on
-    [-support, support], step Delta = 2 support / K; support = 0 derives it by ``support_rule``: "code", the
-    reference code's 1.5 sqrt(1 + 2 (2/eps)^2), or "paper", gamma = 2R + 1/eps (Sec. IV-A, MNIST: "numerically
-    assures non-overloaded quantizers with high probability"). PPN: Laplace(b') with 2 b'^2 = 2 b^2 - Delta^2/12 (refused unless > 0).
+    [-support, support], step Delta = 2 support / K; support = 0 derives it by ``support_rule``: "jopeq-code",
+    the reference code's 1.5 sqrt(1 + 2 (2/eps)^2), or "paper002", gamma = 2R + 1/eps (Sec. IV-A, MNIST:
+    "numerically assures non-overloaded quantizers with high probability"). PPN: Laplace(b') with 2 b'^2 = 2 b^2 - Delta^2/12 (refused unless > 0).
 
     n + e has the variance 2 b^2 of the target but the tails of Laplace(b'): its density is
     ``laplace_uniform_logpdf`` and its epsilon 2/b' > eps (``true_epsilon``; e.g. eps = 4, R = 1,
@@ -360,8 +360,9 @@ class JoPEQLaplace(_JoPEQ):
         int_range("bits", 1, 16, 1, "bit rate R: 2^R levels (2^R + 1 with compat=jopeq-code)"),
         zero_or_above("support", 0, "range radius gamma (scaled domain); 0: derived by support_rule"),
         SDQ.params_spec[2],
-        choice("support_rule", SUPPORT_RULES, "code",
-               "how support = 0 is derived: code: 1.5 sqrt(1 + 2 (2/eps)^2); paper: 2R + 1/eps (Sec. IV-A)"),
+        choice("support_rule", SUPPORT_RULES, "jopeq-code",
+               "how support = 0 is derived: jopeq-code (the reference code): 1.5 sqrt(1 + 2 (2/eps)^2); paper002: "
+               "2R + 1/eps (Sec. IV-A)"),
         choice("form", FORMS, "joint",
                "joint: JoPEQ (PPN moment-matched to the dither); separate: the paper's disjoint FL+Lap+SDQ, the "
                "full Laplace(2/eps), then the same quantizer"),

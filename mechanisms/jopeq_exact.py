@@ -7,9 +7,9 @@ whose characteristic function is the target's divided by the dither's, which doe
 has zeros); ``jopeq-exact`` instead quantizes zeta h_i with LRSUQ (``auditkit.mechanisms.rsuq``), whose error
 n_i + e_i is exactly the target and independent of h:
 
-* ``target=laplace`` (L = 1): Laplace(b), b = sensitivity / eps (2 / eps by default), U ~ Gamma(2, 1),
+* ``noise=laplace`` (L = 1): Laplace(b), b = sensitivity / eps (2 / eps by default), U ~ Gamma(2, 1),
   accept interval (-bU, bU);
-* ``target=t`` (L = 1 or 2): multivariate t_nu(0, s2 I_L) (002 eq. (10)), as the Gaussian scale mixture
+* ``noise=t`` (L = 1 or 2): multivariate t_nu(0, s2 I_L) (002 eq. (10)), as the Gaussian scale mixture
   W ~ chi-square(nu)/nu, N(0, (s2 / W) I_L), in the ball form of 003 Lemma 14.
 
 The server outputs h~ = Y / zeta with Y the LRSUQ output of the scaled sub-vectors; zeta travels as float32
@@ -69,7 +69,7 @@ class JoPEQExact(Mechanism):
     name = "jopeq-exact"
     summary = "JoPEQ scaling + layered RSUQ whose error is exactly Laplace or multivariate t (no moment matching)"
     params_spec = (
-        choice("target", ("laplace", "t"), "laplace", "noise law of a scaled sub-vector: laplace (L = 1) or t"),
+        choice("noise", ("laplace", "t"), "laplace", "noise law of a scaled sub-vector: laplace (L = 1) or t"),
         int_range("n", 1, 2, 1, "sub-vector length L (laplace needs 1)"),
         *T_NOISE_PARAMS,
         positive_float("sensitivity", 2.0, "l2 shift of a scaled sub-vector that eps covers (2: the unit ball)"),
@@ -79,9 +79,9 @@ class JoPEQExact(Mechanism):
     def __init__(self, **params: object) -> None:
         super().__init__(**params)
         p = self.params
-        if p["target"] == "laplace" and p["n"] != 1:
-            raise ValueError("target=laplace needs n=1 (the Laplace claim is for scalar sub-vectors)")
-        if p["target"] == "laplace":
+        if p["noise"] == "laplace" and p["n"] != 1:
+            raise ValueError("noise=laplace needs n=1 (the Laplace claim is for scalar sub-vectors)")
+        if p["noise"] == "laplace":
             self.target: Target = LaplaceTarget(1, p["sensitivity"] / p["eps"])
         else:
             if p["nu"] == 0 and p["s2"] != 0:

@@ -1,4 +1,4 @@
-"""Model splitting (seed 004: Wang, Cao, Jin & Chow, "A Novel Privacy Enhancement Scheme with Dynamic
+"""Model splitting (paper 004: Wang, Cao, Jin & Chow, "A Novel Privacy Enhancement Scheme with Dynamic
 Quantization for Federated Learning"): MSP-FL (``msp``), MSP+Lap (``msp-laplace``) and MSPDQ-FL (``mspdq``).
 
 The paper overloads epsilon; here eps_c is the consensus gain of (3a), eps_s the split factor of Sec. III-A
@@ -36,17 +36,17 @@ FedAvg's plain mean when every m_i = 1 and a (1 + m_i)-weighted mean -- a bias -
 The convergence is slow: the mean over clients of alpha - v decays like prod_k (1 - (1 + m) a[k]) ~ K^-(1+m) gamma.
 
 The split (Sec. III-A): the visible part is uniform between eps_s w and (2 - eps_s) w elementwise
-(``split="unbiased"``, E alpha[0] = w); Remark 1 and Algorithm 1 (line 14) use [eps_s w, (1 + m - eps_s) w]
-(``split="paper004"``), whose mean (1 + m) w / 2 is biased for m > 1. The invisible parts beta_1..beta_{m-1}
+(``compat="none"``, E alpha[0] = w); Remark 1 and Algorithm 1 (line 14) use [eps_s w, (1 + m - eps_s) w]
+(``compat="paper004"``), whose mean (1 + m) w / 2 is biased for m > 1. The invisible parts beta_1..beta_{m-1}
 are drawn by the same rule (Remark 1 allows any rule) and beta_m takes the remainder. MSP+Lap (Proposition 1,
 eq. 16) draws alpha[0] ~ Laplace(w, Delta_f / eps_DP) per coordinate instead, Delta_f = 2 clip for the update
 clipped to l1 norm clip (replace-one).
 
 MSPDQ-FL (Sec. IV-A): uploads are unbiased stochastic roundings onto l = 2^B knots of an interval (eq. 18 as
 plain stochastic rounding between the two neighbouring knots, Lemma 11; the printed sign(w) c_tau form is only
-meaningful on an interval symmetric about 0). Upload 0 uses R[0] = [-w_max, w_max]; upload k + 1 uses
-R[k+1] = q[k] +- pi a_max[k] / 2 (eq. 20), a_max[k] = gamma / (k + 1). Values outside their interval are clamped
-to its ends and counted as overloads (Lemma 10 assumes none).
+meaningful on an interval symmetric about 0). Upload 0 uses R[0] = [-support, support] (004's w_max); upload
+k + 1 uses R[k+1] = q[k] +- pi a_max[k] / 2 (eq. 20), a_max[k] = gamma / (k + 1). Values outside their interval
+are clamped to its ends and counted as overloads (Lemma 10 assumes none).
 
 Where the consensus starts (``start``). Algorithm 1 (lines 13-16) and Sec. IV-A's initial settings ask three
 things of alpha_i[0] at once: drawn by the split rule, equal to a knot of R[0], and equal across clients
@@ -261,7 +261,7 @@ class MSPTranscript:
     bits:      per client, the real size of its K + 1 messages together.
     overloads: mspdq: values clamped to their interval over all uploads (0 otherwise).
     quantizer_bits: mspdq: B (l = 2^B knots per interval); None otherwise.
-    widths:    mspdq: (K+1,) public interval widths, 2 w_max for R[0] then pi gamma / (k + 1) for R[k+1]
+    widths:    mspdq: (K+1,) public interval widths, 2 support for R[0] then pi gamma / (k + 1) for R[k+1]
                (the server needs them to decode, so under mspdq gamma = widths[1] / pi is public); None otherwise.
     splits:    with ``start="common"``: (M, P) float64, every client's own first upload (its split), which the
                server received before it broadcast one of them; None otherwise (alpha[0] is that upload).
@@ -313,8 +313,8 @@ _START = choice("start", STARTS, "common",
                 "split: each client starts from its own split")
 _SPLIT = (
     open_unit_interval("eps_s", 0.5, "split factor eps_s: alpha[0] ~ U[eps_s w, (2 - eps_s) w]"),
-    choice("split", ("unbiased", "paper004"), "unbiased",
-           "unbiased: U[eps_s w, (2 - eps_s) w]; paper004: Algorithm 1's U[eps_s w, (1 + m - eps_s) w]"),
+    choice("compat", ("none", "paper004"), "none",
+           "none: U[eps_s w, (2 - eps_s) w] (unbiased); paper004: Algorithm 1's U[eps_s w, (1 + m - eps_s) w]"),
 )
 
 
@@ -322,17 +322,17 @@ class _ModelSplitting(Mechanism):
     """The protocol shared by the three mechanisms; subclasses choose the split and the uplink coding.
 
     Per-update use (``encode``/``decode``, the ``auditkit mechanisms`` table and the per-update distinguisher)
-    is the client's FIRST upload alpha[0] of the vector x only; ``round_protocol = "consensus"`` tells the harness
-    to run the whole protocol (``auditkit.fl.consensus.ConsensusProtocol``) instead of per-update uploads.
+    is the client's FIRST upload alpha[0] of the vector x only; ``protocol = "consensus"`` tells the harness to
+    run the whole protocol (``auditkit.mechanisms.msp_consensus.ConsensusProtocol``) instead of per-update uploads.
     """
 
-    round_protocol = "consensus"
+    protocol = "consensus"
 
     def tiling(self) -> Tiling | None:
         """The unbiased split draws alpha_0 = w (eps_s + (2 - 2 eps_s) u) with u iid per coordinate, whatever m
         (mspdq then rounds each coordinate with its own uniform); paper004's upper end 1 + m - eps_s shares the
         client's m across coordinates, so it tiles only with m_max = 1 (or mspdq's public knot start)."""
-        if self.params["split"] != "unbiased" and self.params["m_max"] > 1 and self.params.get("start") != "knot":
+        if self.params["compat"] != "none" and self.params["m_max"] > 1 and self.params.get("start") != "knot":
             return None
         return Tiling(block=1, why="alpha_0 drawn (and rounded) with iid uniforms per coordinate, independent of m")
 
@@ -374,7 +374,7 @@ class _ModelSplitting(Mechanism):
     def _draw_part(self, w: torch.Tensor, m: int | torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         """One part drawn by the split rule: the visible alpha[0], and the invisible beta_1..beta_{m-1} (w of any
         shape; m an int, or a tensor broadcasting against w: one m per row of a batch)."""
-        high = 2.0 - self.params["eps_s"] if self.params["split"] == "unbiased" else 1.0 + m - self.params["eps_s"]
+        high = 2.0 - self.params["eps_s"] if self.params["compat"] == "none" else 1.0 + m - self.params["eps_s"]
         return uniform_split(w, self.params["eps_s"], high, generator)
 
     def _visible(self, w: torch.Tensor, m: int | torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -598,7 +598,7 @@ class MSPLaplace(_ModelSplitting):
 class MSPDQ(_ModelSplitting):
     """MSPDQ-FL (Sec. IV): MSP-FL whose uploads are B-bit stochastic roundings on shrinking intervals.
 
-    Upload 0 lies on R[0] = [-w_max, w_max] (the quantized split; by default the server broadcasts the first
+    Upload 0 lies on R[0] = [-support, support] (the quantized split; by default the server broadcasts the first
     client's as every alpha[0], 004 footnote 5: ``start``); upload k + 1 on R[k+1] = q[k] +- pi gamma / (2 (k + 1))
     (eq. 20), l = 2^B knots each, B bits per coordinate (fixed width).
 
@@ -606,7 +606,7 @@ class MSPDQ(_ModelSplitting):
     bounds l2 norms over all clients and coordinates (W~ = max ||W^alpha - W^beta||_F grows like sqrt(M P)), which
     per coordinate is needlessly wide. Per coordinate, |alpha[k+1] - q[k]| stayed below
     2 (1 + m_max) max|w| a[k] in simulations (unquantized, split or knot start), i.e. within R[k+1] when
-    pi >= 4 (1 + m_max) w_max; the default pi = 0 means 8 (1 + m_max) w_max, a factor 2 of margin for the
+    pi >= 4 (1 + m_max) support; the default pi = 0 means 8 (1 + m_max) support, a factor 2 of margin for the
     rounding error. Overloads are clamped and counted.
     """
 
@@ -616,8 +616,8 @@ class MSPDQ(_ModelSplitting):
         *_COMMON,
         *_SPLIT,
         int_range("bits", 1, 32, 8, "B: l = 2^B knots per interval, B bits per coordinate and upload"),
-        zero_or_above("pi", 0, "interval width constant pi_t of eq. (20); 0: 8 (1 + m_max) w_max"),
-        positive_float("w_max", 1.0, "R[0] = [-w_max, w_max]: the public range of upload 0"),
+        zero_or_above("pi", 0, "interval width constant pi_t of eq. (20); 0: 8 (1 + m_max) support"),
+        positive_float("support", 1.0, "R[0] = [-support, support]: the public range of upload 0 (004's w_max)"),
         choice("start", (*STARTS, "knot"), "common",
                f"{_START.help}; knot: every alpha[0] is the public knot of R[0] next to 0 (an earlier reading, "
                "not the paper's: it pulls the model towards 0)"),
@@ -628,10 +628,10 @@ class MSPDQ(_ModelSplitting):
         super().__init__(private_seed=private_seed, **params)
         p = self.params
         self.levels = 2 ** p["bits"]
-        self.pi = p["pi"] or 8.0 * (1 + p["m_max"]) * p["w_max"]
-        self.first_step = 2.0 * p["w_max"] / (self.levels - 1)
-        # The knot of R[0] just below 0 (c = -w_max for B = 1): public and the same for every client.
-        self.common_knot = -p["w_max"] + ((self.levels - 1) // 2) * self.first_step
+        self.pi = p["pi"] or 8.0 * (1 + p["m_max"]) * p["support"]
+        self.first_step = 2.0 * p["support"] / (self.levels - 1)
+        # The knot of R[0] just below 0 (c = -support for B = 1): public and the same for every client.
+        self.common_knot = -p["support"] + ((self.levels - 1) // 2) * self.first_step
 
     def _visible(self, w: torch.Tensor, m: int | torch.Tensor, generator: torch.Generator) -> torch.Tensor:
         if self.params["start"] == "knot":
@@ -639,8 +639,8 @@ class MSPDQ(_ModelSplitting):
         return self._draw_part(w, m, generator)
 
     def width(self, upload: int) -> float:
-        """Width of the interval of upload ``upload``: 2 w_max for R[0], pi a_max[k] = pi gamma/(k+1) for R[k+1]."""
-        return 2.0 * self.params["w_max"] if upload == 0 else self.pi * self.gamma / upload
+        """Width of the interval of upload ``upload``: 2 support for R[0], pi a_max[k] = pi gamma/(k+1) for R[k+1]."""
+        return 2.0 * self.params["support"] if upload == 0 else self.pi * self.gamma / upload
 
     def _widths(self, rounds: int) -> torch.Tensor:
         return torch.tensor([self.width(k) for k in range(rounds + 1)], dtype=torch.float64)
@@ -661,8 +661,8 @@ class MSPDQ(_ModelSplitting):
 
     def _received_first(self, alpha: torch.Tensor, seed: int) -> torch.Tensor:
         """The first uploads rounded onto R[0]'s knots as ``encode`` does, dequantized as ``decode`` does."""
-        indices, _ = self._round(alpha, -self.params["w_max"], self.first_step, seed, 0)
-        return dequantize(indices, -self.params["w_max"], self.first_step).to(torch.float32).to(torch.float64)
+        indices, _ = self._round(alpha, -self.params["support"], self.first_step, seed, 0)
+        return dequantize(indices, -self.params["support"], self.first_step).to(torch.float32).to(torch.float64)
 
     def _send(
         self, values: torch.Tensor, previous: torch.Tensor | None, k: int, keys: list[int]
@@ -670,7 +670,7 @@ class MSPDQ(_ModelSplitting):
         width = self.width(k)
         step = width / (self.levels - 1)
         # R[0] is fixed; R[k] is centred on the previous knot, which client and server both hold.
-        lows = torch.full_like(values, -self.params["w_max"]) if previous is None else previous - width / 2
+        lows = torch.full_like(values, -self.params["support"]) if previous is None else previous - width / 2
         received, bits, overloads = [], [], 0
         for row, low, key in zip(values, lows, keys):
             message = self._quantize(row, low, step, key, k)
@@ -681,13 +681,13 @@ class MSPDQ(_ModelSplitting):
         return torch.stack(received), bits, overloads
 
     def encode(self, x: torch.Tensor, seed: int) -> MSPDQMessage:
-        return self._quantize(self.first_upload(x, seed), -self.params["w_max"], self.first_step, seed, 0)
+        return self._quantize(self.first_upload(x, seed), -self.params["support"], self.first_step, seed, 0)
 
     def decode(self, enc: MSPDQMessage, seed: int) -> torch.Tensor:
         self._check_message(enc)
         if enc.bits != self.params["bits"]:
             raise ValueError(f"mspdq decodes {self.params['bits']}-bit messages, got {enc.bits} bits")
-        return dequantize(torch.from_numpy(enc.indices), -self.params["w_max"], self.first_step).to(torch.float32)
+        return dequantize(torch.from_numpy(enc.indices), -self.params["support"], self.first_step).to(torch.float32)
 
     def proposition4_delta(self, c4: float, k: int) -> float:
         """Proposition 4's per-element delta for inputs within C4 (l1) at consensus round k (upload k + 1):

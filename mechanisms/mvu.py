@@ -1,5 +1,5 @@
 """MVU, the minimum variance unbiased mechanism of Chaudhuri, Guo & Rabbat ("Privacy-Aware Compression for
-Federated Data Analysis", UAI 2022; the "MVU" baseline of JoPEQ, seed 002, Fig. 3): per coordinate, unbiased
+Federated Data Analysis", UAI 2022; the "MVU" baseline of JoPEQ, paper 002, Fig. 3): per coordinate, unbiased
 randomized rounding to a grid, then an optimised discrete eps-LDP channel whose outputs decode, unbiased, to an
 optimised alphabet.
 

@@ -26,7 +26,7 @@ import torch
 if TYPE_CHECKING:
     from auditkit.mechanisms.base import Mechanism
 
-__all__ = ["derive_seed", "generator", "private_generator", "reproducible"]
+__all__ = ["derive_seed", "generator", "private_generator", "reproducible", "shared_seed"]
 
 # Domain separation: seeds derived here cannot coincide with hashes computed elsewhere for another use.
 _DOMAIN = b"auditkit/mechanisms/derive_seed/v1"
@@ -57,6 +57,12 @@ def derive_seed(*keys: int | str) -> int:
         raise ValueError("derive_seed needs at least one key")
     digest = hashlib.sha256(_DOMAIN + b"".join(_encode_key(k) for k in keys)).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def shared_seed(seed: int, client: int, round_: int) -> int:
+    """The seed client ``client`` and the server share in round ``round_`` of a run keyed by ``seed`` (dithers,
+    rejection draws): ``derive_seed(seed, "shared", client, round_)``."""
+    return derive_seed(seed, "shared", client, round_)
 
 
 def generator(seed: int, purpose: str, device: str | torch.device = "cpu") -> torch.Generator:

@@ -71,11 +71,22 @@ __all__ = [
     "reference_update",
     "register",
     "registered_classes",
+    "renamed_param",
 ]
 
 ENTRY_POINT_GROUP = "auditkit.mechanisms"
 _FORMER_PACKAGES = ("mechanisms", "attacks", "reports")  # top-level packages before the one auditkit namespace
 _BUILT_IN = __name__.rpartition(".")[0] + "."  # "auditkit.mechanisms.": the modules of the built-in mechanisms
+
+RENAMED_PARAMS: dict[str, dict[str, str]] = {
+    "dpsq": {"bound": "support"},
+    "laplace-sq": {"bound": "support"},
+    "mspdq": {"w_max": "support", "split": "compat"},
+    "msp": {"split": "compat"},
+    "jopeq-exact": {"target": "noise"},
+}
+"""Built-in parameters renamed (issue 28: one word per meaning, ``docs/names.md``): mechanism -> {old: new}. The
+old name is refused with the new one named (``renamed_param``), in ``create`` and in config files."""
 
 _REGISTRY: dict[str, type[Mechanism]] = {}
 _ORIGIN: dict[str, str] = {}  # mechanism name -> the plugin (module or entry point) that registered it
@@ -419,9 +430,20 @@ def _lookup(name: str) -> type[Mechanism]:
         raise ValueError(f"unknown mechanism {name!r}; valid: {', '.join(names())}") from None
 
 
+def renamed_param(name: str, param: str) -> str | None:
+    """The new name of mechanism ``name``'s parameter ``param`` when it was renamed (``RENAMED_PARAMS``), else None."""
+    return RENAMED_PARAMS.get(name, {}).get(param)
+
+
 def create(name: str, **params: Any) -> Mechanism:
-    """Instantiate mechanism ``name``; ``ValueError`` on an unknown name, parameter or invalid value."""
-    return _lookup(name)(**params)
+    """Instantiate mechanism ``name``; ``ValueError`` on an unknown name, parameter or invalid value (a renamed
+    parameter's old name: "parameter 'bound' of mechanism 'dpsq' was renamed to 'support'")."""
+    cls = _lookup(name)
+    for param in params:
+        new = renamed_param(name, param)
+        if new is not None:
+            raise ValueError(f"parameter {param!r} of mechanism {name!r} was renamed to {new!r}")
+    return cls(**params)
 
 
 def calibrate(name: str, target_eps: float, **params: Any) -> dict[str, Any]:

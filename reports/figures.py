@@ -514,7 +514,7 @@ def _sweeps(results: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], li
 
 
 def reconstruction_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
-    """Where reconstruction begins, one panel per sweep (``auditkit.probe.reconstruction_sweep``): the defended
+    """Where reconstruction begins, one panel per sweep (``auditkit.stages.probe.reconstruction_sweep``): the defended
     mean SSIM against epsilon (log x) with its interval as a band, the clean attack's mean SSIM dashed, the ReRo
     bound of the claim at each epsilon (identification among M) dotted, the audited claims as grey vertical lines
     and the crossing of the sweep's level marked. Returns ``path``."""
@@ -558,6 +558,100 @@ def reconstruction_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> P
             for handle, label in zip(*axis.get_legend_handles_labels()):
                 handles.setdefault(label, handle)
         legend_cell.legend(list(handles.values()), list(handles), loc="center", fontsize=9, frameon=False)
+    return _save(figure, path)
+
+
+def _plottable(values: Sequence[float | None]) -> list[float]:
+    """``values`` with None and infinities as NaN (a gap in a line, no point)."""
+    return [v if _finite(v) else math.nan for v in values]
+
+
+def _method_colours(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Method label -> one colour, the same in every panel of a table's figure."""
+    import matplotlib
+
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    palette = matplotlib.colormaps["tab10" if len(methods) <= 10 else "tab20"]
+    return {method: palette(i % palette.N) for i, method in enumerate(methods)}
+
+
+def _paper_star(axis: Any, x: Sequence[float], y: Sequence[float], colour: Any) -> None:
+    """The paper's numbers: stars in the method's colour, edged in black so they stand out from our points."""
+    axis.plot(x, y, linestyle="none", marker="*", markersize=12, color=colour, markeredgecolor="black",
+              markeredgewidth=0.6, zorder=5)
+
+
+def _against_x(axis: Any, rows: Sequence[Mapping[str, Any]], colours: Mapping[str, Any], x_label: str) -> None:
+    """Ours against the figure's x, one line per method with its interval as a band; the paper's points."""
+    for method in dict.fromkeys(r["method"] for r in rows):
+        mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["x"])
+        xs = [r["x"] for r in mine]
+        low = _plottable([r["mean"] if r["interval"] is None else r["interval"][0] for r in mine])
+        high = _plottable([r["mean"] if r["interval"] is None else r["interval"][1] for r in mine])
+        axis.plot(xs, _plottable([r["mean"] for r in mine]), marker="o", markersize=4, color=colours[method],
+                  label=_literal(method))
+        axis.fill_between(xs, low, high, color=colours[method], alpha=0.2)
+        stars = [(r["x"], r["paper_value"]) for r in mine if _finite(r["paper_value"])]
+        if stars:
+            _paper_star(axis, *zip(*stars), colours[method])
+    axis.set_xlabel(_literal(x_label or "x"))
+
+
+def _per_round(axis: Any, document: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+               colours: Mapping[str, Any], metric: str) -> None:
+    """Our mean curve per round over the seeds, one line per row; the paper's final number at the last round."""
+    curve, scale = ("curve", 100.0) if metric == "test_accuracy" else ("snr_curve", 1.0)
+    for row in rows:
+        seeds = document["runs"][row["setting"]]["seeds"]
+        mean = scale * np.mean([_plottable(seeds[str(s)][curve]) for s in document["budget"]["seeds"]], axis=0)
+        axis.plot(np.arange(1, len(mean) + 1), mean, color=colours[row["method"]], label=_literal(row["method"]))
+        if _finite(row["paper_value"]):
+            _paper_star(axis, [len(mean)], [row["paper_value"]], colours[row["method"]])
+    axis.set_xlabel("round")
+    axis.xaxis.get_major_locator().set_params(integer=True)  # rounds are whole
+
+
+def _means(axis: Any, rows: Sequence[Mapping[str, Any]], colours: Mapping[str, Any]) -> None:
+    """Our mean per row with its interval as an error bar, the rows side by side; the paper's numbers."""
+    for i, row in enumerate(rows):
+        mean = row["mean"] if _finite(row["mean"]) else math.nan
+        low, high = row["interval"] if row["interval"] is not None and _finite(*row["interval"]) else (mean, mean)
+        axis.errorbar([i], [mean], yerr=[[mean - low], [high - mean]], marker="o", capsize=4,
+                      color=colours[row["method"]], label=_literal(row["method"]))
+        if _finite(row["paper_value"]):
+            _paper_star(axis, [i], [row["paper_value"]], colours[row["method"]])
+    axis.set_xticks(range(len(rows)), [_literal(r["method"]) for r in rows], rotation=20, ha="right", fontsize=7)
+
+
+def reproduction_table(document: Mapping[str, Any], index: int, path: str | Path) -> Path:
+    """The reproduction's ``index``-th table (a ``reproduction.json`` document), one panel per column of the
+    paper's table: ours against the figure's x with the interval as a band (rows with ``x``), our mean curve per
+    round (training tables), or our means with their intervals (the rest); the paper's numbers as stars in the
+    method's colour; one legend of the methods beside the panels. Returns ``path``."""
+    plt = _pyplot()
+    from matplotlib.lines import Line2D
+
+    table = document["tables"][index]
+    columns = list(dict.fromkeys(r["column"] for r in table["rows"]))
+    colours = _method_colours(table["rows"])
+    figure, axes = plt.subplots(1, len(columns), figsize=(min(5 * len(columns), 15) + 3, 4), squeeze=False)
+    by_x = any(r["x"] is not None for r in table["rows"])
+    for axis, column in zip(axes[0], columns, strict=True):
+        rows = [r for r in table["rows"] if r["column"] == column]
+        if by_x:
+            _against_x(axis, rows, colours, table["x_label"])
+        elif table["kind"] == "train":
+            _per_round(axis, document, rows, colours, table["metric"])
+        else:
+            _means(axis, rows, colours)
+        axis.set_title(_literal(f"{table['id']}: {column}" if column else table["id"]), fontsize=10)
+        axis.set_ylabel(_literal(table["metric"].replace("_", " ")))
+        axis.grid(alpha=0.3)
+    handles = {label: handle for axis in axes[0] for handle, label in zip(*axis.get_legend_handles_labels())}
+    handles["the paper's number"] = Line2D([], [], linestyle="none", marker="*", markersize=12, color="white",
+                                           markeredgecolor="black")
+    axes[0][-1].legend(list(handles.values()), list(handles), loc="upper left", bbox_to_anchor=(1.02, 1.0),
+                       borderaxespad=0.0, fontsize=8)
     return _save(figure, path)
 
 

@@ -10,6 +10,7 @@ from typing import Any
 import jinja2
 
 from auditkit.reports import content
+from auditkit.reports.results_schema import REPRODUCE
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _ENVIRONMENT = jinja2.Environment(
@@ -36,11 +37,18 @@ def png_data_uri(path: Path) -> str:
 
 
 def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], results_dir: Path) -> str:
-    """The report as HTML; ``figure_paths`` maps summary figure names (see ``content.FIGURE_CAPTIONS``) to PNG
-    files, and each reconstruction grid is read from ``results_dir`` (the folder of ``results.json``)."""
+    """The report as HTML, from the template of the document's kind (both extend ``base.html.j2``: one header,
+    style and footer). A results document: ``figure_paths`` maps summary figure names (see
+    ``content.FIGURE_CAPTIONS``) to PNG files, and each reconstruction grid is read from ``results_dir`` (the
+    folder of ``results.json``). A reproduction: ``figure_paths`` maps each table's figure name
+    (``content.reproduction_figure``) to its PNG."""
+    if results["command"] == REPRODUCE:
+        return _reproduction_html(results, figure_paths)
     settings = results["settings"]
     provenance = results["provenance"]
     return _ENVIRONMENT.get_template("report.html.j2").render(
+        heading="auditkit report",
+        footer=content.footer(results),
         title=results["title"],
         intro=content.intro(results),
         findings=content.findings(settings, content.class_count(results)),
@@ -62,4 +70,27 @@ def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], resul
         versions=content.pairs(provenance["versions"]),
         threat_models=content.pairs(provenance["threat_models"]),
         config=content.config_json(results),
+    )
+
+
+def _reproduction_html(document: dict[str, Any], figure_paths: Mapping[str, Path]) -> str:
+    """A reproduction's report as HTML: each table of the paper with our numbers, its verdicts and its figure."""
+    return _ENVIRONMENT.get_template("reproduction.html.j2").render(
+        heading="auditkit reproduction",
+        footer=content.footer(document),
+        title=document["title"],
+        intro=content.reproduction_intro(document),
+        glossary=content.REPRODUCTION_GLOSSARY,
+        summary_columns=content.REPRODUCTION_SUMMARY_COLUMNS,
+        summary=content.reproduction_summary(document),
+        ours_heading=content.confidence_heading(document),
+        tables=[(table, _Image(table.figure_caption, png_data_uri(figure_paths[table.figure])))
+                for table in content.paper_tables(document)],
+        ordering_columns=content.ORDERING_COLUMNS,
+        orderings=content.ordering_rows(document),
+        quotes=content.ordering_quotes(document),
+        runs=content.settings_run(document),
+        provenance=content.reproduction_provenance(document),
+        versions=content.pairs(document["provenance"]["versions"]),
+        config=content.config_json(document),
     )

@@ -8,6 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from auditkit.reports import content
+from auditkit.reports.results_schema import REPRODUCE
 
 # markdown punctuation that could format or link, table pipes, HTML's specials, line breaks
 _ESCAPES = str.maketrans({
@@ -72,9 +73,13 @@ def _code_block(text: str, language: str) -> list[str]:
 
 
 def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, results_dir: str = ".") -> str:
-    """The report as markdown; ``figures`` maps summary figure names (see ``content.FIGURE_CAPTIONS``) to paths
-    relative to the report, and each reconstruction grid is linked by its path in the results folder,
-    ``results_dir`` (relative to the report, "/"-separated)."""
+    """The report as markdown, laid out as the HTML report of the document's kind. A results document:
+    ``figures`` maps summary figure names (see ``content.FIGURE_CAPTIONS``) to paths relative to the report, and
+    each reconstruction grid is linked by its path in the results folder, ``results_dir`` (relative to the
+    report, "/"-separated). A reproduction: ``figures`` maps each table's figure name
+    (``content.reproduction_figure``) to its path relative to the report."""
+    if results["command"] == REPRODUCE:
+        return _reproduction_markdown(results, figures)
     settings = results["settings"]
     adaptive = content.adaptive_rows(settings)
     lines = [f"# auditkit report: {escape(results['title'])}", "", escape(content.intro(results)), ""]
@@ -83,8 +88,7 @@ def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, resu
         lines += ["## Findings", ""]
         for heading, _, items in found.sections():
             lines += [f"### {escape(heading[0].upper() + heading[1:])}", "", *(f"- {escape(item)}" for item in items), ""]
-    lines += ["## How to read this report", "", *(f"- **{escape(term)}**: {escape(text)}" for term, text in
-                                                 content.GLOSSARY), ""]
+    lines += _glossary(content.GLOSSARY)
     lines += ["## Summary", ""]
     cells = {"summary-privacy": _privacy, "summary-attacks": _attacks, "summary-utility": _utility}
     for table_id, heading, columns, rows in content.summary_tables(settings):
@@ -122,5 +126,53 @@ def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, resu
         "### Threat models (who sees what)", "",
         *_table(("view", "what it sees"), content.pairs(p["threat_models"])), "",
         "### Config", "", *_code_block(content.config_json(results), "json"), "",
+        *_footer(results),
     ]
+    return "\n".join(lines)
+
+
+def _footer(document: dict[str, Any]) -> list[str]:
+    return ["---", "", escape(content.footer(document)), ""]
+
+
+def _glossary(glossary: tuple[tuple[str, str], ...]) -> list[str]:
+    return ["## How to read this report", "", *(f"- **{escape(term)}**: {escape(text)}" for term, text in glossary),
+            ""]
+
+
+def _badges(counts: list[tuple[str, str]]) -> str:
+    return ", ".join(text for text, _ in counts)
+
+
+def _reproduction_markdown(document: dict[str, Any], figures: Mapping[str, str]) -> str:
+    """A reproduction's report as markdown: the HTML report's sections, each table's figure linked as a file."""
+    lines = [f"# auditkit reproduction: {escape(document['title'])}", ""]
+    lines += [*(f"- {escape(line)}" for line in content.reproduction_intro(document)), ""]
+    lines += _glossary(content.REPRODUCTION_GLOSSARY)
+    summary = [(heading, metric, _badges(rows), _badges(pairs) or "none claimed")
+               for heading, metric, rows, pairs in content.reproduction_summary(document)]
+    lines += ["## Summary", "", *_table(content.REPRODUCTION_SUMMARY_COLUMNS, summary), ""]
+    columns = ("method", "column", "paper (line)", content.confidence_heading(document), "ours − paper", "verdict",
+               "why")
+    for table in content.paper_tables(document):
+        lines += [f"## {escape(table.heading)}", "", escape(table.metric), ""]
+        if table.note:
+            lines += [f"> {escape(table.note)}", ""]
+        rows = [(r.method, r.column, f"{r.paper} ({r.line})" + (f"; {r.compared}" if r.compared else ""),
+                 f"{r.ours}; {r.per_seed}", r.difference, r.verdict, "; ".join(r.why)) for r in table.rows]
+        lines += [*_table(columns, rows), "", *_image(table.figure_caption, figures[table.figure])]
+    orderings = content.ordering_rows(document)
+    if orderings:
+        rows = [(o.claim, o.column, o.above, o.below, o.difference, o.verdict,
+                 f"{o.gap}: {o.gap_verdict}" if o.gap else "") for o in orderings]
+        lines += ["## Orderings the paper claims", "", *_table(content.ORDERING_COLUMNS, rows), "",
+                  "### As the paper words them", "", *(f"> {escape(q)}\n" for q in content.ordering_quotes(document))]
+    lines += ["## Settings run", ""]
+    for run in content.settings_run(document):
+        lines += [f"### {escape(run.label)}: {escape(run.kind)}", "", f"Read by {escape('; '.join(run.rows))}.", "",
+                  *_table(("measured", *run.seeds), run.measured), "", *_code_block(run.config, "json"), ""]
+    lines += ["## Provenance", "",
+              *(f"- **{escape(name)}**: {escape(text)}" for name, text in content.reproduction_provenance(document)),
+              "", "### Versions", "", *_table(("package", "version"), content.pairs(document["provenance"]["versions"])),
+              "", "### Config", "", *_code_block(content.config_json(document), "json"), "", *_footer(document)]
     return "\n".join(lines)

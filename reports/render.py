@@ -1,16 +1,18 @@
-"""``render_report``: a results document's figures and reports, written all or nothing."""
+"""``render_report``: a document's figures and reports (a results document or a reproduction, by its
+``command``), written all or nothing."""
 from __future__ import annotations
 
+import functools
 import os
 import secrets
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from auditkit.reports import figures
+from auditkit.reports import content, figures
 from auditkit.reports.html import render_html
 from auditkit.reports.markdown import render_markdown
-from auditkit.reports.results_schema import validate_results
+from auditkit.reports.results_schema import REPRODUCE, validate_results
 
 # the summary figures, drawn into out/figures/<name>.png when they have data (figures.has_data)
 FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
@@ -63,14 +65,23 @@ def _check_reconstructions(results: dict[str, Any], results_dir: Path) -> None:
                 raise ValueError(f"results.settings[{i}].{section}.figure: {figure} is not a file in {results_dir}")
 
 
+def _drawn(results: dict[str, Any]) -> dict[str, Callable[[Path], Path]]:
+    """The figures of a document, name -> a function drawing it into a path: a results document's summary figures
+    that have data (``FIGURES``), or one figure per table of a reproduction (``figures.reproduction_table``)."""
+    if results["command"] == REPRODUCE:
+        return {content.reproduction_figure(i): functools.partial(figures.reproduction_table, results, i)
+                for i in range(len(results["tables"]))}
+    return {name: functools.partial(draw, results) for name, draw in FIGURES.items() if figures.has_data(name, results)}
+
+
 def render_report(
     results: dict[str, Any], out: str | Path, formats: Iterable[str] = FORMATS, *,
     results_dir: str | Path | None = None,
 ) -> list[Path]:
-    """Validate ``results`` (any command's document), draw the figures that have data into
-    ``out/figures/*.png`` and write ``out/report.html`` and / or ``out/report.md``; returns the paths written.
-    Reconstruction grids are read from ``results_dir``, the folder of ``results.json`` (default: ``out``).
-    Nothing is replaced unless every file was written."""
+    """Validate ``results`` (any command's document: a results document, or a reproduction, which is laid out
+    by its own template), draw its figures into ``out/figures/*.png`` and write ``out/report.html`` and / or
+    ``out/report.md``; returns the paths written. Reconstruction grids are read from ``results_dir``, the folder
+    of ``results.json`` (default: ``out``). Nothing is replaced unless every file was written."""
     formats = tuple(formats)
     validate_results(results)
     unknown = sorted(set(formats) - set(FORMATS))
@@ -78,12 +89,13 @@ def render_report(
         raise ValueError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
     out = Path(out)
     results_dir = out if results_dir is None else Path(results_dir)
-    _check_reconstructions(results, results_dir)
+    if results["command"] != REPRODUCE:
+        _check_reconstructions(results, results_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     staging = _Staging()
     try:
-        drawn = {name: draw(results, staging.temporary(out / "figures" / f"{name}.png"))
-                 for name, draw in FIGURES.items() if figures.has_data(name, results)}
+        drawn = {name: draw(staging.temporary(out / "figures" / f"{name}.png"))
+                 for name, draw in _drawn(results).items()}
         if "md" in formats:
             links = {name: f"figures/{name}.png" for name in drawn}
             grids = Path(os.path.relpath(results_dir, out)).as_posix()

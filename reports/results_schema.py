@@ -1,9 +1,10 @@
-"""The results document (``results.json``) that every auditkit command writes and reports are rendered from:
-schema ``auditkit/results``, version 4.
+"""The documents every auditkit command writes and reports are rendered from: schema ``auditkit/results``,
+version 4, of two kinds sharing one header: ``results.json`` (the commands of ``COMMANDS``: settings) and
+``reproduction.json`` (``auditkit reproduce``: a paper's tables beside ours; see "A reproduction" below).
 
 Top level: ``schema`` ("auditkit/results"), ``schema_version`` (4), ``command`` (the command that wrote it: one
-of ``COMMANDS``, "train", "audit", "attack", "distinguish", "account"), ``title``, ``config`` (the command's
-inputs as plain data) and ``provenance`` and ``settings`` (at least one).
+of ``COMMANDS``, "train", "audit", "attack", "distinguish", "account", or "reproduce"), ``title``, ``config`` (the
+command's inputs as plain data) and ``provenance`` and ``settings`` (at least one).
 
 ``provenance``: ``auditkit_version``, ``code`` (a fingerprint of the code that computed the results, e.g.
 "sha256:0123abcd..."), ``plugins`` (the plugin modules / entry points loaded; [] for none), ``seed``,
@@ -45,11 +46,11 @@ Each setting (one mechanism setting, a grid point of a sweep):
   least-squares reconstruction, each with its name, observation and defended scores), ``images``, ``source``,
   ``label_given``, ``error_std`` (the std of the defended update's error, the x axis of defence curves) and
   ``bits_per_coordinate``;
-- ``probe`` (null when not run): the inversion probe at the claim's worst case (``auditkit.probe``): attack,
+- ``probe`` (null when not run): the inversion probe at the claim's worst case (``auditkit.stages.probe``): attack,
   round, clients, batch_size, local_steps, model, observation, clean and defended scores, bits_per_coordinate,
   ``matched`` (per run "clean" / "defended": per M, how many reconstructions matched their own example among M
   candidates, with interval and the claim's bound), ``figure`` and optionally ``sweep`` (where reconstruction
-  begins: the same attack with the mechanism recalibrated along eps, ``auditkit.probe.reconstruction_sweep``:
+  begins: the same attack with the mechanism recalibrated along eps, ``auditkit.stages.probe.reconstruction_sweep``:
   group, attack, clients, clean_ssim, level, ``crossing_eps`` and ``reaches_clean_eps`` (or null), ``stopped``
   (or null), and per point eps, the recalibrated params, ssim and mse with their intervals and the claim's
   ``rero_bound`` per M);
@@ -69,6 +70,19 @@ Each setting (one mechanism setting, a grid point of a sweep):
   (null without it: every candidate pair's statistic and predicted, not certified, bound, and the index of the
   ``chosen`` one, whose held-out test is the one estimate).
 
+A reproduction (``command`` "reproduce", added within version 4) has the same header (``config``: paper, budget,
+seeds, data_dir, confidence), a ``provenance`` of ``auditkit_version``, ``code``, ``plugins``, ``versions`` and
+``platform``, and in place of settings: ``paper`` (id, title, sources, data, data_note), ``budget`` (name,
+rounds, seeds, why, the paper's rounds and seeds), ``dataset``, ``confidence`` (of the intervals over seeds, in
+(0, 1)), ``seconds``, ``not_comparable`` (why no training row of the run can be held to the paper's numbers);
+``tables``, each with id, caption, metric and its description, ``kind`` (one of ``RUN_KINDS``), dataset, rounds,
+x_label, note and ``rows`` (the paper's number as printed, its ``line``, ``paper_value`` +- ``paper_plus_minus``
+in our unit, ``per_seed``, ``mean``, ``interval``, ``difference``, ``verdict``: one of ``ROW_VERDICTS``, ``why``
+and the ``setting``: the key of the run it reads); ``orderings`` (id, quote, table, metric and ``pairs``, each
+with above, below, the paired seeds' ``difference`` and ``interval``, a ``verdict`` of ``ORDERING_VERDICTS``
+and optionally the claimed ``gap``); and ``runs``: setting key -> kind, config and per seed what it measured
+(``_RUN_MEASUREMENTS``). A number read from the paper's text, the confidence and the seconds must be finite.
+
 Numbers may be NaN or +-Infinity. The file is strict JSON (RFC 8259, which has no NaN or Infinity), so
 ``dumps_strict`` writes them as the strings "NaN", "Infinity" and "-Infinity", as the proto3 JSON mapping writes
 float NaN and infinities; ``load_results`` turns those strings back into floats only where the schema has a number
@@ -77,8 +91,9 @@ written before, with bare NaN / Infinity. Checked here: each key's presence and 
 capabilities' values, at least one setting, unique filename-safe ids, reconstruction grid paths inside the
 results folder.
 
-``load_results`` reads version 4, and versions 2 and 3 (what auditkit wrote before) upgraded in memory by
-``upgrade_results``; any other version is refused in one line saying how to regenerate the file.
+``load_results`` reads version 4, and versions 2 and 3 (what auditkit wrote before) and the reproduction of
+schema "auditkit.reproduction" version 2 upgraded in memory by ``upgrade_results``; any other version is refused
+in one line saying how to regenerate the file.
 """
 from __future__ import annotations
 
@@ -93,7 +108,14 @@ from typing import Any
 
 SCHEMA = "auditkit/results"
 SCHEMA_VERSION = 4
-COMMANDS = ("train", "audit", "attack", "distinguish", "account")
+COMMANDS = ("train", "audit", "attack", "distinguish", "account")  # the commands whose documents hold settings
+REPRODUCE = "reproduce"  # the command whose document is a paper's reproduction (added within version 4)
+RESULTS_FILE, REPRODUCTION_FILE = "results.json", "reproduction.json"
+# the reproduction document as ``auditkit reproduce`` wrote it before it joined this schema (its version 2)
+REPRODUCTION_V2_SCHEMA = "auditkit.reproduction"
+RUN_KINDS = ("train", "attack", "round_attack", "distortion")  # what a reproduction's setting runs
+ROW_VERDICTS = ("reproduced", "not reproduced", "not comparable")  # a row of a paper's table against ours
+ORDERING_VERDICTS = ("holds", "reversed", "unresolved")  # a claimed ordering on our paired seeds
 CAPABILITIES = ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
 OPTIONAL_CAPABILITIES = ("batch_sampling", "side_values")  # added within version 4: absent from older files
 CAPABILITY_VALUES = ("declared", "generic default", "unknown")
@@ -114,6 +136,25 @@ class _Optional:
     def __init__(self, spec: Any) -> None:
         self.spec = spec
 
+
+class _Map:
+    """An object whose keys are data (setting keys, seeds), each value matching ``spec``."""
+
+    def __init__(self, spec: Any) -> None:
+        self.spec = spec
+
+
+class _Finite:
+    """A finite number: NaN and +-Infinity are refused (a number read from a paper's text, a confidence, a time)."""
+
+
+class _Measurements:
+    """One run's measurements at one seed: an object of numbers (NaN and +-Infinity allowed), nulls and lists of
+    them; the keys a run of each kind must hold are ``_RUN_MEASUREMENTS``'s, checked by ``_check_reproduction``."""
+
+
+_FINITE = _Finite()
+_MEASUREMENTS = _Measurements()
 
 _NUMBER = (int, float)
 _STRINGS = [str]
@@ -137,7 +178,8 @@ _TRAINING = {
 }
 _ADAPTIVE = [{"test": str, "claim": str, "claimed_epsilon": _Nullable(_NUMBER), "epsilon_lower_bound": _NUMBER,
               "max_certifiable": _NUMBER, "verdict": str, "p_value": _Optional(_Nullable(_NUMBER)), "note": str}]
-_SETTING = {
+# a setting of version 3 (before the probe, the identification tests and the headline verdict); version 4 adds them
+_SETTING_V3 = {
     "id": str,
     "label": str,
     "mechanism": {"name": str, "params": dict, "origin": str, "clip_norm": _Nullable(str), "guarantee": _GUARANTEE,
@@ -171,7 +213,6 @@ _SETTING = {
 }
 _MATCHED = [{"candidates": int, "successes": int, "clients": int, "rate": _NUMBER, "interval": [_NUMBER],
              "bound": _NUMBER, "bound_form": str, "kappa": _NUMBER, "exceeds_bound": bool}]
-_SETTING_V3 = _SETTING
 _SETTING = {
     **_SETTING_V3,
     "probe": _Nullable({
@@ -257,6 +298,52 @@ _DOCUMENT_V2 = {
         }),
     }],
 }
+
+# a reproduction (command "reproduce"): a paper's tables, each row's number beside ours, the claimed orderings checked
+_REPRODUCTION_ROW = {
+    "table": str, "method": str, "column": str, "x": _Nullable(_FINITE), "paper": str, "line": int,
+    "paper_value": _Nullable(_NUMBER), "paper_plus_minus": _Nullable(_FINITE), "per_seed": [_NUMBER], "mean": _NUMBER,
+    "interval": _Nullable([_NUMBER]), "difference": _Nullable(_FINITE), "verdict": str, "why": _STRINGS,
+    "setting": str,
+}
+_REPRODUCTION_TABLE = {
+    "id": str, "caption": str, "metric": str, "metric_description": str, "kind": str, "dataset": _Nullable(str),
+    "rounds": _Nullable(int), "x_label": str, "note": str, "rows": [_REPRODUCTION_ROW],
+}
+_ORDERING = {
+    "id": str, "quote": str, "table": str, "metric": str,
+    "pairs": [{"ordering": str, "column": str, "x": _Nullable(_FINITE), "above": str, "below": str,
+               "difference": _NUMBER, "interval": _Nullable([_NUMBER]), "verdict": str,
+               "gap": _Optional({"claimed": _FINITE, "tolerance": _FINITE, "verdict": str})}],
+}
+_REPRODUCTION_BODY = {
+    "paper": {"id": str, "title": str, "sources": _STRINGS, "data": str, "data_note": str},
+    "budget": {"name": str, "rounds": int, "seeds": [int], "why": str, "paper_rounds": int, "paper_seeds": int},
+    "dataset": str, "confidence": _FINITE, "seconds": _FINITE, "not_comparable": _STRINGS,
+    "tables": [_REPRODUCTION_TABLE], "orderings": [_ORDERING],
+    "runs": _Map({"kind": str, "config": dict, "seeds": _Map(_MEASUREMENTS)}),
+}
+_REPRODUCTION = {
+    **{key: _DOCUMENT[key] for key in ("schema", "schema_version", "command", "title", "config")},
+    "provenance": {key: _DOCUMENT["provenance"][key] for key in
+                   ("auditkit_version", "code", "plugins", "versions", "platform")},
+    **_REPRODUCTION_BODY,
+}
+# what a run of each kind measured at each seed (``auditkit.reproduction.runner``)
+_RUN_MEASUREMENTS = {
+    "train": {"test_accuracy": _NUMBER, "snr_db": _Nullable(_NUMBER), "curve": [_NUMBER],
+              "snr_curve": [_Nullable(_NUMBER)], "seconds": _FINITE},
+    "attack": {"ssim": _NUMBER, "mse": _NUMBER, "psnr": _NUMBER, "bits_per_coordinate": _NUMBER, "seconds": _FINITE},
+    "round_attack": {"round_mse": _NUMBER, "ssim": _NUMBER, "clean_mse": _NUMBER, "test_accuracy": _NUMBER,
+                     "seconds": _FINITE},
+    "distortion": {"distortion": _NUMBER, "mean_squared_error": _NUMBER, "seconds": _FINITE},
+}
+# version 2 of "auditkit.reproduction": its own header, and before the confidence and the tables' note and dataset
+_REPRODUCTION_V2 = {
+    "schema": str, "schema_version": int, "auditkit": str, **_REPRODUCTION_BODY,
+    "confidence": _Optional(_FINITE),
+    "tables": [{**_REPRODUCTION_TABLE, "note": _Optional(str), "dataset": _Optional(_Nullable(str))}],
+}
 _TYPE_NAMES = {str: "a string", int: "an integer", _NUMBER: "a number", dict: "an object", bool: "a boolean"}
 _FILENAME_SAFE = re.compile(r"[A-Za-z0-9._-]+")
 
@@ -271,6 +358,17 @@ def _check(value: Any, spec: Any, where: str) -> None:
     if isinstance(spec, _Nullable):
         if value is not None:
             _check(value, spec.spec, where)
+        return
+    if spec is _FINITE:
+        if isinstance(value, bool) or not isinstance(value, _NUMBER) or not math.isfinite(value):
+            raise ValueError(f"{where} must be a finite number, got {_short(value)}")
+        return
+    if isinstance(spec, _Map) or spec is _MEASUREMENTS:
+        if not isinstance(value, dict):
+            raise ValueError(f"{where} must be an object, got {type(value).__name__}")
+        if isinstance(spec, _Map):  # measurements are checked by their run's kind (``_check_runs``)
+            for key, item in value.items():
+                _check(item, spec.spec, f"{where}[{_short(key)}]")
         return
     if isinstance(spec, dict):
         if not isinstance(value, dict):
@@ -335,13 +433,101 @@ def _check_header(doc: Any, version: int) -> None:
         raise ValueError(f"schema_version must be {version}, got {_short(doc.get('schema_version'))}")
 
 
+def _one_of(value: str, allowed: tuple[str, ...], where: str) -> None:
+    if value not in allowed:
+        raise ValueError(f"{where} must be one of {', '.join(map(repr, allowed))}, got {_short(value)}")
+
+
+def _check_interval(interval: list[float] | None, where: str) -> None:
+    if interval is not None and len(interval) != 2:
+        raise ValueError(f"{where} must be [low, high], got {len(interval)} numbers")
+
+
+def _check_runs(runs: dict[str, Any], seeds: list[str]) -> None:
+    """Each run's kind is known and it measured, at every seed of the budget, what a run of its kind measures."""
+    for key, run in runs.items():
+        where = f"reproduction.runs[{_short(key)}]"
+        _one_of(run["kind"], RUN_KINDS, f"{where}.kind")
+        if sorted(run["seeds"]) != sorted(seeds):
+            raise ValueError(f"{where}.seeds must hold the budget's seeds {', '.join(seeds)}, got "
+                             f"{_short(', '.join(run['seeds']))}")
+        for seed, measured in run["seeds"].items():
+            _check(measured, _RUN_MEASUREMENTS[run["kind"]], f"{where}.seeds[{seed!r}]")
+
+
+def _check_reproduction(doc: dict[str, Any]) -> None:
+    """What the layout cannot say: the confidence in (0, 1); the runs (``_check_runs``); unique table ids; each row
+    in its table, with one value per seed, an interval of two numbers, a known verdict and the run of its table's
+    kind that it reads; each ordering on a table of the document, its pairs' verdicts known."""
+    if not 0 < doc["confidence"] < 1:
+        raise ValueError(f"reproduction.confidence must be in (0, 1), got {_short(doc['confidence'])}")
+    seeds = [str(seed) for seed in doc["budget"]["seeds"]]
+    _check_runs(doc["runs"], seeds)
+    tables: set[str] = set()
+    for i, table in enumerate(doc["tables"]):
+        where = f"reproduction.tables[{i}]"
+        _one_of(table["kind"], RUN_KINDS, f"{where}.kind")
+        if table["id"] in tables:
+            raise ValueError(f"{where}.id must be unique, got {_short(table['id'])} twice")
+        tables.add(table["id"])
+        for j, row in enumerate(table["rows"]):
+            at = f"{where}.rows[{j}]"
+            if row["table"] != table["id"]:
+                raise ValueError(f"{at}.table must be its table's id {table['id']!r}, got {_short(row['table'])}")
+            if len(row["per_seed"]) != len(seeds):
+                raise ValueError(f"{at}.per_seed must hold one value per seed ({len(seeds)}), got "
+                                 f"{len(row['per_seed'])}")
+            _check_interval(row["interval"], f"{at}.interval")
+            _one_of(row["verdict"], ROW_VERDICTS, f"{at}.verdict")
+            run = doc["runs"].get(row["setting"])
+            if run is None or run["kind"] != table["kind"]:
+                raise ValueError(f"{at}.setting must be the key of a {table['kind']} run in reproduction.runs, got "
+                                 f"{_short(row['setting'])}")
+    for i, ordering in enumerate(doc["orderings"]):
+        where = f"reproduction.orderings[{i}]"
+        if ordering["table"] not in tables:
+            raise ValueError(f"{where}.table must be the id of one of reproduction.tables, got "
+                             f"{_short(ordering['table'])}")
+        for j, pair in enumerate(ordering["pairs"]):
+            _check_interval(pair["interval"], f"{where}.pairs[{j}].interval")
+            _one_of(pair["verdict"], ORDERING_VERDICTS, f"{where}.pairs[{j}].verdict")
+            if "gap" in pair:
+                _one_of(pair["gap"]["verdict"], ROW_VERDICTS[:2], f"{where}.pairs[{j}].gap.verdict")
+
+
 def validate_results(doc: Any) -> None:
-    """Raise ValueError (one line, naming the offending key) unless ``doc`` is a version 4 results document."""
+    """Raise ValueError (one line, naming the offending key) unless ``doc`` is a version 4 document of the
+    ``auditkit/results`` schema: a results document (``command`` one of ``COMMANDS``: ``results.*`` names its keys)
+    or a reproduction (``command`` "reproduce": ``reproduction.*``)."""
     _check_header(doc, SCHEMA_VERSION)
+    if doc.get("command") == REPRODUCE:
+        _check(doc, _REPRODUCTION, "reproduction")
+        _check_reproduction(doc)
+        return
     _check(doc, _DOCUMENT, "results")
     if doc["command"] not in COMMANDS:
-        raise ValueError(f"results.command must be one of {', '.join(COMMANDS)}, got {_short(doc['command'])}")
+        raise ValueError(f"results.command must be one of {', '.join((*COMMANDS, REPRODUCE))}, got "
+                         f"{_short(doc['command'])}")
     _check_settings(doc["settings"])
+
+
+def file_name(doc: dict[str, Any]) -> str:
+    """The file a document is written to: ``reproduction.json`` for a reproduction, else ``results.json``."""
+    return REPRODUCTION_FILE if doc.get("command") == REPRODUCE else RESULTS_FILE
+
+
+def document_path(path: str | Path) -> Path:
+    """The document to read at ``path``: the file itself, or in a folder the ``results.json`` or
+    ``reproduction.json`` it holds (ValueError in one line when it holds neither or both)."""
+    path = Path(path)
+    if not path.is_dir():
+        return path
+    found = [path / name for name in (RESULTS_FILE, REPRODUCTION_FILE) if (path / name).is_file()]
+    if not found:
+        raise ValueError(f"{path}: holds no {RESULTS_FILE} or {REPRODUCTION_FILE}")
+    if len(found) > 1:
+        raise ValueError(f"{path}: holds both {RESULTS_FILE} and {REPRODUCTION_FILE}; name the one to render")
+    return found[0]
 
 
 def _upgraded_run(run: dict[str, Any] | None, rounds: int) -> dict[str, Any] | None:
@@ -388,7 +574,7 @@ def _upgrade_v3(doc: Any) -> dict[str, Any]:
     """A version 3 document (checked as such) as version 4: no probe and no identification tests were run
     (null), the data's ``source`` is "" (not recorded), and the headline ``verdict`` is computed from the
     distinguishing and adaptive tests it holds."""
-    from auditkit.results import overall_verdict
+    from auditkit.reports.headline import overall_verdict
 
     _check_header(doc, 3)
     _check(doc, _DOCUMENT_V3, "results")
@@ -401,9 +587,40 @@ def _upgrade_v3(doc: Any) -> dict[str, Any]:
     return doc
 
 
+def _upgrade_reproduction_v2(doc: Any) -> dict[str, Any]:
+    """A reproduction as ``auditkit reproduce`` wrote it before it joined this schema (``"auditkit.reproduction"``
+    version 2, checked as such) as the current version, a new document: the header of this schema (command
+    "reproduce", the title, the config the budget and paper record), a provenance saying what was not recorded
+    (``code`` "unknown (written by auditkit X as auditkit.reproduction v2)", no versions, platform "unknown"), and
+    what version 2 files could lack: the confidence (95 %, the only one then), each table's ``note`` ("") and
+    ``dataset`` (the run's for tables that train, else null)."""
+    if doc.get("schema_version") != 2:
+        raise ValueError(f"schema_version of a {REPRODUCTION_V2_SCHEMA!r} document must be 2, got "
+                         f"{_short(doc.get('schema_version'))}")
+    _check(doc, _REPRODUCTION_V2, "reproduction")
+    body = copy.deepcopy({key: doc[key] for key in _REPRODUCTION_V2 if key in doc})
+    body.setdefault("confidence", 0.95)
+    for table in body["tables"]:
+        table.setdefault("note", "")
+        table.setdefault("dataset", body["dataset"] if table["kind"] in ("train", "round_attack") else None)
+    paper, budget, writer = body["paper"], body["budget"], body.pop("auditkit")
+    del body["schema"], body["schema_version"]
+    return {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "command": REPRODUCE,
+            "title": f"{paper['id']} ({budget['name']} budget)",
+            "config": {"paper": paper["id"], "budget": budget["name"], "seeds": len(budget["seeds"]),
+                       "confidence": body["confidence"]},
+            "provenance": {"auditkit_version": writer, "plugins": [], "versions": {}, "platform": "unknown",
+                           "code": f"unknown (written by auditkit {writer} as {REPRODUCTION_V2_SCHEMA} v2)"},
+            **body}
+
+
 def upgrade_results(doc: Any) -> dict[str, Any]:
     """A version 2 or 3 document (checked as such: ValueError in one line) as the current version, a new document
-    (``_upgrade_v2``, then ``_upgrade_v3``). The result is not validated here: ``load_results`` does that."""
+    (``_upgrade_v2``, then ``_upgrade_v3``); a reproduction of schema ``"auditkit.reproduction"`` version 2 as
+    one of this schema (``_upgrade_reproduction_v2``). The result is not validated here: ``load_results`` does
+    that."""
+    if isinstance(doc, dict) and doc.get("schema") == REPRODUCTION_V2_SCHEMA:
+        return _upgrade_reproduction_v2(doc)
     version = doc.get("schema_version") if isinstance(doc, dict) else None
     if version not in (2, 3):
         raise ValueError(f"schema_version must be 2 or 3 to upgrade, got {_short(version)}")
@@ -423,11 +640,14 @@ def _unreadable(doc: dict[str, Any]) -> str:
     """One line for a document of a version this auditkit cannot read: which version, and how to regenerate it."""
     version = doc["schema_version"]
     provenance = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
-    writer = doc.get("auditkit_version") or provenance.get("auditkit_version")  # version 1 kept it at the top
+    # version 1 kept the writer's version at the top; "auditkit.reproduction" as "auditkit"
+    writer = doc.get("auditkit_version") or provenance.get("auditkit_version") or doc.get("auditkit")
     written = f" (written by auditkit {writer})" if isinstance(writer, str) else ""
-    command = doc.get("command")
+    command = REPRODUCE if doc.get("schema") == REPRODUCTION_V2_SCHEMA else doc.get("command")
     if command in ("train", "audit"):
         how = f"regenerate it with `auditkit {command}` on the config recorded in it"
+    elif command == REPRODUCE:
+        how = "regenerate it with `auditkit reproduce` on the paper, budget and seeds recorded in it"
     elif command in COMMANDS:
         how = f"regenerate it with `auditkit {command}` and the options recorded in its config"
     else:
@@ -478,6 +698,10 @@ def decode_non_finite(value: Any, spec: Any = None) -> Any:
     stays a string; with ``spec`` None every such string anywhere, for auditkit's internal files."""
     if isinstance(spec, _Nullable | _Optional):
         return decode_non_finite(value, spec.spec)
+    if spec is _MEASUREMENTS and isinstance(value, dict):  # numbers, nulls and lists of them only
+        return decode_non_finite(value)
+    if isinstance(spec, _Map) and isinstance(value, dict):
+        return {key: decode_non_finite(item, spec.spec) for key, item in value.items()}
     if isinstance(value, str):
         return NON_FINITE.get(value, value) if spec is None or spec == _NUMBER else value
     if isinstance(value, dict) and spec is None:
@@ -490,8 +714,9 @@ def decode_non_finite(value: Any, spec: Any = None) -> Any:
 
 
 def load_results(path: str | Path) -> dict[str, Any]:
-    """Read ``results.json`` (versions 2 and 3 are upgraded in memory, ``upgrade_results``) and validate it as version 4;
-    any problem is one ValueError line starting with the path. Non-finite numbers are read as written by
+    """Read a document of this schema, ``results.json`` or ``reproduction.json`` (results of versions 2 and 3, and a
+    reproduction of schema "auditkit.reproduction" version 2, are upgraded in memory, ``upgrade_results``), and
+    validate it as version 4; any problem is one ValueError line starting with the path. Non-finite numbers are read as written by
     ``dumps_strict`` ("NaN", "Infinity", "-Infinity" where the schema has a number) or, in files written before
     it, as bare NaN / Infinity (which Python's json module parses)."""
     path = Path(path)
@@ -506,10 +731,15 @@ def load_results(path: str | Path) -> dict[str, Any]:
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
     try:
-        if isinstance(doc, dict) and doc.get("schema") == SCHEMA:
+        if isinstance(doc, dict) and doc.get("schema") == REPRODUCTION_V2_SCHEMA:
+            if doc.get("schema_version") != 2:
+                raise ValueError(_unreadable(doc))
+            doc = upgrade_results(decode_non_finite(doc, _REPRODUCTION_V2))
+        elif isinstance(doc, dict) and doc.get("schema") == SCHEMA:
             version = doc.get("schema_version")
+            current = _REPRODUCTION if doc.get("command") == REPRODUCE else _DOCUMENT
             if version in (2, 3, SCHEMA_VERSION):  # each version's numbers where its own schema has them
-                doc = decode_non_finite(doc, {2: _DOCUMENT_V2, 3: _DOCUMENT_V3, SCHEMA_VERSION: _DOCUMENT}[version])
+                doc = decode_non_finite(doc, {2: _DOCUMENT_V2, 3: _DOCUMENT_V3, SCHEMA_VERSION: current}[version])
             if version in (2, 3):
                 doc = upgrade_results(doc)
             elif isinstance(version, int) and not isinstance(version, bool) and version != SCHEMA_VERSION:

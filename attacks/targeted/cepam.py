@@ -1,4 +1,4 @@
-"""CEPAM's adaptive test (seed 000): the normalisation variant reveals ||x||.
+"""CEPAM's adaptive test (paper 000): the normalisation variant reveals ||x||.
 
 ``cepam_normalisation`` (``cepam-gaussian``, ``cepam-laplace``). With ``compat=paper000`` (CEPAM 000
 Algorithm 2) the client quantizes clip x / ||x|| and sends ||x|| (float32); the server outputs

@@ -1,6 +1,6 @@
-"""DP-SQ's adaptive test (seed 001): the claim holds only inside one quantizer cell.
+"""DP-SQ's adaptive test (paper 001): the claim holds only inside one quantizer cell.
 
-``dpsq_cross_cell`` (``dpsq``, ``laplace-sq``). DP-SQ (seed 001) proves e^eps1 only for two inputs of one
+``dpsq_cross_cell`` (``dpsq``, ``laplace-sq``). DP-SQ (paper 001) proves e^eps1 only for two inputs of one
 quantizer cell and then applies it to the whole range [-C, C]. One coordinate: the ``in-cell`` pair -Delta/4
 vs +Delta/4 (the claim's own unit, judged), Delta/2 -+ Delta/8 across the central cell's upper boundary,
 and the range ends -C vs C. Q_{b,eps1} answers with an end of the input's cell, so inputs of different
@@ -27,7 +27,7 @@ DPSQ_FAMILY = ("dpsq", "laplace-sq")
 
 def _dpsq_pairs(m: Mechanism) -> list[tuple[str, torch.Tensor, torch.Tensor, bool]]:
     """The in-cell pair (the claim's own unit) and two cross-cell pairs, one coordinate each (module docstring): x = -Delta/4 vs +Delta/4 in the central cell; Delta/2 -+ Delta/8 across its upper boundary; -C vs C."""
-    clip, step = m.params["bound"], m.cell_step
+    clip, step = m.params["support"], m.cell_step
     one = lambda v: torch.tensor([v], dtype=torch.float64)  # noqa: E731
     if m.params["bits"] == 1:  # one cell: the whole range is the claim's domain
         return [("one cell: -C vs C (b = 1)", one(-clip), one(clip), True)]
@@ -52,7 +52,7 @@ def dpsq_cross_cell(m: Mechanism, *, trials: int, confidence: float, seed: int) 
         trials=trials,
         confidence=confidence,
         seed=seed,
-        findings={"cell_step": m.cell_step, "range_end": m.params["bound"]},
+        findings={"cell_step": m.cell_step, "range_end": m.params["support"]},
         note=(
             "Q_{b,eps1} answers with one of the two ends of the input's cell: inputs of different cells have "
             "different output supports, so one output can tell them apart and the whole-range epsilon is "

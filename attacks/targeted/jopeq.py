@@ -1,4 +1,4 @@
-"""JoPEQ's adaptive tests (seed 002): the scale zeta sent in clear, and quantizer overload.
+"""JoPEQ's adaptive tests (paper 002): the scale zeta sent in clear, and quantizer overload.
 
 ``jopeq_scale_side_channel`` (``jopeq-laplace``, ``jopeq-t``, ``jopeq-exact``). JoPEQ (Lang et al., Sec.
 III-A) scales h by zeta = sqrt(M) / (3 ||h||) and sends zeta in clear. Take h = e_1 (one coordinate in

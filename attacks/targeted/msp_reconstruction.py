@@ -1,4 +1,4 @@
-"""The adaptive server attack on model splitting (seed 004, MSP-FL / MSP+Lap / MSPDQ-FL; spec msp.md).
+"""The adaptive server attack on model splitting (paper 004, MSP-FL / MSP+Lap / MSPDQ-FL; spec msp.md).
 
 The server sees every upload alpha_i[k], k = 0..K, and its own broadcasts w[k] (the consensus transcript,
 ``auditkit.mechanisms.msp.MSPTranscript``; read here by its fields ``alpha``, ``broadcast``, ``eps_c`` and ``rounds``).

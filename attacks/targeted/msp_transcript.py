@@ -1,4 +1,4 @@
-"""MSP-FL's adaptive test (seed 004): the consensus transcript reconstructs what its first upload hides.
+"""MSP-FL's adaptive test (paper 004): the consensus transcript reconstructs what its first upload hides.
 
 ``msp_transcript`` (``msp``, ``msp-laplace``, ``mspdq``). MSP+Lap's Proposition 1 protects the first upload
 alpha_0 = w + Laplace(2 clip / eps_dp); MSP-FL claims that hidden m_i keep w_i secret. Client 0's model is

@@ -14,7 +14,7 @@
     from auditkit import accounting
     accounting.cepam_gaussian(sigma=0.1, eps_tilde=5.9, tau=15, dataset_size=1666, clients=30, clip=1.0)
 """
-from auditkit.accounting.report import AccountReport, FLSetting, account, paper_claim
+from auditkit.accounting.report import AccountReport, account, claim_options, claim_solver, paper_claim, solvers
 from auditkit.accounting.cepam import (
     amplified_epsilon,
     base_epsilon,
@@ -47,10 +47,12 @@ from auditkit.accounting.rero import (
 __all__ = [
     "AccountReport",
     "BACKENDS",
-    "FLSetting",
+    "claim_options",
+    "claim_solver",
     "account",
     "compose",
     "paper_claim",
+    "solvers",
     "ComposedEpsilon",
     "UnsupportedEvent",
     "amplified_epsilon",

@@ -18,8 +18,11 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
+from typing import Any
 
 from auditkit import mechanisms
+from auditkit.accounting.report import claim_solver
 from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
 from auditkit.mechanisms.tdist import minimum_variance_t, t_epsilon, t_scale_for_epsilon
 
@@ -80,3 +83,13 @@ def solve_t(
         return minimum_variance_t(eps, sensitivity, dimension)
     nu = _positive(nu, "nu")
     return nu, t_scale_for_epsilon(eps, nu, sensitivity, dimension)
+
+
+
+@claim_solver("t-noise", help="the minimum-variance (nu, s2) of a multivariate t mechanism at --target-eps (eq. 11)")
+def solve_t_noise(mechanism: str, params: Mapping[str, Any], target_eps: float, target_delta: float | None,
+                  fl: Mapping[str, Any]) -> str:
+    """``solve_t`` at the mechanism's sensitivity (and its nu, when set)."""
+    nu, s2 = solve_t(eps=target_eps, sensitivity=params.get("sensitivity", 2.0), nu=params.get("nu") or None)
+    return (f"nu = {nu:.6g}, s2 = {s2:.6g}  (eq. (11) = {target_eps:g}; "
+            f"per-coordinate variance nu s2/(nu - 2) = {nu * s2 / (nu - 2):.6g})")

@@ -27,13 +27,16 @@ for an l1 clip (what the `laplace` mechanisms of this toolkit do); the caveat sa
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import gammaln, log_ndtr, logsumexp
 
-from auditkit.accounting.report import FLSetting, paper_claim
+from auditkit.accounting.report import FLOptions, claim_solver, paper_claim
+from auditkit.mechanisms import Param
+from auditkit.mechanisms.base import choice
 from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 
 FORMULAS = ("exact", "paper003")  # how Theorem 12 is evaluated: as derived, or as 003 printed it
@@ -234,17 +237,66 @@ def cepam_laplace(
     )
 
 
-@paper_claim("cepam-gaussian", "cepam-laplace")
-def cepam_paper_claim(mechanism: Any, fl: FLSetting) -> PrivacyGuarantee | None:
+FL_OPTIONS = (  # the FL settings 003's record-level claims read (``auditkit account`` options)
+    Param("tau", int, None, "local steps per round tau (003's record-level claim)", "an integer >= 1",
+          check=lambda v: v >= 1),
+    Param("dataset_size", int, None, "records per client n_k (003's record-level claim)", "an integer >= 1",
+          check=lambda v: v >= 1),
+    Param("clients", int, None, "clients K averaged per round (003 Theorem 12)", "an integer >= 1",
+          check=lambda v: v >= 1),
+    Param("eps_tilde", float, None, "CEPAM's base epsilon (003 Theorem 12)", "a finite number > 0",
+          check=lambda v: v > 0),
+    choice("formula", FORMULAS, "exact",
+           "how 003's Theorem 12 is evaluated: exact, or paper003 (the swapped arguments that reproduce its "
+           "printed numbers)"),
+)
+
+
+@paper_claim("cepam-gaussian", "cepam-laplace", options=FL_OPTIONS)
+def cepam_paper_claim(mechanism: Any, fl: FLOptions) -> PrivacyGuarantee | None:
     """003's record-level claim for a configured CEPAM mechanism: Theorem 12 (Gaussian: needs tau, dataset_size,
     clients and eps_tilde) or Theorem 13 (Laplace: tau and dataset_size); None without tau and dataset_size."""
-    if fl.tau is None or fl.dataset_size is None:
+    tau, dataset_size, eps_tilde = fl.get("tau"), fl.get("dataset_size"), fl.get("eps_tilde")
+    if tau is None or dataset_size is None:
         return None
     params = mechanism.params
     if mechanism.name == "cepam-gaussian":
-        if fl.eps_tilde is None or fl.clients is None:
+        if eps_tilde is None or fl.get("clients") is None:
             raise ValueError("cepam-gaussian's Theorem 12 needs eps_tilde, tau, dataset_size and clients")
-        return cepam_gaussian(sigma=params["sigma"], eps_tilde=fl.eps_tilde, tau=fl.tau, dataset_size=fl.dataset_size,
-                              clients=fl.clients, clip=params["clip"], formula=fl.formula)
-    return cepam_laplace(scale=params["scale"], tau=fl.tau, dataset_size=fl.dataset_size, clip=params["clip"],
-                         eps_tilde=fl.eps_tilde)
+        return cepam_gaussian(sigma=params["sigma"], eps_tilde=eps_tilde, tau=tau, dataset_size=dataset_size,
+                              clients=fl["clients"], clip=params["clip"], formula=fl.get("formula", "exact"))
+    return cepam_laplace(scale=params["scale"], tau=tau, dataset_size=dataset_size, clip=params["clip"],
+                         eps_tilde=eps_tilde)
+
+
+def _fl_needs(fl: FLOptions, solver: str, *names: str) -> None:
+    missing = [f"--{n.replace('_', '-')}" for n in names if fl.get(n) is None]
+    if missing:
+        raise ValueError(f"--solve {solver} needs {' and '.join(missing)}")
+
+
+@claim_solver("eps-tilde", mechanisms=("cepam-gaussian", "cepam-laplace"),
+              help="CEPAM's base epsilon that amplifies to --target-eps (003 Lemma 9; needs --tau, --dataset-size)")
+def solve_eps_tilde(mechanism: str, params: Mapping[str, Any], target_eps: float, target_delta: float | None,
+                    fl: FLOptions) -> str:
+    """eps_tilde = ``base_epsilon(target_eps)``: the base epsilon whose amplification by record sampling is the
+    target."""
+    _fl_needs(fl, "eps-tilde", "tau", "dataset_size")
+    found = base_epsilon(target_eps, tau=fl["tau"], dataset_size=fl["dataset_size"])
+    return f"eps_tilde = {found:.6g}  (amplifies to eps = {target_eps:g}; 003 Lemma 9)"
+
+
+@claim_solver("sigma", mechanisms=("cepam-gaussian",),
+              help="cepam-gaussian's sigma meeting (--target-eps, --target-delta) under 003 Theorem 12 "
+                   "(needs --tau, --dataset-size, --clients)")
+def solve_cepam_sigma(mechanism: str, params: Mapping[str, Any], target_eps: float, target_delta: float | None,
+                      fl: FLOptions) -> str:
+    """The smallest sigma meeting the target under eq. (16) (``solve_sigma``)."""
+    if target_delta is None:
+        raise ValueError("--solve sigma needs --target-delta")
+    _fl_needs(fl, "sigma", "tau", "dataset_size", "clients")
+    formula = fl.get("formula", "exact")
+    found = solve_sigma(eps=target_eps, delta=target_delta, tau=fl["tau"], dataset_size=fl["dataset_size"],
+                        clients=fl["clients"], clip=params.get("clip", 1.0), formula=formula)
+    return ("sigma = 0 (vacuous: the target delta holds with no noise at all)" if found == 0
+            else f"sigma = {found:.6g}  (003 Theorem 12, formula {formula})")

@@ -5,8 +5,8 @@
 * ``per_round`` — the mechanism's own one-round claim (``mechanism.guarantee()``: client-level,
   the whole update is the unit);
 * ``paper_claim`` — the paper's record-level FL claim, where a paper makes one (a function registered for the
-  mechanism with ``@paper_claim("name")``; CEPAM: 003 Theorem 12 / 13, ``auditkit.accounting.cepam``) and the FL
-  settings it needs are given;
+  mechanism with ``@paper_claim("name", options=...)``, which declares the FL settings it reads; CEPAM: 003
+  Theorem 12 / 13, ``auditkit.accounting.cepam``) when the FL settings it needs are given;
 * ``composed`` — the client-level claim over `rounds` rounds: the mechanism's one-round event
   (``mechanism.dp_event()``) composed by an existing accountant (``auditkit.accounting.composition``), or
   ``refusal``, the reason no sound number exists;
@@ -16,46 +16,59 @@
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from auditkit import mechanisms
 from auditkit.accounting.composition import ComposedEpsilon, UnsupportedEvent, compose
-from auditkit.mechanisms import PrivacyGuarantee
+from auditkit.mechanisms import Param, PrivacyGuarantee
 
-__all__ = ["AccountReport", "FLSetting", "account", "paper_claim", "paper_claim_for"]
+__all__ = ["AccountReport", "ClaimEntry", "FLOptions", "Solver", "account", "claim_options", "claim_solver", "paper_claim",
+           "paper_claim_for", "solvers"]
 
 CLAIM_EXCEEDED = "claim-exceeded"
 
 
-@dataclass(frozen=True)
-class FLSetting:
-    """The FL settings a paper's record-level claim needs (None: not given).
+FLOptions = Mapping[str, Any]
+"""The FL settings a paper's record-level claim needs, by the names its registration declares (``options``);
+a setting not given is absent."""
 
-    tau: local steps per round; dataset_size: records per client n_k; clients: clients K averaged per round;
-    eps_tilde: CEPAM's base epsilon; formula: "exact" or a paper's printed variant (e.g. "paper003").
-    """
-
-    tau: int | None = None
-    dataset_size: int | None = None
-    clients: int | None = None
-    eps_tilde: float | None = None
-    formula: str = "exact"
-
-
-PaperClaim = Callable[[mechanisms.Mechanism, FLSetting], PrivacyGuarantee | None]
+PaperClaim = Callable[[mechanisms.Mechanism, FLOptions], PrivacyGuarantee | None]
 """claim(mechanism, fl) -> the paper's FL claim, or None when ``fl`` lacks what it needs."""
 
-_PAPER_CLAIMS: dict[str, PaperClaim] = {}
+
+@dataclass(frozen=True)
+class ClaimEntry:
+    """A registered paper claim and the FL settings it reads (``Param`` specs; ``auditkit account`` has one option
+    per name, generated from them)."""
+
+    claim: PaperClaim
+    options: tuple[Param, ...]
 
 
-def paper_claim(*mechanism_names: str) -> Callable[[PaperClaim], PaperClaim]:
-    """Decorator registering the function that states a paper's FL claim for the mechanisms named."""
+@dataclass(frozen=True)
+class Solver:
+    """``auditkit account --solve NAME``: ``solve(mechanism, params, target_eps, target_delta, fl)`` returns the
+    line to print (the parameter that meets the target); ``mechanisms`` it applies to (empty: any)."""
+
+    name: str
+    solve: Callable[[str, Mapping[str, Any], float, float | None, FLOptions], str]
+    mechanisms: tuple[str, ...]
+    help: str
+
+
+_PAPER_CLAIMS: dict[str, ClaimEntry] = {}
+_SOLVERS: dict[str, Solver] = {}
+
+
+def paper_claim(*mechanism_names: str, options: tuple[Param, ...] = ()) -> Callable[[PaperClaim], PaperClaim]:
+    """Decorator registering the function that states a paper's FL claim for the mechanisms named, with the FL
+    settings it reads (``options``)."""
 
     def register(claim: PaperClaim) -> PaperClaim:
         for name in mechanism_names:
-            _PAPER_CLAIMS[name] = claim
+            _PAPER_CLAIMS[name] = ClaimEntry(claim, tuple(options))
         return claim
 
     return register
@@ -63,7 +76,32 @@ def paper_claim(*mechanism_names: str) -> Callable[[PaperClaim], PaperClaim]:
 
 def paper_claim_for(name: str) -> PaperClaim | None:
     """The paper-claim function registered for mechanism ``name``, or None."""
-    return _PAPER_CLAIMS.get(name)
+    entry = _PAPER_CLAIMS.get(name)
+    return None if entry is None else entry.claim
+
+
+def claim_options() -> list[Param]:
+    """Every FL setting any registered paper claim reads, once per name, sorted by name."""
+    by_name: dict[str, Param] = {}
+    for entry in _PAPER_CLAIMS.values():
+        for spec in entry.options:
+            by_name.setdefault(spec.name, spec)
+    return [by_name[name] for name in sorted(by_name)]
+
+
+def claim_solver(name: str, *, mechanisms: tuple[str, ...] = (), help: str) -> Callable[[Callable], Callable]:
+    """Decorator registering ``solve`` as ``auditkit account --solve NAME`` (see ``Solver``)."""
+
+    def register(solve: Callable) -> Callable:
+        _SOLVERS[name] = Solver(name, solve, tuple(mechanisms), help)
+        return solve
+
+    return register
+
+
+def solvers() -> dict[str, Solver]:
+    """The registered solvers by name, in registration order."""
+    return dict(_SOLVERS)
 
 
 @dataclass(frozen=True)
@@ -92,7 +130,7 @@ def account(
     rounds: int = 1,
     composition_delta: float = 1e-5,
     backend: str = "opacus-prv",
-    fl: FLSetting | None = None,
+    fl: FLOptions | None = None,
 ) -> AccountReport:
     """Account a configured mechanism (see the module docstring); `composition_delta` is the delta at which the
     composed epsilon is stated."""

@@ -1,31 +1,25 @@
 """What happens between the clients' local updates and the new global model.
 
-A round's communication is a `RoundProtocol`: it receives the selected clients' true updates
-(client side) and returns what the server computes from the messages it actually received,
-the bits those messages cost, and what each adversary saw. The training loop knows nothing
-else, so a mechanism with its own protocol (consensus rounds, fusion) replaces the protocol
-without touching the loop.
+A round's communication is a `RoundProtocol` (``auditkit.mechanisms.protocol``): it receives the selected clients'
+true updates (client side) and returns what the server computes from the messages it actually received, the bits
+those messages cost, and what each adversary saw. The training loop knows nothing else, so a mechanism with its
+own protocol, registered beside it, replaces the protocol without touching the loop.
 
 `UplinkProtocol` is the common case: each client encodes its update with the mechanism (``encode``), the
 real bytes are sent, the server decodes them and combines the decoded updates with an
-`Aggregator` (FedAvg's weighted mean by default, SNR-weighted fusion later) (``receive``). The two halves
+`Aggregator` (FedAvg's weighted mean by default) (``receive``). The two halves
 are separate methods so that a backend whose clients live elsewhere (``auditkit.flower``) runs the same
 code on each side of the wire.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
 
 from auditkit.mechanisms.message import Message
-from auditkit.mechanisms.randomness import derive_seed
-
-
-def shared_seed(seed: int, client: int, round_: int) -> int:
-    """The seed client `client` and the server share in round `round_` (dithers, rejection draws)."""
-    return derive_seed(seed, "shared", client, round_)
+from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, RoundProtocol, protocol_class
+from auditkit.mechanisms.randomness import shared_seed
 
 
 class Aggregator(Protocol):
@@ -42,33 +36,6 @@ class FedAvg:
     def aggregate(self, updates: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
         w = weights.to(updates.dtype) / weights.sum()
         return w @ updates
-
-
-@dataclass
-class RoundOutcome:
-    """What a protocol returns for one round."""
-
-    aggregate: torch.Tensor  # (P,) the global update the server applies
-    bits: list[int]  # uplink bits per selected client (the real serialised size)
-    views: dict[str, object] = field(default_factory=dict)  # threat-model view -> what it saw
-    stats: dict[str, float] = field(default_factory=dict)  # mechanism statistics (e.g. overloads)
-
-
-class RoundProtocol(Protocol):
-    """One round of client -> server communication, named by ``name`` in results.
-
-    ``global_params`` is the model the clients started the round from (w_i = global_params + updates[i]);
-    protocols that act on models rather than updates (MSP-FL's splitting) need it. A protocol that also
-    decides who takes part (DP-SQ's per-group clusters) has a ``select_clients(round_) -> list[int]``
-    method, which the training loop then calls instead of its own participation rule.
-    """
-
-    name: str
-
-    def communicate(
-        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
-        *, global_params: torch.Tensor,
-    ) -> RoundOutcome: ...
 
 
 class UplinkProtocol:
@@ -122,3 +89,14 @@ class UplinkProtocol:
     ) -> RoundOutcome:
         payloads = [self.encode(update, client, round_) for update, client in zip(updates, clients)]
         return self.receive(payloads, clients, weights, round_, like=updates)
+
+
+def build_protocol(mechanism, context: ProtocolContext) -> RoundProtocol:
+    """The round protocol of a run of ``mechanism``: the registered protocol its class names (``protocol``,
+    ``auditkit.mechanisms.protocol``) built for ``context``, or one encoded upload per client (``UplinkProtocol``)
+    where it names none or its protocol declines this run (``build`` returned None)."""
+    if mechanism.protocol is not None:
+        built = protocol_class(mechanism.protocol).build(mechanism, context)
+        if built is not None:
+            return built
+    return UplinkProtocol(mechanism, context.seed)

@@ -25,7 +25,7 @@ def select_clients(
 
     * ``full``: every client.
     * ``uniform``: `clients_per_round` clients uniformly without replacement (FedAvg's C*K).
-    * ``replacement``: `clients_per_round` draws uniformly *with* replacement (MSP-FL's M of N, seed 004 Sec. III):
+    * ``replacement``: `clients_per_round` draws uniformly *with* replacement (MSP-FL's M of N, paper 004 Sec. III):
       a client drawn twice appears twice (it trains once per draw, with the same data and shared randomness, so
       its update counts twice in the mean).
     * ``poisson``: each client independently with probability `sample_rate` (the sampling that

@@ -24,7 +24,7 @@ from torch.func import functional_call
 
 from auditkit.config import TrainingConfig
 from auditkit.data import Split
-from auditkit.fl.aggregation import RoundOutcome, RoundProtocol
+from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol
 from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
 from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.fl.sampling import draw_batches, select_clients
@@ -163,7 +163,7 @@ class FederatedSimulation:
         """One FL round; returns its metrics and, at a checkpoint, the observation."""
         t = self.training
         lr = self.schedule.lr
-        if hasattr(self.protocol, "select_clients"):  # the protocol's own sampling (DP-SQ's clusters)
+        if hasattr(self.protocol, "select_clients"):  # a protocol that chooses who takes part
             clients = self.protocol.select_clients(round_)
         else:
             clients = select_clients(

@@ -1,4 +1,4 @@
-"""JoPEQ's signal-to-noise ratio of a round's uplink (Lang et al., seed 002, Sec. V):
+"""JoPEQ's signal-to-noise ratio of a round's uplink (Lang et al., paper 002, Sec. V):
 
     SNR = (1/K) sum_k Var(h_k) / Var(h_k - h~_k),
 

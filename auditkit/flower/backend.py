@@ -34,7 +34,7 @@ from typing import Any
 import torch
 
 from auditkit.config import AuditConfig, ConfigError, FlowerConfig
-from auditkit.fl.aggregation import RoundOutcome
+from auditkit.mechanisms.protocol import RoundOutcome
 from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
 from auditkit.fl.sampling import draw_batches
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult, check_finite
@@ -111,7 +111,7 @@ def _quiet_flower() -> None:
 
 def check_protocol(protocol: Any) -> None:
     """The Flower backend carries one encoded upload per client (a protocol with ``encode`` and ``receive``); a
-    ConfigError names the protocol otherwise (MSP-FL's consensus rounds, DP-SQ's device groups)."""
+    ConfigError names the protocol otherwise."""
     if not (hasattr(protocol, "encode") and hasattr(protocol, "receive")):
         raise ConfigError(
             f"training.backend = 'flower' runs mechanisms that send one encoded upload per client; this one "
@@ -130,7 +130,7 @@ class _ClientRuntime:
         from auditkit.config import from_dict
         from auditkit.fl.aggregation import UplinkProtocol
         from auditkit.models import create_model
-        from auditkit.pipeline import build_mechanism, prepare_data
+        from auditkit.stages.train import build_mechanism, prepare_data
 
         torch.set_num_threads(max(1, int(num_cpus)))
         self.config = from_dict(spec)

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from auditkit.stage_store import replace_atomically
+from auditkit.reports.files import replace_atomically
 from auditkit.reports.results_schema import decode_non_finite, dumps_strict
 
 __all__ = ["FORMAT", "Recording", "RecordingError", "load_recording", "write_manifest", "write_server_round",

@@ -2,7 +2,8 @@
 
 ``paper`` holds what a paper reports (its tables as data, numbers quoted exactly); ``runner`` trains the
 settings and judges each row and each claimed ordering; :func:`reproduce` ties them into the
-``reproduction.json`` document that ``auditkit.reports.render_reproduction`` turns into report.html / report.md.
+``reproduction.json`` document (schema ``auditkit/results``, command "reproduce": validated before it is
+written) that ``auditkit.reports.render_report`` turns into report.html / report.md, as ``auditkit report`` does.
 """
 from __future__ import annotations
 
@@ -13,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from auditkit import __version__
 from auditkit.reproduction.paper import BUDGETS, METRICS, ROUND_ATTACK, TRAIN, Paper, load_paper, paper_ids
 from auditkit.reproduction.runner import (
     Plan,
@@ -25,10 +25,7 @@ from auditkit.reproduction.runner import (
     run_reasons,
 )
 
-__all__ = ["BUDGETS", "SCHEMA", "SCHEMA_VERSION", "check_reproduction_inputs", "load_paper", "paper_ids",
-           "reproduce", "reproduction_document", "write_reproduction"]
-
-SCHEMA, SCHEMA_VERSION = "auditkit.reproduction", 2
+__all__ = ["BUDGETS", "check_reproduction_inputs", "load_paper", "paper_ids", "reproduce", "reproduction_document"]
 
 
 def check_reproduction_inputs(
@@ -59,8 +56,20 @@ def check_reproduction_inputs(
     return plan
 
 
+def _provenance() -> dict[str, Any]:
+    """Who computed the runs: the keys of a results document's provenance that a reproduction has (auditkit's
+    version, the code's fingerprint, the plugins, the packages' versions, the platform)."""
+    from auditkit.results import provenance
+
+    full = provenance(seed=0, device="cpu")  # seed and device are per run here, in each run's config
+    return {key: full[key] for key in ("auditkit_version", "code", "plugins", "versions", "platform")}
+
+
 def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: float) -> dict[str, Any]:
-    """The ``reproduction.json`` document: the plan, every row and ordering with its verdict, the runs."""
+    """The ``reproduction.json`` document (schema ``auditkit/results``, command "reproduce"; see
+    ``auditkit.reports.results_schema``): the plan, every row and ordering with its verdict, the runs."""
+    from auditkit.reports.results_schema import REPRODUCE, SCHEMA, SCHEMA_VERSION
+
     paper = plan.paper
     tables = []
     for table in paper.tables:
@@ -73,7 +82,11 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
                   "metric": paper.table(o.table).metric, "pairs": ordering_entry(plan, o, runs)}
                  for o in paper.orderings]
     return {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "auditkit": __version__,
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "command": REPRODUCE,
+        "title": f"{paper.id} ({plan.budget} budget)",
+        "config": {"paper": paper.id, "budget": plan.budget, "seeds": len(plan.seeds), "data_dir": plan.data_dir,
+                   "confidence": plan.confidence},
+        "provenance": _provenance(),
         "paper": {"id": paper.id, "title": paper.title, "sources": list(paper.sources), "data": paper.data,
                   "data_note": paper.data_note},
         "budget": {"name": plan.budget, "rounds": plan.rounds, "seeds": list(plan.seeds),
@@ -86,34 +99,23 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
     }
 
 
-def write_reproduction(document: dict[str, Any], out: Path) -> Path:
-    """Write ``reproduction.json`` atomically, as strict JSON: a non-finite number (a lossless uplink's SNR, the
-    mean of a metric not measured) as the string "NaN", "Infinity" or "-Infinity"
-    (``auditkit.reports.results_schema.dumps_strict``)."""
-    from auditkit.stage_store import replace_atomically
-    from auditkit.reports.results_schema import dumps_strict
-
-    target = out / "reproduction.json"
-    text = dumps_strict(document, indent=1)
-    replace_atomically(target, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    return target
-
-
 def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None, data_dir: str | None = None,
               out: str | Path = "auditkit-reproduce", confidence: float = 0.95,
               on_run: Callable[[str, int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Run ``paper_id``'s settings at ``budget`` and write reproduction.json, report.html and report.md in ``out``;
-    ``confidence``: of the intervals over seeds that the verdicts read."""
-    from auditkit.pipeline import prepare_output
-    from auditkit.reports.reproduction_report import render_reproduction
+    """Run ``paper_id``'s settings at ``budget`` and write reproduction.json (validated first, strict JSON:
+    ``auditkit.results.write_results``), report.html, report.md and the figures in ``out`` (``auditkit.reports.
+    render_report``, as ``auditkit report`` renders it); ``confidence``: of the intervals over seeds that the
+    verdicts read."""
+    from auditkit.reports import render_report
+    from auditkit.results import prepare_output, write_results
 
     plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir, confidence)
     target = prepare_output(Path(out))  # refused before any training
     start = time.perf_counter()
     runs = run_plan(plan, on_run)
     document = reproduction_document(plan, runs, time.perf_counter() - start)
-    write_reproduction(document, target)
-    render_reproduction(document, target)
+    write_results(document, target)
+    render_report(document, target)
     return document
 
 

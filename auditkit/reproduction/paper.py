@@ -34,11 +34,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from auditkit.reports.results_schema import RUN_KINDS
+
 __all__ = ["ATTACK", "BUDGETS", "DISTORTION", "METRICS", "ROUND_ATTACK", "TRAIN", "Metric", "Ordering", "Paper", "PaperError", "Row", "Table", "load_paper", "paper_ids",
            "parse_reported"]
 
 BUDGETS = ("quick", "paper")
-TRAIN, ATTACK, ROUND_ATTACK, DISTORTION = "train", "attack", "round_attack", "distortion"
+TRAIN, ATTACK, ROUND_ATTACK, DISTORTION = RUN_KINDS  # as the reproduction document's schema knows them
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 Each distinct setting (the table's or the paper's ``base`` overlaid with a row's ``config``) runs once per seed;
 what it runs is its table's metric's kind: FL training with the budget's rounds (test accuracy, SNR), an attack
-on single-image gradients through the mechanism (``auditkit.inversion_audit.run_inversion``: SSIM, MSE), or the
+on single-image gradients through the mechanism (``auditkit.stages.inversion.run_inversion``: SSIM, MSE), or the
 mechanism alone on synthetic inputs (distortion), or training up to a round and attacking the server's view of
 that round as ``auditkit audit`` does (``round_mse``). A row's number is the mean of the metric over seeds with the
 two-sided 95% Student-t interval mean +- t_{0.975, s-1} sd / sqrt(s) (s seeds). Row verdicts:
@@ -32,14 +32,16 @@ from scipy import stats
 
 from auditkit.config import AuditConfig, from_dict, merge
 from auditkit.data import dataset_available
-from auditkit.pipeline import Experiment
+from auditkit.stages.train import Experiment
 from auditkit.reproduction.paper import ATTACK, ROUND_ATTACK, TRAIN, Ordering, Paper, Table
+from auditkit.reports.results_schema import ORDERING_VERDICTS, ROW_VERDICTS
 
 __all__ = ["HOLDS", "NOT_COMPARABLE", "NOT_REPRODUCED", "REPRODUCED", "REVERSED", "UNRESOLVED", "Plan", "interval",
            "ordering_entry", "plan_reproduction", "row_entry", "run_plan", "run_reasons", "run_setting"]
 
-REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = "reproduced", "not reproduced", "not comparable"
-HOLDS, REVERSED, UNRESOLVED = "holds", "reversed", "unresolved"
+# the verdicts' words, as the reproduction document's schema knows them
+REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = ROW_VERDICTS
+HOLDS, REVERSED, UNRESOLVED = ORDERING_VERDICTS
 
 
 @dataclass(frozen=True)
@@ -149,7 +151,7 @@ def _attack(raw: dict[str, Any], seed: int) -> dict[str, Any]:
     """``raw["attack"]``: name, model, images, source, iterations, label_given; ``raw["mechanism"]``: the
     mechanism the single-image clients' gradients go through."""
     from auditkit.attacks.gradient_inversion import iteration_settings
-    from auditkit.inversion_audit import run_inversion
+    from auditkit.stages.inversion import run_inversion
 
     attack, params = raw["attack"], dict(raw["mechanism"])
     run = run_inversion(attack["name"], mechanism=params.pop("name"), params=params, model=attack["model"],
@@ -163,14 +165,14 @@ def _attack(raw: dict[str, Any], seed: int) -> dict[str, Any]:
 
 def _round_attack(config: AuditConfig) -> dict[str, Any]:
     """Train up to the config's inversion round and attack the server's view of it as ``auditkit audit`` does
-    (``[inversion]``: attack, clients, iterations; MSP-FL's view is its transcript's least-squares estimate)."""
-    from auditkit.inversion_audit import RecordedView, invert_recorded_view
+    (``[inversion]``: attack, targets, iterations; MSP-FL's view is its transcript's least-squares estimate)."""
+    from auditkit.stages.inversion import RecordedView, invert_recorded_view
 
     experiment = Experiment(config)
     run = experiment.train()
     observed = [o for o in run.result.observations if o.round == config.checkpoint_round]
     view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
-                                         config.inversion.clients, run.mechanism.round_protocol)
+                                         config.inversion.targets, run.protocol)
     done = invert_recorded_view(view, config.training.model, config.inversion, config.seed)
     scores = done["defended"]["scores"]
     return {"round_mse": scores["mse_mean"], "ssim": scores["ssim_mean"],

@@ -24,8 +24,8 @@ CHEAP = {  # settings where the noise is not negligible next to the input, so th
     "cepam-gaussian": {"sigma": 0.5, "clip": 0.5, "n": 3},
     "cepam-laplace": {"scale": 0.5, "clip": 0.5},
     # a coarse grid with strong coins and rounding shows the input; an l1 clip of 0.5 on a range of 1 is active
-    "dpsq": {"clip": 0.5, "bound": 1.0, "bits": 2, "eps": 1.0},
-    "laplace-sq": {"clip": 0.5, "bound": 1.0, "bits": 2, "eps": 5.0},
+    "dpsq": {"clip": 0.5, "support": 1.0, "bits": 2, "eps": 1.0},
+    "laplace-sq": {"clip": 0.5, "support": 1.0, "bits": 2, "eps": 5.0},
     "msp-laplace": {"clip": 0.5, "eps": 1.0},
 }
 
@@ -48,8 +48,8 @@ def test_every_registered_mechanism_gets_a_fast_path_at_its_defaults():
 # be tiled and samples through its own batch (one m per row)
 OTHER_PATHS = {
     "dpsq adaptive": ("dpsq", {**CHEAP["dpsq"], "range": "adaptive"}, "tiled"),
-    "msp paper004": ("msp", {"split": "paper004", "m_max": 3}, "mechanism batch"),
-    "mspdq paper004": ("mspdq", {"split": "paper004", "m_max": 3, "start": "split", "bits": 3}, "mechanism batch"),
+    "msp paper004": ("msp", {"compat": "paper004", "m_max": 3}, "mechanism batch"),
+    "mspdq paper004": ("mspdq", {"compat": "paper004", "m_max": 3, "start": "split", "bits": 3}, "mechanism batch"),
 }
 
 
@@ -57,7 +57,7 @@ def test_configurations_that_cannot_be_tiled_use_the_mechanisms_own_batch_and_sa
     for name, params, path in OTHER_PATHS.values():
         sampler = bulk_sampler(mechanisms.create(name, **params))
         assert sampler.path == path and not sampler.generic_default, name
-    paper_split = bulk_sampler(mechanisms.create("msp", split="paper004", m_max=3))
+    paper_split = bulk_sampler(mechanisms.create("msp", compat="paper004", m_max=3))
     assert "each row draws its own hidden m" in paper_split.description
 
 

@@ -8,7 +8,7 @@ from scipy import integrate, stats
 
 from auditkit import attacks
 from auditkit import mechanisms
-from auditkit.identification_audit import claim_bound, identification_tests
+from auditkit.stages.identification import claim_bound, identification_tests
 
 HALF_NOISE = Path(__file__).parents[2] / "examples" / "half_noise_plugin" / "half_noise.py"
 

@@ -7,7 +7,7 @@ from auditkit import attacks
 from auditkit.attacks import metrics
 from auditkit.attacks.gradient_inversion import start_seeds
 from auditkit.data import load_image_patches
-from auditkit.inversion_audit import attacked_model
+from auditkit.stages.inversion import attacked_model
 from auditkit.models import lenet
 
 SMALL = (3, 16, 16)  # 16 x 16 patches keep the L-BFGS runs within the CI budget

@@ -28,8 +28,8 @@ TINY = {
         {"name": "jopeq-laplace", "label": "JoPEQ <script>alert('x')</script>", "bits": 2,
          "sweep": {"eps": [1.0, 4.0]}},
     ],
-    "inversion": {"clients": 2, "iterations": 5},
-    "probe": {"clients": 2, "iterations": 5},
+    "inversion": {"targets": 2, "iterations": 5},
+    "probe": {"targets": 2, "iterations": 5},
     "identification": {"candidates": [2, 10], "trials": 40},
     "distinguish": {"trials": 2000},
 }
@@ -51,10 +51,10 @@ label = "JoPEQ <script>alert('x')</script>"
 bits = 2
 sweep = { eps = [1.0, 4.0] }
 [inversion]
-clients = 2
+targets = 2
 iterations = 5
 [probe]
-clients = 2
+targets = 2
 iterations = 5
 [identification]
 candidates = [2, 10]
@@ -275,13 +275,13 @@ SEED_MECHANISMS_II = {
     "device": "cpu",
     "training": {"model": "cnn", "clients": 6, "rounds": 2, "tau": 2, "checkpoints": [1],
                  "participation": "uniform", "clients_per_round": 4},
-    "groups": {"sizes": [3, 3], "bits": [2, 4], "link_sigma": [0.0, 1e-3], "per_round": 4, "bandwidth": 12},
+    "groups": {"sizes": [3, 3], "bits": [2, 4], "link_sigma": [0.0, 1e-3], "clients_per_round": 4, "bandwidth": 12},
     "mechanisms": [
         {"name": "dpsq", "eps": 1.0, "fusion": "central-cell", "clusters": "optimal"},
         {"name": "msp-laplace", "eps": 1.0, "consensus_rounds": 4},
     ],
-    "inversion": {"clients": 2, "iterations": 5},
-    "probe": {"clients": 2, "iterations": 5},
+    "inversion": {"targets": 2, "iterations": 5},
+    "probe": {"targets": 2, "iterations": 5},
     "identification": {"candidates": [2, 10], "trials": 40},
     "distinguish": {"trials": 2000},
 }

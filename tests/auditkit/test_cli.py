@@ -251,8 +251,12 @@ def test_account_prints_the_claims_and_the_composition():
       "--dataset-size", "1666", "--clients", "30"], "error: --solve sigma needs --target-eps > 0"),
     (["cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "1e-30", "--tau", "15",
       "--dataset-size", "1666", "--clients", "30", "--formula", "paper003"], "error: no sigma reaches"),
-    (["gaussian", "--formula", "paper000"], "error: --formula must be one of exact, paper003"),
-    (["gaussian", "--solve", "rounds", "--target-eps", "1"], "error: --solve must be one of sigma, eps-tilde, t-noise"),
+    (["gaussian", "--formula", "paper000"], "error: formula must be one of: exact, paper003, got 'paper000'"),
+    (["gaussian", "--solve", "rounds", "--target-eps", "1"], "error: --solve must be one of eps-tilde, sigma, t-noise"),
+    (["gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "0.01"],
+     "error: --solve sigma applies to cepam-gaussian, not gaussian"),
+    (["cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "0.01", "--tau", "15"],
+     "error: --solve sigma needs --dataset-size and --clients"),
 ])
 def test_account_bad_input_is_one_line_and_exit_2(args, message):
     result = auditkit("account", *args)

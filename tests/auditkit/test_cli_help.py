@@ -39,10 +39,10 @@ def test_bracketed_parameter_help_is_shown_as_written():
     dpsq = help_text("distinguish", "dpsq")
     assert ("literal: levels on [-C, C] (paper); adaptive: on [min v, max v], sent as side information"
             in option_line(dpsq, "--range"))
-    assert "C: the literal quantizer range is [-C, C]" in option_line(dpsq, "--bound")
+    assert "C: the literal quantizer range is [-support, support]" in option_line(dpsq, "--support")
     msp = help_text("distinguish", "msp")
     assert "split factor eps_s: alpha[0] ~ U[eps_s w, (2 - eps_s) w]" in option_line(msp, "--eps-s")
-    assert "paper004: Algorithm 1's U[eps_s w, (1 + m - eps_s) w]" in option_line(msp, "--split")
+    assert "paper004: Algorithm 1's U[eps_s w, (1 + m - eps_s) w]" in option_line(msp, "--compat")
 
 
 def test_bracketed_command_and_option_help_is_shown_as_written():
@@ -94,7 +94,7 @@ def test_help_with_a_mechanism_named_lists_only_its_parameters(args):
 
 def test_help_with_a_mechanism_shows_its_own_choices_as_metavar():
     assert "[jopeq-code|none]" in option_line(help_text("distinguish", "sdq"), "--compat")
-    assert "[jopeq-code|none|paper000]" in option_line(help_text("distinguish"), "--compat")
+    assert "[jopeq-code|none|paper000|paper004]" in option_line(help_text("distinguish"), "--compat")
 
 
 @pytest.mark.parametrize("args", [("distinguish",), ("account",), ("train",), ("audit",), ("attack", "idlg")])
@@ -128,6 +128,9 @@ def test_help_is_shown_even_with_another_mechanism_flag_and_running_still_refuse
 @pytest.mark.parametrize(("args", "line"), [
     (["train", "--sigmaa", "1"], "error: no such option: --sigmaa (did you mean --sigma?)"),
     (["train", "--zzzzzz", "1"], "error: no such option: --zzzzzz (see `auditkit train --help`)"),
+    (["distinguish", "dpsq", "--bound", "3"],
+     "error: no such option: --bound (renamed: --support for dpsq, laplace-sq)"),
+    (["distinguish", "msp", "--split", "paper004"], "error: no such option: --split (renamed: --compat for msp, mspdq)"),
     (["distinguish"], "error: missing argument 'MECHANISM' (usage: auditkit distinguish [OPTIONS] MECHANISM)"),
     (["train", "--rounds", "abc"], "error: invalid value for '--rounds': 'abc' is not a valid integer"),
     (["audti"], "error: no such command 'audti' (did you mean audit?)"),
@@ -198,3 +201,29 @@ def test_an_interrupted_audit_exits_130_and_says_how_to_resume(monkeypatch, caps
     said = "".join(capsys.readouterr().err.split())  # the console wraps it at its width
     assert said == "".join(f"interrupted: the finished stages are kept in {tmp_path / 'stages'}; run the same "
                            "command with --resume to finish".split())
+
+
+def test_choice_lists_in_the_help_come_from_the_tuples_the_code_checks():
+    from auditkit import accounting, attacks
+    from auditkit.accounting.composition import BACKENDS
+    from auditkit.config import PRESETS
+
+    attack = " ".join(help_text("attack").split())
+    assert " | ".join(attacks.INVERSION_ATTACKS) in attack  # analytic included
+    account = " ".join(help_text("account").split())
+    assert " | ".join(BACKENDS) in account
+    assert all(f"{name} (" in account for name in accounting.solvers())
+    assert " | ".join(PRESETS) in " ".join(help_text("audit").split())
+    command = cli.click_command()  # what the docs' CLI reference reads: no placeholder left anywhere
+    for sub in [command, *command.commands.values()]:
+        assert "{choices:" not in (sub.help or "")
+        assert not any("{choices:" in (getattr(p, "help", None) or "") for p in sub.params), sub.name
+
+
+def test_the_paper_claim_options_are_generated_from_the_registered_claims():
+    from auditkit import accounting
+
+    account = help_text("account")
+    for spec in accounting.claim_options():
+        assert "--" + spec.name.replace("_", "-") in account
+    assert "FL settings of a paper's record-level claim" in account

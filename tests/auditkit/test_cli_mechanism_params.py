@@ -44,7 +44,7 @@ def _accepted(name, params):
 
 def non_default(name, spec):
     """A value of ``spec`` other than its default that mechanism ``name`` accepts, on its own or with one other
-    parameter changed too (jopeq-exact's n = 2 needs target = t): (value, the other parameters)."""
+    parameter changed too (jopeq-exact's n = 2 needs noise = t): (value, the other parameters)."""
     others = [o for o in mechanisms.mechanism_class(name).params_spec if o.name != spec.name]
     for value in _candidates(spec):
         if value == spec.default or spec.check(value) is False or not _accepted(name, {spec.name: value}):
@@ -66,15 +66,16 @@ CASES = [(command, name, spec.name) for command in COMMANDS for name in mechanis
 def catch(monkeypatch):
     """Stop each command where its work starts, raising ``Reached`` with the mechanism it would run."""
     import auditkit.audit
-    import auditkit.inversion_audit
-    import auditkit.pipeline
+    import auditkit.stages.distinguish
+    import auditkit.stages.inversion
+    import auditkit.stages.train
     import auditkit.results
 
     def experiment(config):
-        raise Reached(auditkit.pipeline.build_mechanism(config))
+        raise Reached(auditkit.stages.train.build_mechanism(config))
 
     def audit(config, **kwargs):
-        raise Reached(auditkit.pipeline.build_mechanism(config))
+        raise Reached(auditkit.stages.train.build_mechanism(config))
 
     def accounting_entry(mechanism, *args, **kwargs):
         raise Reached(mechanism)
@@ -85,11 +86,11 @@ def catch(monkeypatch):
     def run_distinguish(mechanism, **kwargs):
         raise Reached(mechanism)
 
-    monkeypatch.setattr(auditkit.pipeline, "Experiment", experiment)
+    monkeypatch.setattr(auditkit.stages.train, "Experiment", experiment)
     monkeypatch.setattr(auditkit.audit, "Audit", audit)
     monkeypatch.setattr(auditkit.results, "accounting_entry", accounting_entry)
-    monkeypatch.setattr(auditkit.inversion_audit, "run_inversion", run_inversion)
-    monkeypatch.setattr(auditkit.audit, "run_distinguish", run_distinguish)
+    monkeypatch.setattr(auditkit.stages.inversion, "run_inversion", run_inversion)
+    monkeypatch.setattr(auditkit.stages.distinguish, "run_distinguish", run_distinguish)
 
 
 def invoke(command, name, flag, value, tmp_path, **others):

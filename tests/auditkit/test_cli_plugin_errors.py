@@ -69,7 +69,7 @@ name = "{name}"
 [inversion]
 enabled = false
 [probe]
-clients = 2
+targets = 2
 sweep = false
 [identification]
 candidates = [10]

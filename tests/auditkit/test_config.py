@@ -15,7 +15,7 @@ def test_quickstart_preset_is_the_documented_default():
     assert names[0] == "none" and names.count("jopeq-laplace") == 3 and len(names) == 11
     assert [s.target_eps for s in settings if s.name in ("gaussian", "cepam-gaussian")] == [1, 4, 16] * 2
     assert config.inversion.enabled and config.distinguish.enabled
-    assert config.probe.enabled and config.probe.attack == "analytic" and config.probe.clients >= 16
+    assert config.probe.enabled and config.probe.attack == "analytic" and config.probe.targets >= 16
     assert config.identification.candidates == (10, 100)
 
 
@@ -35,10 +35,11 @@ def test_cepam_preset_has_the_papers_settings_and_prefers_mnist(tmp_path, make_m
 
 def test_dpsq_and_msp_presets_have_the_papers_systems():
     dpsq = load_preset("dpsq")
-    g = dpsq.groups
-    assert (g.sizes, g.bits, g.link_sigma, g.per_round, g.bandwidth) == ((50, 50), (2, 4), (6.25e-4, 0.125), 10, 30)
+    g = dpsq.tables["groups"]
+    assert (g.sizes, g.bits, g.link_sigma, g.clients_per_round, g.bandwidth) == ((50, 50), (2, 4), (6.25e-4, 0.125), 10, 30)
     assert (dpsq.training.model, dpsq.training.clients, dpsq.training.rounds) == ("mlp200", 100, 20)
-    grouped = [(s.label, s.fusion, s.clusters, s.params.get("range")) for s in dpsq.settings() if s.name == "dpsq"]
+    grouped = [(s.label, s.protocol_options.get("fusion"), s.protocol_options.get("clusters"), s.params.get("range"))
+               for s in dpsq.settings() if s.name == "dpsq"]
     assert grouped[0] == ("Alg. 1 range=literal", "mean", "random", "literal")
     assert grouped[-1] == ("Alg. 1 + FWO + CSO range=adaptive", "central-cell", "optimal", "adaptive")
     assert from_dict(dpsq.to_dict()) == dpsq  # groups, fusion and clusters round-trip
@@ -48,15 +49,17 @@ def test_dpsq_and_msp_presets_have_the_papers_systems():
 
 
 @pytest.mark.parametrize(("groups", "mechanisms", "message"), [
-    ({"sizes": [5, 4], "bits": [2, 4], "per_round": 4}, [{"name": "dpsq"}],
+    ({"sizes": [5, 4], "bits": [2, 4], "clients_per_round": 4}, [{"name": "dpsq"}],
      "groups.sizes must add up to training.clients = 10, got 9"),
-    ({"sizes": [5, 5], "bits": [2], "per_round": 4}, [{"name": "dpsq"}], "groups.bits .* one entry per group"),
-    ({"sizes": [5, 5], "bits": [2, 4], "per_round": 1}, [{"name": "dpsq"}], r"groups.per_round must be an integer in \[2, 10\]"),
-    ({"sizes": [5, 5], "bits": [2, 4], "per_round": 4}, [{"name": "dpsq", "clusters": "optimal"}],
+    ({"sizes": [5, 5], "bits": [2], "clients_per_round": 4}, [{"name": "dpsq"}], "groups.bits .* one entry per group"),
+    ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 1}, [{"name": "dpsq"}], r"groups.clients_per_round must be an integer in \[2, 10\]"),
+    ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4}, [{"name": "dpsq", "clusters": "optimal"}],
      "clusters = 'optimal' needs groups.bandwidth"),
-    ({"sizes": [5, 5], "bits": [2, 4], "per_round": 4}, [{"name": "dpsq", "fusion": "snr"}],
-     r"mechanisms\[0\].fusion must be one of central-cell, oracle, bound, resolution, mean; got 'snr'"),
+    ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4}, [{"name": "dpsq", "fusion": "snr"}],
+     r"mechanisms\[0\].fusion must be one of: central-cell, oracle, bound, resolution, mean, got 'snr'"),
     (None, [{"name": "dpsq", "fusion": "mean"}], r"mechanisms\[0\].fusion needs a \[groups\] table"),
+    (None, [{"name": "gaussian", "fusion": "mean"}], r"unknown parameter 'fusion' for mechanism 'gaussian'"),
+    ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4, "speed": 3}, [{"name": "dpsq"}], "groups.speed"),
 ])
 def test_groups_errors_name_the_key(groups, mechanisms, message):
     raw = {"training": {"clients": 10}, "mechanisms": mechanisms}
@@ -106,12 +109,22 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"mechanisms": [{"name": "gaussian", "sweep": {"sigma": [0.1, -1.0]}}]}, "mechanisms[0]: sigma"),
     ({"mechanisms": []}, "config key 'mechanisms' must be a non-empty array of tables"),
     ({"mechanism": {"name": "none"}, "mechanisms": [{"name": "none"}]}, "either a [mechanism] table or [[mechanisms]]"),
-    ({"inversion": {"attack": "gan"}}, "inversion.attack must be one of analytic, inverting_gradients, idlg, dlg"),
+    ({"inversion": {"attack": "gan"}}, "inversion.attack must be one of dlg, idlg, inverting_gradients, analytic"),
     ({"inversion": {"round": 7}}, "inversion.round must be one of the checkpoints [1], got 7"),
     ({"inversion": {"restarts": 0}}, "inversion.restarts must be an integer >= 1, got 0"),
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer >= 100, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be in (0, 1), got 1.0"),
     ({"data": {"prefer": "svhn"}}, "data.prefer must be one of mnist-5k, digits, mnist, cifar10; got 'svhn'"),
+    # renamed keys and mechanism parameters (docs/names.md) name the new one
+    ({"inversion": {"clients": 2}}, "config key 'inversion.clients' was renamed to 'inversion.targets'"),
+    ({"probe": {"clients": 2}}, "config key 'probe.clients' was renamed to 'probe.targets'"),
+    ({"mechanism": {"name": "dpsq", "bound": 10.0}}, "mechanism.bound was renamed to support (mechanism 'dpsq')"),
+    ({"mechanisms": [{"name": "none"}, {"name": "mspdq", "w_max": 1.0}]},
+     "mechanisms[1].w_max was renamed to support (mechanism 'mspdq')"),
+    ({"mechanisms": [{"name": "msp", "sweep": {"split": ["paper004"]}}]},
+     "mechanisms[0].sweep.split was renamed to compat (mechanism 'msp')"),
+    ({"mechanism": {"name": "jopeq-exact", "target": "t"}},
+     "mechanism.target was renamed to noise (mechanism 'jopeq-exact')"),
 ])
 def test_bad_values_name_the_key_and_the_allowed_values(raw, message):
     with pytest.raises(ConfigError) as err:
@@ -139,7 +152,7 @@ def test_missing_and_invalid_files(tmp_path):
 
 
 def test_unknown_preset():
-    with pytest.raises(ConfigError, match="unknown preset 'fast'; valid: quickstart, cepam, jopeq"):
+    with pytest.raises(ConfigError, match="unknown preset 'fast'; valid: quickstart, cepam, dpsq, jopeq, msp"):
         load_preset("fast")
 
 
@@ -164,9 +177,11 @@ def test_accounting_and_plugins_round_trip_and_are_validated(tmp_path):
 
 def test_the_config_offers_every_inversion_attack_the_attacks_package_has():
     from auditkit import attacks
-    from auditkit.config import INVERSION_ATTACKS
 
-    assert sorted(INVERSION_ATTACKS) == sorted(attacks.INVERSION_ATTACKS)
+    for attack in attacks.INVERSION_ATTACKS:
+        assert from_dict({"inversion": {"attack": attack}}).inversion.attack == attack
+    with pytest.raises(ConfigError, match="inversion.attack must be one of " + ", ".join(attacks.INVERSION_ATTACKS)):
+        from_dict({"inversion": {"attack": "magic"}})
     assert from_dict({"inversion": {"attack": "analytic"}, "probe": {"attack": "idlg"}}).inversion.attack == "analytic"
 
 

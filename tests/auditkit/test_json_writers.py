@@ -1,5 +1,5 @@
 """The other JSON auditkit writes is strict JSON too (RFC 8259: non-finite numbers as the strings "NaN",
-"Infinity", "-Infinity") and follows the umask: a Flower app's recording.json and reproduction.json."""
+"Infinity", "-Infinity") and follows the umask: a Flower app's recording.json (reproduction.json: tests/auditkit/reproduction/test_document.py)."""
 import contextlib
 import json
 import math
@@ -10,10 +10,6 @@ import pytest
 import torch
 
 from auditkit.flower.recording import load_recording, write_manifest, write_server_round
-from auditkit.reproduction import reproduction_document, write_reproduction
-from auditkit.reproduction.paper import load_paper
-from auditkit.reproduction.runner import plan_reproduction
-from auditkit.reports.reproduction_report import render_reproduction
 
 
 def strict_loads(text):
@@ -65,26 +61,3 @@ def test_a_recording_written_before_with_bare_nan_still_loads(tmp_path):
         {"format": "auditkit-flower-recording", "version": 1, "config": CONFIG,
          "rounds": [{"round": 1, "clients": [0], "bits": [8], "test_loss": math.nan}]}, allow_nan=True))
     assert math.isnan(load_recording(tmp_path).rounds[0]["test_loss"])
-
-
-@pytest.mark.parametrize(("mask", "expected"), [(0o022, 0o644), (0o077, 0o600)])
-def test_reproduction_json_is_strict_json_and_the_reproduction_files_follow_the_umask(tmp_path, mask, expected):
-    """DP-SQ's paper file on fake runs whose SNR is infinite (a lossless uplink) or not measured (NaN)."""
-    plan = plan_reproduction(load_paper("dpsq"), budget="quick", seeds=2)
-    runs = {}
-    for key, setting in plan.settings.items():
-        if setting["kind"] == "distortion":
-            runs[key] = {s: {"distortion": -1.5 + 0.01 * s} for s in plan.seeds}
-        else:
-            runs[key] = {s: {"test_accuracy": 0.7 + 0.01 * s, "snr_db": math.inf, "curve": [0.5, 0.7],
-                             "snr_curve": [math.inf, math.nan]} for s in plan.seeds}
-    document = reproduction_document(plan, runs, 1.0)
-    with umask(mask):
-        written = [write_reproduction(document, tmp_path), *render_reproduction(document, tmp_path)]
-    raw = strict_loads((tmp_path / "reproduction.json").read_text(encoding="utf-8"))
-    trained = [run for run in raw["runs"].values() if run["kind"] != "distortion"]
-    assert trained and all(seed["snr_db"] == "Infinity" and seed["snr_curve"] == ["Infinity", "NaN"]
-                           for run in trained for seed in run["seeds"].values())
-    figures = sorted((tmp_path / "figures").glob("reproduction-*.png"))
-    assert len(figures) == len(document["tables"])
-    assert {p.name: oct(mode(p)) for p in [*written, *figures]} == {p.name: oct(expected) for p in [*written, *figures]}

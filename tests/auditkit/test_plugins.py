@@ -124,7 +124,7 @@ def test_a_config_names_its_plugin_beside_it_and_the_python_api_audits_it(tmp_pa
 
     small = replace(small, training=replace(small.training, rounds=1, clients=3),
                     inversion=replace(small.inversion, enabled=False),
-                    probe=replace(small.probe, clients=2), identification=replace(small.identification, trials=50),
+                    probe=replace(small.probe, targets=2), identification=replace(small.identification, trials=50),
                     distinguish=replace(small.distinguish, trials=20_000))
     document = toolkit.run_audit(small, out=tmp_path / "api")
     setting = document["settings"][0]

@@ -4,7 +4,7 @@ import pytest
 
 from auditkit import mechanisms
 from auditkit import results
-from auditkit.results import overall_verdict, strongest_bound
+from auditkit.reports.headline import overall_verdict, strongest_bound
 
 
 def _distinguish(verdict="consistent", bound=2.0, adaptive=(), p=0.4):

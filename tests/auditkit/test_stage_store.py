@@ -9,7 +9,8 @@ import stat
 import pytest
 import torch
 
-from auditkit.stage_store import StageStore, replace_atomically, stage_key
+from auditkit.reports.files import replace_atomically
+from auditkit.stage_store import StageStore, stage_key
 
 
 def strict_loads(text):

@@ -120,7 +120,7 @@ def test_generic_events_of_claims():
 
 
 @pytest.mark.parametrize(("name", "params"), [("gaussian", {"clip": 0.5}), ("laplace", {"clip": 0.5}),
-                                              ("dpsq", {"bound": 2.0}), ("t-dist", {"clip": 0.5})])
+                                              ("dpsq", {"support": 2.0}), ("t-dist", {"clip": 0.5})])
 def test_tiled_copies_are_clipped_like_one_call(name, params):
     m = mechanisms.create(name, private_seed=0, **params)
     tiling = capability(m, "tiling")

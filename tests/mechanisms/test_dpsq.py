@@ -1,4 +1,4 @@
-"""DP-SQ (Q_{b,eps1}) and LaplaceSQ of seed 001: distortion table, randomized-response law, messages, claims.
+"""DP-SQ (Q_{b,eps1}) and LaplaceSQ of paper 001: distortion table, randomized-response law, messages, claims.
 
 Tolerances. Distortion: n = 200_000 coordinates a ~ U[-10, 10]; the squared error of one coordinate lies in
 [0, Delta^2] with standard deviation below 0.3 Delta^2 while its mean is >= 0.27 Delta^2, so the Monte-Carlo
@@ -60,7 +60,7 @@ def test_closed_form_reproduces_the_paper_table(bits, eps, value):
 @pytest.mark.parametrize(("bits", "eps", "value"), TABLE)
 def test_monte_carlo_of_the_mechanism_reproduces_the_paper_table(bits, eps, value):
     x = _uniform()
-    m = mechanisms.create("dpsq", bits=bits, eps=eps, bound=C, clip_norm="none", private_seed=1)
+    m = mechanisms.create("dpsq", bits=bits, eps=eps, support=C, clip_norm="none", private_seed=1)
     mse = ((_round_trip(m, x, seed=bits) - x) ** 2).mean().item()
     assert mse == pytest.approx(value, rel=0.02)
     assert mse == pytest.approx(dpsq_expected_distortion(bits, eps, -C, C), rel=0.02)
@@ -75,7 +75,7 @@ def test_dpsq_distortion_is_strictly_below_laplace_sq(bits, eps, rho_kind):
     laplace = laplace_sq_expected_distortion(bits, eps, rho, -C, C)
     assert dpsq < laplace
     # ... also measured on the real LaplaceSQ (rho = 0 is the default 2C).
-    m = mechanisms.create("laplace-sq", bits=bits, eps=eps, bound=C, clip_norm="none", private_seed=2,
+    m = mechanisms.create("laplace-sq", bits=bits, eps=eps, support=C, clip_norm="none", private_seed=2,
                           rho=0.0 if rho_kind == "range" else step)  # fmt: skip
     x = _uniform(seed=3)
     mse = ((_round_trip(m, x, seed=5) - x) ** 2).mean().item()
@@ -113,7 +113,7 @@ def test_eq7_distortion_formulas():
 )
 def test_randomized_response_inside_the_cell(a, cell, lower_is_nearer):
     eps = 0.8
-    m = mechanisms.create("dpsq", bits=4, eps=eps, bound=C, clip_norm="none", private_seed=4)
+    m = mechanisms.create("dpsq", bits=4, eps=eps, support=C, clip_norm="none", private_seed=4)
     levels = -C + 4 / 3 * np.arange(16)
     out = _round_trip(m, torch.full((N,), a, dtype=torch.float64), seed=9).numpy()
     lower, upper = levels[cell], levels[cell + 1]
@@ -126,7 +126,7 @@ def test_randomized_response_inside_the_cell(a, cell, lower_is_nearer):
 def test_a_tie_counts_the_lower_level_as_nearer():
     # b = 2, C = 1.5: levels -1.5, -0.5, 0.5, 1.5 (Delta = 1, exact in binary); 0 is the exact cell midpoint.
     eps = 1.2
-    m = mechanisms.create("dpsq", bits=2, eps=eps, bound=1.5, clip_norm="none", private_seed=8)
+    m = mechanisms.create("dpsq", bits=2, eps=eps, support=1.5, clip_norm="none", private_seed=8)
     out = _round_trip(m, torch.zeros(N, dtype=torch.float64), seed=4).numpy()
     assert set(np.unique(out)) == {-0.5, 0.5}
     assert _binomial_ok((out == -0.5).mean(), math.exp(eps) / (math.exp(eps) + 1))
@@ -134,7 +134,7 @@ def test_a_tie_counts_the_lower_level_as_nearer():
 
 def test_one_bit_randomizes_over_the_whole_range_and_coordinates_are_independent():
     eps = 0.3
-    m = mechanisms.create("dpsq", bits=1, eps=eps, bound=C, clip_norm="none", private_seed=5)
+    m = mechanisms.create("dpsq", bits=1, eps=eps, support=C, clip_norm="none", private_seed=5)
     x = torch.tensor([-9.0, 4.0] * (N // 2), dtype=torch.float64)
     out = _round_trip(m, x, seed=2).numpy().reshape(-1, 2)
     assert set(np.unique(out)) == {-C, C}
@@ -146,7 +146,7 @@ def test_one_bit_randomizes_over_the_whole_range_and_coordinates_are_independent
 
 
 def test_inputs_in_different_cells_have_different_output_supports():
-    m = mechanisms.create("dpsq", bits=2, eps=0.1, bound=C, clip_norm="none", private_seed=6)
+    m = mechanisms.create("dpsq", bits=2, eps=0.1, support=C, clip_norm="none", private_seed=6)
     inside = _round_trip(m, torch.zeros(N, dtype=torch.float64), seed=1).numpy()
     outside = _round_trip(m, torch.full((N,), 5.0, dtype=torch.float64), seed=1).numpy()
     assert set(np.round(inside, 4)) == {-3.3333, 3.3333}
@@ -155,7 +155,7 @@ def test_inputs_in_different_cells_have_different_output_supports():
 
 def test_laplace_sq_rounding_is_unbiased_stochastic_rounding():
     # eps huge: the Laplace noise (scale 20/1e7) is far below Delta, so each output is its rounded level.
-    m = mechanisms.create("laplace-sq", bits=4, eps=1e7, bound=C, clip_norm="none", private_seed=7)
+    m = mechanisms.create("laplace-sq", bits=4, eps=1e7, support=C, clip_norm="none", private_seed=7)
     a = -10 + 4 / 3 * 5.3  # 30% of the way into cell 5
     out = _round_trip(m, torch.full((N,), a, dtype=torch.float64), seed=3).numpy()
     upper = np.isclose(out, -10 + 4 / 3 * 6, atol=1e-4)
@@ -165,15 +165,15 @@ def test_laplace_sq_rounding_is_unbiased_stochastic_rounding():
 
 
 def test_laplace_sq_noise_scale_and_sensitivity():
-    m = mechanisms.create("laplace-sq", bits=4, eps=0.5, bound=C)
+    m = mechanisms.create("laplace-sq", bits=4, eps=0.5, support=C)
     assert m.rho == 2 * C and m.noise_scale == pytest.approx(40.0)
-    cell = mechanisms.create("laplace-sq", bits=4, eps=0.5, bound=C, rho=4 / 3)
+    cell = mechanisms.create("laplace-sq", bits=4, eps=0.5, support=C, rho=4 / 3)
     assert cell.rho == pytest.approx(4 / 3) and cell.whole_range_epsilon() == pytest.approx(0.5 * 15)
     assert m.whole_range_epsilon() == pytest.approx(0.5)
 
 
-def test_create_quantizes_on_minus_bound_to_bound():
-    m = mechanisms.create("dpsq", bits=4, eps=0.1, bound=10.0, private_seed=0)
+def test_create_quantizes_on_minus_support_to_support():
+    m = mechanisms.create("dpsq", bits=4, eps=0.1, support=10.0, private_seed=0)
     assert m.cell_step == pytest.approx(4 / 3)
     message = m.encode(torch.tensor([0.0, 3.0, -2.0, 1.0]), 0)
     assert (message.lo, message.hi, message.bits) == (-10.0, 10.0, 4)
@@ -184,7 +184,7 @@ def test_create_quantizes_on_minus_bound_to_bound():
 def test_message_round_trip_costs_about_b_bits_per_coordinate():
     x = _uniform(20_000, seed=8)
     for bits in (1, 4, 6, 12):
-        m = mechanisms.create("dpsq", bits=bits, eps=0.5, bound=C, clip_norm="none", private_seed=0)
+        m = mechanisms.create("dpsq", bits=bits, eps=0.5, support=C, clip_norm="none", private_seed=0)
         message = m.encode(x.float(), 3)  # float32 accepted
         parsed = DPSQMessage.from_bytes(message.to_bytes())
         assert parsed == message and np.array_equal(parsed.indices, message.indices)
@@ -192,7 +192,7 @@ def test_message_round_trip_costs_about_b_bits_per_coordinate():
         assert m.decode(parsed, 3).dtype == torch.float32
         assert bits - 0.1 <= message.num_bits / x.numel() <= bits + 0.01
     # a small update in the literal range: nearly all coordinates in the central cell, entropy-coded
-    small = mechanisms.create("dpsq", bits=6, eps=0.1, bound=C, private_seed=0).encode(1e-3 * x, 1)
+    small = mechanisms.create("dpsq", bits=6, eps=0.1, support=C, private_seed=0).encode(1e-3 * x, 1)
     assert small.num_bits / x.numel() < 1.1
 
 
@@ -206,17 +206,17 @@ def test_same_keys_same_message_and_private_randomness():
 
 def test_l1_clipping_before_quantization():
     x = _uniform(1_000, seed=10)
-    m = mechanisms.create("dpsq", bits=4, eps=0.5, bound=C, private_seed=0)
+    m = mechanisms.create("dpsq", bits=4, eps=0.5, support=C, private_seed=0)
     assert torch.allclose(m.clip_update(x), clip_l1(x, C))
     assert torch.linalg.vector_norm(m.clip_update(x), 1).item() == pytest.approx(C)
-    none = mechanisms.create("dpsq", bits=4, eps=0.5, bound=1.0, clip_norm="none")
+    none = mechanisms.create("dpsq", bits=4, eps=0.5, support=1.0, clip_norm="none")
     clamped = none.clip_update(torch.tensor([-3.0, 0.5, 2.0]))
     assert torch.equal(clamped, torch.tensor([-1.0, 0.5, 1.0], dtype=torch.float64))
 
 
 def test_adaptive_range_sends_the_ends_of_the_clipped_update():
     x = 0.01 * _uniform(10_000, seed=11) + 0.003
-    m = mechanisms.create("dpsq", bits=4, eps=1.0, bound=C, range="adaptive", private_seed=0)
+    m = mechanisms.create("dpsq", bits=4, eps=1.0, support=C, range="adaptive", private_seed=0)
     v = m.clip_update(x)
     message = DPSQMessage.from_bytes(m.encode(x, 5).to_bytes())
     assert message.lo <= v.min().item() and message.hi >= v.max().item()
@@ -227,7 +227,7 @@ def test_adaptive_range_sends_the_ends_of_the_clipped_update():
     levels = message.lo + (message.hi - message.lo) / 15 * torch.arange(16, dtype=torch.float64)
     assert torch.isclose(out[:, None], levels[None, :], atol=1e-9).any(dim=1).all()
     # the adaptive range tracks the update; the literal one puts it all in the central cell
-    literal = mechanisms.create("dpsq", bits=4, eps=1.0, bound=C, private_seed=0)
+    literal = mechanisms.create("dpsq", bits=4, eps=1.0, support=C, private_seed=0)
     assert ((out - v) ** 2).mean() < 1e-3 * ((literal(x, 5).double() - v) ** 2).mean()
     constant = m.decode(m.encode(torch.full((7,), 0.25), 1), 1)  # lo = hi: every level is 0.25
     assert torch.equal(constant, torch.full((7,), 0.25))
@@ -239,7 +239,7 @@ def test_decode_refuses_a_message_of_another_configuration():
     with pytest.raises(ValueError, match="message has 4 bits, this dpsq configuration uses 5"):
         mechanisms.create("dpsq", bits=5).decode(message, 0)
     with pytest.raises(ValueError, match=r"message range \[-10, 10\] is not this configuration's \[-1, 1\]"):
-        mechanisms.create("dpsq", bits=4, bound=1.0).decode(message, 0)
+        mechanisms.create("dpsq", bits=4, support=1.0).decode(message, 0)
     with pytest.raises(TypeError, match="dpsq decodes DPSQMessage"):
         mechanisms.create("dpsq").decode(mechanisms.FloatMessage(np.zeros(3, np.float32)), 0)
 
@@ -265,7 +265,7 @@ def test_malformed_messages_are_rejected():
         ("dpsq", "bits", 17, "an integer in 1..16"),
         ("dpsq", "eps", 0.0, "a finite number > 0"),
         ("dpsq", "eps", math.inf, "a finite number > 0"),
-        ("dpsq", "bound", -1.0, "a finite number > 0"),
+        ("dpsq", "support", -1.0, "a finite number > 0"),
         ("dpsq", "clip", -1.0, "0 or a finite number > 0"),
         ("dpsq", "clip_norm", "l2", "one of: l1, none"),
         ("dpsq", "range", "bogus", "one of: literal, adaptive"),
@@ -303,9 +303,9 @@ def test_dpsq_guarantee_flags_by_bits_and_range():
 
 
 def test_laplace_sq_guarantee_by_rho():
-    whole = mechanisms.create("laplace-sq", bits=4, eps=0.5, bound=C).guarantee()
+    whole = mechanisms.create("laplace-sq", bits=4, eps=0.5, support=C).guarantee()
     assert (whole.epsilon, whole.delta, whole.flags) == (0.5, 0.0, frozenset())
     assert "rho = 20" in whole.sensitivity and "any two values" in whole.unit
-    cell = mechanisms.create("laplace-sq", bits=4, eps=0.5, bound=C, rho=4 / 3).guarantee()
+    cell = mechanisms.create("laplace-sq", bits=4, eps=0.5, support=C, rho=4 / 3).guarantee()
     assert cell.flags == {"cell-local"} and cell.epsilon == 0.5
     assert any("eps1 * 2C / rho = 7.5" in c for c in cell.caveats)

@@ -83,12 +83,12 @@ def test_laplace_error_is_laplace_conv_uniform_with_the_target_variance():
 
 @pytest.mark.parametrize(("eps", "bits"), [(4.0, 1), (3.0, 8), (0.5, 2)])
 def test_laplace_support_rules(eps, bits):
-    # paper (Sec. IV-A): gamma = 2R + 1/eps; code: 1.5 sqrt(1 + 2 (2/eps)^2); an explicit support wins over both
-    paper = mechanisms.create("jopeq-laplace", eps=eps, bits=bits, support_rule="paper")
+    # paper002 (Sec. IV-A): gamma = 2R + 1/eps; jopeq-code: 1.5 sqrt(1 + 2 (2/eps)^2); an explicit support wins over both
+    paper = mechanisms.create("jopeq-laplace", eps=eps, bits=bits, support_rule="paper002")
     code = mechanisms.create("jopeq-laplace", eps=eps, bits=bits)
     assert paper.step == pytest.approx(2 * (2 * bits + 1 / eps) / 2**bits, rel=1e-12)
     assert code.step == pytest.approx(2 * 1.5 * math.sqrt(1 + 2 * (2 / eps) ** 2) / 2**bits, rel=1e-12)
-    given = mechanisms.create("jopeq-laplace", eps=eps, bits=bits, support=0.5, support_rule="paper")
+    given = mechanisms.create("jopeq-laplace", eps=eps, bits=bits, support=0.5, support_rule="paper002")
     assert given.step == pytest.approx(1.0 / 2**bits)
 
 
@@ -106,7 +106,7 @@ def test_laplace_separate_form_adds_the_full_laplace_noise_and_the_dither():
 
 
 def test_laplace_support_rule_refuses_unknown_words():
-    with pytest.raises(ValueError, match="support_rule must be one of: code, paper"):
+    with pytest.raises(ValueError, match="support_rule must be one of: jopeq-code, paper002"):
         mechanisms.create("jopeq-laplace", support_rule="reference")
 
 

@@ -21,9 +21,9 @@ from auditkit.mechanisms.tdist import t_epsilon
 M = 240_000
 
 CONFIGS = [
-    ({"target": "laplace", "eps": 4.0}, stats.laplace(scale=0.5)),
-    ({"target": "t", "n": 1, "nu": 10.0, "s2": 0.3}, stats.t(10.0, scale=math.sqrt(0.3))),
-    ({"target": "t", "n": 2, "nu": 10.0, "s2": 0.3}, stats.t(10.0, scale=math.sqrt(0.3))),
+    ({"noise": "laplace", "eps": 4.0}, stats.laplace(scale=0.5)),
+    ({"noise": "t", "n": 1, "nu": 10.0, "s2": 0.3}, stats.t(10.0, scale=math.sqrt(0.3))),
+    ({"noise": "t", "n": 2, "nu": 10.0, "s2": 0.3}, stats.t(10.0, scale=math.sqrt(0.3))),
 ]
 IDS = [str(params) for params, _ in CONFIGS]
 
@@ -72,7 +72,7 @@ def test_scaled_error_law_is_the_same_at_very_different_inputs(params, law):
             assert stats.ks_2samp(errors[a], errors[b]).pvalue > 0.01, (a, b)
 
 
-@pytest.mark.parametrize("params", [{"target": "laplace"}, {"target": "t", "n": 2}], ids=str)
+@pytest.mark.parametrize("params", [{"noise": "laplace"}, {"noise": "t", "n": 2}], ids=str)
 def test_decode_is_bit_identical_to_the_encoders_view_and_needs_the_seed(params):
     m = mechanisms.create("jopeq-exact", **params)
     h = _update(20_001, seed=5, scale=0.1)
@@ -103,13 +103,13 @@ def test_guarantees_and_parameters():
     # mechanisms.md: d = 2, Delta_raw = 2: eps 2 -> (5.84, 2.574), 3 -> (5.64, 1.092), 4 -> (5.36, 0.573)
     for eps, nu, s2 in ((2, 5.84, 2.574), (3, 5.64, 1.092), (4, 5.36, 0.573)):
         assert t_epsilon(nu, s2, 2.0, 2) == pytest.approx(eps, abs=0.002)
-        t = mechanisms.create("jopeq-exact", target="t", n=2, eps=eps)
+        t = mechanisms.create("jopeq-exact", noise="t", n=2, eps=eps)
         assert (t.target.nu, t.target.s2) == pytest.approx((nu, s2), abs=0.02)
         assert t.true_epsilon() == pytest.approx(eps) and "claim-exceeded" not in t.guarantee().flags
-    loose = mechanisms.create("jopeq-exact", target="t", n=2, eps=4.0, nu=5.0, s2=0.3)
+    loose = mechanisms.create("jopeq-exact", noise="t", n=2, eps=4.0, nu=5.0, s2=0.3)
     assert "claim-exceeded" in loose.guarantee().flags
     with pytest.raises(ValueError, match="laplace needs n=1"):
-        mechanisms.create("jopeq-exact", target="laplace", n=2)
+        mechanisms.create("jopeq-exact", noise="laplace", n=2)
 
 
 def test_outside_unit_ball_is_counted_and_zero_update_decodes():
@@ -123,7 +123,7 @@ def test_outside_unit_ball_is_counted_and_zero_update_decodes():
     assert out.shape == (50,) and out.abs().max() < 1e-30  # noise / zeta with zeta the largest float32
 
 
-@pytest.mark.parametrize("params", [{"target": "laplace"}, {"target": "t", "n": 2}, {"target": "t", "n": 1}], ids=str)
+@pytest.mark.parametrize("params", [{"noise": "laplace"}, {"noise": "t", "n": 2}, {"noise": "t", "n": 1}], ids=str)
 def test_message_round_trip_and_truncation(params):
     m = mechanisms.create("jopeq-exact", **params)
     for length in (0, 1, 41):

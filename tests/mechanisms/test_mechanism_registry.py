@@ -26,6 +26,20 @@ def test_unknown_mechanism_names_the_valid_ones():
     assert str(err.value) == f"unknown mechanism 'bogus'; valid: {', '.join(mechanisms.names())}"
 
 
+@pytest.mark.parametrize(("name", "old", "value"), [
+    (name, old, mechanisms.mechanism_class(name)().params[new])
+    for name, renamed in mechanisms.registry.RENAMED_PARAMS.items() for old, new in renamed.items()
+])
+def test_a_renamed_parameter_is_refused_with_its_new_name(name, old, value):
+    new = mechanisms.registry.RENAMED_PARAMS[name][old]
+    assert new in {p.name for p in mechanisms.mechanism_class(name).params_spec}
+    assert old not in {p.name for p in mechanisms.mechanism_class(name).params_spec}
+    with pytest.raises(ValueError) as err:
+        mechanisms.create(name, **{old: value})
+    assert str(err.value) == f"parameter {old!r} of mechanism {name!r} was renamed to {new!r}"
+    assert mechanisms.create(name, **{new: value}).params[new] == value
+
+
 def test_unknown_parameter_names_the_valid_ones():
     with pytest.raises(ValueError) as err:
         mechanisms.create("gaussian", sigma=0.1, bits=8)

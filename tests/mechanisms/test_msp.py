@@ -1,4 +1,4 @@
-"""Model splitting (seed 004): the split, the consensus, its invariant and limit, messages, bits and claims.
+"""Model splitting (paper 004): the split, the consensus, its invariant and limit, messages, bits and claims.
 
 Tolerances: the sum invariant is exact algebra, checked to 1e-12 relative (float64 rounding over <= 1000 steps).
 With m_i = 1 the mean over clients of alpha[K] - w obeys mean(alpha[K]) - v = prod_{k<K} (1 - 2 gamma/(k+1))
@@ -49,8 +49,10 @@ def test_gamma_defaults_to_a_stable_weight_and_is_validated():
         mechanisms.create("mspdq", gamma=0.3, m_max=2)  # sum_n a_n = 0.6 > 1/3
     with pytest.raises(ValueError, match="eps_c must be a number in \\(0, 1\\)"):
         mechanisms.create("msp", eps_c=1.0)
-    with pytest.raises(ValueError, match="split must be one of: unbiased, paper004"):
-        mechanisms.create("msp", split="biased")
+    with pytest.raises(ValueError, match="compat must be one of: none, paper004"):
+        mechanisms.create("msp", compat="biased")
+    with pytest.raises(ValueError, match="parameter 'split' of mechanism 'msp' was renamed to 'compat'"):
+        mechanisms.create("msp", split="paper004")
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -62,15 +64,15 @@ def test_split_parts_sum_to_one_plus_m_times_the_model(name, m):
     assert torch.allclose(alpha0 + betas.sum(0), (1 + m) * w, rtol=0, atol=1e-15)
 
 
-@pytest.mark.parametrize(("split", "m", "mean_ratio"), [("unbiased", 1, 1.0), ("unbiased", 3, 1.0),
-                                                         ("paper004", 1, 1.0), ("paper004", 3, 2.0)])
-def test_visible_part_is_uniform_on_the_split_interval(split, m, mean_ratio):
+@pytest.mark.parametrize(("compat", "m", "mean_ratio"), [("none", 1, 1.0), ("none", 3, 1.0),
+                                                          ("paper004", 1, 1.0), ("paper004", 3, 2.0)])
+def test_visible_part_is_uniform_on_the_split_interval(compat, m, mean_ratio):
     eps_s = 0.3
     w = torch.linspace(-1, 1, N, dtype=torch.float64)
     w = w[w != 0]
-    alpha0, _ = mechanisms.create("msp", eps_s=eps_s, split=split).split(w, m, generator(5, "split"))
+    alpha0, _ = mechanisms.create("msp", eps_s=eps_s, compat=compat).split(w, m, generator(5, "split"))
     ratio = (alpha0 / w).numpy()  # u ~ U[eps_s, high] with high = 2 - eps_s or 1 + m - eps_s
-    high = 2 - eps_s if split == "unbiased" else 1 + m - eps_s
+    high = 2 - eps_s if compat == "none" else 1 + m - eps_s
     assert abs(ratio.mean() - mean_ratio) < 5 * (high - eps_s) / math.sqrt(12 * ratio.size)
     assert stats.kstest(ratio, "uniform", args=(eps_s, high - eps_s)).pvalue > 0.01
 
@@ -271,12 +273,12 @@ def test_guarantees():
     assert dq.proposition4_delta(spacing / 2, 0) == pytest.approx(0.5)
     assert dq.proposition4_delta(spacing / 2, 9) == 1.0  # the interval shrank 10x: capped at 1
     for name in NAMES:
-        assert mechanisms.create(name).round_protocol == "consensus"
+        assert mechanisms.create(name).protocol == "consensus"
 
 
 @pytest.mark.parametrize("name, params", [
-    ("msp", {"split": "paper004", "m_max": 4}),
-    ("mspdq", {"split": "paper004", "m_max": 4, "start": "split", "bits": 4}),
+    ("msp", {"compat": "paper004", "m_max": 4}),
+    ("mspdq", {"compat": "paper004", "m_max": 4, "start": "split", "bits": 4}),
     ("mspdq", {}),
 ])
 def test_the_batch_sampler_is_the_first_upload_code_on_a_batch(name, params):

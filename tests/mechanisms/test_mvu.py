@@ -333,7 +333,7 @@ def test_black_box_audit_refutes_a_channel_looser_than_its_claim():
 
 def test_runs_in_federated_learning_at_about_bits_per_coordinate():
     from auditkit.config import from_dict
-    from auditkit.pipeline import run_training
+    from auditkit.stages.train import run_training
 
     bits = 2
     config = from_dict({"training": {"clients": 2, "rounds": 1, "tau": 2, "checkpoints": [1]},

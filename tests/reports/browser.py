@@ -10,7 +10,7 @@ Reusable from any test (the suite runs with ``--import-mode=importlib``, so load
     spec.loader.exec_module(browser)
     seen = browser.check_report_in_browser(out / "report.html", tmp_path / "report.png")
 
-or from a shell: ``python tests/reports/browser.py auditkit-out/report.html report.png``.
+or from a shell: ``python tests/reports/browser.py auditkit-out/report.html report.png [SUMMARY-SELECTOR]``.
 """
 from __future__ import annotations
 
@@ -25,10 +25,12 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-
 _IMAGES = "images => images.map(i => ({complete: i.complete, naturalWidth: i.naturalWidth, src: i.src.slice(0, 22)}))"
 
 
-def check_report_in_browser(html_path: str | Path, screenshot_path: str | Path) -> dict[str, Any]:
+def check_report_in_browser(html_path: str | Path, screenshot_path: str | Path,
+                            summary: str = "#summary-privacy") -> dict[str, Any]:
     """Load ``html_path`` by ``file://`` in headless Chromium and report what happened (asserts nothing).
 
-    At a 1400-pixel-wide window, returns ``summary_visible`` and ``summary_rows`` (the privacy table's body rows),
+    At a 1400-pixel-wide window, returns ``summary_visible`` and ``summary_rows`` (the body rows of the table
+    ``summary`` selects: a results report's privacy table, or a reproduction's ``#reproduction-summary``),
     ``overflowing`` (the ids of summary tables wider than their box: a reader would scroll sideways), ``images`` (each
     ``<img>``: complete, naturalWidth, the start of its src), ``failed_requests``, ``external_requests``
     (any request not for a ``data:`` or ``file:`` URL), ``dialogs`` (JS dialog messages, dismissed),
@@ -47,8 +49,8 @@ def check_report_in_browser(html_path: str | Path, screenshot_path: str | Path) 
             page.on("dialog", lambda d: (seen["dialogs"].append(d.message), d.dismiss()))
             page.on("pageerror", lambda e: seen["page_errors"].append(str(e)))
             page.goto(Path(html_path).resolve().as_uri(), wait_until="load")
-            seen["summary_visible"] = page.locator("#summary-privacy").is_visible()
-            seen["summary_rows"] = page.locator("#summary-privacy tbody tr").count()
+            seen["summary_visible"] = page.locator(summary).is_visible()
+            seen["summary_rows"] = page.locator(f"{summary} tbody tr").count()
             seen["overflowing"] = page.eval_on_selector_all(
                 "table.summary", "tables => tables.filter(t => t.parentElement.scrollWidth > "
                 "t.parentElement.clientWidth).map(t => t.id)")
@@ -61,4 +63,4 @@ def check_report_in_browser(html_path: str | Path, screenshot_path: str | Path) 
 
 
 if __name__ == "__main__":
-    print(json.dumps(check_report_in_browser(sys.argv[1], sys.argv[2]), indent=2))
+    print(json.dumps(check_report_in_browser(*sys.argv[1:4]), indent=2))

@@ -1,9 +1,11 @@
 """Fixtures for the report tests: realistic results documents (schema v4) of every command, with their
-reconstruction grids, a version 2 document as ``auditkit audit`` wrote it before, and shared renderings (the
-headless-browser fixture ``report_browser`` is in tests/conftest.py)."""
+reconstruction grids, a version 2 document as ``auditkit audit`` wrote it before, reproductions of bundled papers on
+fake runs (``reproductions.py``), and shared renderings (the headless-browser fixture ``report_browser`` is in
+tests/conftest.py)."""
 from __future__ import annotations
 
 import copy
+import importlib.util
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -13,9 +15,20 @@ from typing import Any
 import numpy as np
 import pytest
 
-from auditkit.results import overall_verdict
+from auditkit.reports.headline import overall_verdict
 from auditkit.reports import render_report
 from auditkit.reports.figures import image_grid
+
+
+def _load_reproductions() -> Any:
+    """``reproductions.py`` beside this file (the suite imports test files by path: ``--import-mode=importlib``)."""
+    spec = importlib.util.spec_from_file_location("reproductions", Path(__file__).parent / "reproductions.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+REPRODUCTIONS = _load_reproductions()
 
 SCRIPT_LABEL = '<script>alert("x")</script> $\\notacommand$ gaussian'  # "$": broken mathtext if parsed
 PIPE_LABEL = "JoPEQ | eps=1"
@@ -421,4 +434,25 @@ def rendered_commands(tmp_path_factory, grid_png) -> dict[str, SimpleNamespace]:
         renderings[name] = SimpleNamespace(folder=folder, document=document, paths=paths,
                                            html=(folder / "report.html").read_text(encoding="utf-8"),
                                            md=(folder / "report.md").read_text(encoding="utf-8"))
+    return renderings
+
+
+@pytest.fixture
+def reproduction() -> dict[str, Any]:
+    """A fresh reproduction document (``auditkit reproduce dpsq`` at the quick budget, 3 seeds, fake runs)."""
+    return REPRODUCTIONS.sample_reproduction("dpsq")
+
+
+@pytest.fixture(scope="session")
+def rendered_reproductions(tmp_path_factory) -> dict[str, SimpleNamespace]:
+    """The reproduction of each paper of ``reproductions.PAPERS`` rendered (HTML and markdown) into its own
+    folder, by paper id: folder, document, written paths, and the two reports' text."""
+    renderings = {}
+    for paper_id in REPRODUCTIONS.PAPERS:
+        folder = tmp_path_factory.mktemp(f"reproduction-{paper_id}")
+        document = REPRODUCTIONS.sample_reproduction(paper_id)
+        paths = render_report(copy.deepcopy(document), folder)
+        renderings[paper_id] = SimpleNamespace(folder=folder, document=document, paths=paths,
+                                               html=(folder / "report.html").read_text(encoding="utf-8"),
+                                               md=(folder / "report.md").read_text(encoding="utf-8"))
     return renderings

@@ -222,3 +222,57 @@ def test_a_figure_of_a_document_without_training_is_a_note_not_a_crash(documents
     figures.bits_vs_accuracy(documents["distinguish"], "unused.png")
     assert [[t.get_text() for t in figure.axes[0].texts] for figure in drawn] == [
         ["no setting trained"], ["no setting has a finite rate and accuracy"]]
+
+
+# ---------------------------------------------------------------- a reproduction's figures (one per table)
+
+def _stars(axis):
+    return [(list(line.get_xdata()), list(line.get_ydata())) for line in axis.lines if line.get_marker() == "*"]
+
+
+def test_a_reproduction_table_against_x_draws_a_panel_per_column_with_bands(reproduction, drawn):
+    table = reproduction["tables"][1]  # 001 Fig. 2a: distortion against eps1, one column per b, plot only
+    figures.reproduction_table(reproduction, 1, "unused.png")
+    axes = drawn[0].axes
+    assert [axis.get_title() for axis in axes] == ["001 Fig. 2a: b = 4", "001 Fig. 2a: b = 5", "001 Fig. 2a: b = 6"]
+    first = [r for r in table["rows"] if r["column"] == "b = 4"]
+    for axis in axes:
+        assert [line.get_label() for line in axis.lines] == ["Q_b,eps1 (proposed)", "LaplaceSQ"]
+        assert len(axis.collections) == 2 and _stars(axis) == []  # a band per method; the paper prints no number
+    proposed = axes[0].lines[0]
+    rows = sorted((r for r in first if r["method"] == "Q_b,eps1 (proposed)"), key=lambda r: r["x"])
+    assert list(proposed.get_xdata()) == [r["x"] for r in rows]
+    assert list(proposed.get_ydata()) == pytest.approx([r["mean"] for r in rows])
+    assert axes[0].get_xlabel() == "eps1"
+    legend = axes[-1].get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["Q_b,eps1 (proposed)", "LaplaceSQ", "the paper's number"]
+
+
+def test_a_reproduction_training_table_draws_our_mean_curve_and_the_papers_final_number(reproduction, drawn):
+    table = reproduction["tables"][0]  # 001 Fig. 4a: final test accuracy, two columns (range readings)
+    figures.reproduction_table(reproduction, 0, "unused.png")
+    axis = drawn[0].axes[0]
+    rows = [r for r in table["rows"] if r["column"] == "range = literal"]
+    seeds = reproduction["runs"][rows[0]["setting"]]["seeds"]
+    mean = 100 * np.mean([seeds[str(s)]["curve"] for s in reproduction["budget"]["seeds"]], axis=0)
+    assert list(axis.lines[0].get_ydata()) == pytest.approx(list(mean))
+    assert list(axis.lines[0].get_xdata()) == [1, 2, 3, 4] and axis.get_xlabel() == "round"
+    printed = [(r["paper_value"]) for r in rows if r["paper_value"] is not None]
+    assert [y for _, (y,) in _stars(axis)] == pytest.approx(printed) and all(x == [4] for x, _ in _stars(axis))
+
+
+def test_a_reproduction_table_of_means_draws_each_row_with_its_interval(reproduction, drawn):
+    table = reproduction["tables"][2]  # 001 Fig. 2a (text): one mean per row, one column per reading of rho
+    figures.reproduction_table(reproduction, 2, "unused.png")
+    axis = drawn[0].axes[0]
+    rows = [r for r in table["rows"] if r["column"] == table["rows"][0]["column"]]
+    assert [t.get_text() for t in axis.get_xticklabels()] == [r["method"] for r in rows]
+    means = [line.get_ydata()[0] for line in axis.lines if line.get_marker() == "o"]
+    assert means == pytest.approx([r["mean"] for r in rows])
+
+
+def test_a_reproduction_figure_draws_labels_as_given(reproduction, tmp_path):
+    reproduction["tables"][2]["rows"][0]["method"] = "$\\notacommand$ LaplaceSQ"  # broken mathtext, were it parsed
+    path = figures.reproduction_table(reproduction, 2, tmp_path / "figure.png")
+    with Image.open(path) as image:
+        assert image.format == "PNG" and image.width > 600

@@ -209,3 +209,41 @@ def test_png_data_uri_refuses_other_files(tmp_path):
     path.write_text("<svg onload=alert(1)>")
     with pytest.raises(ValueError, match="is not a PNG file"):
         png_data_uri(path)
+
+
+# ---------------------------------------------------------------- a reproduction (command "reproduce")
+
+@pytest.fixture
+def reproduction_page(reproduction, tmp_path):
+    from auditkit.reports.figures import reproduction_table
+
+    paths = {f"reproduction-{i}": reproduction_table(reproduction, i, tmp_path / f"{i}.png")
+             for i in range(len(reproduction["tables"]))}
+    return render_html(reproduction, paths, tmp_path)
+
+
+def test_a_reproduction_explains_its_terms_and_states_its_confidence(reproduction_page):
+    from auditkit.reports.content import REPRODUCTION_GLOSSARY
+
+    block = reproduction_page[reproduction_page.index('<details id="how-to-read">'):]
+    assert re.findall(r"<dt>(.*?)</dt>", block[:block.index("</details>")]) == [
+        term.replace('"', "&#34;") for term, _ in REPRODUCTION_GLOSSARY]
+    assert reproduction_page.count("<th>ours [95 % interval]</th>") == 3  # one table of rows per paper table
+
+
+def test_a_reproduction_row_shows_the_papers_number_ours_and_the_verdict(reproduction_page, reproduction):
+    row = reproduction["tables"][0]["rows"][0]  # 001 Fig. 4a, Algorithm 1: "≈70", tolerance 2.5
+    low, high = row["interval"]
+    per_seed = ", ".join(f"{v:.4g}" for v in row["per_seed"])
+    assert (f'<td>Algorithm 1</td><td>range = literal</td>\n'
+            f'  <td class="num">≈70 <span class="muted">(l. 431)</span><br><span class="muted">compared as 70 ± 2.5'
+            f'</span></td>\n  <td class="num">{row["mean"]:.4g} [{low:.4g}, {high:.4g}]<br><span class="muted">'
+            f'per seed: {per_seed}; setting 1</span></td>\n  <td class="num">{row["difference"]:+.4g}</td>\n'
+            f'  <td><span class="badge v-inconclusive">not comparable</span></td>') in reproduction_page
+
+
+def test_a_reproduction_page_is_inert(reproduction_page):
+    tags = _Tags(reproduction_page).tags
+    assert "script" not in {tag for tag, _ in tags}
+    urls = [value for _, attrs in tags for key, value in attrs.items() if key in ("src", "href", "srcset")]
+    assert len(urls) == 3 and all(url.startswith("data:image/png;base64,") for url in urls)

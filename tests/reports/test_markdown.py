@@ -234,7 +234,8 @@ def test_capabilities_and_the_clip_norm_are_in_the_details(text):
 def test_the_config_fence_outgrows_backticks_in_the_config(document):
     document["config"]["note"] = "```"
     text = render_markdown(document, FIGURES)
-    assert "\n````json\n" in text and text.rstrip().endswith("````")
+    config = text[text.index("### Config"):text.index("\n---\n")]  # the footer follows the config
+    assert "\n````json\n" in config and config.rstrip().endswith("\n````")
 
 
 @pytest.mark.parametrize("raw, escaped", [
@@ -247,3 +248,28 @@ def test_the_config_fence_outgrows_backticks_in_the_config(document):
 ])
 def test_escape(raw, escaped):
     assert escape(raw) == escaped
+
+
+# ---------------------------------------------------------------- a reproduction (command "reproduce")
+
+@pytest.mark.parametrize("paper", ["dpsq", "jopeq", "msp"])
+def test_every_reproduction_table_row_has_as_many_cells_as_its_header(rendered_reproductions, paper):
+    text = rendered_reproductions[paper].md
+    tables = [block.splitlines() for block in _outside_code(text).split("\n\n") if block.startswith("| ")]
+    assert len(tables) >= 4  # the summary, a table per paper table, the orderings, the settings' and versions'
+    for rows in tables:
+        cells = [len(re.split(r"(?<!\\)\|", row)) for row in rows]
+        assert cells == [cells[0]] * len(rows) and rows[1].startswith("|---|")
+
+
+def test_a_reproduction_in_markdown_counts_its_verdicts_and_explains_its_terms(reproduction):
+    from auditkit.reports.content import REPRODUCTION_GLOSSARY
+
+    rows = [r["verdict"] for t in reproduction["tables"] for r in t["rows"]]
+    text = render_markdown(reproduction, {f"reproduction-{i}": f"figures/reproduction-{i}.png" for i in range(3)})
+    assert text.startswith("# auditkit reproduction: dpsq (quick budget)\n\n- "
+                           f"{len(rows)} rows of the paper's tables: {rows.count('not comparable')} not comparable; ")
+    glossary = text[text.index("## How to read this report"):text.index("## Summary")]
+    assert re.findall(r"^- \*\*(.*?)\*\*:", glossary, flags=re.M) == [escape(t) for t, _ in REPRODUCTION_GLOSSARY]
+    assert "| method | column | paper (line) | ours \\[95 % interval\\] | ours − paper | verdict | why |" in text
+    assert "this run's reasons, for every training row (under the intro)" in text  # why a training row is not

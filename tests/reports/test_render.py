@@ -1,3 +1,4 @@
+import math
 import re
 from pathlib import Path
 from urllib.parse import unquote
@@ -316,3 +317,96 @@ def test_rendering_a_version_2_document_in_memory_asks_for_version_4(v2_document
     with pytest.raises(ValueError, match=r"^schema_version must be 4, got 2$"):
         render_report(v2_document, tmp_path)
     assert not any(tmp_path.iterdir())
+
+
+# ---------------------------------------------------------------- a reproduction (command "reproduce")
+
+def _numbers(value, key=""):
+    """Every number of a JSON document with the key it sits under (lists under their key), bools left out."""
+    if isinstance(value, dict):
+        return [found for k, item in value.items() for found in _numbers(item, k)]
+    if isinstance(value, list):
+        return [found for item in value for found in _numbers(item, key)]
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return [(key, value)]
+    return []
+
+
+@pytest.fixture(params=["dpsq", "jopeq", "msp"])
+def reproduced(request, rendered_reproductions):
+    return rendered_reproductions[request.param]
+
+
+def test_a_reproduction_renders_a_figure_per_table_and_both_reports(reproduced):
+    folder, tables = reproduced.folder, reproduced.document["tables"]
+    assert reproduced.paths == [*(folder / "figures" / f"reproduction-{i}.png" for i in range(len(tables))),
+                                folder / "report.md", folder / "report.html"]
+    assert all(path.read_bytes().startswith(PNG_SIGNATURE) for path in reproduced.paths[:-2])
+    assert sorted(p.name for p in folder.rglob("*") if p.name.startswith(".")) == []  # no temporary left
+    links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", reproduced.md)
+    assert links == [f"figures/reproduction-{i}.png" for i in range(len(tables))]
+
+
+def test_both_kinds_of_report_come_from_the_templates_one_layout(reproduced, rendered):
+    """The reproduction's page and a results page share the base template: the same style, header and footer."""
+    results_page = (rendered.folder / "report.html").read_text()
+    for page, heading, command in ((reproduced.html, "auditkit reproduction", "reproduce"),
+                                   (results_page, "auditkit report", "audit")):
+        assert f'<header id="report-header">\n<h1>{heading}: ' in page
+        assert re.search(rf'<footer id="report-footer">written by auditkit [^<]+ as auditkit/results version 4 '
+                         rf'\(command: {command}\)</footer>\n</body>\n</html>', page)
+        assert '<details id="how-to-read">' in page and '<dl class="glossary">' in page
+    style = re.compile(r"<style>.*?</style>", re.S)
+    assert style.search(reproduced.html).group() == style.search(results_page).group()
+    assert reproduced.md.rstrip().endswith("(command: reproduce)")
+
+
+def test_every_number_of_a_reproduction_is_in_its_html(reproduced):
+    """Each number as the report writes it (4 significant digits) or as JSON (the configs); per-round curves are
+    drawn in the figures, not tabulated."""
+    from auditkit.reports.content import CURVES, number
+
+    page = reproduced.html
+    numbers = [(key, value) for key, value in _numbers(reproduced.document) if key not in CURVES]
+    assert len(numbers) > 100
+    missing = [(key, value) for key, value in numbers
+               if number(value) not in page and str(value) not in page]
+    assert missing == []
+
+
+def test_each_reproduction_row_is_a_table_row_with_its_verdict_badge(reproduced):
+    document, page = reproduced.document, reproduced.html
+    classes = {"reproduced": "consistent", "not reproduced": "violated", "not comparable": "inconclusive",
+               "holds": "consistent", "reversed": "violated", "unresolved": "inconclusive"}
+    verdicts = [r["verdict"] for t in document["tables"] for r in t["rows"]]
+    pairs = [p["verdict"] for o in document["orderings"] for p in o["pairs"]]
+    badges = re.findall(r'<td><span class="badge v-(\w+)">([a-z ]+)</span></td>', page)
+    assert badges == [(classes[v], v) for v in verdicts + pairs]
+    assert page.count('<table class="rows">') == len(document["tables"])
+    assert page.count("<img src=\"data:image/png;base64,") == len(document["tables"])
+
+
+def test_the_html_report_of_a_reproduction_is_self_contained_and_inert(reproduced):
+    page = reproduced.html
+    assert "<script" not in page.lower()
+    assert not re.search(r"""(src|href)\s*=\s*["']?\s*https?:""", page, flags=re.I)
+    sources = re.findall(r"<img src=\"([^\"]*)\"", page)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+
+
+def test_rendering_a_reproduction_again_gives_the_same_reports(rendered_reproductions):
+    rendered = rendered_reproductions["msp"]
+    before = _snapshot(rendered.folder)
+    render_report(rendered.document, rendered.folder)
+    assert _snapshot(rendered.folder) == before
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda doc: doc["tables"][0]["rows"][0].pop("verdict"), "reproduction.tables[0].rows[0].verdict is missing"),
+    (lambda doc: doc.update(confidence=math.nan), "reproduction.confidence must be a finite number, got nan"),
+])
+def test_a_bad_reproduction_writes_nothing(reproduction, tmp_path, change, message):
+    change(reproduction)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        render_report(reproduction, tmp_path / "out")
+    assert not (tmp_path / "out").exists()

@@ -5,11 +5,13 @@ from PIL import Image
 def _check(seen, rendered, min_height):
     """What every report must give a reader in a browser: the summary, every image decoded, nothing fetched or run."""
     assert seen["summary_visible"]
-    assert seen["summary_rows"] == len(rendered.document["settings"])
+    document = rendered.document
+    assert seen["summary_rows"] == len(document["tables"] if document["command"] == "reproduce"
+                                       else document["settings"])
     assert seen["overflowing"] == []  # every summary table fits a 1400-pixel window: no sideways scrolling
     figures = [p for p in rendered.paths if p.suffix == ".png"]
     grids = sum((s["inversion"] is not None and s["inversion"]["figure"] is not None) + (s["probe"] is not None)
-                for s in rendered.document["settings"])
+                for s in document.get("settings", []))
     assert len(seen["images"]) == len(figures) + grids
     assert all(image["complete"] and image["naturalWidth"] > 0 for image in seen["images"])
     assert all(image["src"].startswith("data:image/png") for image in seen["images"])
@@ -34,3 +36,11 @@ def test_a_report_of_another_command_reads_in_a_headless_browser(rendered_comman
     seen = report_browser(rendered.folder / "report.html", tmp_path / f"{name}.png")
     _check(seen, rendered, 1000)
     assert len(seen["images"]) == images  # distinguish: the lower-bound figure; attack: a figure and the grid
+
+
+@pytest.mark.parametrize("paper", ["jopeq", "msp"])
+def test_a_reproduction_reads_in_a_headless_browser(rendered_reproductions, report_browser, tmp_path, paper):
+    rendered = rendered_reproductions[paper]
+    seen = report_browser(rendered.folder / "report.html", tmp_path / f"{paper}.png", "#reproduction-summary")
+    _check(seen, rendered, 1500)
+    assert len(seen["images"]) == len(rendered.document["tables"])  # one figure per table of the paper

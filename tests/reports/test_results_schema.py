@@ -1,13 +1,14 @@
 import copy
 import json
 import math
+import re
 from importlib import metadata
 
 import pytest
 
 FAMILY = 4  # the test family of the fixture documents' distinguish sections ("tests": 4, conftest)
 
-from auditkit.results import overall_verdict
+from auditkit.reports.headline import overall_verdict
 from auditkit.reports import load_results, render_report, upgrade_results, validate_results
 from auditkit.reports.results_schema import CAPABILITIES, COMMANDS, SCHEMA, SCHEMA_VERSION
 
@@ -42,7 +43,8 @@ def test_every_commands_sample_document_is_valid(any_document):
     (("schema_version",), 2, "schema_version must be 4, got 2"),
     (("schema_version",), 3, "schema_version must be 4, got 3"),
     (("schema_version",), KeyError, "schema_version must be 4, got None"),
-    (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, got 'report'"),
+    (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, "
+                           "reproduce, got 'report'"),
     (("command",), 3, "results.command must be a string, got 3"),
     (("settings", 0, "training"), KeyError, "results.settings[0].training is missing"),
     (("provenance", "data", "dataset"), KeyError, "results.provenance.data.dataset is missing"),
@@ -351,3 +353,155 @@ def test_a_newer_file_is_refused_saying_to_upgrade_or_regenerate(tmp_path, docum
         f"reads versions 2 to 4: regenerate it with `auditkit distinguish` and the options recorded in its config "
         f"(the same config and seed give the same numbers); or upgrade auditkit")
 
+
+
+# ---------------------------------------------------------------- a reproduction (command "reproduce")
+
+def _first_run(document):
+    return next(iter(document["runs"].values()))
+
+
+def test_a_reproduction_is_a_document_of_this_schema(reproduction):
+    from auditkit.reports.results_schema import file_name
+
+    validate_results(reproduction)
+    assert (reproduction["schema"], reproduction["schema_version"], reproduction["command"]) == (SCHEMA, 4, "reproduce")
+    assert reproduction["title"] == "dpsq (quick budget)" and reproduction["config"] == {
+        "paper": "dpsq", "budget": "quick", "seeds": 3, "data_dir": None, "confidence": 0.95}
+    assert reproduction["provenance"]["code"].startswith("sha256:") and reproduction["provenance"]["plugins"] == []
+    assert (file_name(reproduction), file_name({"command": "audit"})) == ("reproduction.json", "results.json")
+    kinds = {run["kind"] for run in reproduction["runs"].values()}
+    assert kinds == {"train", "distortion"}
+    snrs = [seed["snr_db"] for run in reproduction["runs"].values() if run["kind"] == "train"
+            for seed in run["seeds"].values()]
+    assert None in snrs and math.inf in snrs  # what real runs give: no SNR, a lossless uplink's
+
+
+LONG_KEY = r"reproduction\.runs\['\{\"config\": \{.{24}\.\.\.\]"  # a setting key, cut short
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d["tables"][0]["rows"][0].pop("mean"), r"reproduction\.tables\[0\]\.rows\[0\]\.mean is missing"),
+    (lambda d: d.update(seconds=math.nan), r"reproduction\.seconds must be a finite number, got nan"),
+    (lambda d: d["tables"][1]["rows"][2].update(paper_plus_minus=math.inf),
+     r"reproduction\.tables\[1\]\.rows\[2\]\.paper_plus_minus must be a finite number, got inf"),
+    (lambda d: d["tables"][0]["rows"][1].update(difference=math.nan),
+     r"reproduction\.tables\[0\]\.rows\[1\]\.difference must be a finite number, got nan"),
+    (lambda d: d["tables"][0]["rows"][0].update(line="431"),
+     r"reproduction\.tables\[0\]\.rows\[0\]\.line must be an integer, got '431'"),
+    (lambda d: d["tables"][0]["rows"][0].update(per_seed=[70.0, "71", 72.0]),
+     r"reproduction\.tables\[0\]\.rows\[0\]\.per_seed\[1\] must be a number, got '71'"),
+    (lambda d: d["tables"][0]["rows"][0].update(verdict="close"), r"reproduction\.tables\[0\]\.rows\[0\]\.verdict "
+     r"must be one of 'reproduced', 'not reproduced', 'not comparable', got 'close'"),
+    (lambda d: d["tables"][0]["rows"][0].update(interval=[1.0]),
+     r"reproduction\.tables\[0\]\.rows\[0\]\.interval must be \[low, high\], got 1 numbers"),
+    (lambda d: d["tables"][0]["rows"][0].update(per_seed=[70.0]),
+     r"reproduction\.tables\[0\]\.rows\[0\]\.per_seed must hold one value per seed \(3\), got 1"),
+    (lambda d: d["tables"][0]["rows"][0].update(setting="nope"), r"reproduction\.tables\[0\]\.rows\[0\]\.setting "
+     r"must be the key of a train run in reproduction\.runs, got 'nope'"),
+    (lambda d: d["tables"][1]["rows"][0].update(setting=d["tables"][0]["rows"][0]["setting"]),
+     r"reproduction\.tables\[1\]\.rows\[0\]\.setting must be the key of a distortion run in reproduction\.runs"),
+    (lambda d: d["tables"][0].update(kind="fly"), r"reproduction\.tables\[0\]\.kind must be one of 'train', "
+     r"'attack', 'round_attack', 'distortion', got 'fly'"),
+    (lambda d: d["tables"][1].update(id=d["tables"][0]["id"]), r"reproduction\.tables\[1\]\.id must be unique"),
+    (lambda d: d["orderings"][0].update(table="Fig. 9"),
+     r"reproduction\.orderings\[0\]\.table must be the id of one of reproduction\.tables, got 'Fig\. 9'"),
+    (lambda d: d["orderings"][0]["pairs"][0].update(verdict="maybe"),
+     r"reproduction\.orderings\[0\]\.pairs\[0\]\.verdict must be one of 'holds', 'reversed', 'unresolved'"),
+    (lambda d: d.update(confidence=1.5), r"reproduction\.confidence must be in \(0, 1\), got 1\.5"),
+    (lambda d: d["provenance"].pop("code"), r"reproduction\.provenance\.code is missing"),
+    (lambda d: d["paper"].update(sources="001"), r"reproduction\.paper\.sources must be a list, got str"),
+    (lambda d: d.update(runs=[]), r"reproduction\.runs must be an object, got list"),
+    (lambda d: _first_run(d)["seeds"]["0"].pop("seconds"), LONG_KEY + r"\.seeds\['0'\]\.seconds is missing"),
+    (lambda d: _first_run(d)["seeds"]["1"].update(curve=[0.5, None]),
+     LONG_KEY + r"\.seeds\['1'\]\.curve\[1\] must be a number, got None"),
+    (lambda d: _first_run(d).update(kind="fly"), LONG_KEY + r"\.kind must be one of 'train', 'attack'"),
+    (lambda d: _first_run(d)["seeds"].pop("2"), LONG_KEY + r"\.seeds must hold the budget's seeds 0, 1, 2, got '0, 1'"),
+])
+def test_a_corrupted_reproduction_is_refused_in_one_line_naming_the_field(reproduction, change, message):
+    change(reproduction)
+    with pytest.raises(ValueError) as error:
+        validate_results(reproduction)
+    assert re.match(f"^{message}", str(error.value)), str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_reproduction_loads_back_from_strict_json_with_its_non_finite_numbers(tmp_path, reproduction):
+    from auditkit.results import write_results
+
+    row = reproduction["tables"][0]["rows"][0]
+    row.update(mean=math.nan, per_seed=[math.nan, 70.0, 71.0], interval=None)  # a metric one seed did not measure
+    path = write_results(reproduction, tmp_path)
+    assert path == tmp_path / "reproduction.json"
+    raw = json.loads(path.read_text(encoding="utf-8"), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert raw["tables"][0]["rows"][0]["mean"] == "NaN" and raw["tables"][0]["rows"][0]["per_seed"][0] == "NaN"
+    assert "Infinity" in {seed["snr_db"] for run in raw["runs"].values() for seed in run["seeds"].values()
+                          if "snr_db" in seed}
+    loaded = load_results(path)
+    assert math.isnan(loaded["tables"][0]["rows"][0]["mean"]) and math.isnan(loaded["tables"][0]["rows"][0]["per_seed"][0])
+    snr = [seed["snr_db"] for run in loaded["runs"].values() for seed in run["seeds"].values() if "snr_db" in seed]
+    assert math.inf in snr and None in snr
+    assert json.dumps(loaded, sort_keys=True) == json.dumps(reproduction, sort_keys=True)  # all else as written
+
+
+def test_a_string_reading_nan_where_a_finite_number_belongs_is_refused(tmp_path, reproduction):
+    reproduction["seconds"] = "NaN"
+    path = tmp_path / "reproduction.json"
+    path.write_text(json.dumps(reproduction))
+    with pytest.raises(ValueError) as error:
+        load_results(path)
+    assert str(error.value) == f"{path}: reproduction.seconds must be a finite number, got 'NaN'"
+
+
+def _as_reproduction_v2(document):
+    """The reproduction as ``auditkit reproduce`` wrote it before it joined the results schema: its own header
+    ("auditkit.reproduction" version 2, the writer's version at the top), no config or provenance, and from before
+    the confidence and the tables' note and dataset were recorded."""
+    old = {"schema": "auditkit.reproduction", "schema_version": 2, "auditkit": "0.1.0",
+           **{key: value for key, value in document.items() if key not in
+              ("schema", "schema_version", "command", "title", "config", "provenance", "confidence")}}
+    for table in old["tables"]:
+        del table["note"], table["dataset"]
+    return old
+
+
+def test_a_reproduction_of_the_old_schema_is_upgraded_and_renders(tmp_path, reproduction):
+    from auditkit.reports.results_schema import dumps_strict
+
+    path = tmp_path / "reproduction.json"
+    path.write_text(dumps_strict(_as_reproduction_v2(copy.deepcopy(reproduction))))
+    loaded = load_results(path)
+    assert (loaded["schema"], loaded["schema_version"], loaded["command"]) == (SCHEMA, 4, "reproduce")
+    assert loaded["title"] == "dpsq (quick budget)" and loaded["confidence"] == 0.95
+    assert loaded["provenance"] == {"auditkit_version": "0.1.0", "plugins": [], "versions": {}, "platform": "unknown",
+                                    "code": "unknown (written by auditkit 0.1.0 as auditkit.reproduction v2)"}
+    assert [t["dataset"] for t in loaded["tables"]] == ["mnist-5k", None, None]  # training tables: the run's data
+    assert all(t["note"] == "" for t in loaded["tables"])
+    assert loaded["tables"] == [{**t, "note": "", "dataset": d} for t, d in
+                                zip(reproduction["tables"], ["mnist-5k", None, None])]
+    written = render_report(loaded, tmp_path)
+    assert (tmp_path / "report.html").is_file() and len(written) == len(loaded["tables"]) + 2
+
+
+def test_an_old_reproduction_of_another_version_is_refused_saying_how_to_regenerate_it(tmp_path):
+    path = tmp_path / "reproduction.json"
+    path.write_text(json.dumps({"schema": "auditkit.reproduction", "schema_version": 1, "auditkit": "0.0.9"}))
+    with pytest.raises(ValueError) as error:
+        load_results(path)
+    assert str(error.value) == (
+        f"{path}: schema version 1 (written by auditkit 0.0.9) cannot be read by this auditkit ({VERSION}), which "
+        "reads versions 2 to 4: regenerate it with `auditkit reproduce` on the paper, budget and seeds recorded in "
+        "it (the same config and seed give the same numbers)")
+
+
+def test_a_folder_names_the_document_it_holds(tmp_path):
+    from auditkit.reports.results_schema import document_path
+
+    assert document_path(tmp_path / "x.json") == tmp_path / "x.json"
+    with pytest.raises(ValueError, match=r": holds no results\.json or reproduction\.json$"):
+        document_path(tmp_path)
+    (tmp_path / "reproduction.json").write_text("{}")
+    assert document_path(tmp_path) == tmp_path / "reproduction.json"
+    (tmp_path / "results.json").write_text("{}")
+    with pytest.raises(ValueError, match=r": holds both results\.json and reproduction\.json; name the one to render$"):
+        document_path(tmp_path)

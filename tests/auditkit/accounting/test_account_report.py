@@ -3,7 +3,7 @@ import warnings
 import pytest
 
 from auditkit import mechanisms
-from auditkit.accounting import FLSetting, account
+from auditkit.accounting import account
 
 
 @pytest.fixture(autouse=True)
@@ -26,12 +26,12 @@ def test_gaussian_rounds_compose_through_the_named_backend():
 def test_cepam_paper_claim_needs_the_fl_settings_and_is_flagged_vacuous():
     m = mechanisms.create("cepam-gaussian", sigma=0.1, clip=1.0)
     assert account(m).paper_claim is None
-    assert account(m, fl=FLSetting(clients=30)).paper_claim is None  # tau and dataset_size missing
-    report = account(m, fl=FLSetting(tau=15, dataset_size=1666, clients=30, eps_tilde=5.9))
+    assert account(m, fl=dict(clients=30)).paper_claim is None  # tau and dataset_size missing
+    report = account(m, fl=dict(tau=15, dataset_size=1666, clients=30, eps_tilde=5.9))
     assert report.paper_claim.epsilon == pytest.approx(1.450187, abs=1e-6)
     assert "vacuous" in report.paper_claim.flags
     with pytest.raises(ValueError, match="needs eps_tilde"):
-        account(m, fl=FLSetting(tau=15, dataset_size=1666, clients=30))
+        account(m, fl=dict(tau=15, dataset_size=1666, clients=30))
 
 
 def test_refusals_instead_of_numbers():

@@ -65,7 +65,7 @@ def test_sampling_with_replacement_draws_duplicates_at_the_expected_rate():
 
 def test_a_client_drawn_twice_trains_twice_in_a_real_run():
     from auditkit.config import from_dict
-    from auditkit.pipeline import Experiment
+    from auditkit.stages.train import Experiment
 
     config = from_dict({"training": {"clients": 3, "rounds": 3, "tau": 2, "participation": "replacement",
                                      "clients_per_round": 6}, "mechanism": {"name": "gaussian", "sigma": 0.01}})

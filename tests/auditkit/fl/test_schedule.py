@@ -22,7 +22,7 @@ def test_inverse_schedule_is_msp_fls_one_over_five_t_plus_one():
 
 def test_a_run_records_the_inverse_schedules_rates_and_a_bad_name_is_refused():
     from auditkit.config import ConfigError, from_dict
-    from auditkit.pipeline import Experiment
+    from auditkit.stages.train import Experiment
 
     config = from_dict({"training": {"clients": 3, "rounds": 3, "tau": 1, "lr": 0.2, "lr_schedule": "inverse"},
                         "mechanism": {"name": "none"}})

@@ -6,7 +6,8 @@ import torch
 from auditkit import mechanisms
 from auditkit.config import TrainingConfig
 from auditkit.data import Split
-from auditkit.fl.aggregation import FedAvg, UplinkProtocol, shared_seed
+from auditkit.fl.aggregation import FedAvg, UplinkProtocol
+from auditkit.mechanisms.randomness import shared_seed
 from auditkit.fl.simulation import FederatedData, FederatedSimulation
 from auditkit.models import create_model
 

@@ -7,7 +7,7 @@ import torch
 from auditkit import mechanisms
 from auditkit.config import from_dict
 from auditkit.fl.snr import snr, snr_db
-from auditkit.pipeline import Experiment
+from auditkit.stages.train import Experiment
 from auditkit.results import training_entry
 
 

@@ -118,8 +118,8 @@ def test_strategy_decodes_aggregates_and_records_the_server_view(recorded_app):
 def test_audit_recorded_runs_every_stage_on_the_recording(recorded_app, tmp_path):
     record_dir, _ = recorded_app
     config = tmp_path / "audit.toml"
-    config.write_text('title = "tiny recorded app"\n[inversion]\nclients = 2\niterations = 20\n'
-                      '[probe]\nclients = 2\niterations = 20\n[identification]\ncandidates = [4]\ntrials = 20\n'
+    config.write_text('title = "tiny recorded app"\n[inversion]\ntargets = 2\niterations = 20\n'
+                      '[probe]\ntargets = 2\niterations = 20\n[identification]\ncandidates = [4]\ntrials = 20\n'
                       '[distinguish]\ntrials = 1000\n')
     out = tmp_path / "out"
     result = subprocess.run([sys.executable, "-m", "auditkit.cli", "audit", str(config), "--recorded",

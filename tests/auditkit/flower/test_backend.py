@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from auditkit.config import ConfigError, FlowerConfig, from_dict
-from auditkit.pipeline import Experiment
+from auditkit.stages.train import Experiment
 
 pytestmark = [pytest.mark.flower, pytest.mark.usefixtures("flower_installed")]
 

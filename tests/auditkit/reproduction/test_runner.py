@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from auditkit.reports import load_results
 from auditkit.reproduction import check_reproduction_inputs, load_paper, reproduce
 from auditkit.reproduction.paper import Ordering, Row, Table
 from auditkit.reproduction.runner import interval, ordering_entry, plan_reproduction, row_entry, run_reasons
@@ -113,7 +114,7 @@ def test_distortion_runs_the_real_mechanism_and_meets_the_closed_form(name, bits
 
     step = 20 / (2**bits - 1)
     raw = {"distortion": {"low": -10.0, "high": 10.0, "coordinates": 200_000},
-           "mechanism": {"name": name, "bits": bits, "eps": eps, "bound": 10.0, "clip_norm": "none"}}
+           "mechanism": {"name": name, "bits": bits, "eps": eps, "support": 10.0, "clip_norm": "none"}}
     entry = run_setting({"kind": "distortion", "config": raw}, 0, raw)
     expected = step**2 * (math.exp(eps) + 7) / (12 * (math.exp(eps) + 1))
     assert entry["mean_squared_error"] == pytest.approx(expected, rel=0.02)  # 2e5 samples: ~0.3% standard error
@@ -178,7 +179,9 @@ def test_a_tiny_reproduction_runs_end_to_end_and_writes_its_reports(tmp_path, mo
         assert (tmp_path / name).is_file()
     written = json.loads((tmp_path / "reproduction.json").read_text(), parse_constant=_refuse_non_strict)
     assert written["tables"][0]["rows"][0]["method"] == "FL"  # strict JSON (RFC 8259): no bare NaN / Infinity
-    assert "82.06±1.35 (l. 419)" in (tmp_path / "report.md").read_text()
+    assert written["command"] == "reproduce" and load_results(tmp_path / "reproduction.json") == document
+    assert "| 82.06±1.35 (l. 419); compared as 82.06 ± 1.35 |" in (tmp_path / "report.md").read_text()
+    assert '<header id="report-header">' in (tmp_path / "report.html").read_text()  # the template's
 
 
 def test_a_round_attack_trains_to_its_round_and_attacks_the_servers_view():
@@ -187,7 +190,7 @@ def test_a_round_attack_trains_to_its_round_and_attacks_the_servers_view():
     from auditkit.reproduction.runner import run_setting
 
     raw = {"training": {"model": "lenet", "clients": 4, "tau": 1, "batch_size": 1, "rounds": 1, "checkpoints": [1]},
-           "inversion": {"attack": "idlg", "clients": 2, "iterations": 5, "round": 1}, "mechanism": {"name": "none"}}
+           "inversion": {"attack": "idlg", "targets": 2, "iterations": 5, "round": 1}, "mechanism": {"name": "none"}}
     entry = run_setting({"kind": "round_attack", "config": raw}, 0, from_dict(raw))
     assert entry["round_mse"] == pytest.approx(entry["clean_mse"]) and entry["round_mse"] > 0
     raw["mechanism"] = {"name": "gaussian", "sigma": 10.0, "clip": 1.0}
@@ -200,29 +203,32 @@ def test_a_document_of_every_kind_renders_its_rows_orderings_and_figures(tmp_pat
     """DP-SQ's paper file on fake runs (LaplaceSQ 6 decades above Q_b,eps1, as the paper's own formulas give):
     the x table, the plot-only rows, the claimed 2.5-decade gap judged, the figures written."""
     from auditkit.reproduction import reproduction_document
-    from auditkit.reports.reproduction_report import render_reproduction
+    from auditkit.reports import render_report
 
     plan = plan_reproduction(load_paper("dpsq"), budget="quick", seeds=3)
     runs = {}
     for key, setting in plan.settings.items():
         laplace = setting["config"]["mechanism"]["name"] == "laplace-sq"
         if setting["kind"] == "distortion":
-            runs[key] = {s: {"distortion": (4.9 if laplace else -1.5) + 0.01 * s} for s in plan.seeds}
+            runs[key] = {s: {"distortion": (4.9 if laplace else -1.5) + 0.01 * s, "mean_squared_error": 0.1,
+                             "seconds": 0.1} for s in plan.seeds}
         else:
             runs[key] = {s: {"test_accuracy": 0.7 + 0.01 * s, "snr_db": None, "curve": [0.5, 0.7 + 0.01 * s],
-                             "snr_curve": [None, None]} for s in plan.seeds}
+                             "snr_curve": [None, None], "seconds": 1.0} for s in plan.seeds}
     document = reproduction_document(plan, runs, 1.0)
-    render_reproduction(document, tmp_path)
+    render_report(document, tmp_path)
     gap = next(o for o in document["orderings"] if o["id"] == "001 Fig. 2a: 2.5 orders")["pairs"][0]
     assert gap["difference"] == pytest.approx(6.4) and gap["gap"]["verdict"] == "not reproduced"
     text = (tmp_path / "report.md").read_text()
     assert "| LaplaceSQ | b = 6, eps1 = 0.1 | (plot) (l. 381) |" in text
-    assert "claimed 2.5 ± 0.25: not reproduced" in text
-    assert "| Algorithm 1 | range = literal | ≈70 (l. 431) | 71 [" in text  # 70, 71, 72 % over the seeds
+    assert "| claimed 2.5 ± 0.25: not reproduced |" in text
+    assert "| Algorithm 1 | range = literal | ≈70 (l. 431); compared as 70 ± 2.5 | 71 \\[" in text  # 70, 71, 72 %
     assert len(list((tmp_path / "figures").glob("reproduction-*.png"))) == len(document["tables"])
-    assert "claimed gap" in (tmp_path / "report.html").read_text()
-    assert "Three readings of LaplaceSQ's l1-sensitivity rho" in text  # the table's note, beside its rows
-    assert "<p class='note'>Three readings" in (tmp_path / "report.html").read_text()
+    page = (tmp_path / "report.html").read_text()
+    assert "<th>claimed gap</th>" in page
+    assert "claimed 2.5 ± 0.25 <span class=\"badge v-violated\">not reproduced</span>" in page
+    assert "> Three readings of LaplaceSQ's l1-sensitivity rho" in text  # the table's note, beside its rows
+    assert '<p class="table-note">Three readings' in page
 
 
 def test_a_table_the_paper_ran_on_cifar10_uses_it_when_the_data_dir_holds_it(tmp_path):

@@ -1,0 +1,12 @@
+"""The audit's stages, one module each, in the order an audit runs them (``auditkit.audit`` orchestrates them,
+stores each result as it finishes and resumes from what is stored):
+
+* ``train``          FedAvg with the mechanism between clients and server (``auditkit train`` runs it alone);
+* ``account``        the one-round claim and the claim composed over the rounds run (``auditkit account``);
+* ``inversion``      the recorded server view inverted beside the clients' true updates (``auditkit attack``);
+* ``probe``          the claim's worst case: probe clients' single-example updates at the checkpoint model;
+* ``identification`` the informed adversary's identification test, judged against the claim's bound;
+* ``distinguish``    black-box distinguishing and adaptive tests (``auditkit distinguish``);
+* ``canary``         the one-run canary audit (Steinke, Nasr & Jagielski 2023);
+* ``recorded``       the train stage replaced by what a Flower app recorded (``auditkit audit --recorded``).
+"""

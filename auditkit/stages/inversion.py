@@ -1,0 +1,422 @@
+"""Gradient inversion against the view an adversary really has, always beside the clean attack.
+
+The papers' setting (JoPEQ IV-B, after iDLG): one client holds one image, computes the gradient of the
+cross-entropy on it with the attacked model and sends it through the mechanism; the server (threat model
+``server``) sees the decoded update x_hat = decode(encode(g, s), s) and inverts it. :func:`run_inversion`
+does this for N images at once, attacks the clean gradients and the server's view with the *same* attack,
+settings and initialisation, and scores both (:func:`auditkit.attacks.metrics.score`), so a weak "defence" cannot
+hide behind a mis-tuned attack.
+
+:func:`attack_recorded_view` attacks a real FL run instead (what ``auditkit audit`` does): the server's decoded
+updates of some clients at a checkpoint round (a :class:`RecordedView`), inverted with the global model of that
+round, either as one gradient -x/(eta tau) or by unrolling the client's tau local SGD steps (Inverting Gradients'
+FedAvg variant), beside the same attack on the clients' true updates; reconstructions are scored against the
+images the clients really trained on.
+
+:func:`defence_curve` sweeps mechanisms and noise levels and reports SSIM / MSE against the measured
+distortion of the server's view, the axis on which mechanisms of different kinds can be compared.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from auditkit import attacks
+from auditkit import mechanisms
+from auditkit.attacks import metrics
+from auditkit.data import load_dataset
+from auditkit.data.embedded import image_patch_sources, load_image_patches
+from auditkit.models import MODEL_NAMES, create_model
+from auditkit.reports.files import replace_atomically
+from auditkit.mechanisms.randomness import derive_seed
+
+SOURCES = ("patches", "digits")
+PATCH_CLASSES = 10  # the patches carry no class: image i is given class i mod 10 (the attack must recover it)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The images the clients hold: N x C x H x W in [0, 1], their classes, and where each came from."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    names: tuple[str, ...]
+    source: str
+
+    @property
+    def input_shape(self) -> tuple[int, int, int]:
+        return tuple(self.images.shape[1:])  # type: ignore[return-value]
+
+
+def load_targets(source: str = "patches", count: int = 8, *, seed: int = 0) -> Targets:
+    """``count`` target images: natural RGB patches (3 x 32 x 32, the papers' CIFAR-shaped setting; classes
+    i mod 10) or the embedded digits' test split (1 x 28 x 28, their true classes), deterministic in ``seed``."""
+    if source not in SOURCES:
+        raise ValueError(f"source must be one of {', '.join(SOURCES)}, got {source!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise ValueError(f"images must be an integer >= 1, got {count!r}")
+    if source == "patches":
+        images = load_image_patches(count, seed=seed)
+        names = tuple(f"{s.photo}@({s.top},{s.left})" for s in image_patch_sources(count, seed=seed))
+        return Targets(images, torch.arange(count) % PATCH_CLASSES, names, source)
+    test = load_dataset("digits").test
+    if count > len(test.y):
+        raise ValueError(f"images must be at most {len(test.y)} for source digits, got {count}")
+    order = torch.randperm(len(test.y), generator=torch.Generator().manual_seed(seed))[:count]
+    return Targets(test.x[order], test.y[order], tuple(f"digits-test[{int(i)}]" for i in order), source)
+
+
+def attacked_model(name: str, input_shape: Sequence[int], *, seed: int, num_classes: int = 10) -> nn.Module:
+    """The attacked model with weights drawn from ``seed`` (the LeNet's U(-0.5, 0.5), as DLG)."""
+    if name not in MODEL_NAMES:
+        raise ValueError(f"model must be one of {', '.join(MODEL_NAMES)}, got {name!r}")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(derive_seed(seed, "inversion-model"))
+        return create_model(name, input_shape=tuple(input_shape), num_classes=num_classes)
+
+
+def server_view(
+    mechanism: mechanisms.Mechanism, gradients: torch.Tensor, *, seed: int
+) -> tuple[torch.Tensor, list[int]]:
+    """Row i: decode(encode(g_i, s_i), s_i) with s_i keyed by (seed, i); and the message size in bits."""
+    decoded, bits = [], []
+    for i, row in enumerate(gradients.detach().cpu().float()):
+        shared = derive_seed(seed, "inversion-client", i)
+        message = mechanism.encode(row, shared)
+        decoded.append(mechanism.decode(message, shared))
+        bits.append(int(message.num_bits))
+    return torch.stack(decoded).to(gradients.dtype), bits
+
+
+def _attack(attack: str, model: nn.Module, observed: torch.Tensor, targets: Targets, label_given: bool,
+            settings: Mapping[str, Any], scoring: str) -> dict[str, Any]:
+    result = attacks.invert(attack, model, observed, input_shape=targets.input_shape,
+                            label=targets.labels if label_given else None, **settings)
+    scores = metrics.score(result.images, targets.images, labels=result.labels, true_labels=targets.labels,
+                           scoring=scoring)
+    return {
+        "scores": scores,
+        "labels": result.labels.tolist(),
+        "label_source": result.label_source,
+        "matching_loss": result.loss.tolist(),
+        "steps": result.steps.tolist(),
+        "wall_time": result.wall_time,
+        "images_per_second": len(targets.labels) / result.wall_time if result.wall_time > 0 else math.inf,
+        "reconstructions": result.images,
+    }
+
+
+def run_inversion(
+    attack: str = "idlg",
+    *,
+    mechanism: str = "none",
+    params: Mapping[str, Any] | None = None,
+    model: str = "lenet",
+    images: int = 8,
+    source: str = "patches",
+    seed: int = 0,
+    label_given: bool = False,
+    scoring: str = "standard",
+    settings: Mapping[str, Any] | None = None,
+    clean: bool = True,
+) -> dict[str, Any]:
+    """Attack N single-image clients' gradients, clean and as the server sees them after ``mechanism``.
+
+    Returns a JSON-friendly run with both runs' scores (SSIM, MSE, PSNR, label accuracy), the message sizes and
+    every setting, plus ``"tensors"`` (ground truth and both reconstructions, for figures) and ``"mechanism"``,
+    the configured mechanism; ``attack_document`` turns it into a results document. The mechanism's private
+    randomness is keyed by ``seed``. ``clean=False`` skips the clean attack (``"clean": None``), for callers that
+    run it once for many mechanisms on the same images and settings.
+    """
+    if attack not in attacks.INVERSION_ATTACKS:
+        raise ValueError(f"attack must be one of {', '.join(attacks.INVERSION_ATTACKS)}, got {attack!r}")
+    configured = mechanisms.create(mechanism, private_seed=derive_seed(seed, "inversion-private"), **dict(params or {}))
+    targets = load_targets(source, images, seed=seed)
+    settings = {"seed": seed, **dict(settings or {})}
+    attacks.preset_settings(attack)  # validates the name before any work
+    net = attacked_model(model, targets.input_shape, seed=seed)
+    clean_gradients = attacks.per_image_gradients(net, targets.images, targets.labels)
+    defended_gradients, bits = server_view(configured, clean_gradients, seed=seed)
+    reference = _attack(attack, net, clean_gradients, targets, label_given, settings, scoring) if clean else None
+    defended = _attack(attack, net, defended_gradients, targets, label_given, settings, scoring)
+    error = (defended_gradients - clean_gradients).float()
+    return {
+        "attack": attack,
+        "view": "server",
+        "observation": "one image's gradient (one local step, batch 1), decoded by the server",
+        "model": {"name": model, "num_params": int(clean_gradients.shape[1]), "init_seed": seed},
+        "targets": {"source": source, "names": list(targets.names), "labels": targets.labels.tolist(),
+                    "label_given": label_given},
+        "mechanism": configured,
+        "params_given": sorted(dict(params or {})),
+        "settings": {**attacks.preset_settings(attack), **settings},
+        "distortion": {"error_std": float(error.std()), "gradient_std": float(clean_gradients.float().std()),
+                       "relative_error": float(error.norm() / clean_gradients.float().norm())},
+        "bits_per_coordinate": float(np.mean(bits)) / clean_gradients.shape[1],
+        "clean": None if reference is None else {k: v for k, v in reference.items() if k != "reconstructions"},
+        "defended": {k: v for k, v in defended.items() if k != "reconstructions"},
+        "tensors": {"truth": targets.images, "clean": None if reference is None else reference["reconstructions"],
+                    "defended": defended["reconstructions"]},
+    }
+
+
+@dataclass(frozen=True)
+class RecordedView:
+    """What the pipeline keeps of one checkpoint round for inversion: the server's decoded updates of the
+    attacked clients, their true updates (ground truth, never shown to the attacker), the images each client
+    trained on in that round (S x tau*B x C x H x W), the global model before the round, lr and tau.
+
+    ``extra``: further server-side estimates of the same updates, attacked beside ``server`` (a protocol whose
+    server view is not the decoded updates, MSP-FL's consensus transcript: ``server`` is the strongest estimate
+    of its registered update estimator, ``auditkit.attacks.update_estimator_for``); ``observations`` says what each of
+    ``extra`` observes.
+    """
+
+    round: int
+    clients: list[int]
+    global_before: torch.Tensor
+    server: torch.Tensor
+    truth: torch.Tensor
+    images_used: torch.Tensor
+    lr: float
+    tau: int
+    extra: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
+    observations: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def from_observation(cls, observation: Any, train_images: torch.Tensor, count: int,
+                         protocol: str = "uplink") -> "RecordedView":
+        """The first ``count`` clients of an ``auditkit.fl.simulation.Observation`` of a run whose mechanism has
+        ``protocol`` (the run's round protocol); a protocol with an update estimator has its server view turned into estimates."""
+        count = min(count, len(observation.clients))
+        used = observation.ground_truth["batch_indices"][:count].reshape(count, -1)
+        server = observation.views["server"]
+        extra: dict[str, torch.Tensor] = {}
+        observations: dict[str, str] = {}
+        estimator = attacks.update_estimator_for(protocol)
+        if estimator is not None:
+            estimates = estimator(server, observation.global_before)
+            server = estimates.pop(next(iter(estimates)))[0]  # the strongest estimate is the defended view
+            extra = {name: e[:count].detach().float().clone() for name, (e, _) in estimates.items()}
+            observations = {name: observed for name, (_, observed) in estimates.items()}
+        return cls(
+            round=observation.round, clients=list(observation.clients[:count]),
+            global_before=observation.global_before.detach().float().clone(),
+            server=server[:count].detach().float().clone(),
+            truth=observation.ground_truth["updates"][:count].detach().float().clone(),
+            images_used=train_images[used].detach().float().clone(), lr=observation.lr, tau=observation.tau,
+            extra=extra, observations=observations,
+        )
+
+    def to_tensors(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_tensors(cls, saved: Mapping[str, Any]) -> "RecordedView":
+        return cls(**saved)
+
+
+def _best_matches(reconstructions: torch.Tensor, images_used: torch.Tensor) -> torch.Tensor:
+    """For each client, the image of its own batch that its (clean) reconstruction resembles most (SSIM)."""
+    best = []
+    for rec, candidates in zip(reconstructions, images_used):
+        similarity = metrics.ssim(rec[None].expand_as(candidates), candidates)
+        best.append(candidates[int(np.argmax(similarity))])
+    return torch.stack(best)
+
+
+def attack_recorded_view(
+    view: RecordedView,
+    model: nn.Module,
+    *,
+    attack: str = "inverting_gradients",
+    unroll: bool = False,
+    settings: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Invert the server's decoded updates of ``view`` and, with the same attack and settings, the clients'
+    true updates (the clean reference); one reconstruction per client, batched over clients.
+
+    ``model``: the architecture; its weights are set to the round's global model. ``unroll=False`` attacks
+    -x/(lr tau) as one gradient (exact for tau = 1, batch 1); ``unroll=True`` matches the update by unrolling
+    tau SGD steps on one dummy image. Every run is scored against the same image per client (ground truth the
+    attacker never sees): the one of the client's own batch (the images it trained on that round) that the clean
+    reconstruction matches best. One assignment for all runs, so a defended reconstruction that is noise cannot
+    score by being matched to whichever image it happens to resemble.
+    """
+    from torch.nn.utils import vector_to_parameters
+
+    vector_to_parameters(view.global_before.clone(), model.parameters())
+    settings = dict(settings or {})
+    if unroll:
+        settings.update(observation="update", local_steps=view.tau, local_lr=view.lr)
+    shape = tuple(view.images_used.shape[2:])
+    runs: dict[str, Any] = {}
+    truth = None
+    for name, updates in (("clean", view.truth), ("defended", view.server), *view.extra.items()):
+        observed = updates if unroll else attacks.update_to_gradient(updates, lr=view.lr, local_steps=view.tau)
+        result = attacks.invert(attack, model, observed, input_shape=shape, **settings)
+        if truth is None:  # the clean run comes first: its matches are every run's ground truth
+            truth = _best_matches(result.images, view.images_used)
+        runs[name] = {"scores": metrics.score(result.images, truth), "labels": result.labels.tolist(),
+                      "wall_time": result.wall_time, "reconstructions": result.images, "truth": truth}
+    return {
+        "attack": attack,
+        "round": view.round,
+        "clients": view.clients,
+        "view": "server",
+        "observation": "update, unrolled over tau local steps" if unroll else "-update / (lr tau) as one gradient",
+        "tau": view.tau,
+        "lr": view.lr,
+        "images_per_client": int(view.images_used.shape[1]),
+        "settings": {**attacks.preset_settings(attack), **settings},
+        "extra": list(view.extra),
+        **runs,
+    }
+
+
+# ------------------------------------------------------------------ defence curve
+
+DEFAULT_CURVE: dict[str, list[dict[str, Any]]] = {
+    # noise straight on the gradient (clip far above any LeNet gradient norm, ~30: no clipping)
+    "gaussian": [{"sigma": s, "clip": 1e6} for s in (1e-3, 1e-2, 3e-2, 1e-1)],
+    "laplace": [{"scale": s, "clip": 1e9} for s in (1e-3, 1e-2, 3e-2, 1e-1)],
+    # SDQ on [-2, 2] (LeNet gradient entries stay below 1.7): fine R = 8 to coarse R = 2
+    "sdq": [{"bits": r, "support": 2.0} for r in (8, 4, 2)],
+    # JoPEQ at the paper's R = 8 over eps (b = 2/eps in the scaled domain)
+    "jopeq-laplace": [{"eps": e, "bits": 8} for e in (30.0, 10.0, 3.0, 1.0)],
+    # the exact Laplace mechanism on JoPEQ's scaled coordinates: JoPEQ's "Laplace mechanism" baseline
+    "jopeq-exact": [{"noise": "laplace", "eps": e} for e in (30.0, 10.0, 3.0, 1.0)],
+}
+
+
+def invert_recorded_view(view: RecordedView, model_name: str, inversion: Any, seed: int) -> dict[str, Any]:
+    """``attack_recorded_view`` with the settings of a config's ``[inversion]`` (attack, iterations, restarts,
+    unroll) on a freshly built ``model_name`` shaped for the view's images (10 classes, every dataset's)."""
+    from auditkit.attacks.gradient_inversion import iteration_settings
+    from auditkit.models import create_model
+
+    model = create_model(model_name, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
+    settings = {**iteration_settings(inversion.attack, inversion.iterations), "seed": seed}
+    if inversion.restarts is not None:
+        settings["restarts"] = inversion.restarts
+    return attack_recorded_view(view, model, attack=inversion.attack, unroll=inversion.unroll, settings=settings)
+
+
+def defence_curve(
+    attack: str = "idlg",
+    *,
+    curve: Mapping[str, Sequence[Mapping[str, Any]]] | None = None,
+    model: str = "lenet",
+    images: int = 8,
+    source: str = "patches",
+    seed: int = 0,
+    label_given: bool = True,
+    settings: Mapping[str, Any] | None = None,
+    on_point: Callable[[str, Mapping[str, Any], dict[str, Any]], None] | None = None,
+) -> dict[str, Any]:
+    """``attack`` against the server's view for every (mechanism, params) of ``curve``: ``{"clean": the clean
+    run, "points": [one ``run_inversion`` run per point], "seconds"}``.
+
+    Every point attacks the same images with the same settings and initialisation; the clean attack is
+    run once (with ``mechanism="none"``, whose server view is the clean gradient) and is every point's reference.
+    Each run carries the measured std of the server view's error per coordinate (``distortion.error_std``), the
+    axis on which mechanisms of different kinds are compared. ``label_given`` defaults to JoPEQ's evaluation
+    (the attacker is handed the true label). ``on_point(name, params, run)`` is called after each point.
+    """
+    curve = DEFAULT_CURVE if curve is None else curve
+    for name, points in curve.items():
+        for params in points:
+            mechanisms.create(name, **dict(params))  # every point validated before the first attack
+    started = time.perf_counter()
+    clean = run_inversion(attack, model=model, images=images, source=source, seed=seed, label_given=label_given,
+                          settings=settings, clean=False)
+    runs = []
+    for name, points in curve.items():
+        for params in points:
+            run = run_inversion(attack, mechanism=name, params=params, model=model, images=images, source=source,
+                                seed=seed, label_given=label_given, settings=settings, clean=False)
+            runs.append(run)
+            if on_point is not None:
+                on_point(name, params, run)
+    return {"clean": clean, "points": runs, "seconds": time.perf_counter() - started}
+
+
+# ------------------------------------------------------------------ results documents
+
+_SCORES = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr", "label_accuracy")
+
+
+def _scores(run: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    return None if run is None else {k: run["scores"][k] for k in _SCORES}
+
+
+def inversion_section(run: Mapping[str, Any], *, clean: Mapping[str, Any] | None, figure: str | None) -> dict[str, Any]:
+    """A results setting's ``inversion`` section for a ``run_inversion`` run (single-image gradients: no FL
+    round, no clients); ``clean`` is the clean attack's run (scores under "defended" for a clean reference run)."""
+    return {
+        "attack": run["attack"], "view": run["view"], "round": None, "observation": run["observation"],
+        "clients": None, "model": run["model"]["name"], "ssim_variant": run["defended"]["scores"]["ssim_variant"],
+        "clean": _scores(clean), "defended": _scores(run["defended"]), "figure": figure,
+        "images": len(run["targets"]["names"]), "source": run["targets"]["source"],
+        "label_given": run["targets"]["label_given"], "error_std": run["distortion"]["error_std"],
+        "bits_per_coordinate": run["bits_per_coordinate"],
+    }
+
+
+def _provenance(run: Mapping[str, Any], settings: list[dict[str, Any]], seed: int) -> dict[str, Any]:
+    from auditkit import results
+
+    return results.provenance(seed=seed, device=str(run["settings"].get("device") or "cpu"), settings=settings,
+                              model={"name": run["model"]["name"], "num_params": run["model"]["num_params"]})
+
+
+def write_inversion(run: dict[str, Any], out: str | Path, *, config: dict[str, Any],
+                    title: str) -> tuple[dict[str, Any], list[Path]]:
+    """``figures/inversion.png`` (rows: ground truth, clean reconstruction, defended reconstruction, each with its
+    SSIM) and ``results.json`` (command ``attack``, one setting) into ``out``; returns the document and the paths."""
+    from auditkit import results
+    from auditkit.reports.figures import image_grid
+
+    out = Path(out)
+    mechanism = run["mechanism"]
+    tensors = run["tensors"]
+    rows = {name: tensors[key].numpy() for name, key in
+            (("ground truth", "truth"), ("clean", "clean"), (mechanism.name, "defended"))}
+    captions = {"clean": [f"SSIM {v:.2f}" for v in run["clean"]["scores"]["ssim"]],
+                mechanism.name: [f"SSIM {v:.2f}" for v in run["defended"]["scores"]["ssim"]]}
+    title_line = (f"{run['attack']} on {run['model']['name']}, server view after {mechanism.name} "
+                  f"({mechanism.guarantee().summary()})")
+    figure = "figures/inversion.png"
+    png = replace_atomically(out / figure, lambda p: image_grid(rows, p, captions=captions, title=title_line))
+    entry = results.setting("s00", mechanism.name, mechanism,
+                            inversion=inversion_section(run, clean=run["clean"], figure=figure))
+    doc = results.document("attack", title, config, _provenance(run, [entry], config["seed"]), [entry])
+    return doc, [results.write_results(doc, out), png]
+
+
+def write_curve(curve: dict[str, Any], out: str | Path, *, config: dict[str, Any],
+                title: str) -> tuple[dict[str, Any], list[Path]]:
+    """``results.json`` (command ``attack``, one setting per point of the curve, each beside the same clean
+    attack) into ``out``; the report draws SSIM against the error's std from it. Returns the document and paths."""
+    from auditkit import results
+
+    clean = curve["clean"]["defended"]  # mechanism "none": the server sees the clean gradient
+    entries = []
+    for i, run in enumerate(curve["points"]):
+        mechanism = run["mechanism"]
+        label = f"{mechanism.name} " + ", ".join(f"{k}={v:g}" if isinstance(v, float) else f"{k}={v}"
+                                                 for k, v in mechanism.params.items() if k in run["params_given"])
+        entries.append(results.setting(f"s{i:02d}", label.strip(), mechanism,
+                                       inversion=inversion_section(run, clean={"scores": clean["scores"]},
+                                                                   figure=None)))
+    doc = results.document("attack", title, config, _provenance(curve["clean"], entries, config["seed"]), entries)
+    return doc, [results.write_results(doc, out)]

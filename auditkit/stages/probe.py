@@ -1,0 +1,418 @@
+"""The worst case a claim must cover: probe clients at a checkpoint round, inverted and identified.
+
+An FL-faithful view (``auditkit.stages.inversion``) shows what the server learns from clients as they really
+train (tau momentum steps over many examples). A per-round DP claim must hold for *every* client, including one
+whose update is as revealing as possible. The probe measures that case, at the checkpoint round's global model:
+
+* **inversion probe** (:func:`run_probe`): N probe clients each hold B real training examples (client i takes them
+  from the data of FL client i mod K) and compute ``local_steps`` full-batch SGD steps (the round's learning rate
+  and momentum) from the global model; each update goes through the mechanism (encode -> bytes -> decode, the
+  server's view) and the server inverts it. The same attack runs on the clean updates. The reconstructions are
+  scored against the client's examples (SSIM, MSE, PSNR) and, as the identification attack scores its picks,
+  matched to the nearest of M candidates (the client's example and M - 1 other real examples).
+* **identification** (:func:`identification_pool` + ``auditkit.attacks.identify``): the informed adversary's M-ary test on
+  the same updates; ``auditkit.rero_verdicts`` turns its success rate and the claim's ReRo bound into a verdict.
+
+Shared randomness is keyed by the seed: which examples, which candidates, the mechanism's shared seeds.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import dataclasses
+import hashlib
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from auditkit import attacks
+from auditkit import mechanisms
+from auditkit.attacks import metrics
+from auditkit.attacks.gradient_inversion import iteration_settings
+from auditkit.fl.local_training import train_clients_batched
+from auditkit.fl.simulation import FederatedData
+from auditkit.stage_store import stage_key
+from auditkit.mechanisms.randomness import derive_seed
+
+__all__ = ["ProbeClients", "SWEEP_GRID", "check_probe_inputs", "defended_updates", "identification_pool",
+           "matched_identification", "probe_clients", "probe_stage", "probe_updates", "reconstruction_sweep", "run_probe",
+           "scaled_to_clip", "sweep_group"]
+
+
+@dataclass(frozen=True)
+class ProbeClients:
+    """N probe clients' examples (N x B x C x H x W) and labels (N x B), and their indices in the training split."""
+
+    images: torch.Tensor
+    labels: torch.Tensor
+    indices: torch.Tensor
+
+
+def check_probe_inputs(config: Any, data: FederatedData) -> None:
+    """Raise ValueError (one line naming the key) when the probe or the identification test cannot run on ``data``:
+    a probe batch larger than a client's data, more candidates than training examples."""
+    smallest = min(len(ix) for ix in data.client_indices)
+    if (config.probe.enabled or config.identification.enabled) and config.probe.batch_size > smallest:
+        raise ValueError(f"probe.batch_size must be at most the {smallest} examples of the smallest client, "
+                         f"got {config.probe.batch_size}")
+    available = len(data.train.y) - (config.probe.batch_size - 1)
+    if config.identification.enabled and max(config.identification.candidates) > available:
+        raise ValueError(f"identification.candidates must be at most the {available} training examples available, "
+                         f"got {max(config.identification.candidates)}")
+
+
+def probe_clients(data: FederatedData, count: int, batch_size: int, *, seed: int) -> ProbeClients:
+    """``count`` probe clients, client i holding ``batch_size`` distinct examples of FL client i mod K's data."""
+    generator = torch.Generator().manual_seed(derive_seed(seed, "probe-clients") % 2**63)
+    rows = []
+    for i in range(count):
+        own = data.client_indices[i % len(data.client_indices)]
+        if batch_size > len(own):
+            raise ValueError(f"probe.batch_size must be at most the {len(own)} examples of the smallest client, "
+                             f"got {batch_size}")
+        rows.append(own[torch.randperm(len(own), generator=generator)[:batch_size]])
+    indices = torch.stack(rows)
+    return ProbeClients(data.train.x[indices].cpu(), data.train.y[indices].cpu(), indices)
+
+
+def probe_updates(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, *,
+                  local_steps: int, lr: float, momentum: float) -> torch.Tensor:
+    """K x P updates w_after - w_before of K clients, each running ``local_steps`` full-batch momentum-SGD steps
+    on its own B examples (``images``: K x B x C x H x W) from the global ``weights``."""
+    steps_in = images.unsqueeze(1).expand(-1, local_steps, *images.shape[1:])
+    steps_y = labels.unsqueeze(1).expand(-1, local_steps, labels.shape[1])
+    zeros = torch.zeros(len(images), weights.numel())
+    after = train_clients_batched(model, weights, zeros, steps_in, steps_y, lr=lr, mu=momentum).params
+    return (after - weights).detach()
+
+
+def scaled_to_clip(mechanism: mechanisms.Mechanism, updates: torch.Tensor) -> torch.Tensor:
+    """Each row rescaled to the mechanism's clipping norm ``clip`` in its ``clip_norm`` (l1 or l2): the largest
+    update the claim's sensitivity covers. Unchanged for a mechanism without such a clip."""
+    clip, norm = mechanism.params.get("clip"), mechanism.clip_norm
+    if not clip or norm not in ("l1", "l2"):
+        return updates
+    lengths = torch.linalg.vector_norm(updates, 1 if norm == "l1" else 2, dim=1, keepdim=True)
+    return updates * (clip / lengths.clamp(min=1e-30))
+
+
+def defended_updates(mechanism: mechanisms.Mechanism, updates: torch.Tensor, *, seed: int) -> tuple[torch.Tensor, list[int]]:
+    """Row i: decode(from_bytes(to_bytes(encode(u_i, s_i))), s_i), s_i keyed by (seed, i): the server's view of
+    each probe client's real message; and each message's size in bits."""
+    decoded, bits = [], []
+    for i, row in enumerate(updates.float()):
+        shared = derive_seed(seed, "probe-client", i)
+        message = mechanism.encode(row, shared)
+        decoded.append(mechanism.decode(type(message).from_bytes(message.to_bytes()), shared).float())
+        bits.append(int(message.num_bits))
+    return torch.stack(decoded), bits
+
+
+def identification_pool(data: FederatedData, size: int, companions: torch.Tensor, *, seed: int) -> torch.Tensor:
+    """Indices of ``size`` distinct training examples (the identification candidates), none of ``companions``."""
+    taken = set(companions.flatten().tolist())
+    free = torch.tensor([i for i in range(len(data.train.y)) if i not in taken])
+    if size > len(free):
+        raise ValueError(f"identification.candidates must be at most the {len(free)} training examples available, "
+                         f"got {size}")
+    generator = torch.Generator().manual_seed(derive_seed(seed, "identification-pool") % 2**63)
+    return free[torch.randperm(len(free), generator=generator)[:size]]
+
+
+def matched_identification(reconstructions: torch.Tensor, truth: torch.Tensor, others: torch.Tensor,
+                           candidates: Sequence[int], *, seed: int) -> dict[int, int]:
+    """For each M: how many reconstructions are nearer (pixel MSE) to their own example than to each of M - 1 other
+    real examples drawn from ``others`` (the same test as the identification attack, on reconstructions)."""
+    rng = np.random.default_rng(derive_seed(seed, "probe-matching"))
+    flat_others = others.flatten(1).double()
+    wins = dict.fromkeys(candidates, 0)
+    for rec, own in zip(reconstructions.flatten(1).double(), truth.flatten(1).double()):
+        drawn = rng.choice(len(flat_others), size=max(candidates) - 1, replace=False)
+        distances = torch.cat([((rec - own) ** 2).sum()[None], ((flat_others[drawn] - rec) ** 2).sum(dim=1)]).numpy()
+        for m in candidates:
+            best = np.flatnonzero(distances[:m] == distances[:m].min())
+            wins[m] += int(rng.choice(best) == 0)
+    return wins
+
+
+def run_probe(mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor, clients: ProbeClients, *,
+              attack: str, local_steps: int, lr: float, momentum: float, settings: dict[str, Any],
+              seed: int, scale: str = "clip") -> dict[str, Any]:
+    """The inversion probe: clean and defended updates of the probe clients, both inverted with ``attack``.
+
+    ``scale="clip"`` rescales the updates to the mechanism's clip (``scaled_to_clip``) before they are sent; the
+    analytic and unrolled attacks read the update's direction, so the rescaling changes nothing for them but the
+    noise's relative size. Returns the updates' message bits, and per run ("clean", "defended") the scores against each
+    client's example that the clean reconstruction matches best (one assignment for both runs), the
+    reconstructions, that example, and the labels recovered.
+    """
+    from torch.nn.utils import vector_to_parameters
+
+    updates = probe_updates(model, weights, clients.images, clients.labels, local_steps=local_steps, lr=lr,
+                            momentum=momentum)
+    if scale == "clip":
+        updates = scaled_to_clip(mechanism, updates)
+    defended, bits = defended_updates(mechanism, updates, seed=seed)
+    vector_to_parameters(weights.clone(), model.parameters())
+    shape = tuple(clients.images.shape[2:])
+    options = {"seed": seed, **settings, "observation": "update", "local_steps": local_steps, "local_lr": lr}
+    runs: dict[str, Any] = {"bits": bits, "updates": updates, "defended_updates": defended}
+    truth = None
+    for name, observed in (("clean", updates), ("defended", defended)):
+        result = attacks.invert(attack, model, observed, input_shape=shape, **options)
+        if truth is None:  # the clean run's matches are both runs' ground truth (one assignment)
+            truth = _best_own(result.images, clients.images)
+        runs[name] = {
+            "scores": metrics.score(result.images, truth, labels=result.labels,
+                                    true_labels=_labels_of(truth, clients)),
+            "reconstructions": result.images, "truth": truth, "wall_time": result.wall_time,
+        }
+    return runs
+
+
+def _best_own(reconstructions: torch.Tensor, images: torch.Tensor) -> torch.Tensor:
+    """Each client's example that its reconstruction resembles most (SSIM): itself for batch size 1."""
+    if images.shape[1] == 1:
+        return images[:, 0]
+    best = []
+    for rec, own in zip(reconstructions, images):
+        best.append(own[int(np.argmax(metrics.ssim(rec[None].expand_as(own), own)))])
+    return torch.stack(best)
+
+
+def _labels_of(truth: torch.Tensor, clients: ProbeClients) -> torch.Tensor:
+    """The label of each client's matched example."""
+    labels = []
+    for t, own, y in zip(truth, clients.images, clients.labels):
+        labels.append(y[int(((own - t[None]) ** 2).flatten(1).sum(dim=1).argmin())])
+    return torch.stack(labels)
+
+
+# ------------------------------------------------------------------ where reconstruction begins
+
+SWEEP_GRID = tuple(10 ** (k / 2) for k in range(-4, 15))  # half decades, 0.01 to 1e7
+SWEEP_MIN_POINTS = 8
+SWEEP_CLEAN_GAP = 0.02  # the defended mean SSIM "reaches" the clean one within this
+RECONSTRUCTION_SSIM = 0.5  # mean SSIM from which a reconstruction counts as recognisable: the sweep's crossing
+
+
+def _mean_interval(values: Sequence[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """The mean and its two-sided Student-t interval at ``confidence`` (the mean twice for one value)."""
+    from scipy import stats
+
+    array = np.asarray(values, dtype=np.float64)
+    mean = float(array.mean())
+    if len(array) < 2:
+        return mean, mean, mean
+    half = float(stats.t.ppf((1 + confidence) / 2, len(array) - 1) * array.std(ddof=1) / math.sqrt(len(array)))
+    return mean, mean - half, mean + half
+
+
+def _crossing(points: Sequence[dict[str, Any]], level: float) -> float | None:
+    """The epsilon at which the mean SSIM first reaches ``level``, interpolated linearly in log epsilon between the
+    grid points around it (the first point itself when it is already there); None when it never does."""
+    for before, after in zip([None, *points[:-1]], points):
+        if after["ssim"] >= level:
+            if before is None:
+                return after["eps"]
+            fraction = (level - before["ssim"]) / (after["ssim"] - before["ssim"])
+            return float(math.exp(math.log(before["eps"]) + fraction * math.log(after["eps"] / before["eps"])))
+    return None
+
+
+def sweep_group(mechanism: mechanisms.Mechanism) -> str:
+    """The name of the settings that share a sweep: the mechanism with its parameters but the one recalibrated
+    (those at their defaults left out, its clip kept), e.g. "cepam-gaussian (n=2, clip=0.1)"."""
+    noise = type(mechanism).noise_param
+    defaults = {spec.name: spec.default for spec in mechanism.params_spec}
+    fixed = {k: v for k, v in mechanism.params.items()
+             if k not in (noise, "eps", "delta") and (k == "clip" or v != defaults.get(k))}
+    shown = ", ".join(f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in fixed.items())
+    return f"{mechanism.name} ({shown})" if shown else mechanism.name
+
+
+def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
+                         truth: torch.Tensor, updates: torch.Tensor, clean_ssim: float, *, attack: str,
+                         settings: dict[str, Any], seed: int, lr: float, local_steps: int, start: float,
+                         candidates: Sequence[int]) -> dict[str, Any] | None:
+    """Where reconstruction from one update begins: the probe's ``attack`` on the same (clip-scaled) ``updates``
+    sent through ``mechanism`` recalibrated to each epsilon of ``SWEEP_GRID`` from ``start`` (the smallest audited
+    claim) upwards (``auditkit.mechanisms.at_epsilon``), scored against ``truth`` (each probe client's example the clean
+    reconstruction matched, N x C x H x W). The grid stops once
+    the defended mean SSIM is within ``SWEEP_CLEAN_GAP`` of the clean attack's (``clean_ssim``) and at least
+    ``SWEEP_MIN_POINTS`` points are in, or where the mechanism refuses the epsilon (``stopped`` says why).
+
+    Per point: eps, the recalibrated parameters, mean SSIM and MSE with 95 % Student-t intervals over the
+    clients, and the identification success the claim at that eps allows among each M of ``candidates`` (its
+    ReRo bound, ``auditkit.stages.identification.claim_bound``). ``crossing_eps``: where mean SSIM crosses
+    ``RECONSTRUCTION_SSIM`` (0.5; None if it never does). None when the mechanism cannot be recalibrated."""
+    from auditkit.stages.identification import claim_bound
+    from torch.nn.utils import vector_to_parameters
+
+    if type(mechanism).noise_param is None and "eps" not in mechanism.params:
+        return None  # its claim is not set by a parameter: nothing to recalibrate
+    below = [eps for eps in SWEEP_GRID if eps <= start * (1 + 1e-9)]
+    grid = [eps for eps in SWEEP_GRID if eps >= (below[-1] if below else SWEEP_GRID[0])]
+    shape = tuple(truth.shape[1:])
+    options = {"seed": seed, **settings, "observation": "update", "local_steps": local_steps, "local_lr": lr}
+    points: list[dict[str, Any]] = []
+    stopped = None
+    for eps in grid:
+        try:
+            at = mechanisms.at_epsilon(mechanism, eps)
+        except ValueError as err:
+            stopped = f"stopped at ε = {eps:.4g}: {err}"
+            break
+        defended, _ = defended_updates(at, updates, seed=seed)
+        vector_to_parameters(weights.clone(), model.parameters())
+        result = attacks.invert(attack, model, defended, input_shape=shape, **options)
+        scores = metrics.score(result.images, truth)
+        ssim, ssim_low, ssim_high = _mean_interval(scores["ssim"])
+        mse, mse_low, mse_high = _mean_interval(scores["mse"])
+        points.append({
+            "eps": float(eps), "params": {k: v for k, v in at.params.items() if v != mechanism.params.get(k)},
+            "ssim": ssim, "ssim_interval": [ssim_low, ssim_high], "mse": mse, "mse_interval": [mse_low, mse_high],
+            "rero_bound": {str(m): claim_bound(at, m, updates.shape[1])[0] for m in candidates},
+        })
+        if len(points) >= SWEEP_MIN_POINTS and ssim >= clean_ssim - SWEEP_CLEAN_GAP:
+            break
+    reached = next((p["eps"] for p in points if p["ssim"] >= clean_ssim - SWEEP_CLEAN_GAP), None)
+    return {"group": sweep_group(mechanism), "attack": attack, "clients": len(truth), "clean_ssim": clean_ssim,
+            "level": RECONSTRUCTION_SSIM, "crossing_eps": _crossing(points, RECONSTRUCTION_SSIM),
+            "reaches_clean_eps": reached, "stopped": stopped, "points": points}
+
+
+# ------------------------------------------------------------------ the audit's probe stage
+
+_KEEP = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr", "label_accuracy")
+
+
+def probe_stage(config: Any, mechanism: mechanisms.Mechanism, saved: dict[str, Any], *, out: Any, figure_id: str,
+                label: str, per_test_confidence: float, sweep_start: float | None = None,
+                sweeps: dict[str, Any] | None = None) -> dict[str, Any]:
+    """What the audit's ``probe`` stage stores for one setting: its ``probe`` and ``identification`` sections
+    (either null when disabled), and the probe's reconstruction grid written to ``out/figures/``. With
+    ``probe.sweep`` and a claim, the probe section carries the reconstruction sweep from ``sweep_start`` (the
+    smallest claim audited for this mechanism; default its own); ``sweeps`` caches sweeps by their inputs, so
+    settings that differ only in their epsilon compute one."""
+    from auditkit.stages.identification import identification_tests
+    from auditkit.models import create_model
+    from auditkit.stages.train import prepare_data
+
+    probe, ident, seed = config.probe, config.identification, config.seed
+    data, shape, classes, _ = prepare_data(config)
+    model = create_model(config.training.model, input_shape=shape, num_classes=classes)
+    weights, lr, momentum = saved["weights"], float(saved["lr"]), config.training.momentum
+    clients = probe_clients(data, probe.targets, probe.batch_size, seed=seed)
+    companions = clients.indices[0, 1:]  # the informed adversary knows the rest of the target's batch
+    pool_size = max(2 * max(ident.candidates), 200) if ident.enabled else max(probe.targets, 200)
+    pool_rows = identification_pool(data, min(pool_size, len(data.train.y) - len(companions)), companions, seed=seed)
+    if ident.enabled and max(ident.candidates) > len(pool_rows):
+        raise ValueError(f"identification.candidates must be at most the {len(pool_rows)} training examples "
+                         f"available, got {max(ident.candidates)}")
+    batch = lambda rows: torch.cat([rows[:, None], companions.expand(len(rows), -1)], dim=1)  # noqa: E731
+    pool_updates = probe_updates(model, weights, data.train.x[batch(pool_rows)].cpu(),
+                                 data.train.y[batch(pool_rows)].cpu(), local_steps=probe.local_steps, lr=lr,
+                                 momentum=momentum)
+    if probe.scale == "clip":
+        pool_updates = scaled_to_clip(mechanism, pool_updates)
+    identification = None
+    if ident.enabled and mechanism.guarantee().epsilon is not None:
+        identification = identification_tests(mechanism, pool_updates, candidates=ident.candidates,
+                                              trials=ident.trials, per_test_confidence=per_test_confidence,
+                                              confidence=config.distinguish.confidence, seed=seed)
+    section = None
+    if probe.enabled:
+        section, run = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates, data,
+                                      lr=lr, momentum=momentum, out=out, figure_id=figure_id, label=label)
+        claimed = mechanism.guarantee().epsilon
+        if probe.sweep and claimed is not None:
+            start = claimed if sweep_start is None else sweep_start
+            key = stage_key({"group": sweep_group(mechanism), "weights": hashlib.sha256(
+                weights.numpy().tobytes()).hexdigest(), "probe": dataclasses.asdict(probe), "seed": seed,
+                "lr": lr, "start": start, "candidates": list(ident.candidates)})
+            cache = {} if sweeps is None else sweeps
+            if key not in cache:
+                cache[key] = reconstruction_sweep(
+                    mechanism, model, weights, run["clean"]["truth"], run["updates"], section["clean"]["ssim_mean"],
+                    attack=probe.attack, settings=iteration_settings(probe.attack, probe.iterations), seed=seed,
+                    lr=lr, local_steps=probe.local_steps, start=start, candidates=ident.candidates)
+            if cache[key] is not None:
+                section["sweep"] = cache[key]
+    return {"probe": section, "identification": identification}
+
+
+def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
+                   clients: ProbeClients, pool_rows: torch.Tensor, pool_updates: torch.Tensor, data: FederatedData,
+                   *, lr: float, momentum: float, out: Any, figure_id: str,
+                   label: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The probe section and the probe's run (its clip-scaled updates, for the sweep)."""
+    from auditkit.stages.identification import matched_entry
+    from auditkit.reports.files import replace_atomically
+    from auditkit.reports.figures import image_grid
+
+    probe, seed = config.probe, config.seed
+    candidates = list(config.identification.candidates)
+    run = run_probe(mechanism, model, weights, clients, attack=probe.attack, local_steps=probe.local_steps, lr=lr,
+                    momentum=momentum, settings=iteration_settings(probe.attack, probe.iterations), seed=seed,
+                    scale=probe.scale)
+    others = data.train.x[pool_rows].cpu()
+    fit = [m for m in candidates if m - 1 <= len(others)]
+    matched = {name: matched_identification(run[name]["reconstructions"], run[name]["truth"], others, fit, seed=seed)
+               for name in ("clean", "defended")}
+    confidence = config.distinguish.confidence
+    rows = {"truth": run["defended"]["truth"].numpy(), "clean": run["clean"]["reconstructions"].numpy(),
+            "defended": run["defended"]["reconstructions"].numpy()}
+    captions = {name: [f"SSIM {v:.2f}" for v in run[name]["scores"]["ssim"]] for name in ("clean", "defended")}
+    if probe.batch_size == 1 and mechanism.guarantee().epsilon is not None:
+        picked, hits = _adversary_picks(mechanism, run["defended_updates"], run["updates"], run["defended"]["truth"],
+                                        pool_updates, others, max(candidates), seed=seed)
+        rows[f"picked of {max(candidates)}"] = picked.numpy()
+        captions[f"picked of {max(candidates)}"] = ["target" if h else "wrong" for h in hits]
+    figure = f"figures/probe-{figure_id}.png"
+    title = (f"probe: {probe.attack}, {probe.targets} clients x {probe.batch_size} example(s), "
+             f"{probe.local_steps} step(s), round {config.probe_round}: {label}")
+    replace_atomically(out / figure, lambda tmp: image_grid(rows, tmp, captions=captions, title=title))
+    bits = float(np.mean(run["bits"])) / run["updates"].shape[1]
+    return {
+        "attack": probe.attack, "round": config.probe_round, "clients": probe.targets,
+        "batch_size": probe.batch_size, "local_steps": probe.local_steps, "model": config.training.model,
+        "observation": (f"one probe client's update ({probe.local_steps} full-batch step(s) on {probe.batch_size} "
+                        "example(s)" + (", rescaled to the mechanism's clip" if probe.scale == "clip" else "")
+                        + ") through the mechanism, decoded by the server"),
+        "ssim_variant": run["defended"]["scores"]["ssim_variant"],
+        "clean": {k: run["clean"]["scores"][k] for k in _KEEP},
+        "defended": {k: run["defended"]["scores"][k] for k in _KEEP},
+        "bits_per_coordinate": bits,
+        "matched": {name: matched_entry(mechanism, matched[name], probe.targets, confidence, run["updates"].shape[1])
+                    for name in matched},
+        "figure": figure,
+    }, run
+
+
+def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,
+                     own_images: torch.Tensor, pool_updates: torch.Tensor, others: torch.Tensor, m: int, *,
+                     seed: int) -> tuple[torch.Tensor, list[bool]]:
+    """For each probe client: the candidate the identification adversary picks among its own example and m - 1
+    pool examples, given the client's defended update; the picked images and whether each pick was right. Every
+    client's candidates are scored in one call: rows 0..N-1 of the candidate matrix are the clients' own updates,
+    the pool follows."""
+    from auditkit.attacks.identification import candidate_scorer
+
+    rng = np.random.default_rng(derive_seed(seed, "probe-picks"))
+    count = len(defended)
+    drawn = np.stack([rng.choice(len(pool_updates), size=m - 1, replace=False) for _ in range(count)])
+    candidates = np.concatenate([np.arange(count)[:, None], count + drawn], axis=1)  # column 0: the client's own
+    rows = torch.cat([own, pool_updates]).double().numpy()
+    _, scores = candidate_scorer(mechanism, rows)
+    table = scores(defended.double().numpy(), candidates)
+    picked, hits = [], []
+    for i, s in enumerate(table):
+        choice = int(rng.choice(np.flatnonzero(s == s.max())))
+        hits.append(choice == 0)
+        picked.append(others[drawn[i, choice - 1]] if choice else own_images[i])
+    return torch.stack(picked), hits

@@ -1,0 +1,89 @@
+"""A setting's headline: the worst verdict over all its tests and the strongest bound they certified, computed
+from the setting's sections of a results document (plain data, so a report or an upgraded old document derives it
+the same way as the audit that wrote it)."""
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ANALYTIC", "overall_verdict", "strongest_bound"]
+
+# The headline's order: a refutation outranks everything; a test that could refute and did not outranks one
+# that could not; "vacuous claim" and "no claim" say least.
+_SEVERITY = ("violated", "claim holds only cell-locally", "consistent", "inconclusive", "vacuous claim", "no claim")
+ANALYTIC = "accounting"  # the name of the analytic refutation in ``decided_by``: "accounting: the noise ..."
+
+
+def _tests(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None) -> list[tuple[str, str, float | None]]:
+    """(name, verdict, p-value) of every test a setting ran: distinguishing, adaptive, identification."""
+    tests: list[tuple[str, str, float | None]] = []
+    if distinguish is not None:
+        tests.append((f"distinguishing test (worst pair: {distinguish['worst_pair']})", distinguish["verdict"],
+                      distinguish["p_value"]))
+        tests += [(f"adaptive test {a['test']}", a["verdict"], a.get("p_value")) for a in distinguish["adaptive"]]
+    if identification is not None:
+        tests += [(f"identification among {t['candidates']} candidates", t["verdict"], t["p_value"])
+                  for t in identification["tests"]]
+    return tests
+
+
+def strongest_bound(distinguish: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The largest epsilon lower bound any of a setting's distinguishing tests certified (the black-box test and
+    the adaptive tests' judged bounds, all in the audit's one Bonferroni family): the bound, the test that
+    certified it, its cap and the family-wise confidence; None without a distinguishing stage."""
+    if distinguish is None:
+        return None
+    candidates = [(distinguish["epsilon_lower_bound"], f"distinguishing test (worst pair: {distinguish['worst_pair']})",
+                   distinguish["max_certifiable"])]
+    candidates += [(a["epsilon_lower_bound"], f"adaptive test {a['test']}", a["max_certifiable"])
+                   for a in distinguish["adaptive"]]
+    bound, test, cap = max(candidates, key=lambda c: c[0])  # the first wins ties: the black-box test
+    return {"epsilon_lower_bound": bound, "test": test, "max_certifiable": cap,
+            "confidence": distinguish["confidence"]}
+
+
+def _analytic_refutation(mechanism: dict[str, Any] | None) -> tuple[str, str, None] | None:
+    """The claim refuted by computation: the mechanism declares the epsilon of the noise it really adds
+    (``true_epsilon``) and it is above the claimed one (flag "claim-exceeded")."""
+    if mechanism is None:
+        return None
+    claimed, actual = mechanism["guarantee"]["epsilon"], mechanism.get("true_epsilon")
+    if claimed is None or actual is None or "claim-exceeded" not in mechanism["guarantee"]["flags"]:
+        return None
+    return f"{ANALYTIC}: the noise it really adds is ε = {actual:.4g} per round", "violated", None
+
+
+def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None,
+                    mechanism: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """A setting's headline: the worst verdict over all its tests (distinguishing, adaptive, identification; the
+    order of ``_SEVERITY``), the test that decided it (among equals, the smallest p-value; a test with a p-value
+    before one without) and that p-value; None when no test ran. ``evidence`` grades a refutation by its
+    Bonferroni-adjusted p-value over the audit's family (``auditkit.attacks.verdicts.evidence``: "decisive" below 1e-4,
+    else "marginal"), or "analytic" for a claim refuted by computation.
+
+    With the setting's ``mechanism`` section: a claim whose declared ``true_epsilon`` exceeds it (flag
+    "claim-exceeded") is refuted analytically, as one more test that says "violated" without a p-value (a test
+    that refutes it statistically still decides); a mechanism without a claim is "no claim", whatever its tests
+    measured. ``bound`` is the strongest certified epsilon lower bound (``strongest_bound``)."""
+    from auditkit.attacks.verdicts import NO_CLAIM, adjusted_p_value, evidence
+
+    tests = _tests(distinguish, identification)
+    if not tests:
+        return None
+    statistical = len(tests)  # the analytic check below is evidence, not one of the family's tests
+    analytic = _analytic_refutation(mechanism)
+    if analytic is not None:
+        tests.append(analytic)
+    rank = {v: i for i, v in enumerate(_SEVERITY)}
+    worst = min(rank.get(v, len(_SEVERITY)) for _, v, _ in tests)
+    deciding = [t for t in tests if rank.get(t[1], len(_SEVERITY)) == worst]
+    name, verdict_, p = min(deciding, key=lambda t: (t[2] is None, t[2] if t[2] is not None else 0.0))
+    if mechanism is not None and mechanism["guarantee"]["epsilon"] is None:
+        name, verdict_, p = "the mechanism (it makes no privacy claim)", NO_CLAIM, None
+    # every test was judged in one Bonferroni family: the audit's (distinguish "tests"), else these tests
+    family = distinguish["tests"] if distinguish is not None else statistical
+    graded = "analytic" if analytic is not None and name == analytic[0] else evidence(verdict_, p, family)
+    headline = {"verdict": verdict_, "decided_by": name, "p_value": p, "tests": statistical, "family": family,
+                "adjusted_p_value": None if p is None else adjusted_p_value(p, family), "evidence": graded}
+    if mechanism is not None:
+        headline["bound"] = strongest_bound(distinguish)
+    return headline

@@ -1,0 +1,144 @@
+"""The probe: probe clients' updates, the server's view of them, reconstruction matching, the headline verdict."""
+import pytest
+import torch
+
+from auditkit import mechanisms
+from auditkit.config import ConfigError, from_dict, load_preset
+from auditkit.models import create_model
+from auditkit.stages.train import prepare_data
+from auditkit.stages.probe import (
+    check_probe_inputs,
+    defended_updates,
+    matched_identification,
+    probe_clients,
+    probe_updates,
+    scaled_to_clip,
+)
+from auditkit.reports.headline import overall_verdict
+
+
+@pytest.fixture(scope="module")
+def data():
+    return prepare_data(load_preset("quickstart"))[0]
+
+
+def test_probe_clients_hold_distinct_examples_of_their_fl_client(data):
+    clients = probe_clients(data, 12, 3, seed=0)
+    assert clients.images.shape == (12, 3, 1, 28, 28) and clients.labels.shape == (12, 3)
+    for i, rows in enumerate(clients.indices):
+        own = set(data.client_indices[i % len(data.client_indices)].tolist())
+        assert set(rows.tolist()) <= own and len(set(rows.tolist())) == 3
+    assert torch.equal(probe_clients(data, 12, 3, seed=0).indices, clients.indices)
+    assert not torch.equal(probe_clients(data, 12, 3, seed=1).indices, clients.indices)
+
+
+def test_probe_updates_are_the_clients_sgd_steps(data):
+    """Two full-batch momentum-SGD steps with torch.optim.SGD give the same update."""
+    torch.manual_seed(0)
+    model = create_model("mlp")
+    weights = torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+    clients = probe_clients(data, 3, 2, seed=0)
+    updates = probe_updates(model, weights, clients.images, clients.labels, local_steps=2, lr=0.05, momentum=0.9)
+    for k in range(3):
+        torch.nn.utils.vector_to_parameters(weights.clone(), model.parameters())
+        sgd = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+        for _ in range(2):
+            sgd.zero_grad()
+            torch.nn.functional.cross_entropy(model(clients.images[k]), clients.labels[k]).backward()
+            sgd.step()
+        after = torch.nn.utils.parameters_to_vector(model.parameters()).detach()
+        torch.testing.assert_close(updates[k], after - weights, atol=1e-6, rtol=1e-5)
+
+
+def test_scaled_to_clip_uses_the_mechanisms_norm():
+    x = torch.randn(4, 50, generator=torch.Generator().manual_seed(0))
+    l2 = scaled_to_clip(mechanisms.create("gaussian", clip=0.5), x)
+    l1 = scaled_to_clip(mechanisms.create("laplace", clip=2.0), x)
+    torch.testing.assert_close(l2.norm(dim=1), torch.full((4,), 0.5))
+    torch.testing.assert_close(l1.abs().sum(dim=1), torch.full((4,), 2.0))
+    assert torch.equal(scaled_to_clip(mechanisms.create("sdq"), x), x)  # no clip: unchanged
+
+
+def test_the_server_view_is_the_real_message_decoded():
+    m = mechanisms.create("jopeq-laplace", eps=3.0, private_seed=4)
+    x = torch.randn(3, 40, generator=torch.Generator().manual_seed(0)) * 0.1
+    view, bits = defended_updates(m, x, seed=9)
+    again, _ = defended_updates(m, x, seed=9)
+    assert torch.equal(view, again) and view.shape == x.shape
+    assert all(b == m.encode(x[0], 1).num_bits for b in bits)
+    assert not torch.allclose(view, x)
+
+
+def test_perfect_reconstructions_always_match_their_own_example():
+    truth = torch.rand(8, 1, 6, 6, generator=torch.Generator().manual_seed(0))
+    others = torch.rand(50, 1, 6, 6, generator=torch.Generator().manual_seed(1))
+    assert matched_identification(truth, truth, others, [10, 40], seed=0) == {10: 8, 40: 8}
+    # a reconstruction that is pure noise matches about 1 in M
+    noise = torch.rand(400, 1, 6, 6, generator=torch.Generator().manual_seed(2))
+    wins = matched_identification(noise, torch.rand(400, 1, 6, 6), others, [2], seed=0)[2]
+    assert 0.4 < wins / 400 < 0.6
+
+
+def test_probe_inputs_are_checked_against_the_data(data):
+    base = {"training": {"clients": 10}}
+    check_probe_inputs(from_dict(base), data)
+    with pytest.raises(ValueError, match=r"^probe.batch_size must be at most the 350 examples of the smallest "
+                                         r"client, got 351$"):
+        check_probe_inputs(from_dict({**base, "probe": {"batch_size": 351}}), data)
+    with pytest.raises(ValueError, match=r"^identification.candidates must be at most the 3500 training examples "
+                                         r"available, got 3501$"):
+        check_probe_inputs(from_dict({**base, "identification": {"candidates": [10, 3501]}}), data)
+
+
+@pytest.mark.parametrize("table, message", [
+    ({"identification": {"candidates": [1, 10]}}, "identification.candidates must be a list of integers >= 2"),
+    ({"identification": {"candidates": []}}, "identification.candidates must be a list of integers >= 2"),
+    ({"identification": {"candidates": [10, 10]}}, "identification.candidates must not repeat a value"),
+    ({"identification": {"trials": 0}}, "identification.trials must be"),
+    ({"probe": {"attack": "magic"}}, "probe.attack must be one of dlg, idlg, inverting_gradients, analytic"),
+    ({"probe": {"scale": "huge"}}, "probe.scale must be one of clip, none"),
+    ({"probe": {"targets": 0}}, "probe.targets must be"),
+    ({"probe": {"round": 7}}, r"probe.round must be one of the checkpoints \[1\]"),
+    ({"mechanisms": [{"name": "gaussian", "target_eps": 0}]}, "target_eps must be a finite number > 0"),
+    ({"mechanisms": [{"name": "gaussian", "target_eps": 2, "sigma": 1}]},
+     "give either target_eps or sigma for 'gaussian', not both"),
+    ({"mechanisms": [{"name": "sdq", "target_eps": 2}]}, "declares no noise parameter to calibrate"),
+])
+def test_bad_probe_identification_and_target_config_is_one_line(table, message):
+    with pytest.raises(ConfigError, match=message):
+        from_dict(table)
+
+
+def test_a_target_eps_sweep_calibrates_the_noise():
+    config = from_dict({"mechanisms": [{"name": "gaussian", "clip": 0.5, "sweep": {"target_eps": [1, 4]}}]})
+    settings = config.settings()
+    assert [s.target_eps for s in settings] == [1.0, 4.0]
+    for s, target in zip(settings, (1.0, 4.0)):
+        assert "target_eps" not in s.params
+        assert mechanisms.create("gaussian", **s.params).guarantee().epsilon == pytest.approx(target, rel=1e-8)
+        assert s.display.startswith(f"gaussian target_eps={target:g}")
+
+
+def test_the_headline_is_the_worst_verdict_and_names_its_test():
+    distinguish = {"worst_pair": "axis", "verdict": "consistent", "p_value": 0.4, "tests": 14,
+                   "adaptive": [{"test": "side channel", "verdict": "violated"}]}
+    identification = {"tests": [{"candidates": 10, "verdict": "violated", "p_value": 1e-12},
+                                {"candidates": 100, "verdict": "consistent", "p_value": 0.3}]}
+    headline = overall_verdict(distinguish, identification)
+    assert headline == {"verdict": "violated", "decided_by": "identification among 10 candidates",
+                        "p_value": 1e-12, "tests": 4, "family": 14, "adjusted_p_value": pytest.approx(1.4e-11),
+                        "evidence": "decisive"}
+    # a refutation just past the family-wise 5% is marginal: 14 x 0.002 = 0.028
+    marginal = overall_verdict({**distinguish, "adaptive": []},
+                               {"tests": [{"candidates": 10, "verdict": "violated", "p_value": 0.002}]})
+    assert (marginal["evidence"], marginal["adjusted_p_value"]) == ("marginal", pytest.approx(0.028))
+    # an adaptive test's p-value decides among equally bad verdicts when it is the smallest
+    adaptive = overall_verdict({**distinguish, "adaptive": [{"test": "side channel", "verdict": "violated",
+                                                            "p_value": 1e-20}]}, identification)
+    assert (adaptive["decided_by"], adaptive["evidence"]) == ("adaptive test side channel", "decisive")
+    consistent = overall_verdict({**distinguish, "adaptive": []}, None)
+    assert (consistent["verdict"], consistent["evidence"]) == ("consistent", None)
+    vacuous = {"worst_pair": "axis", "verdict": "vacuous claim", "p_value": None, "tests": 1, "adaptive": []}
+    assert overall_verdict(vacuous, {"tests": [{"candidates": 10, "verdict": "inconclusive", "p_value": 1.0}]})[
+        "verdict"] == "inconclusive"
+    assert overall_verdict(None, None) is None

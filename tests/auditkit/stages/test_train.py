@@ -1,0 +1,87 @@
+import json
+
+import pytest
+
+from auditkit import mechanisms
+
+from auditkit.config import ConfigError, from_dict
+from auditkit.results import prepare_output
+from auditkit.stages.train import Experiment, results_document
+from auditkit.results import write_results
+
+SMALL = {"training": {"clients": 3, "rounds": 2, "tau": 3, "checkpoints": [2]}}
+
+
+def test_results_document_reports_real_bits_and_the_claim():
+    config = from_dict({**SMALL, "mechanism": {"name": "sdq", "bits": 4, "support": 0.5}})
+    run = Experiment(config).train()
+    document = results_document(run, "small")
+    assert document["schema"] == "auditkit/results" and document["schema_version"] == 4
+    assert (document["command"], document["title"]) == ("train", "small")
+    assert document["provenance"]["model"] == {"name": "cnn", "num_params": 6422}
+    assert document["provenance"]["code"].startswith("sha256:") and document["provenance"]["plugins"] == []
+    (setting,) = document["settings"]
+    assert setting["inversion"] is None and setting["distinguish"] is None
+    training = setting["training"]
+    assert training["protocol"] == "uplink" and training["checkpoints"] == [2]
+    rounds = training["rounds"]
+    assert [r["round"] for r in rounds] == [1, 2]
+    for r, record in zip(rounds, run.result.rounds):
+        assert len(record.bits) == 3
+        assert r["bits_per_coordinate"] == pytest.approx(sum(record.bits) / (3 * 6422))
+    final = training["final"]
+    assert 0 < final["bits_per_coordinate"] <= 4 + 0.05  # never above fixed-length 4 bits + header
+    assert final["compression_vs_float32"] == pytest.approx(32 / final["bits_per_coordinate"])
+    assert final["uplink_bits_total"] == sum(sum(r.bits) for r in run.result.rounds)
+    mechanism = setting["mechanism"]
+    assert mechanism["guarantee"]["flags"] and mechanism["params"]["bits"] == 4 and mechanism["origin"] == "built-in"
+    assert mechanism["capabilities"]["tiling"] == "declared" and mechanism["capabilities"]["true_epsilon"] == (
+        "generic default")
+    assert setting["accounting"]["refusal"].startswith("the mechanism claims no privacy")
+    assert json.loads(json.dumps(document)) == document  # plain JSON
+
+
+def test_results_document_composes_the_claim_over_the_rounds_run():
+    config = from_dict({**SMALL, "mechanism": {"name": "gaussian", "sigma": 2.0, "clip": 0.5},
+                        "accounting": {"composition_delta": 1e-6, "backend": "dp_accounting-pld"}})
+    accounting = results_document(Experiment(config).train(), "t")["settings"][0]["accounting"]
+    assert accounting["rounds"] == 2 and accounting["composition_delta"] == 1e-6
+    composed = accounting["composed"]
+    assert composed["backend"] == "dp_accounting-pld" and composed["rounds"] == 2 and composed["delta"] == 1e-6
+    one_round = mechanisms.create("gaussian", sigma=2.0, clip=0.5, delta=1e-6).guarantee().epsilon
+    assert one_round < composed["epsilon"] < 2 * one_round  # more than one round's eps, less than basic composition
+
+
+def test_data_problems_surface_before_training(tmp_path):
+    config = from_dict({"data": {"dataset": "mnist", "data_dir": str(tmp_path / "absent")}})
+    with pytest.raises(FileNotFoundError, match="MNIST not found"):
+        Experiment(config)
+    too_many = from_dict({"training": {"clients": 5000}})
+    with pytest.raises(ConfigError, match="training.clients must be at most the 3500 training samples"):
+        Experiment(too_many)
+
+
+def test_out_must_be_a_folder(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ConfigError, match="is a file"):
+        prepare_output(tmp_path / "f")
+
+
+def test_results_are_validated_before_they_are_written_and_written_atomically(tmp_path, monkeypatch):
+    config = from_dict({**SMALL, "training": {**SMALL["training"], "rounds": 1, "checkpoints": [1]}})
+    document = results_document(Experiment(config).train(), "t")
+    path = tmp_path / "results.json"
+    path.write_text("old")
+    broken = {**document, "settings": [{**document["settings"][0], "training": {"rounds": "many"}}]}
+    with pytest.raises(ValueError, match=r"results.settings\[0\].training.protocol is missing"):
+        write_results(broken, tmp_path)
+    assert path.read_text() == "old"  # an invalid document never reaches the disk
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("os.replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        write_results(document, tmp_path)
+    assert path.read_text() == "old"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary file left behind
