@@ -21,10 +21,10 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     name = "none"
 
     [[mechanisms]]           # ... or several settings audited side by side (not both forms)
-    name = "jopeq-laplace"
-    label = "JoPEQ"          # optional display name
-    bits = 8
-    sweep = { eps = [1, 3, 10] }   # a grid over parameters: one setting per combination
+    name = "gaussian"
+    label = "Gaussian"       # optional display name
+    clip = 1.0
+    sweep = { sigma = [0.5, 1, 2] }   # a grid over parameters: one setting per combination
 
     [flower]                 # with [training] backend = "flower": Flower's Simulation Engine on Ray
     num_cpus = 1             # Ray resources per client
