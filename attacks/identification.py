@@ -20,7 +20,6 @@ prefixes of the largest (one mechanism call per trial serves every M, each M's t
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -29,7 +28,7 @@ import torch
 from scipy import stats
 
 from auditkit.mechanisms import Mechanism, capability
-from auditkit.mechanisms.densities import ClippedGaussian, pair_log_densities
+from auditkit.mechanisms.densities import nearest_density, pair_log_densities
 from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = ["IdentificationResult", "SCORINGS", "Scorer", "candidate_scorer", "identify"]
@@ -105,10 +104,7 @@ def candidate_scorer(mechanism: Mechanism, pool: np.ndarray) -> tuple[str, Score
     JoPEQ's, one call per candidate for a density of a plugin's own)."""
     log_density = capability(mechanism, "output_log_density")
     if log_density is None:
-        clip, norm = mechanism.params.get("clip"), mechanism.clip_norm
-        clipped = clip if clip and norm in ("l1", "l2") else np.inf
-        log_density = ClippedGaussian(math.sqrt(0.5), clipped, norm or "l2")  # ln p = -||y - clip(x)||^2
-        scoring = "nearest"
+        log_density, scoring = nearest_density(mechanism), "nearest"  # ln p = -||y - clip(x)||^2
     else:
         scoring = "likelihood"
 

@@ -17,12 +17,14 @@ JoPEQ's moment-matched noise has its own (``auditkit.mechanisms.jopeq_density``)
 """
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
 import torch
 
-__all__ = ["ClippedGaussian", "ClippedLaplace", "OutputDensity", "clipped_rows", "pair_log_densities"]
+__all__ = ["ClippedGaussian", "ClippedLaplace", "OutputDensity", "clipped_rows", "nearest_density", "pair_log_densities"]
 
 
 def clipped_rows(xs: np.ndarray, clip: float, norm: str) -> np.ndarray:
@@ -74,6 +76,15 @@ class ClippedLaplace(OutputDensity):
         centres = clipped_rows(np.asarray(xs, dtype=np.float64), self.clip, self.norm)
         distances = torch.cdist(torch.from_numpy(np.asarray(ys, dtype=np.float64)), torch.from_numpy(centres), p=1)
         return -distances.numpy() / self.scale
+
+
+def nearest_density(mechanism: Any) -> ClippedGaussian:
+    """The score of a mechanism that declares no output density: ln p = -||y - clip(x)||^2 (a unit-variance
+    Gaussian about the input after the mechanism's own clipping: its ``clip`` in its ``clip_norm``, l1 or l2; no
+    clip, or another norm: the input itself), so the most likely candidate is the nearest one."""
+    clip, norm = mechanism.params.get("clip"), mechanism.clip_norm
+    clipped = clip if clip and norm in ("l1", "l2") else np.inf
+    return ClippedGaussian(math.sqrt(0.5), clipped, norm or "l2")
 
 
 def pair_log_densities(density: Any, ys: np.ndarray, xs: np.ndarray, rows: np.ndarray,

@@ -112,3 +112,20 @@ def registry_unchanged():
     registry._REGISTRY.update(registered)
     registry._ORIGIN.clear()
     registry._ORIGIN.update(origins)
+
+
+@pytest.fixture
+def umask():
+    """``with umask(0o077): ...``: the process umask set for the block, the previous one restored after it (files
+    auditkit writes must take the mode 0666 less the umask)."""
+    import contextlib
+
+    @contextlib.contextmanager
+    def set_umask(mask: int):
+        previous = os.umask(mask)
+        try:
+            yield
+        finally:
+            os.umask(previous)
+
+    return set_umask

@@ -1,9 +1,7 @@
 """The other JSON auditkit writes is strict JSON too (RFC 8259: non-finite numbers as the strings "NaN",
 "Infinity", "-Infinity") and follows the umask: a Flower app's recording.json (reproduction.json: tests/auditkit/reproduction/test_document.py)."""
-import contextlib
 import json
 import math
-import os
 import stat
 
 import pytest
@@ -20,15 +18,6 @@ def strict_loads(text):
     return json.loads(text, parse_constant=refuse)
 
 
-@contextlib.contextmanager
-def umask(mask):
-    previous = os.umask(mask)
-    try:
-        yield
-    finally:
-        os.umask(previous)
-
-
 def mode(path):
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -36,7 +25,7 @@ def mode(path):
 CONFIG = {"seed": 1, "mechanism": {"name": "none", "label": "NaN"}, "training": {"checkpoints": [1]}}
 
 
-def test_a_recording_is_strict_json_and_reads_back_its_non_finite_metrics(tmp_path):
+def test_a_recording_is_strict_json_and_reads_back_its_non_finite_metrics(umask, tmp_path):
     # as AuditStrategy writes a round before its evaluation: the test metrics are NaN until reported
     rounds = [{"round": 1, "clients": [0, 1], "bits": [64, 64], "lr": 0.1, "train_loss": math.inf,
                "test_loss": math.nan, "test_accuracy": -math.inf, "coordinates": 5}]

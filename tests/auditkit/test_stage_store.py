@@ -1,9 +1,7 @@
 """The stage store (auditkit.stage_store): strict JSON stage files that load back the same floats, stable keys,
 atomic replacement whose files follow the umask."""
-import contextlib
 import json
 import math
-import os
 import stat
 
 import pytest
@@ -19,15 +17,6 @@ def strict_loads(text):
         raise ValueError(f"not strict JSON: {constant}")
 
     return json.loads(text, parse_constant=refuse)
-
-
-@contextlib.contextmanager
-def umask(mask):
-    previous = os.umask(mask)
-    try:
-        yield
-    finally:
-        os.umask(previous)
 
 
 def mode(path):
@@ -82,7 +71,7 @@ def test_stage_keys_are_unchanged_and_take_non_finite_inputs():
 
 
 @pytest.mark.parametrize(("mask", "expected"), [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
-def test_written_files_follow_the_umask(tmp_path, mask, expected):
+def test_written_files_follow_the_umask(umask, tmp_path, mask, expected):
     with umask(mask):
         text = replace_atomically(tmp_path / "plain.txt", lambda tmp: tmp.write_text("x"))
         store = StageStore(tmp_path, resume=False)
@@ -93,7 +82,7 @@ def test_written_files_follow_the_umask(tmp_path, mask, expected):
     assert torch.equal(store.load_tensors("s00", "train")["w"], torch.ones(2))
 
 
-def test_a_replaced_file_takes_the_mode_of_a_new_one(tmp_path):
+def test_a_replaced_file_takes_the_mode_of_a_new_one(umask, tmp_path):
     target = tmp_path / "results.json"
     target.write_text("old")
     target.chmod(0o600)  # as written before, by tempfile.mkstemp

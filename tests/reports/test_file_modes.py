@@ -1,7 +1,5 @@
 """What auditkit writes follows the umask (mode 0666 less the umask), as files made by ``open`` do: results.json
 and the reports, figures included."""
-import contextlib
-import os
 import stat
 
 import pytest
@@ -10,17 +8,8 @@ from auditkit.results import write_results
 from auditkit.reports import render_report
 
 
-@contextlib.contextmanager
-def umask(mask):
-    previous = os.umask(mask)
-    try:
-        yield
-    finally:
-        os.umask(previous)
-
-
 @pytest.mark.parametrize(("mask", "expected"), [(0o022, 0o644), (0o077, 0o600)])
-def test_results_and_reports_follow_the_umask(results_folder, mask, expected):
+def test_results_and_reports_follow_the_umask(umask, results_folder, mask, expected):
     folder, document = results_folder
     with umask(mask):
         written = [write_results(document, folder), *render_report(document, folder)]

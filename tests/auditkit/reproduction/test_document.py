@@ -2,11 +2,9 @@
 is written, written as strict JSON with the modes the umask gives, and rendered by ``auditkit report`` as a results
 document is (the same command, the same renderer). Runs are faked (``tests/reports/reproductions.py``): what is
 checked here is the writing and rendering, not the training."""
-import contextlib
 import importlib.util
 import json
 import math
-import os
 import stat
 from pathlib import Path
 
@@ -29,15 +27,6 @@ def _load_reproductions():
 
 REPRODUCTIONS = _load_reproductions()
 WRITTEN = ["reproduction.json", "report.html", "report.md"]
-
-
-@contextlib.contextmanager
-def umask(mask):
-    previous = os.umask(mask)
-    try:
-        yield
-    finally:
-        os.umask(previous)
 
 
 def _files(folder: Path) -> list[str]:
@@ -92,7 +81,7 @@ def test_write_results_refuses_a_corrupted_reproduction_in_one_line_and_writes_n
 
 
 @pytest.mark.parametrize(("mask", "expected"), [(0o022, 0o644), (0o077, 0o600)])
-def test_reproduction_json_is_strict_json_and_the_reproduction_files_follow_the_umask(tmp_path, fake_training,
+def test_reproduction_json_is_strict_json_and_the_reproduction_files_follow_the_umask(umask, tmp_path, fake_training,
                                                                                      monkeypatch, mask, expected):
     """Runs whose SNR is infinite (a lossless uplink) or not measured (NaN) in a round."""
     fake = REPRODUCTIONS.fake_runs
