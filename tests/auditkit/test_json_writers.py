@@ -4,7 +4,6 @@ import json
 import math
 import stat
 
-import pytest
 import torch
 
 from auditkit.flower.recording import load_recording, write_manifest, write_server_round
