@@ -68,6 +68,7 @@ def setting_pairs(setting: AuditSetting, *, random_directions: int = 2, seed: in
         random_directions=random_directions,
         same_norm=setting.same_norm,
         beyond_clip=setting.beyond_clip,
+        add_remove=setting.add_remove,
         quantizer_step=setting.quantizer_step,
         quantizer_offset=setting.quantizer_offset,
         seed=seed,

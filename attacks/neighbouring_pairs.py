@@ -9,7 +9,8 @@ in dimension d, pairs that differ only in the first ``block`` coordinates (the u
 * ``random-k``: along k random Gaussian directions in the block, normalised in the norm (block > 1);
 * ``zero-vs-axis``: x0 = 0, x1 = min(s, radius) e1, the add-remove shape (skipped with ``same_norm``);
 * ``beyond-clip``: x0 = -4 radius e1, x1 = +4 radius e1, inputs the clip must pull back (with
-  ``beyond_clip``: a mechanism that skips its clip is caught here);
+  ``beyond_clip``: a mechanism that skips its clip is caught here); under an add/remove-one claim
+  (``add_remove``) x0 = 0, the client absent, so the pair stays a neighbouring one after clipping;
 * quantizer pairs (with ``quantizer_step`` Delta and a cell boundary at ``quantizer_offset`` o), shift
   h = min(s, Delta/2) along e1: ``in-cell`` x = o + Delta/2 -+ h/2 (both inside one cell) and ``straddle``
   x = o -+ h/2 (on both sides of the boundary); kept only where they fit the ball (and ``same_norm``).
@@ -62,6 +63,7 @@ def neighbouring_pairs(
     random_directions: int = 2,
     same_norm: bool = False,
     beyond_clip: bool = False,
+    add_remove: bool = False,
     quantizer_step: float | None = None,
     quantizer_offset: float = 0.0,
     seed: int = 0,
@@ -118,7 +120,8 @@ def neighbouring_pairs(
         zero = torch.zeros(dimension, dtype=torch.float64)
         pairs.append(NeighbouringPair("zero-vs-axis", zero, min(sensitivity, radius) * e1))
     if beyond_clip:
-        pairs.append(NeighbouringPair("beyond-clip", -_BEYOND_CLIP * radius * e1, _BEYOND_CLIP * radius * e1))
+        far = _BEYOND_CLIP * radius * e1
+        pairs.append(NeighbouringPair("beyond-clip", torch.zeros_like(far) if add_remove else -far, far))
     if quantizer_step is not None:
         h = min(sensitivity, quantizer_step / 2)
         for label, centre in (("in-cell", quantizer_offset + quantizer_step / 2), ("straddle", quantizer_offset)):

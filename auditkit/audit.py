@@ -247,7 +247,7 @@ class Audit:
 
     @staticmethod
     def _account(plan: SettingPlan, rounds: int) -> dict[str, Any]:
-        return account_rounds(build_mechanism(plan.config), rounds, plan.config.accounting)
+        return account_rounds(build_mechanism(plan.config), rounds, plan.config.accounting, plan.config.training)
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
         from auditkit.stages.inversion import RecordedView, invert_recorded_view

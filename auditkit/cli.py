@@ -683,11 +683,14 @@ def account_command(
     out: Annotated[Path | None, typer.Option(help="Also write results.json and the reports into this folder.")] = None,
     plugin: PluginOpt = None,
     claim_words: dict[str, str] | None = None,
+    participation_words: dict[str, str] | None = None,
     mechanism_params: dict[str, str] | None = None,
 ) -> None:
-    """Print a mechanism's claimed guarantee: one round, the paper's FL claim, and T rounds composed."""
+    """Print a mechanism's claimed guarantee: one round, the paper's FL claim, and T rounds composed (amplified by
+    client sampling where the claim covers it: --participation poisson --sample-rate q)."""
     options = {"rounds": rounds, "composition_delta": composition_delta, "backend": backend, "solve": solve,
-               "target_eps": target_eps, "target_delta": target_delta, "out": out, "claim_words": claim_words or {}}
+               "target_eps": target_eps, "target_delta": target_delta, "out": out, "claim_words": claim_words or {},
+               "participation_words": participation_words or {}}
     _run_guarded(_account, mechanism, mechanism_params or {}, **options)
 
 
@@ -703,40 +706,73 @@ def _solvers() -> dict[str, Any]:
     return accounting.solvers()
 
 
-_CLAIM_PREFIX = "claim_option__"  # the keyword each paper-claim option arrives under
 CLAIM_PANEL = "FL settings of a paper's record-level claim"
+PARTICIPATION_PANEL = "Client sampling (amplifies a claim that covers it)"
 
 
-def with_claim_options(command: Callable[..., Any]) -> Callable[..., Any]:
-    """``command`` with one ``--NAME`` option per FL setting a registered paper claim reads
-    (``auditkit.accounting.claim_options``), arriving as ``claim_words`` (name -> word; parsed by the spec)."""
+def with_spec_options(specs: Callable[[], list[Any]], keyword: str, panel: str) -> Callable[[Callable], Callable]:
+    """Decorator giving ``command`` one ``--NAME`` option per ``Param`` spec ``specs()`` returns, in help panel
+    ``panel``; the words given arrive as the dict ``keyword`` (name -> word, parsed later by the spec)."""
+    prefix = keyword + "__"
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command, eval_str=True)
+        trailing = ("mechanism_params",)
+        own = [p for p in signature.parameters.values() if p.name != keyword and p.name not in trailing]
+        extra = [
+            inspect.Parameter(
+                prefix + spec.name, inspect.Parameter.KEYWORD_ONLY, default=None,
+                annotation=Annotated[str | None, typer.Option(
+                    "--" + spec.name.replace("_", "-"), rich_help_panel=panel, show_default=False,
+                    help=f"{spec.help} ({spec.allowed}" + ("" if spec.default is None else f"; default {spec.default!r}")
+                    + ")", metavar="[" + "|".join(spec.choices) + "]" if spec.choices else {float: "FLOAT", int: "INTEGER"}[spec.type])],
+            )
+            for spec in specs()
+        ]
+
+        def wrapper(**kwargs: Any) -> Any:
+            words = {key[len(prefix):]: kwargs.pop(key) for key in list(kwargs) if key.startswith(prefix)}
+            return command(**kwargs, **{keyword: {k: v for k, v in words.items() if v is not None}})
+
+        wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
+        parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
+        parameters += [signature.parameters[name].replace(kind=inspect.Parameter.KEYWORD_ONLY)
+                       for name in trailing if name in signature.parameters]
+        wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+        return wrapper
+
+    return decorate
+
+
+def _claim_option_specs() -> list[Any]:
     from auditkit import accounting
 
-    specs = accounting.claim_options()
-    signature = inspect.signature(command, eval_str=True)
-    own = [p for p in signature.parameters.values() if p.name not in ("claim_words", "mechanism_params")]
-    extra = [
-        inspect.Parameter(
-            _CLAIM_PREFIX + spec.name, inspect.Parameter.KEYWORD_ONLY, default=None,
-            annotation=Annotated[str | None, typer.Option(
-                "--" + spec.name.replace("_", "-"), rich_help_panel=CLAIM_PANEL, show_default=False,
-                help=f"{spec.help} ({spec.allowed}" + ("" if spec.default is None else f"; default {spec.default!r}")
-                + ")", metavar="[" + "|".join(spec.choices) + "]" if spec.choices else {float: "FLOAT", int: "INTEGER"}[spec.type])],
-        )
-        for spec in specs
-    ]
+    return accounting.claim_options()
 
-    def wrapper(**kwargs: Any) -> Any:
-        words = {key[len(_CLAIM_PREFIX):]: kwargs.pop(key) for key in list(kwargs) if key.startswith(_CLAIM_PREFIX)}
-        return command(**kwargs, claim_words={k: v for k, v in words.items() if v is not None})
 
-    wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
-    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
-    if "mechanism_params" in signature.parameters:
-        parameters.append(signature.parameters["mechanism_params"].replace(kind=inspect.Parameter.KEYWORD_ONLY))
-    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
-    return wrapper
+def _participation_specs() -> list[Any]:
+    from auditkit.fl.sampling import ACCOUNTED_PARTICIPATION_OPTIONS
+
+    return list(ACCOUNTED_PARTICIPATION_OPTIONS)
+
+
+with_claim_options = with_spec_options(_claim_option_specs, "claim_words", CLAIM_PANEL)
+with_participation_options = with_spec_options(_participation_specs, "participation_words", PARTICIPATION_PANEL)
+
+
+def _spec_values(specs: list[Any], words: dict[str, str]) -> dict[str, Any]:
+    """The options given on the command line typed by their ``specs``; the others at their defaults (if any)."""
+    values = {}
+    for spec in specs:
+        if spec.name in words:
+            try:
+                values[spec.name] = spec.parse(words[spec.name])
+            except ValueError as err:
+                raise UsageFailure(str(err)) from None
+        elif spec.default is not None:
+            values[spec.name] = spec.default
+    return values
 
 
 def _account(mechanism: str, words: dict[str, str], **options) -> None:
@@ -748,21 +784,18 @@ def _account(mechanism: str, words: dict[str, str], **options) -> None:
         raise UsageFailure(str(err)) from None
 
 
+def _as_flags(message: str, specs: list[Any]) -> str:
+    """``message`` with the specs' names written as the command-line flags that set them (sample_rate ->
+    --sample-rate)."""
+    for spec in specs:
+        message = re.sub(rf"\b{spec.name}\b", "--" + spec.name.replace("_", "-"), message)
+    return message
+
+
 def _claim_settings(words: dict[str, str]) -> dict[str, Any]:
     """The paper-claim FL settings given on the command line, typed by their specs; the others at their defaults
     where they have one."""
-    from auditkit import accounting
-
-    settings = {}
-    for spec in accounting.claim_options():
-        if spec.name in words:
-            try:
-                settings[spec.name] = spec.parse(words[spec.name])
-            except ValueError as err:
-                raise UsageFailure(str(err)) from None
-        elif spec.default is not None:
-            settings[spec.name] = spec.default
-    return settings
+    return _spec_values(_claim_option_specs(), words)
 
 
 def _solve(solve: str, mechanism: str, params: dict[str, Any], *, target_eps, target_delta, fl) -> None:
@@ -780,12 +813,13 @@ def _solve(solve: str, mechanism: str, params: dict[str, Any], *, target_eps, ta
 
 
 def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, composition_delta, backend, solve,
-                       target_eps, target_delta, out, claim_words) -> None:
-    from auditkit import mechanisms
+                       target_eps, target_delta, out, claim_words, participation_words) -> None:
+    from auditkit import accounting, mechanisms
     from auditkit import results
     from auditkit.results import prepare_output
 
     fl = _claim_settings(claim_words)
+    sampling = _spec_values(_participation_specs(), participation_words)
     if solve is not None:
         _solve(solve, mechanism, params, target_eps=target_eps, target_delta=target_delta, fl=fl)
         return
@@ -794,8 +828,13 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, compos
         raise UsageFailure(f"--backend must be one of {', '.join(backends)}, got {backend!r}")
     configured = mechanisms.create(mechanism, **params)
     mechanisms.preflight(configured)  # a plugin's bug: one line naming it (PluginCodeError), nothing written
+    try:
+        accounting.client_sampling(configured, sampling["participation"], sampling.get("sample_rate"))
+    except ValueError as err:  # before anything is written
+        raise UsageFailure(_as_flags(str(err), _participation_specs())) from None
     out = None if out is None else prepare_output(out)
-    entry = results.accounting_entry(configured, rounds, composition_delta=composition_delta, backend=backend, fl=fl)
+    entry = results.accounting_entry(configured, rounds, composition_delta=composition_delta, backend=backend, fl=fl,
+                                     participation=sampling["participation"], sample_rate=sampling.get("sample_rate"))
     per_round = configured.guarantee()
     paper = entry["paper_claim"]
     for title, claim in (("one round (mechanism)", per_round.to_dict()), ("paper's FL claim", paper)):
@@ -809,6 +848,7 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, compos
             console.print(f"  assumes: {line}", highlight=False, markup=False)
         for line in claim["caveats"]:
             console.print(f"  caveat: {line}", highlight=False, markup=False)
+    console.print(f"[bold]client sampling:[/bold] {escape(entry['sampling']['note'])}", highlight=False)
     for label, composed in ((f"{rounds} rounds", entry["composed"]),
                             (f"{rounds} rounds, as implemented", entry["composed_actual"])):
         if composed is not None:
@@ -819,7 +859,7 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, compos
     if out is not None:
         setting = results.setting("s00", configured.name, configured, accounting=entry)
         config = {"mechanism": {"name": mechanism, **params}, "rounds": rounds, "composition_delta": composition_delta,
-                  "backend": backend, "fl": fl}
+                  "backend": backend, "fl": fl, **sampling}
         provenance = results.provenance(seed=0, device="cpu", settings=[setting])
         document = results.document("account", f"account {configured.name}", config, provenance, [setting])
         _print_written([results.write_results(document, out), *_write_reports(document, out)])
@@ -1296,7 +1336,8 @@ def build_app() -> typer.Typer:
         "preset on the embedded MNIST digits, mnist-5k). Finished stages are kept; --resume skips them.",
     )(with_mechanism_options(_config_command("audit")))
     app.command("report", cls=HelpCommand)(report_command)
-    app.command("account", cls=HelpCommand)(with_mechanism_options(with_claim_options(account_command)))
+    app.command("account", cls=HelpCommand)(
+        with_mechanism_options(with_participation_options(with_claim_options(account_command))))
     app.command("attack", cls=HelpCommand)(with_mechanism_options(attack_command))
     app.command("distinguish", cls=HelpCommand)(
         with_mechanism_options(distinguish_command))

@@ -680,6 +680,12 @@ def _check_protocols(config: AuditConfig) -> None:
             raise ConfigError(str(err)) from None
     for i, m in enumerate(config.mechanisms):
         protocol = _protocol_class(m.name)
+        check_participation = getattr(protocol, "check_participation", None)
+        if check_participation is not None:
+            try:
+                check_participation(config.training.participation, config.training.sample_rate)
+            except ValueError as err:
+                raise ConfigError(f"mechanisms[{i}] ({m.name}): {err}") from None
         check = getattr(protocol, "check_options", None)
         if check is not None:
             try:

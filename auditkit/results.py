@@ -182,17 +182,19 @@ def training_entry(result: Any, protocol: str) -> dict[str, Any]:
 
 def accounting_entry(
     mechanism: mechanisms.Mechanism, rounds: int, *, composition_delta: float, backend: str,
-    fl: Any = None,
+    fl: Any = None, participation: str = "full", sample_rate: float | None = None,
 ) -> dict[str, Any]:
-    """A setting's ``accounting`` section: the claim composed over ``rounds`` (or the refusal), the realised noise
-    composed when the claim is exceeded, and the paper's FL claim when ``fl`` (an ``FLSetting``) is given."""
+    """A setting's ``accounting`` section: the claim composed over ``rounds`` (or the refusal) under the rounds'
+    client ``participation``, the realised noise composed when the claim is exceeded, and the paper's FL claim
+    when ``fl`` (the FL settings it reads) is given."""
     import warnings
 
     from auditkit.accounting import account
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the accountants' numerical warnings are not the user's concern
-        report = account(mechanism, rounds=rounds, composition_delta=composition_delta, backend=backend, fl=fl)
+        report = account(mechanism, rounds=rounds, composition_delta=composition_delta, backend=backend, fl=fl,
+                         participation=participation, sample_rate=sample_rate)
     entry = report.to_dict()
     del entry["mechanism"], entry["per_round"]  # both are in the setting's mechanism section
     if fl is None:

@@ -144,9 +144,9 @@ class Mechanism(abc.ABC):
 
     Optional, with generic defaults (``auditkit.mechanisms.capabilities`` says what each default means):
 
-    * class attributes ``protocol`` (a registered round protocol), ``clip_norm``, ``reference_params``;
+    * class attributes ``protocol`` (a registered round protocol), ``view``, ``clip_norm``, ``reference_params``;
     * methods ``tiling``, ``batch_sampling``, ``side_values``, ``audit_setting``, ``output_log_density``,
-      ``dp_event``, ``true_epsilon``.
+      ``dp_event``, ``true_epsilon``, ``client_sampling``.
     """
 
     name: ClassVar[str]
@@ -157,6 +157,11 @@ class Mechanism(abc.ABC):
     protocol: ClassVar[str | None] = None
     """The registered round protocol an FL round with this mechanism runs (``auditkit.mechanisms.protocol``);
     None: each client sends one encoded message per round and the server averages the decoded updates."""
+    view: ClassVar[str] = "server"
+    """The adversary's view whose law ``encode``/``decode`` sample, i.e. what the claim covers and the
+    mechanism-level audits test: "server" (the server's decoded message of one client) or "aggregate" (one
+    client's update as the round's noisy sum reveals it to an adversary who knows the other summands, for a
+    mechanism whose noise the server adds: ``auditkit.mechanisms.dp_fedavg``)."""
     clip_norm: ClassVar[str | None] = None
     """The norm ``clip`` is measured in ("l2" or "l1"), None without a clip; reports show it beside ``clip``."""
     reference_params: ClassVar[dict[str, Any]] = {}
@@ -255,6 +260,11 @@ class Mechanism(abc.ABC):
     def true_epsilon(self) -> float | None:
         """The epsilon of the noise the code really adds, where computed (claims flagged "claim-exceeded")."""
         return None
+
+    def client_sampling(self) -> tuple[str, ...]:
+        """The client participations (``auditkit.fl.sampling.PARTICIPATION``) whose amplification the claim
+        covers; empty: none. A local mechanism's server sees who sent what, so sampling hides nobody."""
+        return ()
 
     def _check_message(self, enc: Message) -> None:
         if not isinstance(enc, self.message_type):

@@ -13,6 +13,7 @@ generic default stood in:
 | ``output_log_density()`` | ``LogDensity``: ln p(y given x), up to a constant in x | None: no likelihood-ratio statistic |
 | ``dp_event()`` | a ``dp_accounting`` event for one round of the claim | ``claim_event(guarantee())`` |
 | ``true_epsilon()`` | the epsilon of the noise the code really adds | None: not computed |
+| ``client_sampling()`` | the client participations whose amplification the claim covers ("poisson") | (): none |
 
 A capability counts as declared by the class that defines it, or by a private base class it inherits from; one
 inherited from *another registered mechanism* does not count (a subclass that changes how the mechanism behaves
@@ -20,7 +21,8 @@ would otherwise inherit, e.g., a tiling that is no longer faithful): ``capabilit
 generic default, and a subclass that keeps its parent's behaviour re-declares it (``tiling = Parent.tiling``).
 
 Class attributes complete the picture: ``protocol`` (the registered round protocol an FL round runs,
-``auditkit.mechanisms.protocol``; None: one message per client and round), ``clip_norm`` (the norm ``clip`` is
+``auditkit.mechanisms.protocol``; None: one message per client and round), ``view`` (the adversary's view the
+claim covers and ``encode`` samples: "server", or "aggregate" for noise the server adds), ``clip_norm`` (the norm ``clip`` is
 measured in) and ``reference_params`` (parameters at which the claim is within reach of a distinguishing audit).
 
 This module holds the plain data of those answers; it imports nothing of the toolkit but ``dp_accounting``.
@@ -60,7 +62,7 @@ __all__ = [
 ]
 
 CAPABILITIES = ("tiling", "batch_sampling", "side_values", "audit_setting", "output_log_density", "dp_event",
-                "true_epsilon")
+                "true_epsilon", "client_sampling")
 
 LogDensity = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """f(y, x): outputs y (B, d_out) and input x (d,), NumPy float64 -> ln p(y | x) of shape (B,), up to a constant
@@ -125,6 +127,8 @@ class AuditSetting:
     block:            the leading coordinates a pair may differ in (the unit a per-block claim covers).
     same_norm:        both inputs of a pair have the same l2 norm (for mechanisms that reveal ||x||).
     beyond_clip:      also try inputs outside the ball, which the clip must pull back.
+    add_remove:       the claim is add/remove-one: the beyond-clip pair is (0, an input beyond the clip), a client
+                      absent against one present, not two clipped inputs 2 clip apart.
     quantizer_step, quantizer_offset: also try pairs inside one quantizer cell and across its boundary.
     note:             one line saying why this setting tests the claim (shown in reports).
     """
@@ -136,6 +140,7 @@ class AuditSetting:
     block: int
     same_norm: bool = False
     beyond_clip: bool = False
+    add_remove: bool = False
     quantizer_step: float | None = None
     quantizer_offset: float = 0.0
     note: str = ""

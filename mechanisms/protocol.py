@@ -18,6 +18,8 @@ A protocol class declares
   which checks the parsed table against the run's K ``clients`` (``ValueError`` naming the key);
 * ``check_options(options, table)`` (optional): a setting's options checked against the parsed table (None when
   the config has none), ``ValueError`` naming the option;
+* ``check_participation(participation, sample_rate)`` (optional): refuses, with a ``ValueError``, a client
+  participation (``[training]``'s) the protocol's claim does not cover, before anything runs;
 * ``build(mechanism, context) -> RoundProtocol | None``: the protocol of one run; None when this run needs no
   protocol of its own (e.g. its table is absent): the plain uplink then runs.
 """
@@ -56,6 +58,10 @@ class RoundOutcome:
 class RoundProtocol(Protocol):
     """One round of client -> server communication, named by ``name`` in results.
 
+    A protocol whose release does not depend on anyone taking part (central noise added by the server) sets
+    ``releases_empty_rounds = True``: the training loop then calls ``communicate`` with no clients (``updates`` of
+    shape (0, P)) in a round that sampled nobody, instead of skipping the round.
+
     ``global_params`` is the model the clients started the round from (w_i = global_params + updates[i]);
     protocols that act on models rather than updates (MSP-FL's splitting) need it. A protocol that also
     decides who takes part (DP-SQ's per-group clusters) has a ``select_clients(round_) -> list[int]``
@@ -73,12 +79,17 @@ class RoundProtocol(Protocol):
 @dataclass(frozen=True)
 class ProtocolContext:
     """What ``build`` gets besides the mechanism: the run's seed and client count K, the setting's options for
-    the protocol (validated by its ``options`` specs) and its parsed config table (None: the config has none)."""
+    the protocol (validated by its ``options`` specs), its parsed config table (None: the config has none), and
+    who takes part in a round (``participation``, ``auditkit.fl.sampling.PARTICIPATION``, with the Poisson
+    ``sample_rate`` q, or ``clients_per_round``)."""
 
     seed: int
     clients: int
     options: Mapping[str, Any] = field(default_factory=dict)
     table: Any = None
+    participation: str = "full"
+    sample_rate: float | None = None
+    clients_per_round: int | None = None
 
 
 P = TypeVar("P", bound=type)

@@ -191,6 +191,8 @@ _SETTING_V3 = {
     "accounting": _Nullable({
         "rounds": int, "composition_delta": _NUMBER, "backend": str, "composed": _Nullable(_RUN),
         "refusal": _Nullable(str), "composed_actual": _Nullable(_RUN), "paper_claim": _Optional(_Nullable(_GUARANTEE)),
+        "sampling": _Optional(_Nullable({"participation": str, "sample_rate": _Nullable(_NUMBER), "amplified": bool,
+                                         "note": str})),
     }),
     "inversion": _Nullable({
         "attack": str, "view": str, "round": _Nullable(int), "observation": str, "clients": _Nullable([int]),

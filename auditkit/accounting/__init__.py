@@ -14,7 +14,16 @@
     from auditkit import accounting
     accounting.cepam_gaussian(sigma=0.1, eps_tilde=5.9, tau=15, dataset_size=1666, clients=30, clip=1.0)
 """
-from auditkit.accounting.report import AccountReport, account, claim_options, claim_solver, paper_claim, solvers
+from auditkit.accounting.report import (
+    AccountReport,
+    Sampling,
+    account,
+    claim_options,
+    claim_solver,
+    client_sampling,
+    paper_claim,
+    solvers,
+)
 from auditkit.accounting.cepam import (
     amplified_epsilon,
     base_epsilon,
@@ -46,6 +55,8 @@ from auditkit.accounting.rero import (
 
 __all__ = [
     "AccountReport",
+    "Sampling",
+    "client_sampling",
     "BACKENDS",
     "claim_options",
     "claim_solver",

@@ -22,6 +22,9 @@ accountants. Three known gaps of the libraries are bridged here, each exactly:
   dp_accounting's PLD accountant composes under REPLACE_ONE but, in dp_accounting 0.6, ignores the count of a
   ``SelfComposedDpEvent`` of it (composing T rounds gives one round's eps): T rounds of it are composed as a
   ``ComposedDpEvent`` of T copies instead.
+* A Poisson-sampled Gaussian round (``PoissonSampledDpEvent(q, GaussianDpEvent(z))``, DP-FedAvg's client
+  sampling, DP-SGD's batches) is composed under ADD_OR_REMOVE_ONE only, by Opacus (``history = [(z, q, T)]``) or
+  by dp_accounting; under REPLACE_ONE it is refused (the doubling above does not commute with amplification).
 * Above a per-round pure eps of ``PLD_MAX_ROUND_EPSILON`` (weak noise: eps ~ 1e4) the PLD grid would need
   gigabytes; basic composition T eps, valid for any T pure eps-DP rounds, is returned and named.
 """
@@ -30,7 +33,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import logging
 import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import dp_accounting
@@ -145,14 +151,20 @@ def compose(
     if refusal is not None:
         raise UnsupportedEvent(refusal)
     relation = relation or _REPLACE
+    if isinstance(event, dp_accounting.PoissonSampledDpEvent) and relation is not _ADD_OR_REMOVE:
+        raise UnsupportedEvent(
+            "a Poisson-sampled round composes under ADD_OR_REMOVE_ONE only: under REPLACE_ONE dp_accounting does not "
+            "double the sensitivity (google/differential-privacy issue #378), and doubling does not commute with "
+            "amplification by sampling")
     label = describe_event(event, relation)
     unsampled = _as_add_or_remove(event, relation)
     if unsampled is not None:
         if relation is not _ADD_OR_REMOVE:
             label += f", composed as {describe_event(unsampled, _ADD_OR_REMOVE)}"
         event, relation = unsampled, _ADD_OR_REMOVE
-    if backend.startswith("opacus") and isinstance(event, dp_accounting.GaussianDpEvent) and relation is _ADD_OR_REMOVE:
-        return _opacus(event.noise_multiplier, rounds, delta, backend, f"{label} x {rounds}")
+    sampled = _sampled_gaussian(event, relation)
+    if backend.startswith("opacus") and sampled is not None:
+        return _opacus(sampled[0], rounds, delta, backend, f"{label} x {rounds}", sample_rate=sampled[1])
     if backend.startswith("opacus"):
         backend = "dp_accounting-pld"  # Opacus composes Gaussian rounds only
     one_round = _pure_epsilon(event)
@@ -176,8 +188,9 @@ def _dp_accounting(event: dp_accounting.DpEvent, relation: NeighboringRelation, 
         raise UnsupportedEvent(f"{backend} does not support {label} (dp_accounting refuses the event)")
     if delta == 0 and isinstance(event, dp_accounting.GaussianDpEvent):
         raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
-    accountant.compose(composed)
-    epsilon = float(accountant.get_epsilon(delta))
+    with _quiet_accountants():
+        accountant.compose(composed)
+        epsilon = float(accountant.get_epsilon(delta))
     if not math.isfinite(epsilon):
         raise UnsupportedEvent(f"{backend} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
     one_round = _pure_epsilon(event)
@@ -186,18 +199,50 @@ def _dp_accounting(event: dp_accounting.DpEvent, relation: NeighboringRelation, 
     return ComposedEpsilon(epsilon, delta, rounds, backend, label)
 
 
-def _opacus(noise_multiplier: float, rounds: int, delta: float, backend: str, label: str) -> ComposedEpsilon:
+def _sampled_gaussian(event: dp_accounting.DpEvent, relation: NeighboringRelation) -> tuple[float, float] | None:
+    """(noise multiplier, sample rate) of an add/remove Gaussian round, Poisson-sampled or not (rate 1); else
+    None. These are the rounds Opacus's accountants compose (``history = [(z, q, T)]``)."""
+    if relation is not _ADD_OR_REMOVE:
+        return None
+    rate = 1.0
+    if isinstance(event, dp_accounting.PoissonSampledDpEvent):
+        rate, event = event.sampling_probability, event.event
+    if isinstance(event, dp_accounting.GaussianDpEvent):
+        return event.noise_multiplier, rate
+    return None
+
+
+@contextmanager
+def _quiet_accountants() -> Iterator[None]:
+    """dp_accounting's RDP accountant logs (through absl) "_compute_log_a_frac failed to converge" for some
+    fractional orders of a sampled Gaussian; the order it then skips leaves the bound sound (the epsilon is a
+    minimum over the orders), so the message is noise on a user's terminal."""
+    loggers = [logging.getLogger(name) for name in ("absl", "opacus")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def _opacus(noise_multiplier: float, rounds: int, delta: float, backend: str, label: str, *,
+            sample_rate: float = 1.0) -> ComposedEpsilon:
+    """Opacus's accountant ``backend`` on ``rounds`` add/remove Gaussian rounds, each on a Poisson sample of rate
+    ``sample_rate`` (Opacus's ``history = [(noise_multiplier, sample_rate, rounds)]``)."""
     if delta == 0:
         raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
     if backend == "opacus-prv" and noise_multiplier < PRV_MIN_NOISE_MULTIPLIER:
-        composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label)
+        composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label, sample_rate=sample_rate)
         return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it: noise "
                                                    f"multiplier below {PRV_MIN_NOISE_MULTIPLIER:g})")
     from opacus.accountants import PRVAccountant, RDPAccountant
 
     accountant = PRVAccountant() if backend == "opacus-prv" else RDPAccountant()
-    accountant.history = [(noise_multiplier, 1.0, rounds)]
-    with warnings.catch_warnings():  # PRV's grid logs 0 where the mass is 0; harmless
+    accountant.history = [(noise_multiplier, sample_rate, rounds)]
+    with warnings.catch_warnings(), _quiet_accountants():  # PRV's grid logs 0 where the mass is 0; harmless
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
             epsilon = float(accountant.get_epsilon(delta))
@@ -205,7 +250,7 @@ def _opacus(noise_multiplier: float, rounds: int, delta: float, backend: str, la
             epsilon = math.nan
     if backend == "opacus-prv" and not math.isfinite(epsilon):
         # PRV's grid cannot resolve very small noise; RDP can (a looser bound), and is named as the backend.
-        composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label)
+        composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label, sample_rate=sample_rate)
         return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it)")
     if not math.isfinite(epsilon):
         raise UnsupportedEvent(f"{backend} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
@@ -232,19 +277,8 @@ def gaussian_over_rounds(
     if delta == 0:
         raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
     single = dp_accounting.GaussianDpEvent(noise_multiplier)
-    if sample_rate == 1:
-        return compose(single, rounds, delta=delta, relation=_ADD_OR_REMOVE, backend=backend)
-    label = f"{describe_event(dp_accounting.PoissonSampledDpEvent(sample_rate, single), _ADD_OR_REMOVE)} x {rounds}"
-    if backend.startswith("opacus"):
-        from opacus.accountants import PRVAccountant, RDPAccountant
-
-        accountant = PRVAccountant() if backend == "opacus-prv" else RDPAccountant()
-        accountant.history = [(noise_multiplier, sample_rate, rounds)]
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return ComposedEpsilon(float(accountant.get_epsilon(delta)), delta, rounds, backend, label)
-    return _dp_accounting(dp_accounting.PoissonSampledDpEvent(sample_rate, single), _ADD_OR_REMOVE, rounds, delta,
-                          backend, label)
+    event = single if sample_rate == 1 else dp_accounting.PoissonSampledDpEvent(sample_rate, single)
+    return compose(event, rounds, delta=delta, relation=_ADD_OR_REMOVE, backend=backend)
 
 
 def laplace_over_rounds(

@@ -10,6 +10,10 @@
 * ``composed`` — the client-level claim over `rounds` rounds: the mechanism's one-round event
   (``mechanism.dp_event()``) composed by an existing accountant (``auditkit.accounting.composition``), or
   ``refusal``, the reason no sound number exists;
+* ``sampling`` — how client participation entered ``composed``: amplified (``PoissonSampledDpEvent(q, event)``
+  per round) only where the mechanism's claim covers it (``client_sampling``: the server adds the noise to a sum,
+  so who took part stays hidden, DP-FedAvg); a local mechanism's server sees who sent what, so its rounds compose
+  unamplified whatever the participation;
 * ``composed_actual`` — for a claim flagged "claim-exceeded" (JoPEQ's moment-matched noise, a t pair
   set by hand): the realised noise's pure epsilon (``mechanism.true_epsilon()``) over `rounds` rounds, beside
   the claim's.
@@ -20,11 +24,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+import dp_accounting
+
 from auditkit import mechanisms
 from auditkit.accounting.composition import ComposedEpsilon, UnsupportedEvent, compose
 from auditkit.mechanisms import Param, PrivacyGuarantee
 
-__all__ = ["AccountReport", "ClaimEntry", "FLOptions", "Solver", "account", "claim_options", "claim_solver", "paper_claim",
+__all__ = ["AccountReport", "Sampling", "client_sampling", "ClaimEntry", "FLOptions", "Solver", "account", "claim_options", "claim_solver", "paper_claim",
            "paper_claim_for", "solvers"]
 
 CLAIM_EXCEEDED = "claim-exceeded"
@@ -105,6 +111,17 @@ def solvers() -> dict[str, Solver]:
 
 
 @dataclass(frozen=True)
+class Sampling:
+    """How the rounds' client participation entered the composition: ``participation`` and its Poisson
+    ``sample_rate`` (None otherwise), whether the rounds were ``amplified`` by it, and why (``note``)."""
+
+    participation: str
+    sample_rate: float | None
+    amplified: bool
+    note: str
+
+
+@dataclass(frozen=True)
 class AccountReport:
     mechanism: str
     per_round: PrivacyGuarantee
@@ -112,6 +129,7 @@ class AccountReport:
     composed: ComposedEpsilon | None
     refusal: str | None
     composed_actual: ComposedEpsilon | None = None
+    sampling: Sampling | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -121,7 +139,33 @@ class AccountReport:
             "composed": None if self.composed is None else vars(self.composed),
             "refusal": self.refusal,
             "composed_actual": None if self.composed_actual is None else vars(self.composed_actual),
+            "sampling": None if self.sampling is None else vars(self.sampling),
         }
+
+
+def client_sampling(mechanism: mechanisms.Mechanism, participation: str, sample_rate: float | None) -> Sampling:
+    """How ``participation`` (``auditkit.fl.sampling.PARTICIPATION``) enters ``mechanism``'s composed claim.
+
+    Amplified only where the mechanism's claim covers the participation (``client_sampling`` capability) and it is
+    Poisson sampling of rate q, the sampling the accountants amplify. ``ValueError`` (one line) for a mechanism
+    that claims sampling but not this participation, or for Poisson participation without a rate in (0, 1].
+    """
+    if participation == "poisson" and sample_rate is None:
+        raise ValueError("participation 'poisson' needs sample_rate, a number in (0, 1]")
+    if participation == "poisson" and not 0 < sample_rate <= 1:
+        raise ValueError(f"sample_rate must be in (0, 1] with participation 'poisson', got {sample_rate}")
+    covered = mechanisms.capability(mechanism, "client_sampling")
+    rate = sample_rate if participation == "poisson" else None
+    if not covered:
+        return Sampling(participation, rate, False, "no amplification by client sampling: the server sees who "
+                                                     "sent what, so every round composes whoever took part")
+    if participation not in covered:
+        raise ValueError(f"{mechanism.name}'s claim covers participation {' or '.join(map(repr, covered))}; "
+                         f"{participation!r} has no sampling claim")
+    if participation == "poisson" and sample_rate < 1:
+        return Sampling(participation, rate, True, f"each round Poisson-samples clients with q = {sample_rate:g} "
+                                                   "and the server noises their sum: amplified by sampling")
+    return Sampling(participation, rate, False, "every client takes part in every round: nothing to amplify")
 
 
 def account(
@@ -131,19 +175,26 @@ def account(
     composition_delta: float = 1e-5,
     backend: str = "opacus-prv",
     fl: FLOptions | None = None,
+    participation: str = "full",
+    sample_rate: float | None = None,
 ) -> AccountReport:
     """Account a configured mechanism (see the module docstring); `composition_delta` is the delta at which the
-    composed epsilon is stated."""
+    composed epsilon is stated; ``participation`` and ``sample_rate`` are the rounds' client sampling
+    (``client_sampling``)."""
     per_round = mechanism.guarantee()
+    sampling = client_sampling(mechanism, participation, sample_rate)
     claim = paper_claim_for(mechanism.name)
     paper = None if claim is None or fl is None else claim(mechanism, fl)
+    event = mechanisms.capability(mechanism, "dp_event")
+    if sampling.amplified:
+        event = dp_accounting.PoissonSampledDpEvent(sampling.sample_rate, event)
     composed, refusal = None, None
     try:
-        composed = compose(mechanisms.capability(mechanism, "dp_event"), rounds, delta=composition_delta, relation=per_round.relation,
-                           backend=backend)
+        composed = compose(event, rounds, delta=composition_delta, relation=per_round.relation, backend=backend)
     except UnsupportedEvent as err:
         refusal = str(err)
-    return AccountReport(mechanism.name, per_round, paper, composed, refusal, _compose_actual(mechanism, rounds))
+    return AccountReport(mechanism.name, per_round, paper, composed, refusal, _compose_actual(mechanism, rounds),
+                         sampling)
 
 
 def _compose_actual(mechanism: mechanisms.Mechanism, rounds: int) -> ComposedEpsilon | None:

@@ -176,6 +176,12 @@ class FederatedSimulation:
         stats: dict[str, float] = {}
         train_loss = float("nan")
         observation = None
+        if not clients and getattr(self.protocol, "releases_empty_rounds", False):
+            # a central-noise round releases its noise even when nobody was sampled: skipping it would reveal n = 0
+            empty = torch.zeros(0, self.layout.size, device=self.device)
+            outcome = self.protocol.communicate(empty, [], self.client_weights[[]], round_, global_params=before)
+            self.params = before + outcome.aggregate.to(self.device, before.dtype)
+            stats = dict(outcome.stats)
         if clients:
             batches = draw_batches(
                 self.data.client_indices, clients, round_, seed=self.seed, tau=t.tau, batch_size=t.batch_size
@@ -184,7 +190,7 @@ class FederatedSimulation:
             self.params = before + outcome.aggregate.to(self.device, before.dtype)
             bits, stats = outcome.bits, dict(outcome.stats)
             server = outcome.views.get("server")
-            if isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
+            if "snr" not in stats and isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
                 # the signal is what the mechanism receives (after its clipping): its noise, not the clip, is measured
                 received = getattr(self.protocol, "received", None)
                 signal = updates if received is None else received(updates, clients)

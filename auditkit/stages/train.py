@@ -99,14 +99,16 @@ def build_protocol(mechanism: mechanisms.Mechanism, config: AuditConfig) -> Roun
     try:
         return fl_build_protocol(mechanism, context)
     except ValueError as err:
-        raise ConfigError(f"[{protocol_table_name(mechanism)}]: {err}") from None
+        where = protocol_table_name(mechanism)
+        raise ConfigError(f"[{where}]: {err}" if where else f"{mechanism.name}: {err}") from None
 
 
 def protocol_context(mechanism: mechanisms.Mechanism, config: AuditConfig) -> ProtocolContext:
     """The seed, client count, options and config table the run's protocol is built with."""
-    table = protocol_table_name(mechanism)
-    return ProtocolContext(seed=config.seed, clients=config.training.clients,
-                           options=dict(config.mechanism.protocol_options), table=config.tables.get(table))
+    table, t = protocol_table_name(mechanism), config.training
+    return ProtocolContext(seed=config.seed, clients=t.clients, options=dict(config.mechanism.protocol_options),
+                           table=config.tables.get(table), participation=t.participation,
+                           sample_rate=t.sample_rate, clients_per_round=t.clients_per_round)
 
 
 def protocol_table_name(mechanism: mechanisms.Mechanism) -> str | None:

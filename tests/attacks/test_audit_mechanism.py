@@ -77,7 +77,7 @@ def test_no_correct_mechanism_is_violated():
     claims = {n: mechanisms.create(n, **mechanisms.mechanism_class(n).reference_params).guarantee()
               for n in mechanisms.names()}
     correct = [n for n, g in claims.items() if g.epsilon is not None and "claim-exceeded" not in g.flags]
-    assert len(correct) == 13  # 9 + dpsq and laplace-sq (cell-local pairs) + msp-laplace (alpha_0) + mvu
+    assert len(correct) == 14  # 9 + dpsq and laplace-sq (cell-local pairs) + msp-laplace (alpha_0) + mvu + dp-fedavg
     family = 6 * len(correct)  # at most 6 pairs per mechanism: one family-wise level
     for name in correct:
         m = mechanisms.create(name, private_seed=0, **mechanisms.mechanism_class(name).reference_params)

@@ -70,3 +70,9 @@ def test_bad_input_is_a_value_error_naming_the_parameter(kwargs, match):
     dimension = kwargs.pop("dimension")
     with pytest.raises(ValueError, match=match):
         neighbouring_pairs(dimension, **kwargs)
+
+
+def test_an_add_remove_claim_tests_the_absent_client_against_one_beyond_the_clip():
+    pairs = {p.label: p for p in neighbouring_pairs(2, sensitivity=1.0, radius=1.0, beyond_clip=True, add_remove=True)}
+    assert pairs["beyond-clip"].x0.tolist() == [0.0, 0.0] and pairs["beyond-clip"].x1.tolist() == [4.0, 0.0]
+    assert (pairs["axis"].x1 - pairs["axis"].x0).norm().item() == 1.0  # the other pairs keep the shift

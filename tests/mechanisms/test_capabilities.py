@@ -32,6 +32,7 @@ FACTORISED = {
     "jopeq-laplace": {"eps": 4.0, "bits": 8, "support": 6.0},
     "jopeq-exact": {"eps": 4.0},
     "msp-laplace": {"eps": 1.0, "clip": 0.5},
+    "dp-fedavg": {"noise_multiplier": 1.0, "clip": 0.5},
 }
 
 

@@ -94,3 +94,56 @@ def test_refused_and_non_private_events_are_refusals_with_their_reason():
         accounting.compose(dp_accounting.NonPrivateDpEvent(), 3, delta=1e-5)
     with pytest.raises(ValueError, match="backend must be one of"):
         accounting.compose(dp_accounting.GaussianDpEvent(1.0), 3, delta=1e-5, backend="moments")
+
+
+# Poisson-sampled Gaussian rounds (DP-FedAvg's client sampling): each backend against the library called directly,
+# and the values the issue asks to show (delta 1e-5), to 1e-3 relative.
+SAMPLED = [  # z, q, T, (dp_accounting RDP, dp_accounting PLD, Opacus RDP, Opacus PRV)
+    (1.0, 0.1, 100, (7.9039, 7.0466, 7.8993, 7.0571)),
+    (1.5, 0.01, 1000, (1.0130, 0.9176, 1.0130, 0.9276)),
+    (0.8, 0.1, 100, (12.4086, 10.9764, 12.3585, 10.9871)),
+]
+
+
+def _direct(z: float, q: float, rounds: int, backend: str) -> float:
+    import dp_accounting
+    from opacus.accountants import PRVAccountant, RDPAccountant
+
+    if backend.startswith("opacus"):
+        accountant = PRVAccountant() if backend == "opacus-prv" else RDPAccountant()
+        accountant.history = [(z, q, rounds)]
+        return accountant.get_epsilon(1e-5)
+    relation = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    library = (dp_accounting.rdp.RdpAccountant(neighboring_relation=relation) if backend == "dp_accounting-rdp"
+               else dp_accounting.pld.PLDAccountant(neighboring_relation=relation))
+    library.compose(dp_accounting.SelfComposedDpEvent(
+        dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z)), rounds))
+    return library.get_epsilon(1e-5)
+
+
+@pytest.mark.parametrize(("z", "q", "rounds", "expected"), SAMPLED)
+def test_sampled_gaussian_rounds_compose_as_each_library_says(z, q, rounds, expected):
+    import dp_accounting
+
+    event = dp_accounting.PoissonSampledDpEvent(q, dp_accounting.GaussianDpEvent(z))
+    for backend, value in zip(("dp_accounting-rdp", "dp_accounting-pld", "opacus-rdp", "opacus-prv"), expected):
+        composed = accounting.compose(event, rounds, delta=1e-5, backend=backend,
+                                      relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE)
+        assert composed.backend == backend and composed.rounds == rounds
+        assert composed.epsilon == pytest.approx(_direct(z, q, rounds, backend), rel=1e-9)
+        assert composed.epsilon == pytest.approx(value, rel=1e-3)
+        assert composed.event.startswith("PoissonSampledDpEvent(sampling_probability=")
+
+
+def test_sampling_amplifies_and_replace_one_sampling_is_refused():
+    import dp_accounting
+
+    gaussian = dp_accounting.GaussianDpEvent(1.0)
+    add_or_remove = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    unsampled = accounting.compose(gaussian, 100, delta=1e-5, relation=add_or_remove).epsilon
+    sampled = accounting.compose(dp_accounting.PoissonSampledDpEvent(0.1, gaussian), 100, delta=1e-5,
+                                 relation=add_or_remove).epsilon
+    assert sampled < unsampled / 5
+    with pytest.raises(accounting.UnsupportedEvent, match="ADD_OR_REMOVE_ONE only"):
+        accounting.compose(dp_accounting.PoissonSampledDpEvent(0.1, gaussian), 100, delta=1e-5,
+                           relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
