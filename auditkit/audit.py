@@ -264,17 +264,17 @@ class Audit:
         captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]]
                     for run in ("clean", "defended", *done["extra"])}
         replace_atomically(self.out / figure, lambda tmp: image_grid(
-            rows, tmp, captions=captions, title=f"{inv.attack}, server view, round {done['round']}: {plan.label}"))
+            rows, tmp, captions=captions, title=f"{inv.attack}, {done['view']} view, round {done['round']}: {plan.label}"))
         keep = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr")
         document = {
-            "attack": inv.attack, "view": "server", "round": done["round"], "observation": done["observation"],
+            "attack": inv.attack, "view": done["view"], "round": done["round"], "observation": done["observation"],
             "clients": done["clients"], "model": plan.config.training.model,
             "ssim_variant": done["clean"]["scores"]["ssim_variant"],
             "clean": {k: done["clean"]["scores"][k] for k in keep},
             "defended": {k: done["defended"]["scores"][k] for k in keep},
             "figure": figure,
         }
-        if done["extra"]:  # a transcript view: "defended" is the reconstruction, the weaker estimates beside it
+        if done["extra"]:  # "defended" is the claim's view; further estimates or views beside it
             document["views"] = [
                 {"name": name, "observation": view.observations[name],
                  "defended": {k: done[name]["scores"][k] for k in keep}}

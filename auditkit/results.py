@@ -118,7 +118,9 @@ def provenance(
 
 
 def mechanism_entry(mechanism: mechanisms.Mechanism, *, reproducible: bool | None = None) -> dict[str, Any]:
-    """A setting's ``mechanism`` section: name, parameters, origin, the clip's norm, the claim, the epsilon of the
+    """A setting's ``mechanism`` section: name, parameters, origin, the clip's norm, the adversary's ``view`` the
+    claim covers and the mechanism-level audits test ("server", or "aggregate" for noise the server adds), the
+    claim, the epsilon of the
     noise the mechanism really adds where it declares it (``true_epsilon``, per round; else null), and for each
     audit capability whether the mechanism declared it or a generic default stood in; ``reproducible: false``
     when the command found its output not determined by its seeds (``auditkit.mechanisms.reproducible``; absent when it
@@ -129,6 +131,7 @@ def mechanism_entry(mechanism: mechanisms.Mechanism, *, reproducible: bool | Non
         "params": dict(mechanism.params),
         "origin": mechanisms.origin(mechanism.name),
         "clip_norm": mechanism.clip_norm if "clip" in mechanism.params else None,
+        "view": mechanism.view,
         "guarantee": mechanism.guarantee().to_dict(),
         "true_epsilon": None if actual is None else float(actual),
         "capabilities": {

@@ -45,11 +45,12 @@ from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, register
 from auditkit.mechanisms.randomness import generator, private_generator
 from auditkit.mechanisms.registry import register
 
-__all__ = ["CLIPPING", "SAMPLED_PARTICIPATION", "CentralNoiseProtocol", "DPFedAvg"]
+__all__ = ["CLIPPING", "INFORMED_VIEW", "SAMPLED_PARTICIPATION", "CentralNoiseProtocol", "DPFedAvg"]
 
 CLIPPING = ("client", "server")
 SAMPLED_PARTICIPATION = ("full", "poisson")  # the participations whose release the claim (and its accounting) covers
 _ADD_OR_REMOVE = NeighboringRelation.ADD_OR_REMOVE_ONE
+INFORMED_VIEW = "aggregate-informed"  # the round view of each client as the informed adversary of the sum sees it
 
 
 @register
@@ -156,14 +157,15 @@ class CentralNoiseProtocol:
     skipping it would reveal that nobody took part, and the accountant composes every round.
 
     Views: ``server`` the messages as received (clipped or raw, by ``clipping``: outside the claim),
-    ``eavesdropper`` their bytes, ``aggregate`` the noisy sum the server learns under secure aggregation.
+    ``eavesdropper`` their bytes, ``aggregate`` the noisy sum the server learns under secure aggregation, and
+    ``aggregate-informed``: row k is the noisy sum minus the other clients' clipped updates, clip(Delta_k) +
+    noise, what an adversary who knows every other summand learns of client k (the worst case the claim covers).
     """
 
     name = "central-noise"
     options = ()
     table = None
     releases_empty_rounds = True
-    views = ("server", "eavesdropper", "aggregate")
 
     def __init__(self, mechanism: DPFedAvg, seed: int, denominator: float) -> None:
         self.mechanism = mechanism
@@ -183,10 +185,14 @@ class CentralNoiseProtocol:
         rate = context.sample_rate if context.participation == "poisson" else 1.0
         return cls(mechanism, context.seed, rate * context.clients)
 
+    def clipped(self, updates: torch.Tensor) -> torch.Tensor:
+        """The updates each clipped to C, as the noisy sum carries them: (S, P) float64 (S may be 0)."""
+        rows = [self.mechanism.clip_update(u.detach().cpu()) for u in updates]
+        return torch.stack(rows) if rows else torch.zeros(0, updates.shape[1], dtype=torch.float64)
+
     def received(self, updates: torch.Tensor, clients: list[int]) -> torch.Tensor:
-        """The updates as the noisy sum carries them, each clipped to C: (S, P) float64 (S may be 0)."""
-        clipped = [self.mechanism.clip_update(u.detach().cpu()) for u in updates]
-        return torch.stack(clipped) if clipped else torch.zeros(0, updates.shape[1], dtype=torch.float64)
+        """The updates as the server receives them (the uplink's signal): clipped by the clients, or raw."""
+        return self.clipped(updates) if self.mechanism.params["clipping"] == "client" else updates.detach().cpu().double()
 
     def noise(self, size: int, round_: int) -> torch.Tensor:
         """The server's noise of round ``round_``: N(0, (z C)^2 I_size), float64."""
@@ -199,19 +205,18 @@ class CentralNoiseProtocol:
     ) -> RoundOutcome:
         """Messages: each client's float32 update, clipped first by the client when ``clipping = "client"``; the
         server clips what it receives (a no-op for clipped messages), sums, adds the noise, divides by q K."""
-        sent = self.received(updates, clients) if self.mechanism.params["clipping"] == "client" else updates.cpu()
+        sent = self.received(updates, clients)
         payloads = [FloatMessage(row.detach().numpy().astype(np.float32)).to_bytes() for row in sent]
         server = torch.stack([FloatMessage.from_bytes(p).to_tensor() for p in payloads]) if payloads else \
             torch.zeros(0, updates.shape[1])
-        signal = self.received(server, clients).sum(0)
-        noise = self.noise(updates.shape[1], round_)
-        noisy_sum = signal + noise
+        clipped = self.clipped(server)
+        noisy_sum = clipped.sum(0) + self.noise(updates.shape[1], round_)
         like = dict(device=updates.device, dtype=updates.dtype)
         return RoundOutcome(
             aggregate=(noisy_sum / self.denominator).to(**like),
             bits=[8 * len(p) for p in payloads],
-            views={"server": server.to(**like), "eavesdropper": payloads, "aggregate": noisy_sum.to(**like)},
-            # the SNR of what the claim covers, the noisy sum (the messages carry no noise)
-            stats={"sampled": float(len(clients)), "noise_std_aggregate": self.mechanism.sigma / self.denominator,
-                   "snr": float(signal.square().sum() / noise.square().sum())},
+            views={"server": server.to(**like), "eavesdropper": payloads, "aggregate": noisy_sum.to(**like),
+                   # row k: the noisy sum minus the others' clipped updates, clip(update_k) + noise
+                   INFORMED_VIEW: (noisy_sum - (clipped.sum(0) - clipped)).to(**like)},
+            stats={"sampled": float(len(clients)), "noise_std_aggregate": self.mechanism.sigma / self.denominator},
         )

@@ -15,7 +15,8 @@ from auditkit.reports.results_schema import dumps_strict
 # the summary figures, in report order, with their captions
 FIGURE_CAPTIONS = {
     "accuracy_vs_round": "Test accuracy (%) by round, one line per setting.",
-    "ssim_vs_epsilon": "Inversion SSIM on the server's view (defended, solid; clean attack, dashed) against the "
+    "ssim_vs_epsilon": "Inversion SSIM on the view each claim covers (the server's; the aggregate for noise the server "
+                       "adds) (defended, solid; clean attack, dashed) against the "
                        "one-round claimed epsilon; settings without a finite claim or without inversion are left out.",
     "ssim_vs_error_std": "Inversion SSIM against the standard deviation of the error in the server's view, one line "
                          "per mechanism; dashed: the clean attack.",
@@ -31,7 +32,7 @@ FIGURE_CAPTIONS = {
                                  "reconstruction-robustness bound); dotted: guessing, 1/M. A point whose bar lies above "
                                  "its bound exceeds the claim.",
     "probe_ssim_vs_epsilon": "Inversion probe (the claim's worst case: single-example updates at the checkpoint "
-                             "model) mean SSIM on the server's view against the claimed one-round epsilon, one "
+                             "model) mean SSIM on the view the claim covers against the claimed one-round epsilon, one "
                              "line per mechanism; dashed: the same attack on the clean updates.",
     "reconstruction_vs_epsilon": "Where reconstruction begins: the probe's attack on the same clip-scaled updates, "
                                  "the mechanism recalibrated to each epsilon (one panel per mechanism); solid: mean "
@@ -90,12 +91,18 @@ GLOSSARY = (
     ("adaptive test", "a distinguishing test aimed at a claim's blind spot (a side value sent in clear, an overloaded "
                       "quantizer, a protocol's later messages), judged in the same family"),
     ("identification, M, ReRo", "the informed adversary knows M real candidate examples (M - 1 besides the "
-                                "target), sees the server's view of the target's update, and picks one; "
+                                "target), sees the view the claim covers of the target's update (the server's, or "
+                                "the aggregate with the other clients' updates known), and picks one; "
                                 "reconstruction robustness (ReRo, Balle, Cherubin & Hayes 2022) bounds the success "
                                 "of every such attack by what the claim allows; guessing succeeds with 1/M"),
+    ("view", "what an adversary observes: server (each decoded message), aggregate (the noisy sum of a round whose "
+             "noise the server adds, all a server learns under secure aggregation; its informed adversary also "
+             "knows the other clients' updates), public (the released models)"),
     ("probe", "the claim's worst case at a checkpoint model: clients holding one real example each, their update "
               "rescaled to the mechanism's clip and sent through it; the server inverts it (analytic attack)"),
-    ("inversion", "gradient inversion of the server's view of real FL clients at a checkpoint round, beside the same "
+    ("inversion", "gradient inversion of the view the claim covers (the server's; for noise the server adds, the "
+                  "aggregate minus the other clients' updates, with the messages in clear beside it) of real FL "
+                  "clients at a checkpoint round, beside the same "
                   "attack on their true updates (clean); scored against the images each client trained on, with "
                   "one assignment for clean and defended"),
     ("SSIM, MSE, PSNR", "structural similarity (scikit-image, data range 1; 1 = identical, about 0 = unrelated), "
@@ -259,6 +266,10 @@ class PrivacyRow:
     verdict: Verdict
     bound: str
     bound_note: str
+    view: str = ""
+
+
+VIEW_NOTES = {"aggregate": "tested on the aggregate view: the noisy sum, other clients' updates known"}
 
 
 def privacy_row(setting: dict[str, Any]) -> PrivacyRow:
@@ -267,7 +278,8 @@ def privacy_row(setting: dict[str, Any]) -> PrivacyRow:
     return PrivacyRow(label=setting["label"], origin=_origin(setting["mechanism"]),
                       claim=claim(guarantee["epsilon"], guarantee["delta"]),
                       flags=list(guarantee["flags"]), composed=_composed(setting["accounting"], guarantee["epsilon"]),
-                      verdict=headline(setting), bound=bound, bound_note=note)
+                      verdict=headline(setting), bound=bound, bound_note=note,
+                      view=VIEW_NOTES.get(setting["mechanism"].get("view", "server"), ""))
 
 
 @dataclass(frozen=True)

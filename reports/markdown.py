@@ -40,7 +40,8 @@ def _privacy(row: content.PrivacyRow) -> tuple[str, ...]:
     flags = f" (flags: {', '.join(row.flags)})" if row.flags else ""
     bound = f"{row.bound} ({row.bound_note})" if row.bound_note else row.bound
     label = f"{row.label} (plugin: {row.origin})" if row.origin else row.label
-    return label, row.claim + flags, row.composed, _verdict(row.verdict), bound
+    view = f" ({row.view})" if row.view else ""
+    return label, row.claim + flags + view, row.composed, _verdict(row.verdict), bound
 
 
 def _attacks(row: content.AttackRow) -> tuple[str, ...]:

@@ -18,7 +18,9 @@ Each setting (one mechanism setting, a grid point of a sweep):
 
 - ``id`` (unique, filename-safe), ``label`` (user-supplied display name), ``sweep`` (swept parameter -> value);
 - ``mechanism``: ``name``, ``params``, ``origin`` ("built-in", or the plugin that registered it: a module name
-  or "entry point NAME = VALUE"), ``clip_norm`` (the norm ``clip`` is measured in: "l2", "l1", "linf"; or
+  or "entry point NAME = VALUE"), optionally ``view`` (the adversary's view the claim covers and the
+  mechanism-level tests sample: "server", or "aggregate" for noise the server adds), ``clip_norm`` (the norm
+  ``clip`` is measured in: "l2", "l1", "linf"; or
   null), ``guarantee`` (the one-round claim: ``epsilon`` or null for no claim, ``delta``, ``relation``
   (dp_accounting's ``NeighboringRelation`` name, e.g. "REPLACE_ONE"; null without a claim), unit, scope,
   threat_model, sensitivity, assumptions, caveats, flags, summary), optionally ``true_epsilon`` (the epsilon of the
@@ -37,7 +39,8 @@ Each setting (one mechanism setting, a grid point of a sweep):
 - ``accounting`` (null when not run): the claim composed over ``rounds`` at ``composition_delta`` with the
   ``backend`` asked for (``composed``: epsilon, delta, rounds, the backend used and the event; or null with a
   ``refusal``; ``composed_actual``: the realised noise when the claim is exceeded), optionally ``paper_claim``
-  (null, or a guarantee as above: a paper's record-level FL claim, e.g. CEPAM's Theorem 12);
+  (null, or a guarantee as above: a paper's record-level FL claim, e.g. CEPAM's Theorem 12) and ``sampling``
+  (how client participation entered ``composed``: participation, sample_rate, amplified, note);
 - ``inversion`` (null when not run): the attack on the server's view at an FL ``round`` (null for ``auditkit
   attack``, which attacks single-image gradients), the ``clients`` attacked (null for ``auditkit attack``),
   clean (null when no clean reference was run) and defended SSIM / MSE / PSNR (optionally label_accuracy), and
@@ -182,7 +185,8 @@ _ADAPTIVE = [{"test": str, "claim": str, "claimed_epsilon": _Nullable(_NUMBER), 
 _SETTING_V3 = {
     "id": str,
     "label": str,
-    "mechanism": {"name": str, "params": dict, "origin": str, "clip_norm": _Nullable(str), "guarantee": _GUARANTEE,
+    "mechanism": {"name": str, "params": dict, "origin": str, "clip_norm": _Nullable(str), "view": _Optional(str),
+                  "guarantee": _GUARANTEE,
                   "true_epsilon": _Optional(_Nullable(_NUMBER)), "reproducible": _Optional(bool),
                   "capabilities": {**{name: str for name in CAPABILITIES},
                                    **{name: _Optional(str) for name in OPTIONAL_CAPABILITIES}}},

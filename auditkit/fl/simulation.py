@@ -190,7 +190,7 @@ class FederatedSimulation:
             self.params = before + outcome.aggregate.to(self.device, before.dtype)
             bits, stats = outcome.bits, dict(outcome.stats)
             server = outcome.views.get("server")
-            if "snr" not in stats and isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
+            if isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
                 # the signal is what the mechanism receives (after its clipping): its noise, not the clip, is measured
                 received = getattr(self.protocol, "received", None)
                 signal = updates if received is None else received(updates, clients)

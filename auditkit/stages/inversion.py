@@ -175,6 +175,10 @@ class RecordedView:
     attacked clients, their true updates (ground truth, never shown to the attacker), the images each client
     trained on in that round (S x tau*B x C x H x W), the global model before the round, lr and tau.
 
+    ``view``: the adversary's view ``server`` holds: "server" (the decoded updates), or "aggregate" for a
+    central-noise round (row k: the noisy sum minus the other clients' clipped updates, the informed adversary's
+    view of client k, which the claim covers; the messages in clear are then the ``extra`` view "server").
+
     ``extra``: further server-side estimates of the same updates, attacked beside ``server`` (a protocol whose
     server view is not the decoded updates, MSP-FL's consensus transcript: ``server`` is the strongest estimate
     of its registered update estimator, ``auditkit.attacks.update_estimator_for``); ``observations`` says what each of
@@ -191,6 +195,7 @@ class RecordedView:
     tau: int
     extra: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
     observations: dict[str, str] = dataclasses.field(default_factory=dict)
+    view: str = "server"
 
     @classmethod
     def from_observation(cls, observation: Any, train_images: torch.Tensor, count: int,
@@ -208,13 +213,20 @@ class RecordedView:
             server = estimates.pop(next(iter(estimates)))[0]  # the strongest estimate is the defended view
             extra = {name: e[:count].detach().float().clone() for name, (e, _) in estimates.items()}
             observations = {name: observed for name, (_, observed) in estimates.items()}
+        view = "server"
+        informed = observation.views.get("aggregate-informed")
+        if informed is not None:  # a central-noise round: its claim covers the aggregate; the messages beside it
+            extra["server"] = server[:count].detach().float().clone()
+            observations["server"] = ("the messages as the server receives them, in clear: outside the claim (under "
+                                      "secure aggregation the server never sees them)")
+            server, view = informed, "aggregate"
         return cls(
             round=observation.round, clients=list(observation.clients[:count]),
             global_before=observation.global_before.detach().float().clone(),
             server=server[:count].detach().float().clone(),
             truth=observation.ground_truth["updates"][:count].detach().float().clone(),
             images_used=train_images[used].detach().float().clone(), lr=observation.lr, tau=observation.tau,
-            extra=extra, observations=observations,
+            extra=extra, observations=observations, view=view,
         )
 
     def to_tensors(self) -> dict[str, Any]:
@@ -272,7 +284,7 @@ def attack_recorded_view(
         "attack": attack,
         "round": view.round,
         "clients": view.clients,
-        "view": "server",
+        "view": view.view,
         "observation": "update, unrolled over tau local steps" if unroll else "-update / (lr tau) as one gradient",
         "tau": view.tau,
         "lr": view.lr,

@@ -264,6 +264,37 @@ def test_account_bad_input_is_one_line_and_exit_2(args, message):
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+def test_account_composes_dp_fedavg_over_poisson_sampled_rounds(tmp_path):
+    common = ("account", "dp-fedavg", "--noise-multiplier", "1.0", "--clip", "1", "--participation", "poisson",
+              "--sample-rate", "0.1", "--rounds", "100", "--composition-delta", "1e-5")
+    rdp = auditkit(*common, "--backend", "dp_accounting-rdp", "--out", str(tmp_path / "rdp"))
+    assert rdp.returncode == 0, rdp.stderr
+    text = " ".join(rdp.stdout.split())
+    assert "100 rounds: (eps=7.904, delta=1e-05) via dp_accounting-rdp" in text
+    assert "PoissonSampledDpEvent(sampling_probability=0.1" in text and "amplified by sampling" in text
+    written = json.loads((tmp_path / "rdp" / "results.json").read_text())["settings"][0]["accounting"]
+    assert written["sampling"] == {"participation": "poisson", "sample_rate": 0.1, "amplified": True,
+                                   "note": written["sampling"]["note"]}
+    assert abs(written["composed"]["epsilon"] - 7.9039) < 1e-3
+    pld = auditkit(*common, "--backend", "dp_accounting-pld")
+    assert "100 rounds: (eps=7.047, delta=1e-05) via dp_accounting-pld" in " ".join(pld.stdout.split())
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--participation", "poisson", "--sample-rate", "0"], "error: sample_rate must be a number in (0, 1], got 0.0"),
+    (["--participation", "poisson", "--sample-rate", "1.5"], "error: sample_rate must be a number in (0, 1], got 1.5"),
+    (["--noise-multiplier", "0"], "error: noise_multiplier must be a finite number > 0, got 0.0"),
+    (["--participation", "uniform"], "error: dp-fedavg's claim covers --participation 'full' or 'poisson'; "
+                                     "'uniform' has no sampling claim"),
+    (["--participation", "poisson"], "error: --participation 'poisson' needs --sample-rate, a number in (0, 1]"),
+])
+def test_dp_fedavg_bad_input_is_one_line_exit_2_and_nothing_written(tmp_path, args, message):
+    out = tmp_path / "out"
+    result = auditkit("account", "dp-fedavg", "--rounds", "10", *args, "--out", str(out))
+    assert result.returncode == 2 and result.stderr.startswith(message), result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
 def test_account_solves_eps_tilde_and_the_t_noise_and_shows_the_realised_epsilon():
     tilde = auditkit("account", "cepam-gaussian", "--solve", "eps-tilde", "--target-eps", "1.450187", "--tau", "15",
                      "--dataset-size", "1666")

@@ -124,6 +124,17 @@ def test_clipping_comes_before_the_noise_and_the_views_say_what_each_adversary_s
     expected = clipped if clipping == "client" else updates.double()
     assert torch.allclose(server.double(), expected, atol=1e-6)  # client clipping: clipped in clear; server: raw
     assert outcome.bits == [8 * len(p) for p in outcome.views["eavesdropper"]]
+    assert torch.allclose(outcome.views["aggregate-informed"].double(), clipped, atol=1e-6)
+
+
+def test_the_informed_view_of_each_client_is_its_clipped_update_plus_the_rounds_noise():
+    m, protocol = _protocol(z=2.0, clip=1.0, clients=10, rate=0.3)
+    updates = _updates(3, 50, 5.0, seed=4).float()
+    outcome = protocol.communicate(updates, [1, 4, 7], torch.ones(3), 2, global_params=None)
+    clipped = torch.stack([m.clip_update(u) for u in updates])
+    noise = outcome.views["aggregate"].double() - clipped.sum(0)
+    assert noise.std().item() == pytest.approx(2.0, rel=0.25)  # 50 coordinates of N(0, 4)
+    assert torch.allclose(outcome.views["aggregate-informed"].double(), clipped + noise, atol=1e-5)
 
 
 def test_the_informed_adversary_view_is_the_mechanism_itself():
