@@ -671,8 +671,9 @@ def _check_backend(config: AuditConfig) -> None:
 
 
 def _check_protocols(config: AuditConfig) -> None:
-    """Each round protocol's table must fit the run (``check_table``), and each setting's protocol options the
-    table (``check_options``)."""
+    """Each round protocol's table must fit the run (``check_table``), the run's participation its claim
+    (``check_participation``), the ``[training]`` table its Flower counterpart on ``backend = "flower"``
+    (``auditkit.flower.backend.check_training``), and each setting's protocol options the table (``check_options``)."""
     for name, table in config.tables.items():
         try:
             mechanisms.protocol_tables()[name].check_table(table, config.training.clients)
@@ -684,6 +685,13 @@ def _check_protocols(config: AuditConfig) -> None:
         if check_participation is not None:
             try:
                 check_participation(config.training.participation, config.training.sample_rate)
+            except ValueError as err:
+                raise ConfigError(f"mechanisms[{i}] ({m.name}): {err}") from None
+        if protocol is not None and config.training.backend == "flower":
+            from auditkit.flower.backend import check_training  # a protocol's Flower counterpart may need more
+
+            try:
+                check_training(protocol.name, config.training)
             except ValueError as err:
                 raise ConfigError(f"mechanisms[{i}] ({m.name}): {err}") from None
         check = getattr(protocol, "check_options", None)

@@ -19,9 +19,16 @@ k is the k-th node in node-id order for the whole run, so its momentum stays wit
 Equivalence with ``builtin``: the same keyed randomness drives both, so global parameters agree to float
 tolerance and messages bit for bit (``tests/auditkit/flower/test_backend.py``). Models with dropout draw their
 masks per client here (keyed by round and client) and per round there, so they differ.
+
+A round protocol with a Flower counterpart (:data:`FLOWER_COUNTERPARTS`: dp-fedavg's ``central-noise``, run by
+Flower's own DP strategy wrappers, ``auditkit.flower.central_dp``) runs as that counterpart instead: the messages
+come from the wrapper's ``configure_train`` for the sampled nodes, each client replies with its trained model
+(``"arrays"``, FedAvg weight ``num-examples`` 1) through the counterpart's client mods (``fixedclipping_mod``),
+and the wrapper's ``aggregate_train`` makes the round's release.
 """
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -33,7 +40,7 @@ from typing import Any
 
 import torch
 
-from auditkit.config import AuditConfig, ConfigError, FlowerConfig
+from auditkit.config import ConfigError, FlowerConfig, TrainingConfig
 from auditkit.mechanisms.protocol import RoundOutcome
 from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
 from auditkit.fl.sampling import draw_batches
@@ -41,10 +48,17 @@ from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationR
 from auditkit.flower.install import require_flower
 from auditkit.mechanisms.randomness import derive_seed
 
-__all__ = ["FlowerSimulation", "check_protocol", "check_resources", "connect_ray"]
+__all__ = ["FLOWER_COUNTERPARTS", "FlowerSimulation", "check_protocol", "check_resources", "check_training",
+           "connect_ray", "flower_counterpart"]
 
 MOMENTUM = "auditkit.momentum"  # the node's momentum buffer in context.state
 NODE_WAIT_S = 120.0  # how long the server waits for the simulated nodes to register
+# auditkit round protocols that run on Flower as Flower's own strategies: protocol name -> "module:class" of the
+# counterpart (imported when used: it imports Flower). The class has check_training(training) (the config's check)
+# and for_run(mechanism, training, seed) (the backend's protocol: configure, aggregate, communicate for an empty
+# round, client_mods), and mechanism_params(strategy, given) and release(strategy, round, replies, before) for
+# AuditStrategy around a user's strategy.
+FLOWER_COUNTERPARTS = {"central-noise": "auditkit.flower.central_dp:CentralNoiseOnFlower"}
 
 
 # ------------------------------------------------------------------ Ray
@@ -109,13 +123,32 @@ def _quiet_flower() -> None:
     logging.getLogger("flwr").setLevel(logging.ERROR)
 
 
+def flower_counterpart(protocol: str | None) -> type | None:
+    """The class that runs the auditkit round protocol named ``protocol`` as Flower's own strategies
+    (:data:`FLOWER_COUNTERPARTS`); None when it has none."""
+    path = FLOWER_COUNTERPARTS.get(protocol) if protocol is not None else None
+    if path is None:
+        return None
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def check_training(protocol: str | None, training: TrainingConfig) -> None:
+    """The ``[training]`` table fits the Flower counterpart of the round protocol named ``protocol``, if it has one
+    (dp-fedavg: q K a whole number of clients, ``central_dp.sampled_clients``); ``ValueError`` naming the keys."""
+    counterpart = flower_counterpart(protocol)
+    if counterpart is not None:
+        counterpart.check_training(training)
+
+
 def check_protocol(protocol: Any) -> None:
-    """The Flower backend carries one encoded upload per client (a protocol with ``encode`` and ``receive``); a
-    ConfigError names the protocol otherwise."""
-    if not (hasattr(protocol, "encode") and hasattr(protocol, "receive")):
+    """The Flower backend carries one encoded upload per client (a protocol with ``encode`` and ``receive``), or
+    runs a protocol's Flower counterpart (:data:`FLOWER_COUNTERPARTS`); a ConfigError names the protocol otherwise."""
+    uploads = hasattr(protocol, "encode") and hasattr(protocol, "receive")
+    if not uploads and flower_counterpart(protocol.name) is None:
         raise ConfigError(
-            f"training.backend = 'flower' runs mechanisms that send one encoded upload per client; this one "
-            f"runs the {protocol.name!r} protocol (use training.backend = 'builtin')")
+            f"training.backend = 'flower' runs mechanisms that send one encoded upload per client, and dp-fedavg on "
+            f"Flower's DP wrappers; this one runs the {protocol.name!r} protocol (use training.backend = 'builtin')")
 
 
 # ------------------------------------------------------------------ client side
@@ -124,7 +157,8 @@ _RUNTIMES: dict[str, Any] = {}  # one rebuilt client side per actor process and 
 
 
 class _ClientRuntime:
-    """What every client of one config shares inside a Ray actor: data, model, the protocol's client half."""
+    """What every client of one config shares inside a Ray actor: data, model, the protocol's client half (None
+    when a Flower counterpart runs the round: the client then replies with its trained model)."""
 
     def __init__(self, spec: dict[str, Any], num_cpus: float) -> None:
         from auditkit.config import from_dict
@@ -136,7 +170,9 @@ class _ClientRuntime:
         self.config = from_dict(spec)
         self.data, input_shape, num_classes, _ = prepare_data(self.config)
         self.model = create_model(self.config.training.model, input_shape=input_shape, num_classes=num_classes)
-        self.protocol = UplinkProtocol(build_mechanism(self.config), self.config.seed)
+        mechanism = build_mechanism(self.config)
+        self.protocol = (UplinkProtocol(mechanism, self.config.seed) if flower_counterpart(mechanism.protocol) is None
+                         else None)
 
 
 def _runtime(spec: dict[str, Any], num_cpus: float) -> _ClientRuntime:
@@ -147,10 +183,11 @@ def _runtime(spec: dict[str, Any], num_cpus: float) -> _ClientRuntime:
 
 
 def train_client(spec: dict[str, Any], num_cpus: float, message: Any, context: Any) -> Any:
-    """The ``ClientApp``'s train handler: local training from the received global model, then the encoded update."""
+    """The ``ClientApp``'s train handler: local training from the received global model, then the encoded update,
+    or, when a Flower counterpart runs the round, the trained model with FedAvg weight ``num-examples`` 1."""
     from flwr.app import Message, MetricRecord, RecordDict
 
-    from auditkit.flower.records import PAYLOAD, TRUTH, flat_record, flatten_record, payload_record
+    from auditkit.flower.records import PAYLOAD, TRUTH, flat_record, flatten_record, payload_record, truth_record
 
     rt = _runtime(spec, num_cpus)
     t, seed = rt.config.training, rt.config.seed
@@ -168,24 +205,27 @@ def train_client(spec: dict[str, Any], num_cpus: float, message: Any, context: A
                       lr=lr, mu=t.momentum)
     context.state[MOMENTUM] = flat_record(local.momentum[0])
     update = local.params[0] - start
+    weight = 1 if rt.protocol is None else len(rt.data.client_indices[client])
     content = RecordDict({
-        "metrics": MetricRecord({"train-loss": float(local.loss[0]),
-                                 "num-examples": len(rt.data.client_indices[client])}),
-        TRUTH: flat_record(update),
+        "metrics": MetricRecord({"train-loss": float(local.loss[0]), "num-examples": weight}),
+        TRUTH: truth_record(update),
     })
-    if torch.isfinite(update).all():
+    if rt.protocol is None:
+        content["arrays"] = flat_record(local.params[0])
+    elif torch.isfinite(update).all():
         content[PAYLOAD] = payload_record(rt.protocol.encode(update, client, round_), client, round_)
     return Message(content, reply_to=message)
 
 
-def client_app(spec: dict[str, Any], num_cpus: float) -> Any:
+def client_app(spec: dict[str, Any], num_cpus: float, mods: list[Callable[..., Any]]) -> Any:
     """A Flower ``ClientApp`` training as auditkit's clients do, for the config ``spec`` (plain data, so the app
-    pickles small into every Ray actor)."""
+    pickles small into every Ray actor), with Flower client ``mods`` on its train handler (a counterpart's, e.g.
+    ``fixedclipping_mod``)."""
     from flwr.clientapp import ClientApp
 
     app = ClientApp()
 
-    @app.train()
+    @app.train(mods=mods)
     def _train(message, context):
         return train_client(spec, num_cpus, message, context)
 
@@ -198,6 +238,9 @@ def client_app(spec: dict[str, Any], num_cpus: float) -> Any:
 class FlowerSimulation(FederatedSimulation):
     """``FederatedSimulation`` whose clients are Flower ``ClientApp``s on the Simulation Engine.
 
+    A protocol with a Flower counterpart (:func:`flower_counterpart`) is replaced by it: dp-fedavg's round then
+    runs as Flower's DP wrapper (``auditkit.flower.central_dp.CentralNoiseOnFlower``).
+
     Args (beyond ``FederatedSimulation``'s):
         flower: the ``[flower]`` table (client resources, Ray address).
         spec: the run's config as plain data; each client process rebuilds its side from it.
@@ -206,6 +249,10 @@ class FlowerSimulation(FederatedSimulation):
     def __init__(self, *args: Any, flower: FlowerConfig, spec: dict[str, Any], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         check_protocol(self.protocol)
+        counterpart = flower_counterpart(self.protocol.name)
+        self.on_counterpart = counterpart is not None
+        if counterpart is not None:
+            self.protocol = counterpart.for_run(self.protocol.mechanism, self.training, self.seed)
         self.flower = flower
         self.spec = spec
         self.momentum = None  # the clients keep their own, in their nodes' context.state
@@ -234,7 +281,8 @@ class FlowerSimulation(FederatedSimulation):
         resources = {"num_cpus": self.flower.num_cpus, "num_gpus": self.flower.num_gpus}
         # Ray is already up (connect_ray), so Flower reuses it; the address is passed on for the record
         init_args = {} if self.flower.ray_address is None else {"address": self.flower.ray_address}
-        run_simulation(server, client_app(self.spec, self.flower.num_cpus), num_supernodes=self.training.clients,
+        mods = self.protocol.client_mods if self.on_counterpart else []
+        run_simulation(server, client_app(self.spec, self.flower.num_cpus, mods), num_supernodes=self.training.clients,
                        backend_config={"client_resources": resources, "init_args": init_args})
         if "result" not in done:
             raise RuntimeError("Flower's simulation ended without running the ServerApp")
@@ -251,9 +299,11 @@ class FlowerSimulation(FederatedSimulation):
 
     def _exchange(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int,
                   before: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, RoundOutcome]:
+        if self.on_counterpart:
+            return self._exchange_on_counterpart(clients, lr, round_, before)
         from flwr.app import ConfigRecord, Message, RecordDict
 
-        from auditkit.flower.records import PAYLOAD, TRUTH, flat_record, flatten_record, read_payload
+        from auditkit.flower.records import PAYLOAD, TRUTH, flat_record, read_payload, read_truth
 
         model = flat_record(before)
         unique = sorted(set(clients))  # a client drawn twice (with replacement) trains once: the same data and seeds
@@ -261,15 +311,46 @@ class FlowerSimulation(FederatedSimulation):
                                         "config": ConfigRecord({"round": round_, "lr": float(lr), "client": k})}),
                             dst_node_id=self._nodes[k], message_type="train")
                     for k in unique]
-        replies: dict[int, Any] = {}
-        for reply in self._grid.send_and_receive(messages):
-            if reply.has_error():
-                raise RuntimeError(f"a Flower client failed in round {round_}: {reply.error.reason}")
-            replies[self._clients[reply.metadata.src_node_id]] = reply.content
-        truth = {k: flatten_record(c[TRUTH]).to(self.device, before.dtype) for k, c in replies.items()}
+        replies = {self._clients[r.metadata.src_node_id]: r.content for r in self._send(messages, round_)}
+        truth = {k: read_truth(c[TRUTH]).to(self.device, before.dtype) for k, c in replies.items()}
         updates = torch.stack([truth[k] for k in clients])
         check_finite(updates, round_)
         payloads = [read_payload(replies[k][PAYLOAD])[0] for k in clients]
         losses = torch.tensor([float(replies[k]["metrics"]["train-loss"]) for k in clients])
         outcome = self.protocol.receive(payloads, clients, self.client_weights[clients], round_, like=updates)
         return updates, losses, outcome
+
+    def _exchange_on_counterpart(self, clients: list[int], lr: float, round_: int,
+                                 before: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, RoundOutcome]:
+        """The round on a Flower counterpart (``central_dp.CentralNoiseOnFlower``): its wrapper's ``configure_train``
+        writes the messages for the sampled clients' nodes (each then told which client it is), the clients reply
+        with their models, and the wrapper's ``aggregate_train`` gets the replies in client order, without the
+        ground truth (which goes to the harness)."""
+        from flwr.app import ConfigRecord, Message, RecordDict
+
+        from auditkit.flower.records import TRUTH, flat_record, read_truth
+
+        config = ConfigRecord({"round": round_, "lr": float(lr)})
+        configured = self.protocol.configure(round_, flat_record(before), config, [self._nodes[k] for k in clients])
+        messages = []
+        for message in configured:  # FedAvg's messages share one content: each gets its own, naming its client
+            node = message.metadata.dst_node_id
+            config = ConfigRecord({**message.content["config"], "client": self._clients[node]})
+            messages.append(Message(RecordDict({"arrays": message.content["arrays"], "config": config}),
+                                    dst_node_id=node, message_type=message.metadata.message_type))
+        by_client = {self._clients[r.metadata.src_node_id]: r for r in self._send(messages, round_)}
+        replies = [by_client[k] for k in clients]
+        updates = torch.stack([read_truth(r.content[TRUTH]).to(self.device, before.dtype) for r in replies])
+        check_finite(updates, round_)
+        losses = torch.tensor([float(r.content["metrics"]["train-loss"]) for r in replies])
+        for reply in replies:
+            del reply.content[TRUTH]
+        return updates, losses, self.protocol.aggregate(round_, replies, before)
+
+    def _send(self, messages: list[Any], round_: int) -> list[Any]:
+        """The clients' replies to ``messages``; a client's error stops the run."""
+        replies = list(self._grid.send_and_receive(messages))
+        for reply in replies:
+            if reply.has_error():
+                raise RuntimeError(f"a Flower client failed in round {round_}: {reply.error.reason}")
+        return replies

@@ -1,4 +1,5 @@
-"""The client side for Flower users' own apps: a mod that sends the trained model only as a mechanism's message.
+"""The client side for Flower users' own apps: a mod that sends the trained model only as a mechanism's message,
+and one that only records the ground truth of an app whose model leaves as it is (Flower's central-DP wrappers).
 
 ``mechanism_mod("jopeq-laplace", seed=0, eps=3.0, bits=8)`` wraps a ``ClientApp``'s train handler: the handler
 trains as usual and replies with its model (``"arrays"``); the mod computes the update x = trained - global,
@@ -10,6 +11,14 @@ server's ``AuditStrategy`` decodes them. Nothing but the payload, the client's m
 Ground truth for the audit: when the handler calls :func:`attach_training_images` and the mod has a
 ``record_dir``, the mod writes the true update and those images for the ``record_rounds`` to the recording
 (never into the message).
+
+An app on Flower's ``DifferentialPrivacyClientSideFixedClipping`` / ``ServerSideFixedClipping`` sends its model
+itself (dp-fedavg's message, clipped by ``fixedclipping_mod`` for client-side clipping): ``ground_truth_mod``
+writes the same ground truth and takes the images out of the reply, and goes inside Flower's mod,
+``@app.train(mods=[fixedclipping_mod, ground_truth_mod(...)])``, so that it sees the unclipped model and
+``fixedclipping_mod`` the single ``ArrayRecord`` it requires (a train-handler mod: ``fixedclipping_mod`` refuses
+evaluation messages, which carry no ``clipping_norm``). Its client ids are Flower node ids, which is how
+``AuditStrategy`` knows the senders of such replies.
 """
 from __future__ import annotations
 
@@ -30,7 +39,7 @@ from auditkit.flower.recording import write_truth  # noqa: E402
 from auditkit.flower.records import PAYLOAD, TRUTH, flatten_record, payload_record  # noqa: E402
 from auditkit.stages.train import client_mechanism  # noqa: E402
 
-__all__ = ["attach_training_images", "mechanism_mod"]
+__all__ = ["attach_training_images", "ground_truth_mod", "mechanism_mod"]
 
 
 def attach_training_images(content: RecordDict, images: torch.Tensor) -> None:
@@ -59,15 +68,43 @@ def mechanism_mod(mechanism: str, *, seed: int, record_dir: str | Path | None = 
             return reply
         client = int(context.node_config["partition-id"])
         round_ = int(message.content["config"]["server-round"])
-        update = flatten_record(reply.content["arrays"]) - flatten_record(message.content["arrays"])
+        update = _keep_ground_truth(message, reply, client, round_, record_dir, rounds)
         payload = protocol.encode(update, client, round_)
-        truth = reply.content.array_records.get(TRUTH)
-        if record_dir is not None and round_ in rounds:
-            images = None if truth is None else torch.from_numpy(truth["images"].numpy())
-            write_truth(record_dir, round_, client, update=update, images=images)
-        content = RecordDict({key: record for key, record in reply.content.items() if key not in ("arrays", TRUTH)})
+        content = RecordDict({key: record for key, record in reply.content.items() if key != "arrays"})
         content[PAYLOAD] = payload_record(payload, client, round_)
         reply.content = content
         return reply
 
     return encode_update
+
+
+def ground_truth_mod(*, record_dir: str | Path, record_rounds: Iterable[int] = (1,)):
+    """A Flower client mod writing each trained model's true update, and the images :func:`attach_training_images`
+    attached, to ``record_dir`` for the ``record_rounds``, for an app whose model leaves as it is (Flower's
+    central-DP wrappers, audited through ``AuditStrategy``). The client is its node id (``context.node_id``, the
+    ``src_node_id`` the server sees). Put it inside Flower's clipping mod: ``@app.train(mods=[fixedclipping_mod,
+    ground_truth_mod(...)])``."""
+    rounds = {int(r) for r in record_rounds}
+
+    def record_truth(message: Message, context: Context, call_next) -> Message:
+        reply = call_next(message, context)
+        if message.metadata.message_type == MessageType.TRAIN and not reply.has_error():
+            round_ = int(message.content["config"]["server-round"])
+            _keep_ground_truth(message, reply, int(context.node_id), round_, record_dir, rounds)
+        return reply
+
+    return record_truth
+
+
+def _keep_ground_truth(message: Message, reply: Message, client: int, round_: int, record_dir: str | Path | None,
+                       rounds: set[int]) -> torch.Tensor:
+    """The reply's true update (the trained model minus the one received), written to ``record_dir`` with the
+    attached images when ``round_`` is one of ``rounds``; the images are taken out of the reply."""
+    update = flatten_record(reply.content["arrays"]) - flatten_record(message.content["arrays"])
+    truth = reply.content.array_records.get(TRUTH)
+    if record_dir is not None and round_ in rounds:
+        images = None if truth is None else torch.from_numpy(truth["images"].numpy())
+        write_truth(record_dir, round_, client, update=update, images=images)
+    if truth is not None:
+        del reply.content[TRUTH]
+    return update

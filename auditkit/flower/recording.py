@@ -5,9 +5,11 @@ machine, or a shared folder); this module reads and writes the files and needs n
 
     DIR/recording.json                 format, the auditkit config the app declared (seed, data, training,
                                        mechanism; the recorded rounds are its training.checkpoints) and one
-                                       entry per round (clients, uplink bits, loss and accuracy when reported)
+                                       entry per round (clients, uplink bits, loss and accuracy when reported,
+                                       the round's statistics when there are: a DP wrapper's noise std)
     DIR/server/round-0001.pt           a recorded round: clients, the global model before it, the decoded
-                                       updates (the server's view), the learning rate
+                                       updates (the server's view), the learning rate, and for an app on
+                                       Flower's DP wrappers the noisy sum they released (the aggregate view)
     DIR/truth/round-0001-client-7.pt   client 7's true update and the images it trained on (never sent)
 
 Every file is written to a temporary name and renamed, so an interrupted app leaves whole files only.
@@ -58,12 +60,15 @@ def write_manifest(root: str | Path, config: dict[str, Any], rounds: list[dict[s
 
 
 def write_server_round(root: str | Path, round_: int, *, clients: list[int], global_before: torch.Tensor,
-                       server: torch.Tensor, lr: float) -> None:
-    """The server's view of one recorded round: ``server`` holds the decoded updates (S, P) of ``clients``."""
-    _save(_server_path(Path(root), round_), {
-        "round": round_, "clients": [int(c) for c in clients], "lr": float(lr),
-        "global_before": global_before.detach().float().cpu().clone(), "server": server.detach().float().cpu().clone(),
-    })
+                       server: torch.Tensor, lr: float, aggregate: torch.Tensor | None = None) -> None:
+    """What the server saw in one recorded round: ``server`` holds the decoded updates (S, P) of ``clients``;
+    ``aggregate`` (P,), where the round released a noisy sum (Flower's central-DP wrappers), that sum."""
+    view = {"round": round_, "clients": [int(c) for c in clients], "lr": float(lr),
+            "global_before": global_before.detach().float().cpu().clone(),
+            "server": server.detach().float().cpu().clone()}
+    if aggregate is not None:
+        view["aggregate"] = aggregate.detach().float().cpu().clone()
+    _save(_server_path(Path(root), round_), view)
 
 
 def write_truth(root: str | Path, round_: int, client: int, *, update: torch.Tensor,

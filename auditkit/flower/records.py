@@ -6,9 +6,11 @@ Keys (one meaning each, in every message auditkit builds or reads):
 * ``"arrays"``, ``"config"``, ``"metrics"``: Flower's own conventions (its strategies read them);
 * ``PAYLOAD``: a ``ConfigRecord`` with ``payload`` (the mechanism's real bytes), ``client`` and ``round`` (which
   shared seed encoded it);
-* ``TRUTH``: an ``ArrayRecord`` of what no adversary sees (the client's true update, the images it trained on),
-  used to score attacks in a simulation; the client side strips it before the message leaves (the mod), or the
-  simulated server hands it to the harness and never to the protocol (the backend).
+* ``TRUTH``: what no adversary sees, used to score attacks: in a user's app the images a client trained on, an
+  ``ArrayRecord`` the client side strips before the message leaves (the mods); in a simulated client's reply (the
+  backend) its true update as float32 bytes in a ``ConfigRecord`` (:func:`truth_record`), so that the reply keeps
+  the single ``ArrayRecord`` Flower's strategies and ``fixedclipping_mod`` require, and the simulated server hands
+  it to the harness and never to the protocol.
 """
 from __future__ import annotations
 
@@ -16,7 +18,8 @@ import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord
 
-__all__ = ["PAYLOAD", "TRUTH", "flat_record", "flatten_record", "payload_record", "read_payload", "unflatten_like"]
+__all__ = ["PAYLOAD", "TRUTH", "flat_record", "flatten_record", "payload_record", "read_payload", "read_truth",
+           "truth_record", "unflatten_like"]
 
 PAYLOAD = "auditkit.payload"
 TRUTH = "auditkit.truth"
@@ -58,3 +61,13 @@ def payload_record(payload: bytes, client: int, round_: int) -> ConfigRecord:
 def read_payload(record: ConfigRecord) -> tuple[bytes, int, int]:
     """``(payload, client, round)`` of a ``PAYLOAD`` record."""
     return bytes(record["payload"]), int(record["client"]), int(record["round"])
+
+
+def truth_record(update: torch.Tensor) -> ConfigRecord:
+    """A simulated client's ``TRUTH`` record: its true update as float32 bytes."""
+    return ConfigRecord({"update": update.detach().cpu().to(torch.float32).numpy().tobytes()})
+
+
+def read_truth(record: ConfigRecord) -> torch.Tensor:
+    """The true update of a :func:`truth_record` (float32)."""
+    return torch.from_numpy(np.frombuffer(bytes(record["update"]), dtype=np.float32).copy())

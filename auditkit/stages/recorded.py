@@ -85,7 +85,8 @@ def _round_records(recording: Recording) -> list[RoundRecord]:
             round=int(r["round"]), lr=float(r.get("lr", nan)), clients=[int(c) for c in r["clients"]],
             train_loss=float(r.get("train_loss", nan)), validation_loss=nan, validation_accuracy=nan,
             test_loss=float(r.get("test_loss", nan)), test_accuracy=float(r.get("test_accuracy", nan)),
-            bits=bits, bits_per_coordinate=sum(bits) / (len(bits) * coordinates) if bits else 0.0))
+            bits=bits, bits_per_coordinate=sum(bits) / (len(bits) * coordinates) if bits else 0.0,
+            stats=dict(r.get("stats", {}))))
     return out
 
 
@@ -111,7 +112,7 @@ def train_from_recording(recording: Recording, config: AuditConfig, data_summary
     rounds = _round_records(recording)
     result = SimulationResult(rounds=rounds, final_params=probe["global_before"], observations=[],
                               num_params=int(probe["global_before"].numel()))
-    training = results.training_entry(result, "uplink")
+    training = results.training_entry(result, mechanisms.mechanism_class(config.mechanism.name).protocol or "uplink")
     training["checkpoints"] = recording.recorded_rounds
     data = {**data_summary, "source": f"recorded by a Flower app ({recording.root.name}); {data_summary['source']}"}
     return {

@@ -21,12 +21,22 @@ MECHANISM = "jopeq-laplace"  # any registered mechanism: `auditkit mechanisms`
 MECHANISM_PARAMS = {"eps": 10.0, "bits": 8}
 RECORD_DIR = os.environ.get("AUDITKIT_RECORD_DIR", "recording")
 RECORD_ROUNDS = (1,)
+# the central-DP variant (run.py --dp): Flower's DifferentialPrivacyClientSideFixedClipping with fixedclipping_mod,
+# every client every round, so Flower's num_sampled_clients is the realised count (its exact case)
+DP_NOISE_MULTIPLIER = 1.0
+DP_CLIP = 0.5
 
 # what the audit needs to know about this app (auditkit config tables)
 AUDIT_CONFIG = {
     "data": {"dataset": "mnist-5k", "partition": "iid"},
     "training": {"model": "mlp", "clients": NUM_CLIENTS, "rounds": ROUNDS, "tau": LOCAL_STEPS, "batch_size": 1,
                  "lr": LR, "momentum": 0.0, "participation": "uniform", "clients_per_round": NUM_CLIENTS // 2},
+}
+
+DP_AUDIT_CONFIG = {
+    "data": AUDIT_CONFIG["data"],
+    "training": {**{k: v for k, v in AUDIT_CONFIG["training"].items() if k != "clients_per_round"},
+                 "participation": "full"},
 }
 
 _DATA = load_dataset("mnist-5k")

@@ -22,9 +22,14 @@ def test_written_recording_reads_back(tmp_path):
     torch.testing.assert_close(saved["server"], server)
     torch.testing.assert_close(recording.truth(2, 1)["update"], server[0] + 1)
     assert recording.truth(2, 0) is None  # a client that wrote no ground truth
+    assert "aggregate" not in saved  # an uplink round released no noisy sum
     assert not list(tmp_path.rglob(".*tmp*"))  # no temporary file left behind
     with pytest.raises(RecordingError, match=r"holds no server view of round 1 \(recorded rounds: \[2\]\)"):
         recording.server_round(1)
+    # a round that released a noisy sum (Flower's central-DP wrappers) keeps it as the aggregate view
+    write_server_round(tmp_path, 3, clients=[0], global_before=torch.ones(5), server=server[:1], lr=0.1,
+                       aggregate=server[0] * 2)
+    torch.testing.assert_close(recording.server_round(3)["aggregate"], server[0] * 2)
 
 
 @pytest.mark.parametrize("content, message", [
