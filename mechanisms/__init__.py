@@ -32,6 +32,7 @@ from auditkit.mechanisms.guarantee import PrivacyGuarantee
 from auditkit.mechanisms.message import FloatMessage, Message
 from auditkit.mechanisms.protocol import (
     ProtocolContext,
+    informed_aggregate,
     RoundOutcome,
     protocol_class,
     protocol_names,
@@ -60,6 +61,7 @@ for _module in pkgutil.iter_modules(__path__):  # importing a module registers i
     importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
+    "informed_aggregate",
     "AuditSetting",
     "BatchSampling",
     "SideValues",

@@ -41,7 +41,7 @@ from auditkit.mechanisms.capabilities import AuditSetting, LogDensity, Tiling
 from auditkit.mechanisms.densities import ClippedGaussian
 from auditkit.mechanisms.guarantee import NeighboringRelation, PrivacyGuarantee
 from auditkit.mechanisms.message import FloatMessage
-from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, register_protocol
+from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, informed_aggregate, register_protocol
 from auditkit.mechanisms.randomness import generator, private_generator
 from auditkit.mechanisms.registry import register
 
@@ -158,8 +158,8 @@ class CentralNoiseProtocol:
 
     Views: ``server`` the messages as received (clipped or raw, by ``clipping``: outside the claim),
     ``eavesdropper`` their bytes, ``aggregate`` the noisy sum the server learns under secure aggregation, and
-    ``aggregate-informed``: row k is the noisy sum minus the other clients' clipped updates, clip(Delta_k) +
-    noise, what an adversary who knows every other summand learns of client k (the worst case the claim covers).
+    ``aggregate-informed`` (``informed_aggregate``): row k is clip(Delta_k) + the noise, what an adversary who
+    knows every other summand learns of client k (the worst case the claim covers).
     """
 
     name = "central-noise"
@@ -217,6 +217,6 @@ class CentralNoiseProtocol:
             bits=[8 * len(p) for p in payloads],
             views={"server": server.to(**like), "eavesdropper": payloads, "aggregate": noisy_sum.to(**like),
                    # row k: the noisy sum minus the others' clipped updates, clip(update_k) + noise
-                   INFORMED_VIEW: (noisy_sum - (clipped.sum(0) - clipped)).to(**like)},
+                   INFORMED_VIEW: informed_aggregate(noisy_sum, clipped).to(**like)},
             stats={"sampled": float(len(clients)), "noise_std_aggregate": self.mechanism.sigma / self.denominator},
         )

@@ -36,6 +36,7 @@ from auditkit.mechanisms.base import Param
 
 __all__ = [
     "ProtocolContext",
+    "informed_aggregate",
     "RoundOutcome",
     "RoundProtocol",
     "protocol_class",
@@ -90,6 +91,13 @@ class ProtocolContext:
     participation: str = "full"
     sample_rate: float | None = None
     clients_per_round: int | None = None
+
+
+def informed_aggregate(noisy_sum: torch.Tensor, clipped: torch.Tensor) -> torch.Tensor:
+    """The view ``"aggregate-informed"`` of a round that releases a noisy sum: row k is the sum minus every other
+    client's clipped update, clip(Delta_k) + noise, what an adversary who knows the other summands learns of
+    client k (the worst case of an add/remove-one claim). ``clipped``: (S, P), each update as the sum carries it."""
+    return noisy_sum - (clipped.sum(0) - clipped)
 
 
 P = TypeVar("P", bound=type)

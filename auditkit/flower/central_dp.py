@@ -61,7 +61,7 @@ from flwr.supercore.differential_privacy import add_gaussian_noise_inplace, comp
 from auditkit.config import TrainingConfig  # noqa: E402
 from auditkit.flower.records import flatten_record  # noqa: E402
 from auditkit.mechanisms.base import Mechanism  # noqa: E402
-from auditkit.mechanisms.protocol import RoundOutcome  # noqa: E402
+from auditkit.mechanisms.protocol import RoundOutcome, informed_aggregate  # noqa: E402
 from auditkit.mechanisms.randomness import derive_seed  # noqa: E402
 
 __all__ = ["DP_WRAPPERS", "CentralNoiseOnFlower", "DPWrapper", "SampledNodes", "client_mods", "mechanism_params",
@@ -144,8 +144,8 @@ def release(wrapper: DPWrapper, round_: int, replies: list[Message],
     Returns the wrapper's release (arrays and metrics, as Flower's loop takes them) and the round as auditkit
     records it. Views: ``server`` the replies' model differences as received (clipped by the clients, or raw for
     server-side clipping), ``eavesdropper`` the replies' serialised arrays, ``aggregate`` n_t times the released
-    difference (the noisy sum); stats :func:`round_stats` and the SNR of the noisy sum, ||sum of what FedAvg
-    averaged||^2 / ||n_t x the noise||^2.
+    difference (the noisy sum), ``aggregate-informed`` the informed adversary's view of each client
+    (``auditkit.mechanisms.protocol.informed_aggregate``); stats :func:`round_stats`.
     """
     base = before.detach().cpu().float()
     received = [reply.content["arrays"] for reply in replies]
@@ -153,16 +153,16 @@ def release(wrapper: DPWrapper, round_: int, replies: list[Message],
     payloads = [b"".join(array.data for array in r.values()) for r in received]
     arrays, metrics = wrapper.aggregate_train(round_, replies)
     # after aggregate_train the replies hold what FedAvg averaged (the server-side wrapper clips them in place)
-    signal = (torch.stack([flatten_record(reply.content["arrays"]) for reply in replies]) - base).double().sum(0)
+    clipped = (torch.stack([flatten_record(reply.content["arrays"]) for reply in replies]) - base).double()
     update = flatten_record(arrays) - base
     noisy_sum = len(replies) * update.double()
     like = dict(device=before.device, dtype=before.dtype)
     outcome = RoundOutcome(
         aggregate=update.to(**like),
         bits=[8 * len(p) for p in payloads],
-        views={"server": server.to(**like), "eavesdropper": payloads, "aggregate": noisy_sum.to(**like)},
-        stats={**round_stats(wrapper, len(replies)),
-               "snr": float(signal.square().sum() / (noisy_sum - signal).square().sum())},
+        views={"server": server.to(**like), "eavesdropper": payloads, "aggregate": noisy_sum.to(**like),
+               "aggregate-informed": informed_aggregate(noisy_sum, clipped).to(**like)},
+        stats=round_stats(wrapper, len(replies)),
     )
     return arrays, metrics, outcome
 

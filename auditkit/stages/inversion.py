@@ -169,6 +169,10 @@ def run_inversion(
     }
 
 
+MESSAGES_IN_CLEAR = ("the messages as the server receives them, in clear: outside a central-noise claim (under secure "
+                     "aggregation the server never sees them)")
+
+
 @dataclass(frozen=True)
 class RecordedView:
     """What the pipeline keeps of one checkpoint round for inversion: the server's decoded updates of the
@@ -217,8 +221,7 @@ class RecordedView:
         informed = observation.views.get("aggregate-informed")
         if informed is not None:  # a central-noise round: its claim covers the aggregate; the messages beside it
             extra["server"] = server[:count].detach().float().clone()
-            observations["server"] = ("the messages as the server receives them, in clear: outside the claim (under "
-                                      "secure aggregation the server never sees them)")
+            observations["server"] = MESSAGES_IN_CLEAR
             server, view = informed, "aggregate"
         return cls(
             round=observation.round, clients=list(observation.clients[:count]),

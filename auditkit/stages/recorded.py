@@ -20,8 +20,8 @@ from auditkit import results
 from auditkit.config import AuditConfig, ConfigError, from_dict
 from auditkit.fl.simulation import RoundRecord, SimulationResult
 from auditkit.flower.recording import Recording
-from auditkit.stages.inversion import RecordedView
-from auditkit.stages.train import training_provenance
+from auditkit.stages.inversion import MESSAGES_IN_CLEAR, RecordedView
+from auditkit.stages.train import build_mechanism, training_provenance
 
 __all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
 
@@ -101,10 +101,18 @@ def train_from_recording(recording: Recording, config: AuditConfig, data_summary
         chosen = _truth_clients(recording, inversion_round)[:config.inversion.targets]
         rows = [server["clients"].index(c) for c in chosen]
         truths = [recording.truth(inversion_round, c) for c in chosen]
+        seen, extra, observations, view = server["server"][rows], {}, {}, "server"
+        if "aggregate" in server:  # a central-DP app: its claim covers the noisy sum; the messages beside it
+            mechanism = build_mechanism(config)
+            clipped = torch.stack([mechanism.clip_update(row) for row in server["server"]])
+            informed = mechanisms.informed_aggregate(server["aggregate"].double(), clipped)
+            extra, observations = {"server": seen.float()}, {"server": MESSAGES_IN_CLEAR}
+            seen, view = informed[rows].float(), "aggregate"
         tensors["view"] = RecordedView(
             round=inversion_round, clients=chosen, global_before=server["global_before"],
-            server=server["server"][rows], truth=torch.stack([t["update"] for t in truths]),
+            server=seen, truth=torch.stack([t["update"] for t in truths]),
             images_used=torch.stack([t["images"] for t in truths]), lr=server["lr"], tau=config.training.tau,
+            extra=extra, observations=observations, view=view,
         ).to_tensors()
     probe = recording.server_round(config.probe_round)
     tensors["probe"] = {"round": config.probe_round, "lr": probe["lr"], "weights": probe["global_before"]}

@@ -105,12 +105,14 @@ def test_flowers_wrapper_has_the_builtins_noise_law_on_the_aggregate(server_proc
           f"two-sample KS p {two_sample.pvalue:.3g}")
     assert ks.pvalue > 1e-3 and two_sample.pvalue > 1e-3
     assert flower_residual.std() == pytest.approx(std, rel=0.01)
-    assert outcome.stats == pytest.approx({"sampled": m, "noise_std_aggregate": std,
-                                           "effective_noise_multiplier": z, "snr": outcome.stats["snr"]})
+    assert outcome.stats == pytest.approx({"sampled": m, "noise_std_aggregate": std, "effective_noise_multiplier": z})
     # the views: what the server received (clipped by the clients' fixedclipping_mod, or raw), n_t x the release
     expected = torch.stack([clip_l2(u.double(), clip) for u in updates]) if clipping == "client" else updates.double()
     torch.testing.assert_close(outcome.views["server"].double(), expected, rtol=0, atol=1e-5)
     torch.testing.assert_close(outcome.views["aggregate"].double(), m * outcome.aggregate.double(), rtol=0, atol=1e-5)
+    clipped = torch.stack([clip_l2(u.double(), clip) for u in updates])  # each client's update as the sum carries it
+    noise = outcome.views["aggregate"].double() - clipped.sum(0)
+    torch.testing.assert_close(outcome.views["aggregate-informed"].double(), clipped + noise, rtol=0, atol=1e-4)
     assert outcome.bits == [8 * len(p) for p in outcome.views["eavesdropper"]]
     assert all(b >= 32 * SIZE for b in outcome.bits)  # float32 arrays (and Flower's serialisation header)
 
@@ -404,7 +406,8 @@ def test_a_recorded_app_on_flowers_central_dp_is_audited_with_audit_recorded(tmp
     assert result.returncode == 0, result.stderr
     setting = json.loads((out / "results.json").read_text())["settings"][0]
     assert setting["mechanism"]["name"] == "dp-fedavg" and setting["training"]["protocol"] == "central-noise"
-    assert setting["inversion"]["view"] == "server" and setting["inversion"]["round"] == 1
+    # the claim's view, the informed adversary of the noisy sum, inverted; the messages in clear beside it
+    assert setting["inversion"]["view"] == "aggregate" and setting["inversion"]["round"] == 1
+    assert [v["name"] for v in setting["inversion"]["views"]] == ["server"]
     assert [r["round"] for r in setting["training"]["rounds"]] == [1, 2]
-    assert all(r["snr_db"] is not None for r in setting["training"]["rounds"])  # the recorded rounds' stats
     assert setting["distinguish"] is not None and setting["probe"] is not None
