@@ -856,6 +856,9 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds, compos
                           f"via {composed['backend']} {escape('[' + composed['event'] + ']')}", highlight=False)
         elif label == f"{rounds} rounds":
             console.print(f"[bold]{label}:[/bold] no number: {escape(entry['refusal'])}", highlight=False)
+    if entry["check"] is not None:
+        console.print(f"[bold]check:[/bold] {entry['check']['verdict']}: {escape(entry['check']['reason'])}",
+                      highlight=False)
     if out is not None:
         setting = results.setting("s00", configured.name, configured, accounting=entry)
         config = {"mechanism": {"name": mechanism, **params}, "rounds": rounds, "composition_delta": composition_delta,

@@ -188,8 +188,9 @@ def accounting_entry(
     fl: Any = None, participation: str = "full", sample_rate: float | None = None,
 ) -> dict[str, Any]:
     """A setting's ``accounting`` section: the claim composed over ``rounds`` (or the refusal) under the rounds'
-    client ``participation``, the realised noise composed when the claim is exceeded, and the paper's FL claim
-    when ``fl`` (the FL settings it reads) is given."""
+    client ``participation`` with its ``check`` against the recomputation from that participation
+    (``auditkit.accounting.check_sampling``), the realised noise composed when the claim is exceeded, and the
+    paper's FL claim when ``fl`` (the FL settings it reads) is given."""
     import warnings
 
     from auditkit.accounting import account
@@ -243,7 +244,7 @@ def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dic
     return {"id": id_, "label": label, "sweep": dict(sweep or {}), "mechanism": entry,
             "training": training, "accounting": accounting, "inversion": inversion, "probe": probe,
             "identification": identification, "distinguish": distinguish,
-            "verdict": overall_verdict(distinguish, identification, entry)}
+            "verdict": overall_verdict(distinguish, identification, entry, accounting)}
 
 
 def document(command: str, title: str, config: dict[str, Any], provenance_: dict[str, Any],

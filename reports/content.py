@@ -69,15 +69,17 @@ GENERIC = "generic default"
 GLOSSARY = (
     ("claim", "the (ε, δ)-DP guarantee the mechanism states for one round of one client's update (its unit and "
               "neighbouring relation are in the claim details); \"claimed over the rounds run\" composes it over "
-              "the rounds with the accountant named"),
+              "the rounds with the accountant named, and its check recomputes that from the run's own client "
+              "sampling (violated: the accountant understates it)"),
     ("flags", "what the toolkit found about a claim without testing it: claim-exceeded (the noise really added has a "
               "larger ε than claimed), vacuous (it holds with no noise at all), no-privacy, trusted-server, "
               "reveals-norm, paper-compat (a paper's number reproduced its way)"),
     ("verdict", "violated: a test refuted the claim (decisive: Bonferroni-adjusted p below 1e-4; marginal: refuted "
                 "at the audit's confidence, not far beyond; analytic: refuted by computing the ε of the noise really "
-                "added); consistent: tests that could have refuted it did not; inconclusive: no test had the power "
-                "to; vacuous claim: the claim bounds nothing the tests measure; no claim: the mechanism claims no "
-                "privacy. A setting's headline verdict is the worst over all its tests"),
+                "added, or by the accounting check); consistent: tests that could have refuted it did not; "
+                "inconclusive: no test had the power to; vacuous claim: the claim bounds nothing the tests measure; "
+                "no claim: the mechanism claims no privacy. A setting's headline verdict is the worst over all its "
+                "tests"),
     ("decided by", "the test whose verdict is the headline (among equally bad ones, the smallest p-value), and the "
                    "number of tests the setting ran"),
     ("certified ε lower bound", "an ε that the mechanism is proven to exceed (unless a false alarm of the audit's "
@@ -174,8 +176,8 @@ def _origin(mechanism: dict[str, Any]) -> str:
 
 
 def _composed(accounting: dict[str, Any] | None, epsilon: float | None) -> str:
-    """The claim composed over the rounds run, the refusal, or "-" when there is no claim to compose; then the
-    paper's own FL claim when there is one."""
+    """The claim composed over the rounds run (with its check against the run's client sampling), the refusal, or
+    "-" when there is no claim to compose; then the paper's own FL claim when there is one."""
     if accounting is None:
         return NOT_RUN
     composed, actual = accounting["composed"], accounting["composed_actual"]
@@ -187,6 +189,9 @@ def _composed(accounting: dict[str, Any] | None, epsilon: float | None) -> str:
             parts.append(f"realised noise: {claim(actual['epsilon'], actual['delta'])}")
     elif epsilon is not None and accounting["refusal"]:
         parts.append(f"refused: {accounting['refusal']}")
+    check = accounting.get("check")
+    if check is not None:
+        parts.append(f"check {check['verdict']}: recomputed from the run, ε = {number(check['independent_epsilon'])}")
     paper = accounting.get("paper_claim")
     if paper is not None:
         parts.append(f"paper's FL claim: {claim(paper['epsilon'], paper['delta'])}")
@@ -430,13 +435,19 @@ class Findings:
 
 def _analytic(setting: dict[str, Any]) -> str:
     """"the noise it really adds is ε = 16.5 per round, not 10 (claim-exceeded): it adds less noise than its
-    claim assumes", or "" when the claim is not exceeded by computation."""
-    mechanism = setting["mechanism"]
+    claim assumes", the accounting check's reason when it is violated, or "" when no computation refutes the
+    claim."""
+    mechanism, accounting = setting["mechanism"], setting["accounting"]
     actual, claimed = mechanism.get("true_epsilon"), mechanism["guarantee"]["epsilon"]
-    if actual is None or claimed is None or "claim-exceeded" not in mechanism["guarantee"]["flags"]:
-        return ""
-    return (f"the noise it really adds is ε = {number(actual)} per round, not {number(claimed)} (computed from the "
-            f"noise's law; flag claim-exceeded): the mechanism adds less noise than its claim assumes")
+    found = []
+    if actual is not None and claimed is not None and "claim-exceeded" in mechanism["guarantee"]["flags"]:
+        found.append(f"the noise it really adds is ε = {number(actual)} per round, not {number(claimed)} (computed "
+                     "from the noise's law; flag claim-exceeded): the mechanism adds less noise than its claim "
+                     "assumes")
+    check = None if accounting is None else accounting.get("check")
+    if check is not None and check["verdict"] == "violated":
+        found.append(f"accounting check: {check['reason']}")
+    return "; ".join(found)
 
 
 def _evidence(setting: dict[str, Any]) -> str:
@@ -812,6 +823,8 @@ def _accounting_facts(accounting: dict[str, Any] | None) -> list[tuple[str, str]
     how = runs or (f"refused: {accounting['refusal']}" if accounting["refusal"] else "-")
     facts = [("accounting", f"backend asked for: {accounting['backend']}, {accounting['rounds']} rounds at "
                             f"δ = {number(accounting['composition_delta'])}; {how}")]
+    if accounting.get("check") is not None:
+        facts.append(("accounting check", f"{accounting['check']['verdict']}: {accounting['check']['reason']}"))
     if accounting.get("paper_claim") is not None:
         facts.append(("paper's claim", _guarantee_text(accounting["paper_claim"])))
     return facts

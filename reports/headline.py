@@ -10,7 +10,7 @@ __all__ = ["ANALYTIC", "overall_verdict", "strongest_bound"]
 # The headline's order: a refutation outranks everything; a test that could refute and did not outranks one
 # that could not; "vacuous claim" and "no claim" say least.
 _SEVERITY = ("violated", "claim holds only cell-locally", "consistent", "inconclusive", "vacuous claim", "no claim")
-ANALYTIC = "accounting"  # the name of the analytic refutation in ``decided_by``: "accounting: the noise ..."
+ANALYTIC = "accounting"  # the name of an analytic refutation in ``decided_by``: "accounting: the noise ..."
 
 
 def _tests(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None) -> list[tuple[str, str, float | None]]:
@@ -41,19 +41,27 @@ def strongest_bound(distinguish: dict[str, Any] | None) -> dict[str, Any] | None
             "confidence": distinguish["confidence"]}
 
 
-def _analytic_refutation(mechanism: dict[str, Any] | None) -> tuple[str, str, None] | None:
+def _analytic_refutations(mechanism: dict[str, Any] | None,
+                          accounting: dict[str, Any] | None) -> list[tuple[str, str, None]]:
     """The claim refuted by computation: the mechanism declares the epsilon of the noise it really adds
-    (``true_epsilon``) and it is above the claimed one (flag "claim-exceeded")."""
-    if mechanism is None:
-        return None
-    claimed, actual = mechanism["guarantee"]["epsilon"], mechanism.get("true_epsilon")
-    if claimed is None or actual is None or "claim-exceeded" not in mechanism["guarantee"]["flags"]:
-        return None
-    return f"{ANALYTIC}: the noise it really adds is ε = {actual:.4g} per round", "violated", None
+    (``true_epsilon``) and it is above the claimed one (flag "claim-exceeded"); the accounting's ``check`` found
+    the composed claim below its recomputation from the run (``auditkit.accounting.check_sampling``)."""
+    refutations = []
+    if mechanism is not None:
+        claimed, actual = mechanism["guarantee"]["epsilon"], mechanism.get("true_epsilon")
+        if claimed is not None and actual is not None and "claim-exceeded" in mechanism["guarantee"]["flags"]:
+            refutations.append((f"{ANALYTIC}: the noise it really adds is ε = {actual:.4g} per round", "violated",
+                                None))
+    check = None if accounting is None else accounting.get("check")
+    if check is not None and check["verdict"] == "violated":
+        refutations.append((f"{ANALYTIC}: the composed claim is below its recomputation from the run, "
+                            f"ε = {check['independent_epsilon']:.4g}", "violated", None))
+    return refutations
 
 
 def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None,
-                    mechanism: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                    mechanism: dict[str, Any] | None = None,
+                    accounting: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """A setting's headline: the worst verdict over all its tests (distinguishing, adaptive, identification; the
     order of ``_SEVERITY``), the test that decided it (among equals, the smallest p-value; a test with a p-value
     before one without) and that p-value; None when no test ran. ``evidence`` grades a refutation by its
@@ -62,17 +70,17 @@ def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str
 
     With the setting's ``mechanism`` section: a claim whose declared ``true_epsilon`` exceeds it (flag
     "claim-exceeded") is refuted analytically, as one more test that says "violated" without a p-value (a test
-    that refutes it statistically still decides); a mechanism without a claim is "no claim", whatever its tests
-    measured. ``bound`` is the strongest certified epsilon lower bound (``strongest_bound``)."""
+    that refutes it statistically still decides); so is, with its ``accounting`` section, a composed claim whose
+    ``check`` is "violated"; a mechanism without a claim is "no claim", whatever its tests measured. ``bound`` is
+    the strongest certified epsilon lower bound (``strongest_bound``)."""
     from auditkit.attacks.verdicts import NO_CLAIM, adjusted_p_value, evidence
 
     tests = _tests(distinguish, identification)
     if not tests:
         return None
-    statistical = len(tests)  # the analytic check below is evidence, not one of the family's tests
-    analytic = _analytic_refutation(mechanism)
-    if analytic is not None:
-        tests.append(analytic)
+    statistical = len(tests)  # the analytic checks below are evidence, not tests of the family
+    analytic = _analytic_refutations(mechanism, accounting)
+    tests += analytic
     rank = {v: i for i, v in enumerate(_SEVERITY)}
     worst = min(rank.get(v, len(_SEVERITY)) for _, v, _ in tests)
     deciding = [t for t in tests if rank.get(t[1], len(_SEVERITY)) == worst]
@@ -81,7 +89,7 @@ def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str
         name, verdict_, p = "the mechanism (it makes no privacy claim)", NO_CLAIM, None
     # every test was judged in one Bonferroni family: the audit's (distinguish "tests"), else these tests
     family = distinguish["tests"] if distinguish is not None else statistical
-    graded = "analytic" if analytic is not None and name == analytic[0] else evidence(verdict_, p, family)
+    graded = "analytic" if any(name == a[0] for a in analytic) else evidence(verdict_, p, family)
     headline = {"verdict": verdict_, "decided_by": name, "p_value": p, "tests": statistical, "family": family,
                 "adjusted_p_value": None if p is None else adjusted_p_value(p, family), "evidence": graded}
     if mechanism is not None:

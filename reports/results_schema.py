@@ -39,8 +39,10 @@ Each setting (one mechanism setting, a grid point of a sweep):
 - ``accounting`` (null when not run): the claim composed over ``rounds`` at ``composition_delta`` with the
   ``backend`` asked for (``composed``: epsilon, delta, rounds, the backend used and the event; or null with a
   ``refusal``; ``composed_actual``: the realised noise when the claim is exceeded), optionally ``paper_claim``
-  (null, or a guarantee as above: a paper's record-level FL claim, e.g. CEPAM's Theorem 12) and ``sampling``
-  (how client participation entered ``composed``: participation, sample_rate, amplified, note);
+  (null, or a guarantee as above: a paper's record-level FL claim, e.g. CEPAM's Theorem 12), ``sampling``
+  (how client participation entered ``composed``: participation, sample_rate, amplified, note) and ``check`` (null
+  without a composed number, else ``composed`` against its recomputation from the run's client sampling,
+  ``auditkit.accounting.check_sampling``: verdict "consistent" or "violated", independent_epsilon, reason);
 - ``inversion`` (null when not run): the attack on the server's view at an FL ``round`` (null for ``auditkit
   attack``, which attacks single-image gradients), the ``clients`` attacked (null for ``auditkit attack``),
   clean (null when no clean reference was run) and defended SSIM / MSE / PSNR (optionally label_accuracy), and
@@ -197,6 +199,7 @@ _SETTING_V3 = {
         "refusal": _Nullable(str), "composed_actual": _Nullable(_RUN), "paper_claim": _Optional(_Nullable(_GUARANTEE)),
         "sampling": _Optional(_Nullable({"participation": str, "sample_rate": _Nullable(_NUMBER), "amplified": bool,
                                          "note": str})),
+        "check": _Optional(_Nullable({"verdict": str, "independent_epsilon": _NUMBER, "reason": str})),
     }),
     "inversion": _Nullable({
         "attack": str, "view": str, "round": _Nullable(int), "observation": str, "clients": _Nullable([int]),

@@ -99,11 +99,12 @@ def _load_browser_module():
 
 @pytest.fixture(autouse=True)
 def registry_unchanged():
-    """Mechanisms a test registers (plugins loaded in-process) are removed after it, with their modules, so that no
-    test sees another's plugins."""
-    from auditkit.mechanisms import registry
+    """Mechanisms and round protocols a test registers (plugins loaded in-process) are removed after it, with their
+    modules, so that no test sees another's plugins (and a plugin loaded again registers its protocol again)."""
+    from auditkit.mechanisms import protocol, registry
 
     registered, origins = dict(registry._REGISTRY), dict(registry._ORIGIN)
+    protocols = dict(protocol._PROTOCOLS)
     yield
     for name, cls in list(registry._REGISTRY.items()):
         if name not in registered:
@@ -112,6 +113,8 @@ def registry_unchanged():
     registry._REGISTRY.update(registered)
     registry._ORIGIN.clear()
     registry._ORIGIN.update(origins)
+    protocol._PROTOCOLS.clear()
+    protocol._PROTOCOLS.update(protocols)
 
 
 @pytest.fixture

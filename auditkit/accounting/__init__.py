@@ -4,7 +4,8 @@
   the no-noise delta floor, and ``formula="paper003"``, which reproduces 003's printed numbers; registered
   as the CEPAM mechanisms' paper claim.
 * `report` — `account(mechanism, rounds=T, ...)`: a mechanism's own claim, its paper's FL claim (functions
-  registered with ``@paper_claim``), and its one-round event composed over T rounds (or the reason there is none).
+  registered with ``@paper_claim``), and its one-round event composed over T rounds (or the reason there is none),
+  checked against its recomputation from the run's client sampling (``check_sampling``).
 * `additive` — the analytic Gaussian, Laplace and multivariate-t claims (and the t mechanism's
   (nu, s2) for a target eps), callable without building a mechanism.
 * `jopeq` — JoPEQ's claims as the paper states them, flagged against the realised noise's epsilon.
@@ -15,9 +16,11 @@
     accounting.cepam_gaussian(sigma=0.1, eps_tilde=5.9, tau=15, dataset_size=1666, clients=30, clip=1.0)
 """
 from auditkit.accounting.report import (
+    AccountingCheck,
     AccountReport,
     Sampling,
     account,
+    check_sampling,
     claim_options,
     claim_solver,
     client_sampling,
@@ -54,8 +57,10 @@ from auditkit.accounting.rero import (
 )
 
 __all__ = [
+    "AccountingCheck",
     "AccountReport",
     "Sampling",
+    "check_sampling",
     "client_sampling",
     "BACKENDS",
     "claim_options",

@@ -25,6 +25,9 @@ accountants. Three known gaps of the libraries are bridged here, each exactly:
 * A Poisson-sampled Gaussian round (``PoissonSampledDpEvent(q, GaussianDpEvent(z))``, DP-FedAvg's client
   sampling, DP-SGD's batches) is composed under ADD_OR_REMOVE_ONE only, by Opacus (``history = [(z, q, T)]``) or
   by dp_accounting; under REPLACE_ONE it is refused (the doubling above does not commute with amplification).
+  Nested Poisson sampling, ``PoissonSampledDpEvent(q1, PoissonSampledDpEvent(q2, E))`` (a run's client sampling
+  around an event already sampled), which no accountant takes, is the one Poisson sampling at rate q1 q2 it equals
+  (each client is kept independently with probability q1 and then q2).
 * Above a per-round pure eps of ``PLD_MAX_ROUND_EPSILON`` (weak noise: eps ~ 1e4) the PLD grid would need
   gigabytes; basic composition T eps, valid for any T pure eps-DP rounds, is returned and named.
 """
@@ -157,6 +160,10 @@ def compose(
             "double the sensitivity (google/differential-privacy issue #378), and doubling does not commute with "
             "amplification by sampling")
     label = describe_event(event, relation)
+    flat = _flat_sampling(event)
+    if flat is not event:
+        label += f", composed as {describe_event(flat, relation)}"
+        event = flat
     unsampled = _as_add_or_remove(event, relation)
     if unsampled is not None:
         if relation is not _ADD_OR_REMOVE:
@@ -197,6 +204,16 @@ def _dp_accounting(event: dp_accounting.DpEvent, relation: NeighboringRelation, 
     if one_round is not None and rounds * one_round < epsilon:  # never worse than basic composition
         return ComposedEpsilon(rounds * one_round, delta, rounds, "basic composition", label)
     return ComposedEpsilon(epsilon, delta, rounds, backend, label)
+
+
+def _flat_sampling(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
+    """Nested Poisson sampling as the one sampling it equals, PoissonSampledDpEvent(q1 q2, E) (module docstring);
+    any other event unchanged."""
+    if not (isinstance(event, dp_accounting.PoissonSampledDpEvent)
+            and isinstance(event.event, dp_accounting.PoissonSampledDpEvent)):
+        return event
+    inner = _flat_sampling(event.event)
+    return dp_accounting.PoissonSampledDpEvent(event.sampling_probability * inner.sampling_probability, inner.event)
 
 
 def _sampled_gaussian(event: dp_accounting.DpEvent, relation: NeighboringRelation) -> tuple[float, float] | None:

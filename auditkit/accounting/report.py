@@ -16,7 +16,11 @@
   unamplified whatever the participation;
 * ``composed_actual`` — for a claim flagged "claim-exceeded" (JoPEQ's moment-matched noise, a t pair
   set by hand): the realised noise's pure epsilon (``mechanism.true_epsilon()``) over `rounds` rounds, beside
-  the claim's.
+  the claim's;
+* ``check`` — ``composed`` recomputed from the run (``check_sampling``): client sampling is the run's, so a
+  one-round event that is already Poisson-sampled (an accountant that assumes a sampling rate of its own, whatever
+  the run's participation) is stripped of it, amplified only by the run's participation where the claim covers
+  it, and composed over the same rounds; "violated" when the claim's composed epsilon is below that.
 """
 from __future__ import annotations
 
@@ -30,10 +34,12 @@ from auditkit import mechanisms
 from auditkit.accounting.composition import ComposedEpsilon, UnsupportedEvent, compose
 from auditkit.mechanisms import Param, PrivacyGuarantee
 
-__all__ = ["AccountReport", "Sampling", "client_sampling", "ClaimEntry", "FLOptions", "Solver", "account", "claim_options", "claim_solver", "paper_claim",
-           "paper_claim_for", "solvers"]
+__all__ = ["AccountReport", "AccountingCheck", "Sampling", "check_sampling", "client_sampling", "ClaimEntry",
+           "FLOptions", "Solver", "account", "claim_options", "claim_solver", "paper_claim", "paper_claim_for",
+           "solvers"]
 
 CLAIM_EXCEEDED = "claim-exceeded"
+UNDERSTATED_TOLERANCE = 1e-6  # a composed epsilon this far (relative) below its recomputation is understated
 
 
 FLOptions = Mapping[str, Any]
@@ -122,6 +128,17 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class AccountingCheck:
+    """The claim's composed epsilon against its recomputation from the run (``check_sampling``): ``verdict``
+    "violated" (the composed epsilon is below ``independent_epsilon``: the claim's accounting understates it) or
+    "consistent", the words of a test's verdict; ``reason`` says why, in one line."""
+
+    verdict: str
+    independent_epsilon: float
+    reason: str
+
+
+@dataclass(frozen=True)
 class AccountReport:
     mechanism: str
     per_round: PrivacyGuarantee
@@ -130,6 +147,7 @@ class AccountReport:
     refusal: str | None
     composed_actual: ComposedEpsilon | None = None
     sampling: Sampling | None = None
+    check: AccountingCheck | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -140,6 +158,7 @@ class AccountReport:
             "refusal": self.refusal,
             "composed_actual": None if self.composed_actual is None else vars(self.composed_actual),
             "sampling": None if self.sampling is None else vars(self.sampling),
+            "check": None if self.check is None else vars(self.check),
         }
 
 
@@ -168,6 +187,44 @@ def client_sampling(mechanism: mechanisms.Mechanism, participation: str, sample_
     return Sampling(participation, rate, False, "every client takes part in every round: nothing to amplify")
 
 
+def check_sampling(event: dp_accounting.DpEvent, composed: ComposedEpsilon, sampling: Sampling, *,
+                   relation: dp_accounting.NeighboringRelation, backend: str) -> AccountingCheck:
+    """``composed`` (T rounds of the mechanism's one-round ``event``, amplified as ``sampling`` says) recomputed
+    from the run: client sampling is the run's participation, which ``account`` applies where the claim covers it
+    (``client_sampling``), so the round event R is ``event`` stripped of any ``PoissonSampledDpEvent(q', .)`` of
+    its own, and the recomputation composes ``PoissonSampledDpEvent(q, R)`` (the run's q, where amplified) or R
+    over the same T rounds, at the same delta, relation and ``backend``.
+
+    An event without sampling of its own is its own round event: the recomputation is ``composed`` itself
+    ("consistent"). With sampling of its own, the accountant assumed a rate q' whatever the run did (full
+    participation, or another q): "violated" when ``composed`` is below the recomputation by more than the
+    relative ``UNDERSTATED_TOLERANCE``, e.g. z = 1 over 100 rounds at delta 1e-5: q' = 1e-3 composes to eps 0.065,
+    the run's full participation to 91.8 (opacus-prv)."""
+    own_rates = []
+    round_event = event
+    while isinstance(round_event, dp_accounting.PoissonSampledDpEvent):
+        own_rates.append(round_event.sampling_probability)
+        round_event = round_event.event
+    if not own_rates:
+        return AccountingCheck("consistent", composed.epsilon, "the one-round event samples no clients of its own: "
+                                                               "only the run's participation amplifies it")
+    run_event = (dp_accounting.PoissonSampledDpEvent(sampling.sample_rate, round_event) if sampling.amplified
+                 else round_event)
+    independent = compose(run_event, composed.rounds, delta=composed.delta, relation=relation, backend=backend)
+    run = f"participation {sampling.participation!r}" + (
+        "" if sampling.sample_rate is None else f" at q = {sampling.sample_rate:g}")
+    amplified = "amplified by it" if sampling.amplified else "not amplified"
+    own = f"its one-round event is Poisson-sampled at q' = {', '.join(f'{q:g}' for q in own_rates)} of its own"
+    recomputed = (f"recomputed from the run ({run}, {amplified}) over {composed.rounds} rounds: "
+                  f"eps = {independent.epsilon:.4g}")
+    if composed.epsilon < independent.epsilon * (1 - UNDERSTATED_TOLERANCE):
+        return AccountingCheck("violated", independent.epsilon,
+                               f"the accountant ignores the run's client sampling: {own}; {recomputed}, "
+                               f"not {composed.epsilon:.4g}")
+    return AccountingCheck("consistent", independent.epsilon,
+                           f"{own}; {recomputed}, at most the claim's {composed.epsilon:.4g}")
+
+
 def account(
     mechanism: mechanisms.Mechanism,
     *,
@@ -185,16 +242,17 @@ def account(
     sampling = client_sampling(mechanism, participation, sample_rate)
     claim = paper_claim_for(mechanism.name)
     paper = None if claim is None or fl is None else claim(mechanism, fl)
-    event = mechanisms.capability(mechanism, "dp_event")
-    if sampling.amplified:
-        event = dp_accounting.PoissonSampledDpEvent(sampling.sample_rate, event)
-    composed, refusal = None, None
+    own_event = mechanisms.capability(mechanism, "dp_event")
+    event = dp_accounting.PoissonSampledDpEvent(sampling.sample_rate, own_event) if sampling.amplified else own_event
+    composed, refusal, check = None, None, None
     try:
         composed = compose(event, rounds, delta=composition_delta, relation=per_round.relation, backend=backend)
     except UnsupportedEvent as err:
         refusal = str(err)
+    if composed is not None:
+        check = check_sampling(own_event, composed, sampling, relation=per_round.relation, backend=backend)
     return AccountReport(mechanism.name, per_round, paper, composed, refusal, _compose_actual(mechanism, rounds),
-                         sampling)
+                         sampling, check)
 
 
 def _compose_actual(mechanism: mechanisms.Mechanism, rounds: int) -> ComposedEpsilon | None:

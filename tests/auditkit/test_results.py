@@ -65,3 +65,15 @@ def test_a_setting_records_the_epsilon_its_mechanism_really_adds():
     assert entry["verdict"]["evidence"] == "analytic"
     gaussian = results.setting("s01", "gaussian", mechanisms.create("gaussian"), distinguish=_distinguish())
     assert gaussian["mechanism"]["true_epsilon"] is None and gaussian["verdict"]["verdict"] == "consistent"
+
+
+def test_an_accounting_check_found_understated_refutes_the_claim_analytically():
+    check = {"verdict": "violated", "independent_epsilon": 91.83, "reason": "its own sampling"}
+    headline = overall_verdict(_distinguish(), None, _mechanism(4.38), {"check": check})
+    assert (headline["verdict"], headline["evidence"], headline["p_value"], headline["tests"]) == (
+        "violated", "analytic", None, 1)
+    assert headline["decided_by"] == ("accounting: the composed claim is below its recomputation from the run, "
+                                      "ε = 91.83")
+    consistent = {"check": {**check, "verdict": "consistent"}}
+    assert overall_verdict(_distinguish(), None, _mechanism(4.38), consistent)["verdict"] == "consistent"
+    assert overall_verdict(_distinguish(), None, _mechanism(4.38), {"check": None})["verdict"] == "consistent"

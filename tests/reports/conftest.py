@@ -130,7 +130,8 @@ def _setting(setting_id: str, label: str, mechanism: dict[str, Any], sweep: dict
     sections = ("training", "accounting", "inversion", "probe", "identification", "distinguish")
     return {"id": setting_id, "label": label, "mechanism": mechanism, "sweep": sweep or {},
             **{stage: stages.get(stage) for stage in sections},
-            "verdict": overall_verdict(stages.get("distinguish"), stages.get("identification"), mechanism)}
+            "verdict": overall_verdict(stages.get("distinguish"), stages.get("identification"), mechanism,
+                                       stages.get("accounting"))}
 
 
 def _matched(successes: list[int], bound: float) -> list[dict[str, Any]]:

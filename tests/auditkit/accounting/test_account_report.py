@@ -63,3 +63,43 @@ def test_noise_too_small_for_prv_falls_back_to_rdp_and_says_so():
     assert report.composed.backend == "opacus-rdp"
     assert "opacus-prv could not evaluate it" in report.composed.event
     assert report.composed.epsilon > 1000  # almost no noise: a huge but finite epsilon
+
+
+def test_the_composed_claim_is_checked_against_its_recomputation_from_the_runs_sampling():
+    """dp-fedavg's event samples nothing of its own: the recomputation is its composition ("consistent"). An
+    event sampled at its own q' = 1e-3 is stripped of it and the run's participation applied instead."""
+    import dp_accounting
+
+    from auditkit.accounting import check_sampling, client_sampling, compose
+
+    fedavg = mechanisms.create("dp-fedavg", noise_multiplier=1.0, clip=1.0)
+    for participation, rate in (("full", None), ("poisson", 0.1)):
+        report = account(fedavg, rounds=100, participation=participation, sample_rate=rate)
+        assert report.check.verdict == "consistent"
+        assert report.check.independent_epsilon == report.composed.epsilon
+        assert report.to_dict()["check"] == vars(report.check)
+    relation = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    gaussian = dp_accounting.GaussianDpEvent(1.0)
+    own = dp_accounting.PoissonSampledDpEvent(1e-3, gaussian)
+    full = client_sampling(fedavg, "full", None)
+    understated = compose(own, 100, delta=1e-5, relation=relation)
+    check = check_sampling(own, understated, full, relation=relation, backend="opacus-prv")
+    assert check.verdict == "violated" and understated.epsilon == pytest.approx(0.06526, abs=1e-4)
+    assert check.independent_epsilon == compose(gaussian, 100, delta=1e-5, relation=relation).epsilon  # 91.83
+    assert check.reason == ("the accountant ignores the run's client sampling: its one-round event is Poisson-sampled "
+                            "at q' = 0.001 of its own; recomputed from the run (participation 'full', not amplified) "
+                            "over 100 rounds: eps = 91.83, not 0.06526")
+    poisson = client_sampling(fedavg, "poisson", 0.1)
+    run = dp_accounting.PoissonSampledDpEvent(0.1, own)  # what account composes: the run's sampling on top
+    check = check_sampling(own, compose(run, 100, delta=1e-5, relation=relation), poisson, relation=relation,
+                           backend="opacus-prv")
+    assert check.verdict == "violated"
+    assert check.independent_epsilon == pytest.approx(7.057, abs=1e-3)  # PoissonSampled(0.1, Gaussian(1)) x 100
+    certain = dp_accounting.PoissonSampledDpEvent(1.0, gaussian)  # sampled "at rate 1": all of the run's rounds
+    check = check_sampling(certain, compose(certain, 100, delta=1e-5, relation=relation), full, relation=relation,
+                           backend="opacus-prv")
+    assert check.verdict == "consistent" and check.independent_epsilon == pytest.approx(91.83, abs=0.01)
+
+
+def test_no_composed_number_no_check():
+    assert account(mechanisms.create("sdq"), rounds=5).check is None

@@ -147,3 +147,19 @@ def test_sampling_amplifies_and_replace_one_sampling_is_refused():
     with pytest.raises(accounting.UnsupportedEvent, match="ADD_OR_REMOVE_ONE only"):
         accounting.compose(dp_accounting.PoissonSampledDpEvent(0.1, gaussian), 100, delta=1e-5,
                            relation=dp_accounting.NeighboringRelation.REPLACE_ONE)
+
+
+def test_nested_poisson_sampling_composes_as_one_sampling_at_the_product_rate():
+    """A run's sampling q1 around an event already sampled at q2 keeps each client with probability q1 q2."""
+    import dp_accounting
+
+    gaussian = dp_accounting.GaussianDpEvent(1.0)
+    add_or_remove = dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
+    nested = dp_accounting.PoissonSampledDpEvent(0.5, dp_accounting.PoissonSampledDpEvent(
+        0.2, dp_accounting.PoissonSampledDpEvent(0.5, gaussian)))
+    for backend in ("opacus-prv", "dp_accounting-rdp"):
+        flat = accounting.compose(dp_accounting.PoissonSampledDpEvent(0.05, gaussian), 20, delta=1e-5,
+                                  relation=add_or_remove, backend=backend)
+        composed = accounting.compose(nested, 20, delta=1e-5, relation=add_or_remove, backend=backend)
+        assert composed.epsilon == pytest.approx(flat.epsilon, rel=1e-12)
+        assert ", composed as PoissonSampledDpEvent(sampling_probability=0.05, event=GaussianDpEvent(" in composed.event
