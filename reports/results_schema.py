@@ -37,7 +37,11 @@ Each setting (one mechanism setting, a grid point of a sweep):
 - ``accounting`` (null when not run): the claim composed over ``rounds`` at ``composition_delta`` with the
   ``backend`` asked for (``composed``: epsilon, delta, rounds, the backend used and the event; or null with a
   ``refusal``; ``composed_actual``: the realised noise when the claim is exceeded), optionally ``paper_claim``
-  (null, or a guarantee as above: a paper's record-level FL claim, e.g. CEPAM's Theorem 12);
+  (null, or a guarantee as above: a paper's record-level FL claim, e.g. CEPAM's Theorem 12) and, when the clients
+  trained with DP-SGD (``[dp_sgd]``, added within version 4), ``example_level``: the claim about one training example
+  (epsilon, delta, noise_multiplier, max_grad_norm, batch_size, the worst client's ``sample_rate``, that ``client``
+  and its ``client_examples``, the composed ``steps``, backend, event, note), beside and never combined with the
+  client-level ``composed``;
 - ``inversion`` (null when not run): the attack on the server's view at an FL ``round`` (null for ``auditkit
   attack``, which attacks single-image gradients), the ``clients`` attacked (null for ``auditkit attack``),
   clean (null when no clean reference was run) and defended SSIM / MSE / PSNR (optionally label_accuracy), and
@@ -159,6 +163,9 @@ _MEASUREMENTS = _Measurements()
 _NUMBER = (int, float)
 _STRINGS = [str]
 _RUN = {"epsilon": _NUMBER, "delta": _NUMBER, "rounds": int, "backend": str, "event": str}
+_EXAMPLE_LEVEL = {"epsilon": _NUMBER, "delta": _NUMBER, "noise_multiplier": _NUMBER, "max_grad_norm": _NUMBER,
+                  "batch_size": int, "sample_rate": _NUMBER, "client": int, "client_examples": int, "steps": int,
+                  "backend": str, "event": str, "note": str}
 _SCORES = {"ssim_mean": _NUMBER, "mse_mean": _NUMBER, "psnr_mean": _NUMBER,
            "ssim": [_NUMBER], "mse": [_NUMBER], "psnr": [_NUMBER], "label_accuracy": _Optional(_Nullable(_NUMBER))}
 _GUARANTEE = {
@@ -191,6 +198,7 @@ _SETTING_V3 = {
     "accounting": _Nullable({
         "rounds": int, "composition_delta": _NUMBER, "backend": str, "composed": _Nullable(_RUN),
         "refusal": _Nullable(str), "composed_actual": _Nullable(_RUN), "paper_claim": _Optional(_Nullable(_GUARANTEE)),
+        "example_level": _Optional(_EXAMPLE_LEVEL),
     }),
     "inversion": _Nullable({
         "attack": str, "view": str, "round": _Nullable(int), "observation": str, "clients": _Nullable([int]),
