@@ -249,7 +249,7 @@ class Audit:
     def _account(plan: SettingPlan, trained: dict[str, Any]) -> dict[str, Any]:
         rounds = trained["training"]["final"]["round"]
         entry = account_rounds(build_mechanism(plan.config), rounds, plan.config.accounting)
-        return with_example_level(entry, plan.config, rounds, trained["provenance"]["data"]["client_sizes"])
+        return with_example_level(entry, plan.config, rounds, trained["provenance"]["data"])
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
         from auditkit.stages.inversion import RecordedView, invert_recorded_view

@@ -9,13 +9,14 @@ q_k = B / n_k, mask m_i = 1 for a sampled example, 0 for padding):
 
 then momentum and the SGD step as without DP-SGD. Dividing by the expected batch size B, not the realised one,
 is Opacus's ``DPOptimizer(expected_batch_size=B)`` and keeps the released g a Gaussian mechanism of sensitivity
-C / B under adding or removing one example. Opacus clips with min(1, C / (||g_i|| + 1e-6)); the two agree to
-1e-6 relative, which the tests check against ``opacus.GradSampleModule`` + ``DPOptimizer``.
+C / B under adding or removing one example. Opacus clips with min(1, C / (||g_i|| + 1e-6)), a clip factor
+smaller by a relative 1e-6 / ||g_i|| at most; the tests check the two against ``opacus.GradSampleModule`` +
+``DPOptimizer`` to 1e-6.
 
 The per-example gradients are ``vmap(grad(loss of one example))`` (``torch.func``), itself inside the vmap over
-clients in the batched path (``clipped_gradient_sums``). The noise of client k comes from its own generator,
-keyed by ``dp-sgd-noise/{round}/{k}`` (``auditkit.fl.local_training.local_batches``) and drawn outside the vmap, one (P,) vector per step in step order, so the
-batched and sequential paths (and Flower's clients) draw the same numbers.
+clients in the batched path (``clipped_gradient_sums``). The noise of client k comes from its own generator, keyed
+by ``dp-sgd-noise/{round}/{k}`` (``auditkit.fl.local_training.local_batches``) and drawn outside the vmap, one (P,)
+vector per step in step order, so the batched and sequential paths (and Flower's clients) draw the same numbers.
 """
 from __future__ import annotations
 

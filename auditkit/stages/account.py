@@ -3,7 +3,6 @@
 the clients' DP-SGD (``example_level``), beside the client-level one."""
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from auditkit import mechanisms
@@ -22,16 +21,16 @@ def account_rounds(mechanism: mechanisms.Mechanism, rounds: int, accounting: Acc
 
 
 def with_example_level(entry: dict[str, Any], config: AuditConfig, rounds: int,
-                       client_sizes: Sequence[int]) -> dict[str, Any]:
+                       data: dict[str, Any]) -> dict[str, Any]:
     """``entry`` with, when the clients trained with DP-SGD, the ``example_level`` claim of ``rounds`` rounds of the
-    run's ``[dp_sgd]`` on clients of ``client_sizes`` examples (``auditkit.accounting.dp_sgd``), at the config's
-    composition delta and backend; unchanged otherwise."""
+    run's ``[dp_sgd]`` on the clients of ``data`` (the run's data summary: its ``client_sizes``;
+    ``auditkit.accounting.dp_sgd``), at the config's composition delta and backend; unchanged otherwise."""
     if not config.dp_sgd.enabled:
         return entry
     t, a = config.training, config.accounting
     claim = example_level_claim(config.dp_sgd.noise_multiplier, config.dp_sgd.max_grad_norm, batch_size=t.batch_size,
-                                client_sizes=client_sizes, rounds=rounds, tau=t.tau, delta=a.composition_delta,
-                                backend=a.backend)
+                                client_sizes=data["client_sizes"], rounds=rounds, tau=t.tau,
+                                delta=a.composition_delta, backend=a.backend)
     return {**entry, "example_level": claim.to_dict()}
 
 
@@ -39,4 +38,4 @@ def account_run(run: Any) -> dict[str, Any]:
     """The accounting section of a finished training run (``auditkit.stages.train.TrainingRun``)."""
     rounds = run.result.rounds[-1].round
     return with_example_level(account_rounds(run.mechanism, rounds, run.config.accounting), run.config, rounds,
-                              run.data_summary["client_sizes"])
+                              run.data_summary)
