@@ -459,14 +459,27 @@ def table_option_flag(table: str, key: str) -> str:
     return "--" + f"{table}_{key}".replace("_", "-")
 
 
+def _with_options(wrapper: Callable[..., Any], command: Callable[..., Any], extra: list[inspect.Parameter],
+                  keyword: str) -> Callable[..., Any]:
+    """``wrapper`` signed as ``command``'s own options (less ``keyword``, which ``wrapper`` fills) plus the generated
+    ``extra`` ones, with ``mechanism_params`` last where ``command`` takes it (``with_mechanism_options`` wraps it)."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name not in (keyword, "mechanism_params")]
+    wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
+    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
+    if "mechanism_params" in signature.parameters:
+        parameters.append(signature.parameters["mechanism_params"].replace(kind=inspect.Parameter.KEYWORD_ONLY))
+    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper
+
+
 def with_table_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """``command`` with one ``--TABLE-KEY`` option per key of each table of ``OPTION_TABLES``, typed by the key's
     dataclass field and explained by its ``metadata["help"]``; the given ones arrive as ``table_options``
     ({table: {key: value}}, each value then validated with the config)."""
     from auditkit.config import AuditConfig
 
-    signature = inspect.signature(command, eval_str=True)
-    own = [p for p in signature.parameters.values() if p.name not in ("table_options", "mechanism_params")]
     tables = typing.get_type_hints(AuditConfig)
     extra = []
     for table in OPTION_TABLES:
@@ -488,13 +501,7 @@ def with_table_options(command: Callable[..., Any]) -> Callable[..., Any]:
             given.setdefault(table, {})[name] = kwargs.pop(key)
         return command(**kwargs, table_options=given)
 
-    wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
-    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
-    if "mechanism_params" in signature.parameters:
-        parameters.append(signature.parameters["mechanism_params"].replace(kind=inspect.Parameter.KEYWORD_ONLY))
-    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
-    return wrapper
+    return _with_options(wrapper, command, extra, "table_options")
 
 
 def _config_command(command: str):
@@ -775,8 +782,6 @@ def with_claim_options(command: Callable[..., Any]) -> Callable[..., Any]:
     from auditkit import accounting
 
     specs = accounting.claim_options()
-    signature = inspect.signature(command, eval_str=True)
-    own = [p for p in signature.parameters.values() if p.name not in ("claim_words", "mechanism_params")]
     extra = [
         inspect.Parameter(
             _CLAIM_PREFIX + spec.name, inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -792,13 +797,7 @@ def with_claim_options(command: Callable[..., Any]) -> Callable[..., Any]:
         words = {key[len(_CLAIM_PREFIX):]: kwargs.pop(key) for key in list(kwargs) if key.startswith(_CLAIM_PREFIX)}
         return command(**kwargs, claim_words={k: v for k, v in words.items() if v is not None})
 
-    wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
-    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
-    if "mechanism_params" in signature.parameters:
-        parameters.append(signature.parameters["mechanism_params"].replace(kind=inspect.Parameter.KEYWORD_ONLY))
-    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
-    return wrapper
+    return _with_options(wrapper, command, extra, "claim_words")
 
 
 def _account(mechanism: str, words: dict[str, str], **options) -> None:
