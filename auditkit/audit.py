@@ -38,7 +38,7 @@ from typing import Any
 from auditkit import mechanisms
 from auditkit import __version__, results
 from auditkit.config import AuditConfig, ConfigError, MechanismConfig
-from auditkit.stages.account import account_rounds
+from auditkit.stages.account import account_rounds, with_example_level
 from auditkit.stages.distinguish import attacks_confidence, distinguish_family, run_distinguish
 from auditkit.stages.probe import check_probe_inputs
 from auditkit.results import prepare_output
@@ -202,7 +202,7 @@ class Audit:
             compute = lambda: self._train(plan, inversion_round, notify)  # noqa: E731
         trained, train_key = self._stage(plan, "train", train_inputs, compute, notify)
         accounted, _ = self._stage(plan, "account", {"train": train_key, "accounting": dataclasses.asdict(config.accounting)},
-                                   lambda: self._account(plan, trained["training"]["final"]["round"]), notify)
+                                   lambda: self._account(plan, trained), notify)
         inverted = None
         if config.inversion.enabled:
             inverted, _ = self._stage(plan, "inversion", {"train": train_key, "inversion": dataclasses.asdict(config.inversion)},
@@ -246,8 +246,11 @@ class Audit:
         }
 
     @staticmethod
-    def _account(plan: SettingPlan, rounds: int) -> dict[str, Any]:
-        return account_rounds(build_mechanism(plan.config), rounds, plan.config.accounting, plan.config.training)
+    def _account(plan: SettingPlan, trained: dict[str, Any]) -> dict[str, Any]:
+        rounds = trained["training"]["final"]["round"]
+        entry = account_rounds(build_mechanism(plan.config), rounds, plan.config.accounting,
+                               plan.config.training)
+        return with_example_level(entry, plan.config, rounds, trained["provenance"]["data"])
 
     def _invert(self, plan: SettingPlan) -> dict[str, Any]:
         from auditkit.stages.inversion import RecordedView, invert_recorded_view

@@ -22,12 +22,15 @@ are one ``error:`` line too. Progress is rich's live display on a terminal and p
 from __future__ import annotations
 
 import copy
+import dataclasses
 import importlib
 import inspect
 import re
 import sys
 import textwrap
 import time
+import types
+import typing
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from difflib import get_close_matches
@@ -287,6 +290,11 @@ def _train(config_path, preset, out, overrides, words, plugins) -> None:
         f"{final['bits_per_coordinate']:.3f} bits/coordinate (float32 = 32)  |  SNR {_snr(final.get('snr_db'))} dB"
     )
     console.print(f"claimed guarantee: {escape(setting['mechanism']['guarantee']['summary'])}", highlight=False)
+    example = setting["accounting"].get("example_level")
+    if example is not None:
+        console.print(f"example-level claim (DP-SGD): (eps={example['epsilon']:.4g}, delta={example['delta']:.3g}) "
+                      f"over {example['steps']} steps at q = {example['sample_rate']:.4g} (client "
+                      f"{example['client']}) via {example['backend']}", markup=False, highlight=False)
     _print_written(written)
 
 
@@ -298,6 +306,8 @@ def _audit_recorded(recorded: Path, config_path, preset, out, overrides, words, 
 
     given = [f"--{k.replace('_', '-')}" for table in ("data", "training") for k, v in overrides[table].items()
              if v is not None]
+    given += [table_option_flag(table, k) for table in OPTION_TABLES for k, v in overrides[table].items()
+              if v is not None]
     given += ["--mechanism"] * (overrides["mechanism_name"] is not None) + ["--seed"] * (overrides["seed"] is not None)
     if given or words:
         raise UsageFailure(f"--recorded takes the data, training, mechanism and seed from the recording; leave out "
@@ -438,8 +448,65 @@ _TAKEN_BY = {
 }
 
 
+OPTION_TABLES = ("dp_sgd",)
+"""Config tables each key of which is a flag of ``train`` and ``audit``, ``--TABLE-KEY`` (``dp_sgd.noise_multiplier``:
+``--dp-sgd-noise-multiplier``), generated from the table's dataclass in ``auditkit.config`` (``with_table_options``)."""
+_TABLE_PREFIX = "table_option__"  # the keyword each table option arrives under: table_option__TABLE__KEY
+
+
+def table_option_flag(table: str, key: str) -> str:
+    """The flag of config key ``table.key`` (``OPTION_TABLES``): ``--dp-sgd-noise-multiplier``."""
+    return "--" + f"{table}_{key}".replace("_", "-")
+
+
+def _with_options(wrapper: Callable[..., Any], command: Callable[..., Any], extra: list[inspect.Parameter],
+                  keyword: str) -> Callable[..., Any]:
+    """``wrapper`` signed as ``command``'s own options (less ``keyword``, which ``wrapper`` fills) plus the generated
+    ``extra`` ones, with ``mechanism_params`` last where ``command`` takes it (``with_mechanism_options`` wraps it)."""
+    signature = inspect.signature(command, eval_str=True)
+    own = [p for p in signature.parameters.values() if p.name not in (keyword, "mechanism_params")]
+    wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
+    parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
+    if "mechanism_params" in signature.parameters:
+        parameters.append(signature.parameters["mechanism_params"].replace(kind=inspect.Parameter.KEYWORD_ONLY))
+    wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
+    return wrapper
+
+
+def with_table_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with one ``--TABLE-KEY`` option per key of each table of ``OPTION_TABLES``, typed by the key's
+    dataclass field and explained by its ``metadata["help"]``; the given ones arrive as ``table_options``
+    ({table: {key: value}}, each value then validated with the config)."""
+    from auditkit.config import AuditConfig
+
+    tables = typing.get_type_hints(AuditConfig)
+    extra = []
+    for table in OPTION_TABLES:
+        hints = typing.get_type_hints(tables[table])
+        for field in dataclasses.fields(tables[table]):
+            kind = hints[field.name]
+            if isinstance(kind, types.UnionType):  # X | None: the flag's type is X
+                kind = next(k for k in typing.get_args(kind) if k is not type(None))
+            extra.append(inspect.Parameter(
+                f"{_TABLE_PREFIX}{table}__{field.name}", inspect.Parameter.KEYWORD_ONLY, default=None,
+                annotation=Annotated[kind | None, typer.Option(
+                    table_option_flag(table, field.name), help=f"{field.metadata['help']} (config: [{table}] "
+                    f"{field.name})", rich_help_panel=f"Config table [{table}]", show_default=False)]))
+
+    def wrapper(**kwargs: Any) -> Any:
+        given: dict[str, dict[str, Any]] = {}
+        for key in [k for k in kwargs if k.startswith(_TABLE_PREFIX)]:
+            table, name = key[len(_TABLE_PREFIX):].split("__")
+            given.setdefault(table, {})[name] = kwargs.pop(key)
+        return command(**kwargs, table_options=given)
+
+    return _with_options(wrapper, command, extra, "table_options")
+
+
 def _config_command(command: str):
-    """``train`` or ``audit``: a config (file or preset) with the command line's options on top."""
+    """``train`` or ``audit``: a config (file or preset) with the command line's options on top (and, through
+    ``with_table_options``, the keys of ``OPTION_TABLES``)."""
 
     def run(
         config: ConfigArg = None,
@@ -471,6 +538,7 @@ def _config_command(command: str):
         confidence: Annotated[float | None, typer.Option(
             help="audit: family-wise confidence of every verdict, Bonferroni over all the audit's tests (default: "
                  "the config's [distinguish] confidence, 0.95).")] = None,
+        table_options: dict[str, dict[str, Any]] | None = None,
         mechanism_params: dict[str, str] | None = None,
     ) -> None:
         overrides = {
@@ -482,6 +550,7 @@ def _config_command(command: str):
                          "batch_size": batch_size, "lr": lr, "backend": backend},
             "distinguish": {"confidence": confidence},
             "mechanism_name": mechanism,
+            **{table: (table_options or {}).get(table, {}) for table in OPTION_TABLES},
         }
         words, plugins = mechanism_params or {}, list(plugin or [])
         if recorded is not None and command == "audit":
@@ -716,9 +785,6 @@ def with_spec_options(specs: Callable[[], list[Any]], keyword: str, panel: str) 
     prefix = keyword + "__"
 
     def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
-        signature = inspect.signature(command, eval_str=True)
-        trailing = ("mechanism_params",)
-        own = [p for p in signature.parameters.values() if p.name != keyword and p.name not in trailing]
         extra = [
             inspect.Parameter(
                 prefix + spec.name, inspect.Parameter.KEYWORD_ONLY, default=None,
@@ -734,13 +800,7 @@ def with_spec_options(specs: Callable[[], list[Any]], keyword: str, panel: str) 
             words = {key[len(prefix):]: kwargs.pop(key) for key in list(kwargs) if key.startswith(prefix)}
             return command(**kwargs, **{keyword: {k: v for k, v in words.items() if v is not None}})
 
-        wrapper.__name__, wrapper.__doc__ = command.__name__, command.__doc__
-        parameters = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own] + extra
-        parameters += [signature.parameters[name].replace(kind=inspect.Parameter.KEYWORD_ONLY)
-                       for name in trailing if name in signature.parameters]
-        wrapper.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-        wrapper.__annotations__ = {p.name: p.annotation for p in parameters}
-        return wrapper
+        return _with_options(wrapper, command, extra, keyword)
 
     return decorate
 
@@ -1331,13 +1391,13 @@ def build_app() -> typer.Typer:
     app.command(
         "train", cls=HelpCommand,
         help="Run FL training only (FedAvg with the mechanism in the loop): per-round table, results.json and reports.",
-    )(with_mechanism_options(_config_command("train")))
+    )(with_mechanism_options(with_table_options(_config_command("train"))))
     app.command(
         "audit", cls=HelpCommand,
         help="Audit every mechanism setting of a config: FL training, accounting, gradient inversion of the server "
         "view, distinguishing tests; results.json, report.html and report.md in --out (default: the quickstart "
         "preset on the embedded MNIST digits, mnist-5k). Finished stages are kept; --resume skips them.",
-    )(with_mechanism_options(_config_command("audit")))
+    )(with_mechanism_options(with_table_options(_config_command("audit"))))
     app.command("report", cls=HelpCommand)(report_command)
     app.command("account", cls=HelpCommand)(
         with_mechanism_options(with_participation_options(with_claim_options(account_command))))

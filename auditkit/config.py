@@ -34,6 +34,10 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     composition_delta = 1e-5
     backend = "opacus-prv"
 
+    [dp_sgd]                 # example-level DP-SGD inside the clients' local training (absent: off)
+    noise_multiplier = 1.1
+    max_grad_norm = 1.0
+
     [inversion]              # gradient inversion of the recorded server view (audit only)
     [distinguish]            # empirical DP distinguishing tests (audit only)
 
@@ -169,6 +173,27 @@ PROBE_SCALES = ("clip", "none")
 
 
 @dataclass(frozen=True)
+class DPSGDConfig:
+    """Example-level DP-SGD inside every client's local training (Abadi et al. 2016, Alg. 1;
+    ``auditkit.fl.dp_sgd``): each local step samples a Poisson batch of rate q_k = B / n_k (B =
+    ``training.batch_size``, n_k the client's examples), clips each example's gradient to l2 norm C =
+    ``max_grad_norm``, and steps along (sum_i clip_C(g_i) + N(0, (z C)^2 I)) / B with z = ``noise_multiplier``.
+    Its claim (``accounting["example_level"]``) is about one example, composed over rounds x tau steps at the
+    worst client's q_k; it is reported beside the uplink mechanism's client-level claim, never combined with it.
+    ``noise_multiplier`` unset (or no ``[dp_sgd]`` table): DP-SGD is off."""
+
+    noise_multiplier: float | None = field(default=None, metadata={
+        "help": "DP-SGD in the clients: noise multiplier z, the Gaussian noise's std over max_grad_norm (unset: off)"})
+    max_grad_norm: float = field(default=1.0, metadata={
+        "help": "DP-SGD in the clients: the l2 norm C each example's gradient is clipped to"})
+
+    @property
+    def enabled(self) -> bool:
+        """Whether the clients train with DP-SGD."""
+        return self.noise_multiplier is not None
+
+
+@dataclass(frozen=True)
 class AccountingConfig:
     """How each setting's claim is composed over the rounds run: the delta at which the composed epsilon is
     stated, and the accountant (``auditkit.accounting.composition.BACKENDS``)."""
@@ -261,6 +286,7 @@ class AuditConfig:
     flower: FlowerConfig = field(default_factory=FlowerConfig)
     mechanisms: tuple[MechanismConfig, ...] = (MechanismConfig(),)
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
+    dp_sgd: DPSGDConfig = field(default_factory=DPSGDConfig)
     inversion: InversionConfig = field(default_factory=InversionConfig)
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     identification: IdentificationConfig = field(default_factory=IdentificationConfig)
@@ -310,6 +336,8 @@ class AuditConfig:
                          for k, v in dataclasses.asdict(table).items() if v is not None}
         if self.training.backend != "flower":
             del out["flower"]
+        if not self.dp_sgd.enabled:
+            del out["dp_sgd"]
         return {k: v for k, v in out.items() if v is not None}
 
 
@@ -367,7 +395,7 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     plugins = _plugins(raw.get("plugins", []))  # first: a plugin may register a round protocol with its own table
     protocol_tables = mechanisms.protocol_tables()
     top_allowed = {"seed", "device", "title", "plugins", "data", "training", "flower", "mechanism", "mechanisms",
-                   "accounting", "inversion", "probe", "identification", "distinguish", *protocol_tables}
+                   "accounting", "dp_sgd", "inversion", "probe", "identification", "distinguish", *protocol_tables}
     _reject_unknown(raw, top_allowed, "")
     seed = _integer(raw.get("seed", 0), "seed", minimum=0)
     device = _device(raw.get("device", "auto"))
@@ -381,6 +409,7 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
         tables={name: _section(raw[name], cls.table_type, name) for name, cls in protocol_tables.items() if name in raw},
         flower=_section(raw.get("flower", {}), FlowerConfig, "flower"), mechanisms=_mechanisms(raw),
         accounting=_section(raw.get("accounting", {}), AccountingConfig, "accounting"),
+        dp_sgd=_dp_sgd(raw.get("dp_sgd", {})),
         inversion=_section(raw.get("inversion", {}), InversionConfig, "inversion"),
         probe=_section(raw.get("probe", {}), ProbeConfig, "probe"),
         identification=_section(raw.get("identification", {}), IdentificationConfig, "identification"),
@@ -388,6 +417,16 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     )
     _check_values(config)
     return _resolve_preferred_dataset(config)
+
+
+def _dp_sgd(table: Any) -> DPSGDConfig:
+    """The ``[dp_sgd]`` table: a table that sets keys turns DP-SGD on only with ``noise_multiplier``, so a
+    ``max_grad_norm`` alone is refused rather than ignored."""
+    dp_sgd = _section(table, DPSGDConfig, "dp_sgd")
+    if table and not dp_sgd.enabled:
+        raise ConfigError("dp_sgd.noise_multiplier must be given to turn DP-SGD on ([dp_sgd] sets "
+                          f"{', '.join(sorted(table))} without it)")
+    return dp_sgd
 
 
 def _plugins(value: Any) -> tuple[str, ...]:
@@ -647,6 +686,21 @@ def _check_values(config: AuditConfig) -> None:
     if not 0 <= a.composition_delta < 1:
         raise ConfigError(f"accounting.composition_delta must be in [0, 1), got {a.composition_delta}")
     _choice(a.backend, BACKENDS, "accounting.backend")
+    _check_dp_sgd(config)
+
+
+def _check_dp_sgd(config: AuditConfig) -> None:
+    """z > 0 (a clipping-only run has no example-level claim: use no [dp_sgd]), C > 0, and a composition delta its
+    Gaussian claim can be stated at. That ``training.batch_size`` fits the smallest client is checked once the data
+    are split (``auditkit.stages.train.prepare_data``)."""
+    dp_sgd = config.dp_sgd
+    if dp_sgd.noise_multiplier is not None and not dp_sgd.noise_multiplier > 0:
+        raise ConfigError(f"dp_sgd.noise_multiplier must be > 0, got {dp_sgd.noise_multiplier}")
+    if not dp_sgd.max_grad_norm > 0:
+        raise ConfigError(f"dp_sgd.max_grad_norm must be > 0, got {dp_sgd.max_grad_norm}")
+    if dp_sgd.enabled and config.accounting.composition_delta == 0:
+        raise ConfigError("dp_sgd's example-level claim needs accounting.composition_delta > 0 (a Gaussian has no "
+                          "finite epsilon at delta 0), got 0")
 
 
 def _check_backend(config: AuditConfig) -> None:

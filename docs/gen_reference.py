@@ -163,8 +163,9 @@ def _default(field: dataclasses.Field) -> str:
 
 def _flags() -> dict[str, tuple[str, str]]:
     """``section.key`` -> (the ``audit`` command's flag that sets it, that flag's help), read from the overrides
-    the config commands build (``auditkit.cli._config_command``) and the click command itself."""
-    from auditkit import cli
+    the config commands build (``auditkit.cli._config_command``), the tables whose every key is a flag
+    (``auditkit.cli.OPTION_TABLES``) and the click command itself."""
+    from auditkit import cli, config
 
     try:
         tree = ast.parse(textwrap.dedent(inspect.getsource(cli._config_command)))
@@ -192,6 +193,12 @@ def _flags() -> dict[str, tuple[str, str]]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "overrides" for t in node.targets):
             walk(node.value, "")
+    flags = {o for param in options.values() for o in param.opts}
+    for table in cli.OPTION_TABLES:  # every key of these tables is a flag (cli.with_table_options)
+        for field in dataclasses.fields(typing.get_type_hints(config.AuditConfig)[table]):
+            flag = cli.table_option_flag(table, field.name)
+            if flag in flags:
+                found[f"{table}.{field.name}"] = (flag, field.metadata.get("help", ""))
     return found
 
 

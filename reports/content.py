@@ -177,7 +177,8 @@ def _origin(mechanism: dict[str, Any]) -> str:
 
 def _composed(accounting: dict[str, Any] | None, epsilon: float | None) -> str:
     """The claim composed over the rounds run (with its check against the run's client sampling), the refusal, or
-    "-" when there is no claim to compose; then the paper's own FL claim when there is one."""
+    "-" when there is no claim to compose; then the paper's own FL claim when there is one, and the clients'
+    DP-SGD claim about one example, labelled as such."""
     if accounting is None:
         return NOT_RUN
     composed, actual = accounting["composed"], accounting["composed_actual"]
@@ -195,6 +196,10 @@ def _composed(accounting: dict[str, Any] | None, epsilon: float | None) -> str:
     paper = accounting.get("paper_claim")
     if paper is not None:
         parts.append(f"paper's FL claim: {claim(paper['epsilon'], paper['delta'])}")
+    example = accounting.get("example_level")
+    if example is not None:
+        parts.append(f"example-level (DP-SGD): {claim(example['epsilon'], example['delta'])} over "
+                     f"{example['steps']} steps at q = {number(example['sample_rate'])} ({example['backend']})")
     return "; ".join(parts) or "-"
 
 
@@ -827,6 +832,12 @@ def _accounting_facts(accounting: dict[str, Any] | None) -> list[tuple[str, str]
         facts.append(("accounting check", f"{accounting['check']['verdict']}: {accounting['check']['reason']}"))
     if accounting.get("paper_claim") is not None:
         facts.append(("paper's claim", _guarantee_text(accounting["paper_claim"])))
+    example = accounting.get("example_level")
+    if example is not None:
+        facts.append(("example-level (DP-SGD)", (
+            f"z = {number(example['noise_multiplier'])}, C = {number(example['max_grad_norm'])}, expected batch "
+            f"{example['batch_size']}; {example['backend']}: {example['event']}; worst client {example['client']} "
+            f"({example['client_examples']} examples); {example['note']}")))
     return facts
 
 

@@ -43,6 +43,10 @@ Each setting (one mechanism setting, a grid point of a sweep):
   (how client participation entered ``composed``: participation, sample_rate, amplified, note) and ``check`` (null
   without a composed number, else ``composed`` against its recomputation from the run's client sampling,
   ``auditkit.accounting.check_sampling``: verdict "consistent" or "violated", independent_epsilon, reason);
+  and, when the clients trained with DP-SGD (``[dp_sgd]``, added within version 4), ``example_level``: the claim
+  about one training example (epsilon, delta, noise_multiplier, max_grad_norm, batch_size, the worst client's
+  ``sample_rate``, that ``client`` and its ``client_examples``, the composed ``steps``, backend, event, note), beside
+  and never combined with the client-level ``composed``;
 - ``inversion`` (null when not run): the attack on the server's view at an FL ``round`` (null for ``auditkit
   attack``, which attacks single-image gradients), the ``clients`` attacked (null for ``auditkit attack``),
   clean (null when no clean reference was run) and defended SSIM / MSE / PSNR (optionally label_accuracy), and
@@ -164,6 +168,9 @@ _MEASUREMENTS = _Measurements()
 _NUMBER = (int, float)
 _STRINGS = [str]
 _RUN = {"epsilon": _NUMBER, "delta": _NUMBER, "rounds": int, "backend": str, "event": str}
+_EXAMPLE_LEVEL = {"epsilon": _NUMBER, "delta": _NUMBER, "noise_multiplier": _NUMBER, "max_grad_norm": _NUMBER,
+                  "batch_size": int, "sample_rate": _NUMBER, "client": int, "client_examples": int, "steps": int,
+                  "backend": str, "event": str, "note": str}
 _SCORES = {"ssim_mean": _NUMBER, "mse_mean": _NUMBER, "psnr_mean": _NUMBER,
            "ssim": [_NUMBER], "mse": [_NUMBER], "psnr": [_NUMBER], "label_accuracy": _Optional(_Nullable(_NUMBER))}
 _GUARANTEE = {
@@ -200,6 +207,7 @@ _SETTING_V3 = {
         "sampling": _Optional(_Nullable({"participation": str, "sample_rate": _Nullable(_NUMBER), "amplified": bool,
                                          "note": str})),
         "check": _Optional(_Nullable({"verdict": str, "independent_epsilon": _NUMBER, "reason": str})),
+        "example_level": _Optional(_EXAMPLE_LEVEL),
     }),
     "inversion": _Nullable({
         "attack": str, "view": str, "round": _Nullable(int), "observation": str, "clients": _Nullable([int]),

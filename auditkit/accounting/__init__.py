@@ -11,6 +11,8 @@
 * `jopeq` — JoPEQ's claims as the paper states them, flagged against the realised noise's epsilon.
 * `composition` — a mechanism's ``dp_accounting`` event over T rounds through Opacus (RDP, PRV) and Google's
   dp_accounting (PLD, RDP), with the backend named in every result and a refusal for events no backend supports.
+* `dp_sgd` — the example-level claim of DP-SGD in the clients (``[dp_sgd]``): Poisson-subsampled Gaussian steps
+  composed over rounds x tau at the worst client's rate, reported beside (never combined with) the client-level claim.
 
     from auditkit import accounting
     accounting.cepam_gaussian(sigma=0.1, eps_tilde=5.9, tau=15, dataset_size=1666, clients=30, clip=1.0)
@@ -48,6 +50,7 @@ from auditkit.accounting.composition import (
     laplace_over_rounds,
     refuse_sampling_with_replacement,
 )
+from auditkit.accounting.dp_sgd import ExampleLevelClaim, dp_sgd_epsilon, example_level_claim
 from auditkit.accounting.rero import (
     claim_rero_bound,
     gaussian_rero_bound,
@@ -87,6 +90,9 @@ __all__ = [
     "gaussian_over_rounds",
     "laplace_over_rounds",
     "refuse_sampling_with_replacement",
+    "ExampleLevelClaim",
+    "dp_sgd_epsilon",
+    "example_level_claim",
     "sampling_probability",
     "solve_sigma",
     "claim_rero_bound",

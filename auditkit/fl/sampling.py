@@ -81,3 +81,45 @@ def draw_batches(
         positions = torch.randint(len(own), (tau, batch_size), generator=g)
         rows.append(own[positions])
     return torch.stack(rows)
+
+
+def draw_poisson_batches(
+    client_indices: list[torch.Tensor],
+    clients: list[int],
+    round_: int,
+    *,
+    seed: int,
+    tau: int,
+    batch_size: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """DP-SGD's Poisson batches (Abadi et al. 2016): dataset indices and a 0/1 mask, both (len(clients), tau, Bmax).
+
+    In each of its tau local steps client k takes each of its n_k examples independently with probability
+    q_k = batch_size / n_k, so its realised batch is Binomial(n_k, q_k) with mean batch_size (the sampling
+    the accountants' ``PoissonSampledDpEvent`` and Opacus's ``history = [(z, q, steps)]`` assume). Client k's
+    draws come from the stream keyed by ``dp-sgd/{round_}/{k}``, independent of which other clients were selected.
+    Every step is padded to Bmax, the largest realised batch of the round (at least 1), so the clients train as one
+    fixed-shape tensor program; ``mask`` is 1 for a sampled example and 0 for padding. A padding position repeats
+    an example the client sampled in that round (its first own example if it sampled none), so every index is one
+    of the client's own examples and ``indices`` stays the ground truth of what it trained on.
+    """
+    chosen = []
+    for k in clients:
+        own = client_indices[k]
+        if len(own) < batch_size:
+            raise ValueError(f"DP-SGD needs batch_size <= every client's example count; client {k} has {len(own)}, "
+                             f"batch_size is {batch_size}")
+        g = generator(seed, f"dp-sgd/{round_}/{k}")
+        taken = torch.rand(tau, len(own), generator=g) < batch_size / len(own)
+        chosen.append([own[row] for row in taken])
+    width = max([1, *(len(step) for steps in chosen for step in steps)])
+    indices = torch.zeros(len(clients), tau, width, dtype=torch.long)
+    mask = torch.zeros(len(clients), tau, width)
+    for i, (k, steps) in enumerate(zip(clients, chosen)):
+        used = torch.cat(steps)
+        fill = used[0] if len(used) else client_indices[k][0]
+        for s, step in enumerate(steps):
+            indices[i, s] = fill
+            indices[i, s, :len(step)] = step
+            mask[i, s, :len(step)] = 1.0
+    return indices, mask

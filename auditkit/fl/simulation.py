@@ -22,12 +22,13 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from auditkit.config import TrainingConfig
+from auditkit.config import DPSGDConfig, TrainingConfig
 from auditkit.data import Split
 from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol
-from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
+from auditkit.fl.dp_sgd import DPSGD
+from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
 from auditkit.fl.params import ParamLayout, flat_parameters
-from auditkit.fl.sampling import draw_batches, select_clients
+from auditkit.fl.sampling import select_clients
 from auditkit.fl.schedule import make_schedule
 from auditkit.fl.snr import snr
 from auditkit.mechanisms.randomness import derive_seed
@@ -116,6 +117,8 @@ class FederatedSimulation:
         training: the training configuration.
         seed: the experiment seed.
         device: where the tensors live.
+        dp_sgd: the clients train with example-level DP-SGD (``auditkit.fl.dp_sgd``) on Poisson batches of
+            expected size ``training.batch_size`` when it is enabled; None or disabled: plain SGD.
     """
 
     def __init__(
@@ -127,8 +130,11 @@ class FederatedSimulation:
         *,
         seed: int,
         device: torch.device | str = "cpu",
+        dp_sgd: DPSGDConfig | None = None,
     ) -> None:
         self.device = torch.device(device)
+        self.dp_sgd = dp_sgd
+        self._private: DPSGD | None = None  # the DP-SGD settings of the round's batches (``_draw_batches``)
         self.training = training
         self.seed = seed
         self.protocol = protocol
@@ -183,9 +189,7 @@ class FederatedSimulation:
             self.params = before + outcome.aggregate.to(self.device, before.dtype)
             stats = dict(outcome.stats)
         if clients:
-            batches = draw_batches(
-                self.data.client_indices, clients, round_, seed=self.seed, tau=t.tau, batch_size=t.batch_size
-            ).to(self.device)
+            batches = self._draw_batches(clients, round_).to(self.device)
             updates, losses, outcome = self._exchange(clients, batches, lr, round_, before)
             self.params = before + outcome.aggregate.to(self.device, before.dtype)
             bits, stats = outcome.bits, dict(outcome.stats)
@@ -229,6 +233,14 @@ class FederatedSimulation:
                                             global_params=before)
         return updates, local.loss, outcome
 
+    def _draw_batches(self, clients: list[int], round_: int) -> torch.Tensor:
+        """Dataset indices (S, tau, B) of every local step of ``clients`` in round ``round_`` (``local_batches``);
+        with DP-SGD the Poisson batches' mask and noise generators are kept for ``_train_locally``."""
+        t = self.training
+        batches, self._private = local_batches(self.data.client_indices, clients, round_, seed=self.seed, tau=t.tau,
+                                               batch_size=t.batch_size, dp_sgd=self.dp_sgd)
+        return batches
+
     def _train_locally(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int):
         t = self.training
         inputs = self.data.train.x[batches]  # (S, tau, B, C, H, W)
@@ -237,7 +249,8 @@ class FederatedSimulation:
         self.model.train()
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(derive_seed(self.seed, "dropout", round_))  # only dropout draws from it
-            return train(self.model, self.params, self.momentum[clients], inputs, labels, lr=lr, mu=t.momentum)
+            return train(self.model, self.params, self.momentum[clients], inputs, labels, lr=lr, mu=t.momentum,
+                         dp_sgd=self._private)
 
     @torch.no_grad()
     def evaluate(self, split: Split, batch_size: int = 4096) -> tuple[float, float]:

@@ -7,7 +7,8 @@ only the round's exchange changes (:meth:`FlowerSimulation._exchange`):
    learning rate and client id (``"config"``);
 2. the client, a ``ClientApp`` in a Ray actor, rebuilds its side from the config once per process (its data
    partition, the model, the mechanism), draws its batches from the same keyed streams, trains with auditkit's
-   local-training code (its momentum kept in the node's ``context.state``) and encodes the update with the
+   local-training code (its momentum kept in the node's ``context.state``; with ``[dp_sgd]``, DP-SGD on Poisson
+   batches with the same keyed noise, ``auditkit.fl.local_training.local_batches``) and encodes the update with the
    mechanism under the round's shared seed (``UplinkProtocol.encode``);
 3. the mechanism's real bytes come back in the reply (``records.PAYLOAD``); the server decodes and aggregates
    them with the same protocol object (``UplinkProtocol.receive``) and records the same views at the checkpoints.
@@ -42,8 +43,7 @@ import torch
 
 from auditkit.config import ConfigError, FlowerConfig, TrainingConfig
 from auditkit.mechanisms.protocol import RoundOutcome
-from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
-from auditkit.fl.sampling import draw_batches
+from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult, check_finite
 from auditkit.flower.install import require_flower
 from auditkit.mechanisms.randomness import derive_seed
@@ -196,13 +196,14 @@ def train_client(spec: dict[str, Any], num_cpus: float, message: Any, context: A
     start = flatten_record(message.content["arrays"])
     momentum = (flatten_record(context.state[MOMENTUM]) if MOMENTUM in context.state.array_records
                 else torch.zeros_like(start))
-    batches = draw_batches(rt.data.client_indices, [client], round_, seed=seed, tau=t.tau, batch_size=t.batch_size)
+    batches, dp_sgd = local_batches(rt.data.client_indices, [client], round_, seed=seed, tau=t.tau,
+                                    batch_size=t.batch_size, dp_sgd=rt.config.dp_sgd)
     train = train_clients_batched if t.batched else train_clients_sequential
     rt.model.train()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "dropout", round_, client))
         local = train(rt.model, start, momentum[None], rt.data.train.x[batches], rt.data.train.y[batches],
-                      lr=lr, mu=t.momentum)
+                      lr=lr, mu=t.momentum, dp_sgd=dp_sgd)
     context.state[MOMENTUM] = flat_record(local.momentum[0])
     update = local.params[0] - start
     weight = 1 if rt.protocol is None else len(rt.data.client_indices[client])

@@ -25,7 +25,8 @@ from auditkit.stages.train import build_mechanism, training_provenance
 
 __all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
 
-_APP_TABLES = ("seed", "data", "training", "mechanism", "mechanisms", "plugins")  # and the round protocols' tables
+# and the round protocols' tables; [dp_sgd] too: how the app's clients trained is the app's, never the audit config's
+_APP_TABLES = ("seed", "data", "training", "dp_sgd", "mechanism", "mechanisms", "plugins")
 
 
 def recorded_config(recording: Recording, audit: dict[str, Any]) -> AuditConfig:

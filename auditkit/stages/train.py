@@ -51,7 +51,9 @@ def resolve_device(name: str) -> torch.device:
 
 def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, int], int, dict[str, Any]]:
     """Load the dataset, take its validation split (fixed by the dataset, or carved off the training split with
-    ``data.validation_fraction``), partition the training split across clients."""
+    ``data.validation_fraction``), partition the training split across clients. With ``[dp_sgd]`` every client
+    must hold at least ``training.batch_size`` examples (its sampling rate B / n_k is a probability): a
+    ConfigError says so otherwise, before anything is written."""
     d = config.data
     dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=d.download)
     if dataset.validation is not None:  # fixed by the dataset's definition (mnist-5k): validation_fraction unused
@@ -71,6 +73,10 @@ def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, in
         alpha=d.dirichlet_alpha,
     )
     indices = [torch.as_tensor(np.asarray(p), dtype=torch.long) for p in parts]
+    smallest = min(len(ix) for ix in indices)
+    if config.dp_sgd.enabled and config.training.batch_size > smallest:
+        raise ConfigError(f"dp_sgd needs training.batch_size <= the smallest client's example count ({smallest}); "
+                          f"got {config.training.batch_size}")
     summary = {
         "dataset": d.dataset, "source": dataset.source, "partition": d.partition, "train": len(train.y),
         "validation": len(validation.y), "test": len(dataset.test.y),
@@ -146,10 +152,11 @@ class Experiment:
             from auditkit.flower.backend import FlowerSimulation
 
             self.simulation = FlowerSimulation(model, data, protocol, config.training, seed=config.seed,
-                                               device=self.device, flower=config.flower, spec=client_spec(config))
+                                               device=self.device, dp_sgd=config.dp_sgd, flower=config.flower,
+                                               spec=client_spec(config))
         else:
             self.simulation = FederatedSimulation(model, data, protocol, config.training, seed=config.seed,
-                                                  device=self.device)
+                                                  device=self.device, dp_sgd=config.dp_sgd)
 
     def train(self, on_round: Callable[[RoundRecord], None] | None = None) -> TrainingRun:
         """Run FedAvg with the configured mechanism between clients and server."""
@@ -182,7 +189,12 @@ def training_provenance(
     """The provenance's data, model and training blocks from ``config``'s training table; what a run knows
     better -- the rounds it ran, how its batches were drawn, where it trained -- is given, else the config's."""
     t = config.training
-    if sampling is None:
+    if sampling is None and config.dp_sgd.enabled:
+        sampling = (f"DP-SGD: each of the tau = {t.tau} local steps takes each of the client's n_k examples with "
+                    f"probability {t.batch_size} / n_k (Poisson, expected batch {t.batch_size}), clips each "
+                    f"example's gradient to {config.dp_sgd.max_grad_norm:g} and adds Gaussian noise of multiplier "
+                    f"{config.dp_sgd.noise_multiplier:g}; participation: {t.participation}")
+    elif sampling is None:
         sampling = (f"each of the tau = {t.tau} local steps draws {t.batch_size} sample(s) uniformly with "
                     f"replacement from the client's data; participation: {t.participation}")
     return {

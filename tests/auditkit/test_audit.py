@@ -14,6 +14,7 @@ import time
 
 import pytest
 
+from auditkit.accounting.dp_sgd import example_level_claim
 from auditkit.audit import STAGES, Audit, plan_audit, run_audit
 from auditkit.config import ConfigError, from_dict
 from auditkit.reports import load_results, validate_results
@@ -240,6 +241,24 @@ def test_an_output_path_that_is_a_file_is_refused_before_training(tmp_path):
     with pytest.raises(ConfigError, match="is a file, not a folder"):
         Audit(from_dict(TINY), out=target)
     assert target.read_text() == "kept"
+
+
+def test_an_audit_with_dp_sgd_states_each_settings_example_level_claim(tmp_path):
+    """[dp_sgd] under two uplink mechanisms (attack stages off): each setting's accounting holds the example-level
+    claim of its 2 rounds x tau 2 steps at the smallest client's q, beside its own client-level claim."""
+    quiet = {"enabled": False}
+    config = from_dict({
+        "seed": 3, "device": "cpu",
+        "training": {"model": "linear", "clients": 3, "rounds": 2, "tau": 2, "batch_size": 4, "checkpoints": [1]},
+        "mechanisms": [{"name": "none"}, {"name": "gaussian", "sigma": 1.0, "clip": 0.5}],
+        "dp_sgd": {"noise_multiplier": 1.1, "max_grad_norm": 0.5},
+        "inversion": quiet, "probe": quiet, "identification": quiet, "distinguish": quiet})
+    document = run_audit(config, out=tmp_path)
+    sizes = document["provenance"]["data"]["client_sizes"]
+    expected = example_level_claim(1.1, 0.5, batch_size=4, client_sizes=sizes, rounds=2, tau=2, delta=1e-5)
+    assert [s["accounting"].get("example_level") for s in document["settings"]] == [expected.to_dict()] * 2
+    assert document["settings"][0]["accounting"]["composed"] is None  # none: no client-level claim
+    assert document["settings"][1]["accounting"]["composed"]["rounds"] == 2
 
 
 def test_plan_ids_labels_and_the_test_family():

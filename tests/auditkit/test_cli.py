@@ -80,6 +80,12 @@ def test_mechanisms_table_is_kept_from_160_columns(columns, wide):
                                 "`auditkit reproduce` (train judges nothing)")),
     (["--resume"], "--resume applies to `auditkit audit` only (train judges nothing)"),
     (["--recorded", "{tmp}/rec"], "--recorded applies to `auditkit audit` only (train judges nothing)"),
+    # DP-SGD in the clients: a batch larger than a client's data is refused once the data are split
+    (["--clients", "70", "--batch-size", "60", "--dp-sgd-noise-multiplier", "1"],
+     "dp_sgd needs training.batch_size <= the smallest client's example count (50); got 60"),
+    (["--dp-sgd-noise-multiplier", "0"], "dp_sgd.noise_multiplier must be > 0, got 0.0"),
+    (["--dp-sgd-max-grad-norm", "0.5"],
+     "dp_sgd.noise_multiplier must be given to turn DP-SGD on ([dp_sgd] sets max_grad_norm without it)"),
 ])
 def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message):
     out = tmp_path / "out"
@@ -387,3 +393,19 @@ def test_reproduce_list_shows_each_table():
     tables = ("003 Table I", "000 Table I", "000 Table II", "003 Fig. 2", "002 Table I", "002 Fig. 2", "002 Fig. 4",
               "001 Fig. 2a", "001 Fig. 4a", "004 Fig. 2")
     assert all(table in result.stdout for table in tables)
+
+
+def test_train_with_dp_sgd_flags_reports_the_example_level_claim(tmp_path):
+    result = auditkit("train", *SMALL, "--batch-size", "4", "--dp-sgd-noise-multiplier", "1.1",
+                      "--dp-sgd-max-grad-norm", "0.5", "--out", str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    document = json.loads((tmp_path / "results.json").read_text())
+    assert document["config"]["dp_sgd"] == {"noise_multiplier": 1.1, "max_grad_norm": 0.5}
+    example = document["settings"][0]["accounting"]["example_level"]
+    assert (example["noise_multiplier"], example["max_grad_norm"], example["steps"]) == (1.1, 0.5, 4)
+    assert example["sample_rate"] == 4 / min(document["provenance"]["data"]["client_sizes"])
+    text = " ".join(result.stdout.split())
+    assert f"example-level claim (DP-SGD): (eps={example['epsilon']:.4g}, delta=1e-05) over 4 steps" in text
+    assert "example-level (DP-SGD): ε = " in (tmp_path / "report.md").read_text()
+    assert result.stderr == ""  # the accountants' log lines stay quiet
+

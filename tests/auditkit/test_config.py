@@ -194,3 +194,39 @@ def test_training_backend_is_builtin_or_flower():
                                           r"num_cpus, num_gpus, ray_address"):
         from_dict({"flower": {"cpus": 2}})
 
+
+
+def test_dp_sgd_table_is_off_by_default_and_round_trips(tmp_path):
+    off = from_dict({})
+    assert not off.dp_sgd.enabled and "dp_sgd" not in off.to_dict()  # written only when DP-SGD is on
+    assert not from_dict({"dp_sgd": {}}).dp_sgd.enabled
+    path = tmp_path / "c.toml"
+    path.write_text("[training]\nbatch_size = 8\n[dp_sgd]\nnoise_multiplier = 1.1\nmax_grad_norm = 0.5\n")
+    config = load_config(path)
+    assert (config.dp_sgd.enabled, config.dp_sgd.noise_multiplier, config.dp_sgd.max_grad_norm) == (True, 1.1, 0.5)
+    assert config.to_dict()["dp_sgd"] == {"noise_multiplier": 1.1, "max_grad_norm": 0.5}
+    assert from_dict(config.to_dict()) == config
+    assert from_dict({"dp_sgd": {"noise_multiplier": 2}}).dp_sgd.max_grad_norm == 1.0
+
+
+@pytest.mark.parametrize(("table", "message"), [
+    ({"noise_multiplier": 0}, "dp_sgd.noise_multiplier must be > 0, got 0.0"),
+    ({"noise_multiplier": -1.5}, "dp_sgd.noise_multiplier must be > 0, got -1.5"),
+    ({"noise_multiplier": 1.0, "max_grad_norm": 0}, "dp_sgd.max_grad_norm must be > 0, got 0.0"),
+    ({"noise_multiplier": "high"}, "dp_sgd.noise_multiplier must be a finite number, got 'high'"),
+    ({"noise_multiplier": math.inf}, "dp_sgd.noise_multiplier must be a finite number, got inf"),
+    ({"max_grad_norm": 0.5}, "dp_sgd.noise_multiplier must be given to turn DP-SGD on ([dp_sgd] sets max_grad_norm "
+                             "without it)"),
+    ({"noise_multiplier": 1.0, "clip": 1.0}, "config key 'dp_sgd.clip' is not allowed; allowed keys in [dp_sgd]: "
+                                             "max_grad_norm, noise_multiplier"),
+])
+def test_dp_sgd_errors_are_one_line_naming_the_key(table, message):
+    with pytest.raises(ConfigError) as err:
+        from_dict({"dp_sgd": table})
+    assert str(err.value) == message
+
+
+def test_dp_sgd_needs_a_composition_delta():
+    with pytest.raises(ConfigError, match=r"^dp_sgd's example-level claim needs accounting.composition_delta > 0 "):
+        from_dict({"dp_sgd": {"noise_multiplier": 1.0}, "accounting": {"composition_delta": 0}})
+    assert from_dict({"accounting": {"composition_delta": 0}}).accounting.composition_delta == 0  # fine without it

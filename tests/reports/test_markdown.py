@@ -2,6 +2,7 @@ import re
 
 import pytest
 
+from auditkit.reports import validate_results
 from auditkit.reports.content import FIGURE_CAPTIONS
 from auditkit.reports.markdown import escape, render_markdown
 
@@ -273,3 +274,25 @@ def test_a_reproduction_in_markdown_counts_its_verdicts_and_explains_its_terms(r
     assert re.findall(r"^- \*\*(.*?)\*\*:", glossary, flags=re.M) == [escape(t) for t, _ in REPRODUCTION_GLOSSARY]
     assert "| method | column | paper (line) | ours \\[95 % interval\\] | ours − paper | verdict | why |" in text
     assert "this run's reasons, for every training row (under the intro)" in text  # why a training row is not
+
+
+EXAMPLE_LEVEL = {"epsilon": 4.443, "delta": 1e-5, "noise_multiplier": 1.1, "max_grad_norm": 0.5, "batch_size": 32,
+                 "sample_rate": 0.05, "client": 3, "client_examples": 640, "steps": 200, "backend": "opacus-rdp",
+                 "event": "PoissonSampledDpEvent(sampling_probability=0.05, event=GaussianDpEvent(noise_multiplier=1.1)) "
+                          "under ADD_OR_REMOVE_ONE x 200",
+                 "note": "one training example, over 20 rounds x tau = 10 local steps"}
+
+
+def test_dp_sgds_example_level_claim_is_shown_beside_the_client_level_one_and_labelled(document):
+    document["settings"][0]["accounting"]["example_level"] = EXAMPLE_LEVEL
+    validate_results(document)
+    text = render_markdown(document, FIGURES)
+    none = _table_rows(text, "### Privacy: claims and verdicts")[0]
+    assert none == ("| float32 (none) | no claim (flags: no-privacy) | example-level (DP-SGD): ε = 4.443, δ = 1e-05 "
+                    "over 200 steps at q = 0.05 (opacus-rdp) | not run | not run |")
+    assert ("**example-level (DP-SGD)**: z = 1.1, C = 0.5, expected batch 32; opacus-rdp: PoissonSampledDpEvent("
+            "sampling\\_probability=0.05") in text
+    assert "worst client 3 (640 examples)" in text
+    del document["settings"][0]["accounting"]["example_level"]["steps"]
+    with pytest.raises(ValueError, match=r"^results.settings\[0\].accounting.example_level.steps is missing$"):
+        validate_results(document)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from auditkit.fl.sampling import draw_batches, select_clients
+from auditkit.fl.sampling import draw_batches, draw_poisson_batches, select_clients
 
 
 def test_full_participation_selects_everyone():
@@ -72,3 +72,42 @@ def test_a_client_drawn_twice_trains_twice_in_a_real_run():
     rounds = Experiment(config).train().result.rounds
     assert all(len(r.clients) == 6 and len(set(r.clients)) < 6 for r in rounds)  # 6 draws of 3: always a repeat
     assert all(len(r.bits) == 6 for r in rounds)
+
+
+def test_poisson_batches_have_binomial_sizes_and_take_every_example_at_rate_q():
+    """DP-SGD's batches: n = 50 examples, B = 5, so q = 0.1 and each step's size is Binomial(50, 0.1): mean 5,
+    variance 4.5. Over 10^4 steps the mean is within 3 standard errors (SE 0.021) and the variance within 4 of its
+    standard errors (SE ~ 4.5 sqrt(2 / 10^4) = 0.064, the Binomial's excess kurtosis 0.1 being negligible); each
+    example is taken in a fraction q of the steps, within 4 SE (0.003)."""
+    own = [torch.arange(100, 150)]
+    steps = 10_000
+    indices, mask = draw_poisson_batches(own, [0], 1, seed=6, tau=steps, batch_size=5)
+    sizes = mask[0].sum(1)
+    width = int(sizes.max())
+    assert indices.shape == mask.shape == (1, steps, width)
+    n, q = 50, 0.1
+    assert abs(float(sizes.mean()) - n * q) < 3 * (n * q * (1 - q) / steps) ** 0.5
+    assert abs(float(sizes.var()) - n * q * (1 - q)) < 4 * n * q * (1 - q) * (2 / (steps - 1)) ** 0.5
+    taken = torch.bincount(indices[0][mask[0].bool()] - 100, minlength=n).double() / steps
+    assert (taken - q).abs().max() < 4 * (q * (1 - q) / steps) ** 0.5
+    # no example twice in a step; padding repeats one of the client's own examples
+    assert all(len(set(row[m.bool()].tolist())) == int(m.sum()) for row, m in zip(indices[0][:500], mask[0][:500]))
+    assert set(indices.flatten().tolist()) <= set(range(100, 150))
+
+
+def test_poisson_batches_are_keyed_by_client_and_padded_to_the_rounds_largest():
+    own = [torch.arange(0, 20), torch.arange(20, 220), torch.arange(220, 240)]
+    indices, mask = draw_poisson_batches(own, [0, 1], 4, seed=2, tau=6, batch_size=8)
+    assert indices.shape[2] == int(mask.sum(2).max()) > 8  # the largest realised batch of the round
+    alone, alone_mask = draw_poisson_batches(own, [1], 4, seed=2, tau=6, batch_size=8)
+    width = alone.shape[2]
+    assert torch.equal(mask[1, :, :width], alone_mask[0]) and not mask[1, :, width:].any()
+    assert torch.equal((indices[1] * mask[1].long())[:, :width], alone[0] * alone_mask[0].long())
+    assert set(indices[0].flatten().tolist()) <= set(range(20))
+    # a round whose steps all came out empty still has one (masked) column
+    empty = next(r for r in range(1, 50)
+                 if not draw_poisson_batches([torch.arange(400)], [0], r, seed=0, tau=1, batch_size=1)[1].any())
+    indices, mask = draw_poisson_batches([torch.arange(400)], [0], empty, seed=0, tau=1, batch_size=1)
+    assert indices.shape == (1, 1, 1) and not mask.any()
+    with pytest.raises(ValueError, match="DP-SGD needs batch_size <= every client's example count; client 2 has 20"):
+        draw_poisson_batches(own, [2], 1, seed=0, tau=1, batch_size=21)

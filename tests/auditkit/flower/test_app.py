@@ -140,6 +140,7 @@ def test_audit_recorded_runs_every_stage_on_the_recording(recorded_app, tmp_path
     (["--mechanism", "gaussian"], "--recorded takes the data, training, mechanism and seed from the recording; "
                                   "leave out --mechanism"),
     (["--rounds", "3"], "leave out --rounds"),
+    (["--dp-sgd-noise-multiplier", "1"], "leave out --dp-sgd-noise-multiplier"),  # how the app trained is the app's
 ])
 def test_audit_recorded_refuses_app_settings_from_the_command_line(recorded_app, tmp_path, extra, message):
     out = tmp_path / "out"

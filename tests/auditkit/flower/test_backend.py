@@ -47,6 +47,20 @@ def test_flower_equals_builtin_round_by_round(mechanism, training):
     assert (builtin.observations[0].views["server"] != builtin.observations[0].ground_truth["updates"]).any()
 
 
+def test_flower_clients_train_with_dp_sgd_as_the_builtin_clients_do():
+    """With [dp_sgd] each Flower client draws the same keyed Poisson batches and noise as the built-in simulator (its
+    own padding width instead of the round's largest, which the mask makes immaterial): the same global model after
+    every round to float tolerance."""
+    runs = {b: Experiment(from_dict({**_config({"name": "none"}, b, batch_size=3),
+                                     "dp_sgd": {"noise_multiplier": 1.1, "max_grad_norm": 0.5}})).train().result
+            for b in ("builtin", "flower")}
+    builtin, flower = runs["builtin"], runs["flower"]
+    for a, b in zip(builtin.observations, flower.observations, strict=True):
+        torch.testing.assert_close(b.views["peer"], a.views["peer"], rtol=0, atol=1e-6)
+    plain = Experiment(from_dict(_config({"name": "none"}, "builtin", batch_size=3))).train().result
+    assert (plain.final_params - builtin.final_params).abs().max() > 1e-3  # DP-SGD changed the training
+
+
 def test_unreachable_ray_address_is_one_line_naming_the_key():
     from auditkit.flower.backend import connect_ray
 

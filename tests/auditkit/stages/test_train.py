@@ -3,6 +3,7 @@ import json
 import pytest
 
 from auditkit import mechanisms
+from auditkit.accounting.dp_sgd import example_level_claim
 
 from auditkit.config import ConfigError, from_dict
 from auditkit.results import prepare_output
@@ -85,3 +86,32 @@ def test_results_are_validated_before_they_are_written_and_written_atomically(tm
         write_results(document, tmp_path)
     assert path.read_text() == "old"
     assert [p.name for p in tmp_path.iterdir()] == ["results.json"]  # no temporary file left behind
+
+
+def test_dp_sgd_run_reports_the_example_level_claim_beside_the_client_level_one():
+    """Three clients of the embedded data with DP-SGD (z 1.1, C 0.5, expected batch 4) under a Gaussian uplink:
+    the accounting section keeps the client-level ``composed`` and adds ``example_level``, Opacus's PRV at the
+    smallest client's q = 4 / n_k over 2 rounds x tau 3 = 6 steps; the provenance says how batches were drawn."""
+    config = from_dict({**SMALL, "training": {**SMALL["training"], "batch_size": 4},
+                        "mechanism": {"name": "gaussian", "sigma": 2.0, "clip": 0.5},
+                        "dp_sgd": {"noise_multiplier": 1.1, "max_grad_norm": 0.5}})
+    run = Experiment(config).train()
+    document = results_document(run, "dp-sgd")
+    accounting = document["settings"][0]["accounting"]
+    assert accounting["composed"]["rounds"] == 2  # the client-level claim, unchanged
+    sizes = run.data_summary["client_sizes"]
+    expected = example_level_claim(1.1, 0.5, batch_size=4, client_sizes=sizes, rounds=2, tau=3, delta=1e-5)
+    assert accounting["example_level"] == expected.to_dict()
+    assert accounting["example_level"]["sample_rate"] == 4 / min(sizes) and accounting["example_level"]["steps"] == 6
+    assert document["provenance"]["training"]["sampling"].startswith("DP-SGD: each of the tau = 3 local steps")
+    assert document["config"]["dp_sgd"] == {"noise_multiplier": 1.1, "max_grad_norm": 0.5}
+    plain = results_document(Experiment(from_dict({**SMALL, "mechanism": {"name": "none"}})).train(), "plain")
+    assert "example_level" not in plain["settings"][0]["accounting"]
+
+
+def test_dp_sgd_batch_larger_than_a_client_is_refused_once_the_data_are_split():
+    config = from_dict({"training": {"clients": 70, "batch_size": 60}, "dp_sgd": {"noise_multiplier": 1.0}})
+    with pytest.raises(ConfigError, match=r"^dp_sgd needs training.batch_size <= the smallest client's example count "
+                                          r"\(50\); got 60$"):
+        Experiment(config)
+    Experiment(from_dict({"training": {"clients": 70, "batch_size": 60}}))  # without DP-SGD it samples with replacement
