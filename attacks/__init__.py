@@ -8,7 +8,7 @@ a ``torch.nn.Module``; they never import ``auditkit``.
 * informed-adversary identification: ``identify`` (which of M candidates was the input?), judged against the
   claim's reconstruction-robustness bound by ``auditkit``;
 * empirical DP: ``distinguish`` (bulk sampling, statistics, held-out Clopper-Pearson bounds in
-  ``epsilon_bounds``), ``neighbouring_pairs``, ``audit_settings``, ``audit_mechanism``, ``verdicts``, and the
+  ``epsilon_bounds``), one-run bounds on canaries (``one_run``: Steinke et al., f-DP), ``neighbouring_pairs``, ``audit_settings``, ``audit_mechanism``, ``verdicts``, and the
   registry of ``adaptive_tests``;
 * attacks on specific mechanisms: ``targeted`` (JoPEQ's side channel and overload, CEPAM's normalisation,
   DP-SQ's cross-cell test, MSP-FL's transcript reconstruction), registered for the mechanisms they target.
@@ -59,6 +59,7 @@ from auditkit.attacks.epsilon_bounds import (
     one_run_p_value,
 )
 from auditkit.attacks.neighbouring_pairs import NeighbouringPair, neighbouring_pairs
+from auditkit.attacks.one_run import OneRunBound, fdp_refuted, fdp_scale_lower_bound, one_run_bound
 from auditkit.attacks.pair_search import PairCandidate, PairSearch, search_worst_pair
 from auditkit.attacks.soundness import SoundnessRow, allowed_false_alarms, soundness_sweep
 from auditkit.attacks.verdicts import (

@@ -29,6 +29,7 @@ from auditkit.mechanisms.capabilities import (
     refused,
 )
 from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, GaussianTradeOff, LaplaceTradeOff, ProfileTradeOff, TradeOff
 from auditkit.mechanisms.message import FloatMessage, Message
 from auditkit.mechanisms.protocol import (
     ProtocolContext,
@@ -61,6 +62,11 @@ for _module in pkgutil.iter_modules(__path__):  # importing a module registers i
     importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
+    "EpsDeltaTradeOff",
+    "GaussianTradeOff",
+    "LaplaceTradeOff",
+    "ProfileTradeOff",
+    "TradeOff",
     "informed_aggregate",
     "AuditSetting",
     "BatchSampling",

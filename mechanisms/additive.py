@@ -22,6 +22,7 @@ from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 from auditkit.mechanisms.message import FloatMessage
 from auditkit.mechanisms.randomness import private_generator
 from auditkit.mechanisms.registry import register
+from auditkit.mechanisms.tradeoff import GaussianTradeOff, LaplaceTradeOff
 
 __all__ = ["Gaussian", "Laplace", "analytic_gaussian_epsilon", "clip_l1", "clip_l2", "clipped_input", "laplace_noise"]
 
@@ -144,6 +145,11 @@ class Gaussian(_AdditiveNoise):
     def _noise(self, n: int, gen: torch.Generator) -> torch.Tensor:
         return self.params["sigma"] * torch.randn(n, generator=gen, dtype=torch.float64)
 
+    def tradeoff(self) -> GaussianTradeOff:
+        """mu-GDP with mu = 2 clip / sigma: replacing the update moves it by <= 2 clip in l2 (Dong, Roth & Su 2022,
+        Thm. 2.7), the curve of which the analytic (eps, delta) claim is one point."""
+        return GaussianTradeOff(2 * self.params["clip"] / self.params["sigma"])
+
     def output_log_density(self) -> LogDensity:
         """y - clip(x) ~ N(0, sigma^2 I): ln p = -||y - clip(x)||^2 / (2 sigma^2) + const."""
         return ClippedGaussian(self.params["sigma"], self.params["clip"], "l2")
@@ -192,6 +198,11 @@ class Laplace(_AdditiveNoise):
 
     def _noise(self, n: int, gen: torch.Generator) -> torch.Tensor:
         return laplace_noise(n, self.params["scale"], gen)
+
+    def tradeoff(self) -> LaplaceTradeOff:
+        """The Laplace curve of eps = 2 clip / scale (Dong, Roth & Su 2022; valid over the l1 ball, see
+        ``auditkit.mechanisms.tradeoff.LaplaceTradeOff``)."""
+        return LaplaceTradeOff(2 * self.params["clip"] / self.params["scale"])
 
     def output_log_density(self) -> LogDensity:
         """y - clip(x) iid Laplace(b): ln p = -||y - clip(x)||_1 / b + const."""

@@ -24,6 +24,7 @@ import torch
 from auditkit.mechanisms.capabilities import AuditSetting, BatchSampling, LogDensity, SideValues, Tiling, claim_event
 from auditkit.mechanisms.guarantee import PrivacyGuarantee
 from auditkit.mechanisms.message import MAX_LENGTH, Message, reports_decode_errors
+from auditkit.mechanisms.tradeoff import TradeOff
 
 __all__ = [
     "Param",
@@ -265,6 +266,11 @@ class Mechanism(abc.ABC):
         """The client participations (``auditkit.fl.sampling.PARTICIPATION``) whose amplification the claim
         covers; empty: none. A local mechanism's server sees who sent what, so sampling hides nobody."""
         return ()
+
+    def tradeoff(self) -> TradeOff | None:
+        """The claim's one-round trade-off curve under ``guarantee().relation`` (``auditkit.mechanisms.tradeoff``),
+        sharper than its (eps, delta) pair; None: the one-run audit refutes the (eps, delta) curve instead."""
+        return None
 
     def _check_message(self, enc: Message) -> None:
         if not isinstance(enc, self.message_type):

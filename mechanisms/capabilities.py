@@ -14,6 +14,7 @@ generic default stood in:
 | ``dp_event()`` | a ``dp_accounting`` event for one round of the claim | ``claim_event(guarantee())`` |
 | ``true_epsilon()`` | the epsilon of the noise the code really adds | None: not computed |
 | ``client_sampling()`` | the client participations whose amplification the claim covers ("poisson") | (): none |
+| ``tradeoff()`` | the claim's one-round trade-off curve (f-DP, ``auditkit.mechanisms.tradeoff``) | None: its (eps, delta) curve |
 
 A capability counts as declared by the class that defines it, or by a private base class it inherits from; one
 inherited from *another registered mechanism* does not count (a subclass that changes how the mechanism behaves
@@ -62,7 +63,7 @@ __all__ = [
 ]
 
 CAPABILITIES = ("tiling", "batch_sampling", "side_values", "audit_setting", "output_log_density", "dp_event",
-                "true_epsilon", "client_sampling")
+                "true_epsilon", "client_sampling", "tradeoff")
 
 LogDensity = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """f(y, x): outputs y (B, d_out) and input x (d,), NumPy float64 -> ln p(y | x) of shape (B,), up to a constant

@@ -44,6 +44,7 @@ from auditkit.mechanisms.message import FloatMessage
 from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, informed_aggregate, register_protocol
 from auditkit.mechanisms.randomness import generator, private_generator
 from auditkit.mechanisms.registry import register
+from auditkit.mechanisms.tradeoff import GaussianTradeOff
 
 __all__ = ["CLIPPING", "INFORMED_VIEW", "SAMPLED_PARTICIPATION", "CentralNoiseProtocol", "DPFedAvg"]
 
@@ -140,6 +141,10 @@ class DPFedAvg(Mechanism):
         clip = self.params["clip"]
         return AuditSetting(2, clip, "l2", clip, 2, beyond_clip=True, add_remove=True,
                             note=f"add/remove one client: shift clip {clip:g}, and 0 against an update beyond it")
+
+    def tradeoff(self) -> GaussianTradeOff:
+        """One round of the noisy sum, add/remove one client: (1 / z)-GDP (sensitivity C, noise z C)."""
+        return GaussianTradeOff(1.0 / self.params["noise_multiplier"])
 
     def output_log_density(self) -> LogDensity:
         """y - clip(x) ~ N(0, (z C)^2 I)."""

@@ -51,6 +51,7 @@ from auditkit.mechanisms.capabilities import (
 )
 from auditkit.mechanisms.guarantee import PrivacyGuarantee
 from auditkit.mechanisms.message import Message
+from auditkit.mechanisms.tradeoff import TradeOff
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -244,6 +245,7 @@ _RESULTS: dict[str, tuple[type | tuple[type, ...], str]] = {
     "audit_setting": (AuditSetting, "an AuditSetting or None"),
     "dp_event": (dp_accounting.DpEvent, "a dp_accounting.DpEvent"),
     "true_epsilon": (numbers.Real, "a number or None"),
+    "tradeoff": (TradeOff, "a trade-off curve (auditkit.mechanisms.tradeoff) or None"),
 }
 
 

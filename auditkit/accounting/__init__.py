@@ -11,6 +11,8 @@
 * `jopeq` — JoPEQ's claims as the paper states them, flagged against the realised noise's epsilon.
 * `composition` — a mechanism's ``dp_accounting`` event over T rounds through Opacus (RDP, PRV) and Google's
   dp_accounting (PLD, RDP), with the backend named in every result and a refusal for events no backend supports.
+* `tradeoff` — `composed_tradeoff(event, rounds, relation)`: the whole run's claim as an f-DP curve (exact GDP,
+  or dp_accounting's privacy-loss distribution), the curve a one-run canary audit refutes.
 * `dp_sgd` — the example-level claim of DP-SGD in the clients (``[dp_sgd]``): Poisson-subsampled Gaussian steps
   composed over rounds x tau at the worst client's rate, reported beside (never combined with) the client-level claim.
 
@@ -51,6 +53,7 @@ from auditkit.accounting.composition import (
     refuse_sampling_with_replacement,
 )
 from auditkit.accounting.dp_sgd import ExampleLevelClaim, dp_sgd_epsilon, example_level_claim
+from auditkit.accounting.tradeoff import composed_tradeoff
 from auditkit.accounting.rero import (
     claim_rero_bound,
     gaussian_rero_bound,
@@ -60,6 +63,7 @@ from auditkit.accounting.rero import (
 )
 
 __all__ = [
+    "composed_tradeoff",
     "AccountingCheck",
     "AccountReport",
     "Sampling",

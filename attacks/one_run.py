@@ -1,0 +1,257 @@
+"""One-run audit bounds: m canaries, each included with probability 1/2, one run, k guesses, v of them right.
+
+Two bounds certify how much the run leaks about each canary's inclusion bit, at confidence 1 - tau:
+
+* ``steinke``: Steinke, Nasr & Jagielski (NeurIPS 2023, Thm. 3.1 with its delta extension): under (eps, delta)-DP
+  the correct guesses are dominated by Binomial(k, e^eps / (1 + e^eps)) plus 2 m delta max_i P[v-i <= B < v] / i;
+  the bound is the largest eps that tail rejects (``auditkit.attacks.epsilon_bounds.one_run_epsilon_lower_bound``).
+* ``fdp``: Mahloujifar, Melis & Chaudhuri (ICML 2025, "Auditing f-differential privacy in one run", Alg. 2 and
+  Thm. 9 as implemented in the authors' code): a trade-off curve f (``auditkit.mechanisms.tradeoff``) is refuted by
+  v correct out of k guesses when the recursion
+
+      r = tau v / m ;  h = tau (k - v) / m
+      for i = v-1 down to 0:  h' = max(h, f^-1_blow-up(r));  r = min(r + i / (k - i) (h' - h), 1);  h = h'
+
+  ends with r + h > k / m. Refutation is monotone in the curve's family (``scaled(s)``), so the bound is the largest
+  s refuted, reported as the refuted curve's eps at the bound's delta (Table 1 of the paper reports the same).
+
+Guesses: the k/2 highest scores are guessed "in", the k/2 lowest "out", the rest abstained on (Steinke et al.'s
+rule). k must not depend on the inclusion bits, so it is fixed before they are read:
+
+* ``"claim"``: k* maximising the bound at the counts the claim's own curve predicts (``expected_correct``), the
+  most the test can certify against a mechanism exactly at its claim; a priori, so no correction;
+* ``"grid"``: k = m, m/2, m/4, m/8 (at least ``MIN_GRID_GUESSES``), each at the Bonferroni confidence, the largest
+  bound reported;
+* an integer: fixed.
+
+The paper's Table 1 instead reports, on each draw, the best k after seeing which guesses were right. That choice
+reads the bits, and no theorem covers it (``best_after_seeing``, used only to reproduce the table, labelled so).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from scipy import optimize
+
+from auditkit.attacks.epsilon_bounds import one_run_epsilon_lower_bound
+from auditkit.attacks.verdicts import CONSISTENT, INCONCLUSIVE, NO_CLAIM, VIOLATED, bonferroni_confidence
+from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, TradeOff
+
+__all__ = [
+    "BOUNDS",
+    "GUESS_RULES",
+    "MIN_GRID_GUESSES",
+    "OneRunBound",
+    "best_after_seeing",
+    "claim_guesses",
+    "count_correct",
+    "expected_correct",
+    "fdp_refuted",
+    "fdp_scale_lower_bound",
+    "guess_grid",
+    "one_run_bound",
+]
+
+BOUNDS = ("fdp", "steinke")
+GUESS_RULES = ("claim", "grid")
+MIN_GRID_GUESSES = 20
+MAX_SCALE = 16.0  # the family is searched up to 16 times the claim (a bound there is reported as at least that)
+_SCALE_TOLERANCE = 1e-4
+
+
+def fdp_refuted(curve: TradeOff, correct: int, guesses: int, canaries: int, *, confidence: float) -> bool:
+    """Whether ``correct`` right guesses of ``guesses`` on ``canaries`` refute ``curve`` at ``confidence``
+    (Mahloujifar, Melis & Chaudhuri 2025; the recursion of the module docstring)."""
+    _check_counts(correct, guesses, canaries)
+    tau = 1 - confidence
+    r = tau * correct / canaries
+    h = tau * (guesses - correct) / canaries
+    for i in range(correct - 1, -1, -1):
+        h_new = max(h, curve.inverse_blow_up(r))
+        if h_new == h:
+            break  # a fixed point: nothing changes any more
+        r = min(r + i / (guesses - i) * (h_new - h), 1.0)
+        h = h_new
+    return r + h > guesses / canaries
+
+
+def fdp_scale_lower_bound(curve: TradeOff, correct: int, guesses: int, canaries: int, *,
+                          confidence: float) -> float:
+    """The largest s (to 1e-4 relative) with ``curve.scaled(s)`` refuted; 0 when none, ``MAX_SCALE`` at most."""
+    def refuted(s: float) -> bool:
+        return fdp_refuted(curve.scaled(s), correct, guesses, canaries, confidence=confidence)
+
+    low = 1.0 / MAX_SCALE
+    if not refuted(low):
+        return 0.0
+    high = 1.0
+    while refuted(high):
+        low, high = high, 2 * high
+        if high > MAX_SCALE:
+            return MAX_SCALE
+    while high - low > _SCALE_TOLERANCE * high:
+        middle = math.sqrt(low * high)
+        low, high = (middle, high) if refuted(middle) else (low, middle)
+    return low
+
+
+def count_correct(scores: np.ndarray, inserted: np.ndarray, guesses: int) -> int:
+    """Correct guesses of the rule "the k/2 highest scores are in, the k/2 lowest out" (k = ``guesses``); ties are
+    broken by index, which is independent of the bits (they are drawn independently per canary)."""
+    order = np.argsort(np.asarray(scores), kind="stable")
+    bits = np.asarray(inserted, dtype=bool)[order]
+    low, high = guesses // 2, guesses - guesses // 2
+    return int((~bits[:low]).sum() + bits[len(bits) - high:].sum())
+
+
+def expected_correct(curve: TradeOff, guesses: int, canaries: int) -> float:
+    """The correct guesses the top/bottom rule expects when the scores are exactly as distinguishable as ``curve``
+    allows (m large): a threshold with type I error alpha keeps m/2 (1 - f(alpha) + alpha) canaries per side, of
+    which m/2 (1 - f(alpha)) are right, so 1 - f(alpha) + alpha = k / m and v = m (1 - f(alpha))."""
+    share = min(guesses / canaries, 1.0)
+    gap = lambda a: 1 - float(curve.beta(np.array([a]))[0]) + a - share  # noqa: E731
+    alpha = optimize.brentq(gap, 0.0, share, xtol=1e-15) if gap(0.0) < 0 else 0.0
+    return canaries * (share - alpha)
+
+
+def guess_grid(canaries: int) -> list[int]:
+    """k = m, m/2, m/4, m/8 while at least ``MIN_GRID_GUESSES`` (just [m] for fewer canaries)."""
+    grid = [canaries]
+    while len(grid) < 4 and grid[-1] // 2 >= MIN_GRID_GUESSES:
+        grid.append(grid[-1] // 2)
+    return grid
+
+
+def _bound_at(bound: str, curve: TradeOff, correct: int, guesses: int, canaries: int, confidence: float,
+              delta: float) -> float:
+    """The bound's epsilon for the counts: Steinke's, or the refuted curve's eps at ``delta`` (f-DP)."""
+    if bound == "steinke":
+        return one_run_epsilon_lower_bound(correct, guesses, canaries, confidence=confidence, delta=delta)
+    s = fdp_scale_lower_bound(curve, correct, guesses, canaries, confidence=confidence)
+    return 0.0 if s == 0 else curve.scaled(s).epsilon(delta)
+
+
+def claim_guesses(curve: TradeOff, canaries: int, *, bound: str = "fdp", confidence: float = 0.95,
+                  delta: float = 0.0) -> int:
+    """k* (even, >= 2): the k of a log grid of 40 that maximises the bound at ``expected_correct`` counts."""
+    candidates = sorted({max(2, int(k) // 2 * 2) for k in np.logspace(1, math.log10(canaries), 40)} | {canaries // 2 * 2})
+    candidates = [k for k in candidates if 2 <= k <= canaries] or [canaries]
+    def value(k: int) -> float:
+        v = int(round(expected_correct(curve, k, canaries)))
+        return _bound_at(bound, curve, min(v, k), k, canaries, confidence, delta)
+
+    return max(candidates, key=value)
+
+
+@dataclass(frozen=True)
+class OneRunBound:
+    """A one-run bound and its verdict (fields read by ``auditkit.attacks.verdicts``).
+
+    canaries (m), guesses (k), correct (v): the counts the bound uses; guess_rule: how k was fixed (``GUESS_RULES``
+    or "fixed"), grid: the k tried (one unless "grid"); per_test_confidence: Bonferroni over the grid.
+    epsilon_lower_bound: eps certified at ``delta``; max_certifiable: the bound if all k guesses were right.
+    curve: the claim's curve label (f-DP), claimed_epsilon: the claim's eps at ``delta``; refuted: the claim
+    curve (f-DP) or its eps (Steinke) is refuted. verdict: consistent / violated / inconclusive / no claim.
+    """
+
+    bound: str
+    canaries: int
+    guesses: int
+    correct: int
+    confidence: float
+    per_test_confidence: float
+    delta: float
+    epsilon_lower_bound: float
+    max_certifiable: float
+    claimed_epsilon: float | None
+    curve: str | None
+    verdict: str
+    guess_rule: str
+    grid: tuple[int, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        out = dict(vars(self))
+        out["grid"] = list(self.grid)
+        return out
+
+
+def one_run_bound(
+    scores: np.ndarray,
+    inserted: np.ndarray,
+    *,
+    curve: TradeOff | None,
+    claimed_epsilon: float | None = None,
+    bound: str = "fdp",
+    guesses: str | int = "claim",
+    confidence: float = 0.95,
+    delta: float = 0.0,
+) -> OneRunBound:
+    """The one-run bound of ``scores`` (higher: more likely in) and the inclusion bits ``inserted`` (module
+    docstring), judged against the claim's ``curve`` (None: no claim; the bound is then stated in the (eps, delta)
+    family). ``claimed_epsilon``: the claim's eps at ``delta`` (default the curve's). ``guesses``: a rule of
+    ``GUESS_RULES`` or a fixed k."""
+    scores, inserted = np.asarray(scores, dtype=float), np.asarray(inserted, dtype=bool)
+    m = len(scores)
+    if m < 2 or inserted.shape != scores.shape:
+        raise ValueError(f"scores and inserted must be two arrays of the same length >= 2, got {scores.shape} and "
+                         f"{inserted.shape}")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("scores must be finite")
+    if bound not in BOUNDS:
+        raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, got {bound!r}")
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    family = curve if curve is not None else EpsDeltaTradeOff(1.0, delta)
+    if claimed_epsilon is None and curve is not None:
+        claimed_epsilon = curve.epsilon(delta)
+    if isinstance(guesses, str):
+        if guesses not in GUESS_RULES:
+            raise ValueError(f"guesses must be one of {', '.join(GUESS_RULES)} or an integer in 2..{m}, got {guesses!r}")
+        rule = guesses if (guesses == "grid" or curve is not None) else "grid"
+        grid = guess_grid(m) if rule == "grid" else [claim_guesses(curve, m, bound=bound, confidence=confidence,
+                                                                   delta=delta)]
+    else:
+        if isinstance(guesses, bool) or not isinstance(guesses, int | np.integer) or not 1 <= guesses <= m:
+            raise ValueError(f"guesses must be one of {', '.join(GUESS_RULES)} or an integer in 1..{m}, got {guesses!r}")
+        rule, grid = "fixed", [int(guesses)]
+    per_test = bonferroni_confidence(confidence, len(grid))
+    correct = {k: count_correct(scores, inserted, k) for k in grid}
+    bounds = {k: _bound_at(bound, family, correct[k], k, m, per_test, delta) for k in grid}
+    best = max(grid, key=lambda k: (bounds[k], k))
+    cap = max(_bound_at(bound, family, k, k, m, per_test, delta) for k in grid)
+    verdict = _verdict(bound, curve, claimed_epsilon, correct, grid, m, per_test, bounds, cap)
+    return OneRunBound(bound, m, best, correct[best], confidence, per_test, delta, bounds[best], cap, claimed_epsilon,
+                       None if curve is None else curve.label, verdict, rule, tuple(grid))
+
+
+def _verdict(bound: str, curve: TradeOff | None, claimed: float | None, correct: dict[int, int], grid: list[int],
+             m: int, confidence: float, bounds: dict[int, float], cap: float) -> str:
+    """``auditkit.attacks.verdicts.verdict``'s rule, with the f-DP refutation read off the claim curve itself (not
+    off epsilons, which round): violated when some k refutes it, inconclusive when not even k right guesses could."""
+    if curve is None or claimed is None:
+        return NO_CLAIM
+    if bound == "fdp":
+        if any(fdp_refuted(curve, correct[k], k, m, confidence=confidence) for k in grid):
+            return VIOLATED
+        return CONSISTENT if any(fdp_refuted(curve, k, k, m, confidence=confidence) for k in grid) else INCONCLUSIVE
+    if max(bounds.values()) > claimed:
+        return VIOLATED
+    return INCONCLUSIVE if cap <= claimed else CONSISTENT
+
+
+def best_after_seeing(scores: np.ndarray, inserted: np.ndarray, curve: TradeOff, ks: list[int], *,
+                      bound: str = "fdp", confidence: float = 0.95, delta: float = 0.0) -> tuple[float, int]:
+    """The paper's protocol (Table 1): the largest bound over ``ks`` on this draw, uncorrected, and its k. It reads
+    the inclusion bits to choose k: not a certified bound (module docstring)."""
+    results = [(_bound_at(bound, curve, count_correct(scores, inserted, k), k, len(scores), confidence, delta), k)
+               for k in ks]
+    return max(results)
+
+
+def _check_counts(correct: int, guesses: int, canaries: int) -> None:
+    if not 0 <= correct <= guesses <= canaries or canaries < 1:
+        raise ValueError(f"need 0 <= correct <= guesses <= canaries and canaries >= 1, got {correct}, {guesses}, "
+                         f"{canaries}")
