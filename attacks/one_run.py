@@ -47,7 +47,9 @@ __all__ = [
     "OneRunBound",
     "best_after_seeing",
     "claim_guesses",
+    "claim_roc",
     "count_correct",
+    "empirical_roc",
     "expected_correct",
     "fdp_refuted",
     "fdp_scale_lower_bound",
@@ -249,6 +251,32 @@ def best_after_seeing(scores: np.ndarray, inserted: np.ndarray, curve: TradeOff,
     results = [(_bound_at(bound, curve, count_correct(scores, inserted, k), k, len(scores), confidence, delta), k)
                for k in ks]
     return max(results)
+
+
+ROC_POINTS = 60  # points of a stored ROC curve (log-spaced in the false-positive rate)
+
+
+def empirical_roc(scores: np.ndarray, inserted: np.ndarray, points: int = ROC_POINTS) -> dict[str, list[float]]:
+    """The canary guesses' empirical trade-off: for thresholds "in when score >= t", the false-positive rate among
+    the excluded canaries and the true-positive rate among the included, at ``points`` FPRs log-spaced from
+    1 / (number excluded) to 1 (each point the largest TPR at an FPR at most that)."""
+    scores, inserted = np.asarray(scores, dtype=float), np.asarray(inserted, dtype=bool)
+    positives, negatives = np.sort(scores[inserted])[::-1], np.sort(scores[~inserted])[::-1]
+    if len(positives) == 0 or len(negatives) == 0:
+        return {"fpr": [], "tpr": []}
+    fprs = np.unique(np.concatenate([np.logspace(np.log10(1 / len(negatives)), 0, points), [1.0]]))
+    tprs = []
+    for fpr in fprs:
+        allowed = int(np.floor(fpr * len(negatives) + 1e-9))  # false positives allowed
+        # the threshold just above the (allowed+1)-th highest negative: every positive strictly above it counts
+        cut = negatives[allowed] if allowed < len(negatives) else -np.inf
+        tprs.append(float(np.count_nonzero(positives > cut)) / len(positives))
+    return {"fpr": [float(f) for f in fprs], "tpr": tprs}
+
+
+def claim_roc(curve: TradeOff, fprs: list[float]) -> list[float]:
+    """The largest true-positive rate the claim's curve allows at each false-positive rate: 1 - f(alpha)."""
+    return [float(1 - b) for b in curve.beta(np.asarray(fprs, dtype=float))] if fprs else []
 
 
 def _check_counts(correct: int, guesses: int, canaries: int) -> None:

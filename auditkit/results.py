@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import math
 import platform
 import sys
 from collections.abc import Iterable, Sequence
@@ -45,7 +46,7 @@ __all__ = [
     "write_results",
 ]
 
-COMMANDS = ("train", "audit", "attack", "distinguish", "account")
+COMMANDS = ("train", "audit", "attack", "distinguish", "account", "canary")
 FLOAT32_BITS = 32
 THREAT_MODELS = {
     "server": "the aggregator: each client's decoded update and the side information sent in clear",
@@ -232,19 +233,47 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
     }
 
 
+def canary_view(view: str, scoring: str, result: Any, scores: Any, inserted: Any, curve: Any) -> dict[str, Any]:
+    """One judged view of a one-run canary audit: ``result`` (an ``auditkit.attacks.one_run.OneRunBound``), the
+    empirical ROC of the canary ``scores`` against the bits ``inserted``, and the TPR the claim's ``curve`` allows at
+    the same FPRs (empty without a curve)."""
+    from auditkit.attacks.one_run import claim_roc, empirical_roc
+
+    roc = empirical_roc(scores, inserted)
+    bound = {key: _finite_or_none(value) for key, value in result.to_dict().items()}
+    return {"view": view, "scoring": scoring, "result": bound, "roc": roc,
+            "claim_tpr": [] if curve is None else claim_roc(curve, roc["fpr"])}
+
+
+def canary_entry(*, kind: str, canaries: int, bound: str, confidence: float, claim: dict[str, Any],
+                 views: list[dict[str, Any]], seconds: float, details: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A setting's ``canary`` section: a one-run canary audit of ``kind`` "idealized" (``auditkit canary``) or "fl"
+    (canary clients in the run), the ``claim`` it is judged against (epsilon, delta, curve label, rounds, note) and
+    one ``canary_view`` per judged view; ``details``: what the kind adds (JSON values)."""
+    claim = {**claim, "epsilon": _finite_or_none(claim.get("epsilon"))}
+    return {"kind": kind, "canaries": canaries, "bound": bound, "confidence": confidence, "seconds": seconds,
+            "claim": claim, "views": views, "details": dict(details or {})}
+
+
+def _finite_or_none(value: Any) -> Any:
+    """An infinite or NaN float as null (strict JSON); anything else unchanged."""
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
 def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dict[str, Any] | None = None,
             training: dict[str, Any] | None = None, accounting: dict[str, Any] | None = None,
             inversion: dict[str, Any] | None = None, probe: dict[str, Any] | None = None,
             identification: dict[str, Any] | None = None,
-            distinguish: dict[str, Any] | None = None, reproducible: bool | None = None) -> dict[str, Any]:
+            distinguish: dict[str, Any] | None = None, canary: dict[str, Any] | None = None,
+            reproducible: bool | None = None) -> dict[str, Any]:
     """One setting of a document; the sections a command did not run are null; ``verdict`` is the headline over
     every test it ran (``overall_verdict``); ``reproducible``: what ``auditkit.mechanisms.reproducible`` found, where the
     command checked it (``mechanism_entry``)."""
     entry = mechanism_entry(mechanism, reproducible=reproducible)
     return {"id": id_, "label": label, "sweep": dict(sweep or {}), "mechanism": entry,
             "training": training, "accounting": accounting, "inversion": inversion, "probe": probe,
-            "identification": identification, "distinguish": distinguish,
-            "verdict": overall_verdict(distinguish, identification, entry, accounting)}
+            "identification": identification, "distinguish": distinguish, "canary": canary,
+            "verdict": overall_verdict(distinguish, identification, entry, accounting, canary)}
 
 
 def document(command: str, title: str, config: dict[str, Any], provenance_: dict[str, Any],

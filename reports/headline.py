@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["ANALYTIC", "overall_verdict", "strongest_bound"]
+__all__ = ["ANALYTIC", "canary_test_name", "overall_verdict", "strongest_bound"]
 
 # The headline's order: a refutation outranks everything; a test that could refute and did not outranks one
 # that could not; "vacuous claim" and "no claim" say least.
@@ -13,8 +13,17 @@ _SEVERITY = ("violated", "claim holds only cell-locally", "consistent", "inconcl
 ANALYTIC = "accounting"  # the name of an analytic refutation in ``decided_by``: "accounting: the noise ..."
 
 
-def _tests(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None) -> list[tuple[str, str, float | None]]:
-    """(name, verdict, p-value) of every test a setting ran: distinguishing, adaptive, identification."""
+def canary_test_name(canary: dict[str, Any], view: dict[str, Any]) -> str:
+    """How a judged view of a one-run canary audit is named in a headline and a report."""
+    if canary["kind"] == "idealized":
+        return f"one-run canary audit (idealized, {view['result']['bound']})"
+    return f"one-run canary audit ({view['view']} view) against the whole run's claim"
+
+
+def _tests(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None,
+           canary: dict[str, Any] | None = None) -> list[tuple[str, str, float | None]]:
+    """(name, verdict, p-value) of every test a setting ran: distinguishing, adaptive, identification, and each
+    judged view of a one-run canary audit (no p-value: judged at its Bonferroni share of the confidence)."""
     tests: list[tuple[str, str, float | None]] = []
     if distinguish is not None:
         tests.append((f"distinguishing test (worst pair: {distinguish['worst_pair']})", distinguish["verdict"],
@@ -23,15 +32,23 @@ def _tests(distinguish: dict[str, Any] | None, identification: dict[str, Any] | 
     if identification is not None:
         tests += [(f"identification among {t['candidates']} candidates", t["verdict"], t["p_value"])
                   for t in identification["tests"]]
+    if canary is not None:
+        tests += [(canary_test_name(canary, view), view["result"]["verdict"], None) for view in canary["views"]]
     return tests
 
 
-def strongest_bound(distinguish: dict[str, Any] | None) -> dict[str, Any] | None:
+def strongest_bound(distinguish: dict[str, Any] | None, canary: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """The largest epsilon lower bound any of a setting's distinguishing tests certified (the black-box test and
     the adaptive tests' judged bounds, all in the audit's one Bonferroni family): the bound, the test that
-    certified it, its cap and the family-wise confidence; None without a distinguishing stage."""
+    certified it, its cap and the family-wise confidence. Without a distinguishing stage, the idealized canary
+    audit's bound (``auditkit canary``: the same one-round claim); an FL canary audit's bounds are about the whole
+    run's claim and stay in its own section. None when there is neither."""
     if distinguish is None:
-        return None
+        if canary is None or canary["kind"] != "idealized" or not canary["views"]:
+            return None
+        view = max(canary["views"], key=lambda v: v["result"]["epsilon_lower_bound"])
+        return {"epsilon_lower_bound": view["result"]["epsilon_lower_bound"], "test": canary_test_name(canary, view),
+                "max_certifiable": view["result"]["max_certifiable"], "confidence": canary["confidence"]}
     candidates = [(distinguish["epsilon_lower_bound"], f"distinguishing test (worst pair: {distinguish['worst_pair']})",
                    distinguish["max_certifiable"])]
     candidates += [(a["epsilon_lower_bound"], f"adaptive test {a['test']}", a["max_certifiable"])
@@ -61,9 +78,10 @@ def _analytic_refutations(mechanism: dict[str, Any] | None,
 
 def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None,
                     mechanism: dict[str, Any] | None = None,
-                    accounting: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                    accounting: dict[str, Any] | None = None,
+                    canary: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """A setting's headline: the worst verdict over all its tests (distinguishing, adaptive, identification; the
-    order of ``_SEVERITY``), the test that decided it (among equals, the smallest p-value; a test with a p-value
+    order of ``_SEVERITY``; with a ``canary`` section also its judged views), the test that decided it (among equals, the smallest p-value; a test with a p-value
     before one without) and that p-value; None when no test ran. ``evidence`` grades a refutation by its
     Bonferroni-adjusted p-value over the audit's family (``auditkit.attacks.verdicts.evidence``: "decisive" below 1e-4,
     else "marginal"), or "analytic" for a claim refuted by computation.
@@ -75,7 +93,7 @@ def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str
     the strongest certified epsilon lower bound (``strongest_bound``)."""
     from auditkit.attacks.verdicts import NO_CLAIM, adjusted_p_value, evidence
 
-    tests = _tests(distinguish, identification)
+    tests = _tests(distinguish, identification, canary)
     if not tests:
         return None
     statistical = len(tests)  # the analytic checks below are evidence, not tests of the family
@@ -93,5 +111,5 @@ def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str
     headline = {"verdict": verdict_, "decided_by": name, "p_value": p, "tests": statistical, "family": family,
                 "adjusted_p_value": None if p is None else adjusted_p_value(p, family), "evidence": graded}
     if mechanism is not None:
-        headline["bound"] = strongest_bound(distinguish)
+        headline["bound"] = strongest_bound(distinguish, canary)
     return headline

@@ -117,7 +117,7 @@ from typing import Any
 
 SCHEMA = "auditkit/results"
 SCHEMA_VERSION = 4
-COMMANDS = ("train", "audit", "attack", "distinguish", "account")  # the commands whose documents hold settings
+COMMANDS = ("train", "audit", "attack", "distinguish", "account", "canary")  # the commands whose documents hold settings
 REPRODUCE = "reproduce"  # the command whose document is a paper's reproduction (added within version 4)
 RESULTS_FILE, REPRODUCTION_FILE = "results.json", "reproduction.json"
 # the reproduction document as ``auditkit reproduce`` wrote it before it joined this schema (its version 2)
@@ -230,8 +230,22 @@ _SETTING_V3 = {
 }
 _MATCHED = [{"candidates": int, "successes": int, "clients": int, "rate": _NUMBER, "interval": [_NUMBER],
              "bound": _NUMBER, "bound_form": str, "kappa": _NUMBER, "exceeds_bound": bool}]
+_ONE_RUN = {"bound": str, "canaries": int, "guesses": int, "correct": int, "confidence": _NUMBER,
+            "per_test_confidence": _NUMBER, "delta": _NUMBER, "epsilon_lower_bound": _NUMBER,
+            "max_certifiable": _NUMBER, "claimed_epsilon": _Nullable(_NUMBER), "curve": _Nullable(str),
+            "verdict": str, "guess_rule": str, "grid": [int]}
+# a one-run canary audit (added within version 4): the idealized game of ``auditkit canary`` or the canary clients
+# of an FL run, each view judged against the claim (the whole run's, composed, for FL)
+_CANARY = {
+    "kind": str, "canaries": int, "bound": str, "confidence": _NUMBER, "seconds": _NUMBER,
+    "claim": {"epsilon": _Nullable(_NUMBER), "delta": _NUMBER, "curve": _Nullable(str), "rounds": int, "note": str},
+    "views": [{"view": str, "scoring": str, "result": _ONE_RUN, "roc": {"fpr": [_NUMBER], "tpr": [_NUMBER]},
+               "claim_tpr": [_NUMBER]}],
+    "details": dict,
+}
 _SETTING = {
     **_SETTING_V3,
+    "canary": _Optional(_Nullable(_CANARY)),
     "probe": _Nullable({
         "attack": str, "round": int, "clients": int, "batch_size": int, "local_steps": int, "model": str,
         "observation": str, "ssim_variant": str, "clean": _SCORES, "defended": _SCORES,
