@@ -84,7 +84,7 @@ class GaussianTradeOff:
 
     @property
     def label(self) -> str:
-        return f"{self.mu:.4g}-GDP"
+        return f"GDP μ = {self.mu:.4g}"
 
     def beta(self, alpha: np.ndarray) -> np.ndarray:
         return ndtr(ndtri(1 - np.asarray(alpha, dtype=float)) - self.mu)
@@ -113,7 +113,7 @@ class LaplaceTradeOff:
 
     @property
     def label(self) -> str:
-        return f"Laplace eps {self.eps:.4g}"
+        return f"Laplace ε = {self.eps:.4g}"
 
     def beta(self, alpha: np.ndarray) -> np.ndarray:
         a = np.asarray(alpha, dtype=float)
@@ -144,7 +144,7 @@ class EpsDeltaTradeOff:
 
     @property
     def label(self) -> str:
-        return f"({self.eps:.4g}, {self.delta:.3g})-DP"
+        return f"(ε, δ) = ({self.eps:.4g}, {self.delta:.3g})"
 
     def beta(self, alpha: np.ndarray) -> np.ndarray:
         a = np.asarray(alpha, dtype=float)

@@ -26,6 +26,13 @@ FIGURE_CAPTIONS = {
                               "these trials could certify (the cap). A claim refuted by computation (analytic) can "
                               "sit below the line: no test reached it, the accounting did.",
     "bits_vs_accuracy": "Uplink bits per coordinate against final test accuracy (%), one point per setting.",
+    "tradeoff_vs_claim": "One-run canary audit: the canary guesses' empirical trade-off (solid: the share of included "
+                         "canaries scored above a threshold, TPR, against the share of excluded ones above it, FPR; "
+                         "both axes logarithmic), one panel per setting and a line per view, against the most the claim "
+                         "allows at each FPR (dashed: 1 - f(FPR), f the claim's trade-off curve: for an FL run, the "
+                         "whole run's composed claim). A solid line above its dashed one in the low-FPR corner is what "
+                         "a refutation looks like; the verdict is the certified test of the table, not this picture "
+                         "(the curve's points are not corrected for noise).",
     "identification_vs_epsilon": "Identification success (the informed adversary picks the target among M real "
                                  "candidates; 95 % Clopper-Pearson bars) against the claimed one-round epsilon, one "
                                  "series per mechanism and M; dashed, same colour: the success the claim allows (its "
@@ -50,6 +57,8 @@ UTILITY_COLUMNS = ("setting", "mechanism", "final test accuracy", "vs no mechani
 IDENTIFICATION_COLUMNS = ("setting", "attack", "M", "success (95 % interval)", "the claim's bound", "p-value",
                           "verdict")
 ADAPTIVE_COLUMNS = ("setting", "test", "claim", "certified ε lower bound", "verdict", "note")
+CANARY_COLUMNS = ("setting", "claim judged (ε at δ, curve)", "view", "scores", "guesses k (rule)", "correct v",
+                  "certified ε lower bound", "cap", "verdict")
 ESTIMATE_COLUMNS = ("pair", "statistic", "certified ε lower bound", "cap", "p-value", "sampling")
 VERDICT_CLASSES = {"consistent": "consistent", "violated": "violated", "vacuous claim": "vacuous",
                    "no claim": "none", "inconclusive": "inconclusive", "claim holds only cell-locally": "violated"}
@@ -97,6 +106,18 @@ GLOSSARY = (
                                 "the aggregate with the other clients' updates known), and picks one; "
                                 "reconstruction robustness (ReRo, Balle, Cherubin & Hayes 2022) bounds the success "
                                 "of every such attack by what the claim allows; guessing succeeds with 1/M"),
+    ("one-run canary audit", "m canaries, each included with probability 1/2, all in one run (Steinke, Nasr & "
+                             "Jagielski 2023): the auditor guesses the inclusion of the k canaries it is surest of "
+                             "and certifies ε from the v it got right (Steinke et al.'s binomial bound, or the "
+                             "sharper f-DP bound of Mahloujifar, Melis & Chaudhuri 2025, which refutes the claim's "
+                             "whole trade-off curve). k is fixed before the bits are read (\"claim\": the k that "
+                             "would certify most at the claim; \"grid\": m, m/2, m/4, m/8 with Bonferroni). In an FL "
+                             "run the canaries are canary clients (Andrew et al. 2024) and the claim judged is the "
+                             "whole run's: composed over the rounds, amplified by client sampling"),
+    ("trade-off curve (f-DP)", "f(α), the least type II error of any test between neighbouring inputs at type I "
+                               "error α (Dong, Roth & Su 2022); μ-GDP for Gaussian noise, Laplace's own curve, the "
+                               "privacy profile of a sampled composed run, or the (ε, δ) curve of a claim without "
+                               "one; no attack can have TPR above 1 - f(FPR)"),
     ("view", "what an adversary observes: server (each decoded message), aggregate (the noisy sum of a round whose "
              "noise the server adds, all a server learns under secure aggregation; its informed adversary also "
              "knows the other clients' updates), public (the released models)"),
@@ -631,6 +652,40 @@ def findings(settings: list[dict[str, Any]], classes: int | None = None) -> Find
     return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings))
 
 
+def canary_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], str]]:
+    """Every judged view of every setting's one-run canary audit: (cells, verdict class)."""
+    rows = []
+    for s in settings:
+        canary = s.get("canary")
+        for view in (canary or {}).get("views", []):
+            r, c = view["result"], canary["claim"]
+            judged = ("no claim" if c["epsilon"] is None else
+                      f"{epsilon(c['epsilon'])} at δ = {number(c['delta'])}"
+                      + (f", {c['curve']}" if c["curve"] else ", its (ε, δ) curve")
+                      + ("" if c["rounds"] == 1 else f", {c['rounds']} rounds"))
+            rule = r["guess_rule"] + ("" if r["guess_rule"] != "grid" else
+                                      f" ({len(r['grid'])} k, {number(100 * r['per_test_confidence'], '.4g')} % each)")
+            bound = f"≥ {number(r['epsilon_lower_bound'])} ({r['bound']})"
+            rows.append(((s["label"], judged, view["view"], view["scoring"], f"{r['guesses']:,} ({rule})",
+                          f"{r['correct']:,} of {r['guesses']:,} (m = {r['canaries']:,})", bound,
+                          number(r["max_certifiable"]), r["verdict"]), VERDICT_CLASSES.get(r["verdict"], "other")))
+    return rows
+
+
+def canary_heading(settings: list[dict[str, Any]]) -> tuple[str, str]:
+    """The canary section's heading and its one-paragraph explanation (FL runs: the whole run's claim)."""
+    kinds = {s["canary"]["kind"] for s in settings if s.get("canary")}
+    if kinds == {"idealized"}:
+        return ("One-run canary audit", "Each canary is one call of the mechanism on the claim's neighbouring pair, "
+                "included with probability 1/2; the bound certifies the one-round claim from the k guesses of one "
+                "run. A bound above the claimed ε refutes it.")
+    return ("Whole run: canary clients against the composed claim",
+            "Canary clients (each included with probability 1/2 and sampled like every client) took part in a run of "
+            "their own, trained like the audited one; each view's scores give a one-run bound judged against the "
+            "claim users cite, the whole run's: composed over the rounds and amplified by client sampling where the "
+            "claim covers it. The per-round tests above judge one round's claim; these judge the run's.")
+
+
 def identification_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], str]]:
     """Every identification test, and each probe's reconstructions matched among M candidates, with the
     claim's bound: (cells, verdict class)."""
@@ -899,7 +954,26 @@ def _stage_facts(setting: dict[str, Any]) -> list[tuple[str, str]]:
               f"{', '.join(map(str, training['checkpoints'])) or 'none'}")]
     return [*facts, *_accounting_facts(setting["accounting"]), *_distinguish_facts(setting["distinguish"]),
             *_inversion_facts(setting["inversion"]), *_probe_facts(setting["probe"]),
-            *_identification_facts(setting["identification"])]
+            *_identification_facts(setting["identification"]), *_canary_facts(setting.get("canary"))]
+
+
+def _canary_facts(canary: dict[str, Any] | None) -> list[tuple[str, str]]:
+    if canary is None:
+        return []
+    details = ", ".join(f"{key.replace('_', ' ')} {_fact_value(value)}" for key, value in canary["details"].items())
+    return [("one-run canary audit", f"{canary['kind']}, {canary['canaries']:,} canaries, {canary['bound']} bound at "
+                                     f"{number(100 * canary['confidence'], '.4g')} % family-wise; "
+                                     f"{canary['claim']['note']}; {number(canary['seconds'], '.3g')} s"
+                                     + (f"; {details}" if details else ""))]
+
+
+def _fact_value(value: Any) -> str:
+    """A detail's value in a fact line: numbers to 4 significant digits, dicts as key value pairs."""
+    if isinstance(value, float):
+        return number(value)
+    if isinstance(value, dict):
+        return "(" + ", ".join(f"{k.replace('_', ' ')} {_fact_value(v)}" for k, v in value.items()) + ")"
+    return str(value)
 
 
 def _probe_facts(probe: dict[str, Any] | None) -> list[tuple[str, str]]:
@@ -1020,6 +1094,15 @@ def _distinguish_head(results: dict[str, Any], head: str) -> str:
             "the claim")
 
 
+def _canary_head(results: dict[str, Any], head: str) -> str:
+    """What ``auditkit canary`` did: the idealized one-run game, its canaries and bound."""
+    runs = [s["canary"] for s in results["settings"] if s.get("canary")]
+    canaries, bound = (_same([c[key] for c in runs]) for key in ("canaries", "bound"))
+    return (f"{head}: the idealized one-run game, each canary one call of the mechanism on the claim's neighbouring "
+            "pair" + ("" if canaries is None else f", {canaries:,} canaries")
+            + ("" if bound is None else f", {bound} bound") + "; nothing was trained")
+
+
 def _account_head(results: dict[str, Any], head: str) -> str:
     """What ``auditkit account`` did: the claims composed analytically, over how many rounds, how."""
     runs = [s["accounting"] for s in results["settings"] if s["accounting"] is not None]
@@ -1050,6 +1133,8 @@ def intro(results: dict[str, Any]) -> str:
         head = _attack_head(results, f"{what} attacked with {tool}")
     elif command == "distinguish":
         head = _distinguish_head(results, f"{what} tested with {tool}")
+    elif command == "canary":
+        head = _canary_head(results, f"{what} audited in one run with {tool}")
     else:
         head = _account_head(results, f"{what} accounted with {tool}")
     return "; ".join([", ".join([head, *clauses]), run])

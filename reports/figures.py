@@ -655,6 +655,63 @@ def reproduction_table(document: Mapping[str, Any], index: int, path: str | Path
     return _save(figure, path)
 
 
+def _canary_panels(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """The settings whose one-run canary audit has at least one view with an empirical ROC."""
+    return [s for s in results["settings"]
+            if s.get("canary") and any(v["roc"]["fpr"] for v in s["canary"]["views"])]
+
+
+_VIEW_COLOURS = {"server": "tab:blue", "aggregate": "tab:orange", "public": "tab:green", "idealized": "tab:purple"}
+_CANARY_PANELS = 6  # at most this many settings are drawn (the table lists them all)
+
+
+def tradeoff_vs_claim(results: Mapping[str, Any], path: str | Path) -> Path:
+    """One panel per setting with a canary audit (at most six): each view's empirical TPR against FPR (log-log) of
+    the canary scores, solid, and dashed in the same colour the TPR the claim's curve allows (1 - f(FPR)), with
+    the diagonal TPR = FPR (guessing) in grey. Returns ``path``."""
+    plt = _pyplot()
+    panels = _canary_panels(results)[:_CANARY_PANELS]
+    columns = max(1, min(3, len(panels)))
+    rows = max(1, -(-len(panels) // columns))
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns + 1.8, 3.6 * rows), squeeze=False)
+    for axis in axes.flat[len(panels):]:
+        axis.set_visible(False)
+    for axis, setting in zip(axes.flat, panels):
+        canary = setting["canary"]
+        low = 1.0
+        for view in canary["views"]:
+            fpr, tpr = view["roc"]["fpr"], view["roc"]["tpr"]
+            if not fpr:
+                continue
+            colour = _VIEW_COLOURS.get(view["view"], "tab:gray")
+            verdict = view["result"]["verdict"]
+            axis.plot(fpr, tpr, color=colour, linewidth=1.6, label=_literal(f"{view['view']}: {verdict}"))
+            if view["claim_tpr"]:
+                axis.plot(fpr, view["claim_tpr"], color=colour, linestyle="--", linewidth=1.2)
+            low = min(low, fpr[0])
+        xs = np.geomspace(low, 1.0, 50)
+        axis.plot(xs, xs, color="gray", linewidth=0.8, linestyle=":")
+        axis.set_xscale("log")
+        axis.set_yscale("log")  # the low-FPR corner is where one-run audits certify (Carlini et al. 2022)
+        axis.set_xlim(low, 1.0)
+        axis.set_ylim(low, 1.05)
+        claim = canary["claim"]
+        judged = "no claim" if claim["epsilon"] is None else f"claim ε {claim['epsilon']:.3g}"
+        axis.set_title(_literal(f"{setting['label']} ({judged})"), fontsize=9)
+        axis.set_xlabel("FPR (excluded canaries guessed in)")
+        axis.set_ylabel("TPR (included canaries guessed in)")
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=7, loc="upper left")
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color="black", linewidth=1.6, label="canary guesses (empirical)"),
+               Line2D([], [], color="black", linestyle="--", linewidth=1.2, label="the claim's limit, 1 - f(FPR)"),
+               Line2D([], [], color="gray", linestyle=":", linewidth=0.8, label="guessing, TPR = FPR")]
+    figure.tight_layout()
+    figure.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 0.0), ncol=3, fontsize=8, frameon=False)
+    return _save(figure, path)
+
+
 # what each report figure plots: the report draws a figure only when this selects something
 _PLOTTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "accuracy_vs_round": _trained,
@@ -665,6 +722,7 @@ _PLOTTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
     "identification_vs_epsilon": _identification_series,
     "probe_ssim_vs_epsilon": _probe_series,
     "reconstruction_vs_epsilon": _sweeps,
+    "tradeoff_vs_claim": _canary_panels,
 }
 
 

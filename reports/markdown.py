@@ -106,6 +106,10 @@ def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, resu
                          "candidates, no attack identifies it with probability above the claim's "
                          "reconstruction-robustness bound."), "",
                   *_table(content.IDENTIFICATION_COLUMNS, identification), ""]
+    canary = [cells for cells, _ in content.canary_rows(settings)]
+    if canary:
+        heading, explanation = content.canary_heading(settings)
+        lines += [f"## {escape(heading)}", "", escape(explanation), "", *_table(content.CANARY_COLUMNS, canary), ""]
     drawn = [(caption, figures[name]) for name, caption in content.FIGURE_CAPTIONS.items() if name in figures]
     if drawn:
         lines += ["## Figures", ""]

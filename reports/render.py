@@ -24,6 +24,7 @@ FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
     "identification_vs_epsilon": figures.identification_vs_epsilon,
     "probe_ssim_vs_epsilon": figures.probe_ssim_vs_epsilon,
     "reconstruction_vs_epsilon": figures.reconstruction_vs_epsilon,
+    "tradeoff_vs_claim": figures.tradeoff_vs_claim,
 }
 FORMATS = ("html", "md")
 
