@@ -46,7 +46,7 @@ from auditkit.stages.train import Experiment, build_mechanism, data_provenance
 from auditkit.reports.files import replace_atomically
 from auditkit.stage_store import StageStore, stage_key
 
-STAGES = ("train", "account", "inversion", "probe", "distinguish")
+STAGES = ("train", "account", "inversion", "probe", "distinguish")  # every setting's; "canary" where enabled
 
 Event = Callable[..., None]
 """on_event(kind, **info): kind is "stage" (setting, stage, status: "start" | "done" | "resumed"), or "round"
@@ -92,15 +92,22 @@ def identification_family(mechanism: mechanisms.Mechanism, config: AuditConfig) 
     return len(config.identification.candidates)
 
 
+def canary_family(mechanism: mechanisms.Mechanism, config: AuditConfig) -> int:
+    """How many one-run tests the canary stage judges for ``mechanism``: one per judged view, where enabled."""
+    from auditkit.stages.canary import judged_views
+
+    return len(judged_views(mechanism, config)) if config.canary.enabled else 0
+
+
 def family_size(plans: list[SettingPlan]) -> int:
     """The number of tests the whole audit runs: the Bonferroni family of every verdict it reports
-    (distinguishing pairs, adaptive tests, identification tests)."""
+    (distinguishing pairs, adaptive tests, identification tests, the canary stage's views)."""
     total = 0
     for p in plans:
         mechanism = build_mechanism(p.config)
         if p.config.distinguish.enabled:
             total += distinguish_family(mechanism, p.config.distinguish.adaptive, p.config.distinguish.search)
-        total += identification_family(mechanism, p.config)
+        total += identification_family(mechanism, p.config) + canary_family(mechanism, p.config)
     return total
 
 
@@ -156,7 +163,8 @@ class Audit:
 
     @property
     def stage_count(self) -> int:
-        return len(self.plans) * len(STAGES)
+        """The stages the progress bar counts: ``STAGES`` per setting, and the canary stage where enabled."""
+        return len(self.plans) * len(STAGES) + sum(plan.config.canary.enabled for plan in self.plans)
 
     def run(self, on_event: Event | None = None) -> dict[str, Any]:
         """Run (or resume) every stage, then write ``results.json``, ``report.html`` and ``report.md``."""
@@ -218,8 +226,14 @@ class Audit:
             inputs = {"mechanism": training_inputs["mechanisms"], "seed": config.seed, "family": self.family,
                       "distinguish": dataclasses.asdict(config.distinguish)}
             distinguished, _ = self._stage(plan, "distinguish", inputs, lambda: self._distinguish(plan), notify)
+        canary = None
+        if config.canary.enabled:
+            inputs = {"config": training_inputs, "canary": dataclasses.asdict(config.canary), "family": self.family,
+                      "confidence": config.distinguish.confidence,
+                      "accounting": dataclasses.asdict(config.accounting)}
+            canary, _ = self._stage(plan, "canary", inputs, lambda: self._canary(plan, notify), notify)
         return {"plan": plan, "train": trained, "account": accounted, "inversion": inverted, "probe": probed,
-                "distinguish": distinguished}
+                "distinguish": distinguished, "canary": canary}
 
     def _train(self, plan: SettingPlan, inversion_round: int | None, notify: Event) -> dict[str, Any]:
         from auditkit.stages.inversion import RecordedView
@@ -309,6 +323,13 @@ class Audit:
                                           family=self.family, adaptive=d.adaptive, search=d.search, seed=seed)
         return results.distinguish_entry(audit, adaptive, trials=d.trials, confidence=d.confidence, tests=self.family)
 
+    def _canary(self, plan: SettingPlan, notify: Event) -> dict[str, Any]:
+        from auditkit.stages.canary import canary_stage
+
+        per_test = attacks_confidence(plan.config.distinguish.confidence, self.family)
+        return canary_stage(plan.config, per_test_confidence=per_test,
+                            on_round=lambda record: notify("round", setting=plan, record=record))
+
     # ---------------------------------------------------------------- results
 
     def _results(self, settings: list[dict[str, Any]]) -> dict[str, Any]:
@@ -329,7 +350,8 @@ class Audit:
         return results.setting(plan.id, plan.label, build_mechanism(plan.config), sweep=plan.sweep,
                                training=s["train"]["training"], accounting=s["account"], inversion=s["inversion"],
                                probe=probed["probe"], identification=probed["identification"],
-                               distinguish=s["distinguish"], reproducible=self.reproducible[plan.id])
+                               distinguish=s["distinguish"], canary=s["canary"],
+                               reproducible=self.reproducible[plan.id])
 
 
 def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,

@@ -40,6 +40,9 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
 
     [inversion]              # gradient inversion of the recorded server view (audit only)
     [distinguish]            # empirical DP distinguishing tests (audit only)
+    [canary]                 # canary clients in a run of their own: the whole run's claim, one run (audit only)
+    enabled = true
+    canaries = 500
 
 Every error names the offending key and what is allowed, in one line.
 """
@@ -272,6 +275,24 @@ class DistinguishConfig:
     search: bool = True
 
 
+CANARY_VIEWS = ("server", "aggregate", "public")
+
+
+@dataclass(frozen=True)
+class CanaryConfig:
+    """Canary clients (Andrew et al. 2024) join a training run of their own, like the audited one: ``canaries``
+    of them, each included with probability 1/2 and sampled like every client; each judged view's scores give a
+    one-run bound (``bound``: "fdp" or "steinke", ``auditkit.attacks.one_run``, ``guesses``: "grid" or "claim")
+    against the whole run's composed claim, one test of the audit's Bonferroni family per view. ``view``: "server",
+    "aggregate" or "public"; unset: every view the claim covers (``auditkit.stages.canary.judged_views``)."""
+
+    enabled: bool = False
+    canaries: int = 500
+    bound: str = "fdp"
+    view: str | None = None
+    guesses: str = "grid"
+
+
 @dataclass(frozen=True)
 class AuditConfig:
     """Everything an audit run needs; the same config and seed give the same numbers."""
@@ -291,6 +312,7 @@ class AuditConfig:
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     identification: IdentificationConfig = field(default_factory=IdentificationConfig)
     distinguish: DistinguishConfig = field(default_factory=DistinguishConfig)
+    canary: CanaryConfig = field(default_factory=CanaryConfig)
 
     @property
     def checkpoint_round(self) -> int | None:
@@ -395,7 +417,8 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     plugins = _plugins(raw.get("plugins", []))  # first: a plugin may register a round protocol with its own table
     protocol_tables = mechanisms.protocol_tables()
     top_allowed = {"seed", "device", "title", "plugins", "data", "training", "flower", "mechanism", "mechanisms",
-                   "accounting", "dp_sgd", "inversion", "probe", "identification", "distinguish", *protocol_tables}
+                   "accounting", "dp_sgd", "inversion", "probe", "identification", "distinguish", "canary",
+                   *protocol_tables}
     _reject_unknown(raw, top_allowed, "")
     seed = _integer(raw.get("seed", 0), "seed", minimum=0)
     device = _device(raw.get("device", "auto"))
@@ -414,6 +437,7 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
         probe=_section(raw.get("probe", {}), ProbeConfig, "probe"),
         identification=_section(raw.get("identification", {}), IdentificationConfig, "identification"),
         distinguish=_section(raw.get("distinguish", {}), DistinguishConfig, "distinguish"),
+        canary=_section(raw.get("canary", {}), CanaryConfig, "canary"),
     )
     _check_values(config)
     return _resolve_preferred_dataset(config)
@@ -791,3 +815,27 @@ def _check_audit_stages(config: AuditConfig) -> None:
     _at_least(dist.trials, 100, "distinguish.trials")
     if not 0 < dist.confidence < 1:
         raise ConfigError(f"distinguish.confidence must be in (0, 1), got {dist.confidence}")
+    _check_canary(config)
+
+
+def _check_canary(config: AuditConfig) -> None:
+    """``[canary]``'s values, and a run canary clients can join: the built-in backend, a protocol that lets the
+    training loop choose who takes part."""
+    from auditkit.attacks.one_run import BOUNDS, GUESS_RULES
+
+    c = config.canary
+    _at_least(c.canaries, 2, "canary.canaries")
+    _choice(c.bound, BOUNDS, "canary.bound")
+    _choice(c.guesses, GUESS_RULES, "canary.guesses")
+    if c.view is not None:
+        _choice(c.view, CANARY_VIEWS, "canary.view")
+    if not c.enabled:
+        return
+    if config.training.backend != "builtin":
+        raise ConfigError("canary.enabled needs training.backend = 'builtin': canary clients join the built-in "
+                          f"simulation, got {config.training.backend!r}")
+    for i, m in enumerate(config.mechanisms):
+        protocol = _protocol_class(m.name)
+        if protocol is not None and hasattr(protocol, "select_clients"):
+            raise ConfigError(f"mechanisms[{i}] ({m.name}): canary.enabled needs a round protocol whose clients the "
+                              f"training loop samples; {protocol.name} chooses its own (set canary.enabled = false)")
