@@ -1,19 +1,16 @@
 """Benchmark: canary audits inside FL on the embedded default run, and the adaptive tests' table.
 
-1. One-run canary audit (``auditkit.stages.canary.one_run_canary_audit``) on the ``quickstart`` preset (embedded
-   digits, CNN, 10 clients, its 40 rounds unless ``--rounds``) with ``--canaries`` m, for ``none`` and the
-   Gaussian mechanism at clip 0.1 with sigma 0.2 (per-round claim 4.38 at delta 1e-5) and sigma 0.4 (1.99).
-   Each row: m, canaries per round, the winning k and its correct guesses V, the bound (95%, Bonferroni over
-   the k grid), the cap (all guesses right), the claim, the verdict, the final test accuracy, seconds. ``none``
-   is also shown with k = m fixed a priori at delta = 1e-5, the setting of auditing.md's caps (5.78 for
-   m = 1,000, 7.83 for 10,000).
+1. Canary clients in the run (``auditkit.stages.canary.canary_run``) on the ``quickstart`` preset (embedded
+   digits, its MLP, 10 clients, its rounds unless ``--rounds``) with ``--canaries`` m, for ``none`` and the
+   Gaussian mechanism at clip 0.1 with sigma 0.2 and sigma 0.4. Each row: a view's mean score over the included
+   and the excluded canaries and the excluded ones' sd, then the final test accuracy and seconds.
 2. Repeated training (``repeated_training_audit``) with ``--repeat-trials`` trials: linear model, 2 rounds,
    tau 5, the canary client in the last round, ``public`` and ``server`` views, ``none`` and Gaussian
    (clip 0.1, sigma 0.2).
 3. Every adaptive test of ``auditkit.attacks.adaptive_tests`` with ``--adaptive-trials`` per view or pair: the JoPEQ
    mechanisms at their defaults, CEPAM at clip 0.5 with sigma 1 / scale 1, ``compat=paper000`` and ``none``.
 
-    python benchmarks/bench_canary_audit.py [--canaries 10000] [--rounds 60] [--threads 1]
+    python benchmarks/bench_canary_audit.py [--canaries 1000] [--rounds 60] [--threads 1]
 """
 
 from __future__ import annotations
@@ -26,7 +23,7 @@ import torch
 
 from auditkit import mechanisms
 from auditkit.attacks.adaptive_tests import adaptive_tests_for
-from auditkit.stages.canary import one_run_canary_audit, repeated_training_audit
+from auditkit.stages.canary import canary_run, repeated_training_audit
 from auditkit.config import AuditConfig, from_dict, merge, preset_dict
 
 GAUSSIAN_CLIP = 0.1
@@ -38,29 +35,22 @@ def _quickstart(mechanism: dict[str, Any], **training: Any) -> AuditConfig:
 
 
 def one_run(canaries: int, rounds: int | None) -> None:
-    print(f"\n1. one-run canary audit, quickstart preset, m = {canaries} (server view, 95%)")
-    print(
-        f"{'mechanism':<28} {'rounds':>6} {'per rnd':>7} {'k':>6} {'V':>6} {'delta':>7} {'bound':>6} {'cap':>6} "
-        f"{'claim':>6} {'verdict':<14} {'acc':>5} {'s':>5}"
-    )
+    print(f"\n1. canary clients in the run, quickstart preset, m = {canaries}: mean score per view")
+    print(f"{'mechanism':<28} {'relation':<18} {'view':<10} {'in':>8} {'out':>8} {'sd out':>7} {'acc':>5} {'s':>5}")
     cases = [
-        ("none", {"name": "none"}, {}),
-        ("none, k = m, delta 1e-5", {"name": "none"}, {"guesses": canaries, "delta": 1e-5}),
-        ("gaussian clip 0.1 sigma 0.2", {"name": "gaussian", "sigma": 0.2, "clip": GAUSSIAN_CLIP}, {}),
-        ("gaussian clip 0.1 sigma 0.4", {"name": "gaussian", "sigma": 0.4, "clip": GAUSSIAN_CLIP}, {}),
+        ("none", {"name": "none"}),
+        ("gaussian clip 0.1 sigma 0.2", {"name": "gaussian", "sigma": 0.2, "clip": GAUSSIAN_CLIP}),
+        ("gaussian clip 0.1 sigma 0.4", {"name": "gaussian", "sigma": 0.4, "clip": GAUSSIAN_CLIP}),
     ]
-    for label, mechanism, options in cases:
-        a = one_run_canary_audit(_quickstart(mechanism), canaries=canaries, rounds=rounds, **options)
-        claim = "-" if a.claimed_epsilon is None else f"{a.claimed_epsilon:.2f}"
-        print(
-            f"{label:<28} {a.rounds:>6} {a.canaries_per_round:>7} {a.guesses:>6} {a.correct:>6} {a.delta:>7.0e} "
-            f"{a.epsilon_lower_bound:6.3f} {a.max_certifiable:6.3f} {claim:>6} {a.verdict:<14} "
-            f"{a.test_accuracy:5.3f} {a.seconds:5.0f}"
-        )
-        print(
-            f"{'':<28} bounds by k: "
-            + ", ".join(f"{k}: {b:.3f} ({a.correct_by_guesses[k]})" for k, b in a.bounds.items())
-        )
+    for label, mechanism in cases:
+        run = canary_run(_quickstart(mechanism, **({} if rounds is None else {"rounds": rounds})), canaries)
+        inside = run.inserted
+        for view, scores in run.scores.items():
+            print(
+                f"{label:<28} {run.relation:<18} {view:<10} {scores[inside].mean():8.3f} {scores[~inside].mean():8.3f} "
+                f"{scores[~inside].std():7.3f} {run.test_accuracy:5.3f} {run.seconds:5.0f}"
+            )
+            label = ""
 
 
 def repeated(trials: int) -> None:
@@ -110,7 +100,7 @@ def adaptive(trials: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--canaries", type=int, default=10_000, help="m of the one-run audit")
+    parser.add_argument("--canaries", type=int, default=1000, help="m, the canary clients of the run")
     parser.add_argument("--rounds", type=int, default=None, help="FL rounds (default: the preset's 40)")
     parser.add_argument("--repeat-trials", type=int, default=200, help="trials of the repeated-training test")
     parser.add_argument("--adaptive-trials", type=int, default=10_000, help="trials per view of an adaptive test")

@@ -7,6 +7,6 @@ stores each result as it finishes and resumes from what is stored):
 * ``probe``          the claim's worst case: probe clients' single-example updates at the checkpoint model;
 * ``identification`` the informed adversary's identification test, judged against the claim's bound;
 * ``distinguish``    black-box distinguishing and adaptive tests (``auditkit distinguish``);
-* ``canary``         the one-run canary audit (Steinke, Nasr & Jagielski 2023);
+* ``canary``         canary clients in the run and their scores per view (Andrew et al. 2024);
 * ``recorded``       the train stage replaced by what a Flower app recorded (``auditkit audit --recorded``).
 """

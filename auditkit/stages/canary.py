@@ -1,53 +1,54 @@
-"""End-to-end canary audits inside FL: one training run (Steinke, Nasr & Jagielski 2023) and repeated training
-(Jagielski, Ullman & Oprea 2020), on the real FedAvg run of an ``AuditConfig``.
+"""Canary clients inside FL, on the real FedAvg run of an ``AuditConfig``: canaries that join the run and their
+scores per view (``canary_run``; Andrew et al., "One-shot empirical privacy estimation for federated learning",
+ICLR 2024), and repeated training (``repeated_training_audit``; Jagielski, Ullman & Oprea 2020).
 
-Canary clients (the design both audits share, ``CanaryProtocol``). Next to the K real clients, canary clients
-K, K+1, ... take part in a round. A canary client's update, before the mechanism, is a white-box canary
-(Nasr et al. 2023; Andrew et al. 2024): a direction c_i = canary_norm g_i / ||g_i||_2 with g_i ~ N(0, I_P)
-(P = the model's parameter count; ``canary_norm`` defaults to the mechanism's ``clip``, else 1). With
-``pair="replace"`` it sends +c_i when canary i is in and -c_i when out: two updates of the clip ball 2 clip
-apart, the replace-one neighbours the registered claims are stated for. With ``pair="add"`` it sends c_i or
-the zero update (the add/remove shape, clip apart). Its message goes through the run's own protocol (encode
-with the shared seed keyed by (client, round), real bytes, decode), and the server aggregates it with
-FedAvg like any other message; the canary clients of a round share the weight of one average real client
-(each mean(p_k) / C), so that many canaries per round do not drown the real updates. Training proceeds for
-real; each canary touches exactly one client message of one round. Canary clients take part in every round
-whatever the participation rule (they are the auditor's probes); a round in which the simulation selects
-no real client (Poisson participation) is skipped, and its canaries are abstained on.
+Canary clients (``CanaryClients``, a wrapper of the run's round protocol). Beside the K real clients, m canary
+clients with ids K, ..., K+m-1 take part in the run. Canary i has an inclusion bit b_i ~ Bern(1/2) and a direction
+c_i = C g_i / ||g_i||_2, g_i ~ N(0, I_P) (P: the model's parameter count; C: the mechanism's ``clip``, else 1),
+fixed over the rounds and regenerated from keyed streams per chunk of 256 canaries (nothing of size m x P outlives
+a round). In each round canary i takes part with its own coin at the run's rate: q under Poisson participation,
+1 under full, clients_per_round / K under uniform or replacement (an approximation: the real clients' count is
+fixed there, the canaries' is Binomial with the same mean). A canary that takes part sends the update that the
+neighbouring relation of the mechanism's claim (``guarantee().relation``) prescribes:
 
-One run (``one_run_canary_audit``). m canaries, C = ceil(m / T) per round over T rounds (canary i in round
-1 + i // C). Canary i is in with probability 1/2, independently (keyed bits, ``derive_seed``). Its score is
-read from the ``server`` view after the mechanism, s_i = <y_i, c_i> / ||c_i||^2 with y_i the decoded update
-of the canary client that carried it (about +1 when in, -1 or 0 when out). The auditor guesses on the k
-most confident canaries -- the scores farthest from the midpoint tau of the two expected scores (0 for
-"replace", 1/2 for "add"), "in" above tau and "out" below -- abstains on the rest, and counts the correct
-guesses V (with k/2 guesses of each kind, Steinke et al.'s top/bottom rule, k = m would force wrong guesses
-whenever the number of inserted canaries is not m/2); ``auditkit.attacks.epsilon_bounds.one_run_epsilon_lower_bound(V, k, m)`` gives the bound: under
-(eps, delta)-DP with respect to each inclusion bit, V is dominated by Binomial(k, e^eps / (1 + e^eps)) plus a
-delta term (their Theorem and its delta extension). k is taken on the grid m, m/2, m/4, ... (down to 20),
-each at the Bonferroni confidence 1 - (1 - confidence) / |grid|, and the largest bound is reported: valid at
-``confidence`` whichever k wins. ``guesses=k`` fixes k a priori (no correction).
+* ADD_OR_REMOVE_ONE (dp-fedavg): c_i when b_i = 1, no message when b_i = 0;
+* REPLACE_ONE (local mechanisms, and mechanisms without a claim): +c_i when b_i = 1, -c_i when b_i = 0.
 
-Which claim the bound is compared with. Changing inclusion bit i changes the input of exactly one mechanism
-call (canary i's client in its round); every other message's input depends on bit i only through earlier
-decoded outputs (the global model), and scoring uses only decoded outputs. By adaptive composition the whole
-server view is then (eps, delta)-DP with respect to bit i whenever one call is (eps, delta)-DP: the
-theorem's premise holds with the mechanism's *per-round, client-level* claim (``guarantee()``), not the
-claim composed over rounds (which is about a client present in every round) and not one amplified by
-averaging (the server sees each message). The scores use the decoded update only, never the shared seed,
-so the claims stated for observers without the seed (CEPAM, jopeq-exact) are tested in their own threat
-model. The mechanism's noise and the inclusion bits come from unrelated keyed streams of the config's seed
-(SHA-256 domain separation), treated as independent randomness.
+The message goes through the run's own protocol like a real client's (encoded with the shared seed keyed by its
+id and the round, real bytes, decoded, aggregated), and training proceeds for real. The canary clients of a round
+share the weight of one average real client (each mean(p_k) / n_t for the n_t canaries sent), so that many
+canaries do not drown the real updates in FedAvg's weighted mean (a protocol that ignores weights, DP-FedAvg's
+plain sum, adds each canary whole); in a round with no real client they share weight 1. A protocol that releases
+empty rounds (``releases_empty_rounds``: DP-FedAvg's central noise) gets the canaries of such a round; otherwise
+the training loop skips a round without real clients, canaries included.
 
-Repeated training (``repeated_training_audit``). One canary client takes part in round ``canary_round``
-(default the last) with update x1 = +c (D') or x0 = -c / 0 (D); each trial retrains from scratch on the fixed
-data and partition with fresh training and mechanism randomness (the simulation seed
-``derive_seed(seed, chunk, i)``), and the observed view -- the final model (``public``) or the canary
-client's decoded update (``server``) -- is handed to ``auditkit.attacks.distinguish`` as the output of a batched
-callable: its selection half picks the statistic and threshold (projection <y, c>, classifier), its held-out
-half certifies the bound (Clopper-Pearson, ``epsilon_lower_bound``). The same per-round claim applies. Trials
-run one after another through the real ``FederatedSimulation`` (the code path being audited); they are
-independent, so the cost is trials x one short run -- meant for small models and few rounds.
+Scores (float64), each a projection on the unit direction u_i = c_i / ||c_i||_2:
+
+* ``aggregate``: sum over all T rounds of <A_t, u_i>, A_t the round's ``views["aggregate"]`` (DP-FedAvg's noisy
+  sum) or else the aggregate the server applies;
+* ``server``: sum, over the rounds canary i sent a message, of <its decoded message in ``views["server"]``, u_i>
+  (only for protocols whose ``server`` view is one decoded row per message);
+* ``public``: <w_T - w_0, u_i>, the final model's move from the initial one.
+
+The aggregate and public scores sum over every round, never over the canary's own rounds: a claim amplified by
+sampling covers an adversary who does not know who took part when, and a score that reads the participation
+schedule uses what the claim hides (it falsely refutes a correct amplified DP-FedAvg claim). The server sees who
+sent which message, so its score reads the schedule: it fits claims that are not amplified (local mechanisms).
+Which views a claim covers is for the caller to decide. The bits, coins and directions come from streams keyed by
+(seed, "canary-clients"), unrelated to the mechanism's and the training's (SHA-256 domain separation): the same
+config and seed give the same scores.
+
+Repeated training (``repeated_training_audit``). One canary client (a ``CanaryClients`` sibling sharing its
+weight rule) takes part in round ``canary_round`` (default the last) with update x1 = +c (D') or x0 = -c / 0 (D);
+each trial retrains from scratch on the fixed data and partition with fresh training and mechanism randomness
+(the simulation seed ``derive_seed(seed, chunk, i)``), and the observed view -- the final model (``public``) or
+the canary client's decoded update (``server``) -- is handed to ``auditkit.attacks.distinguish`` as the output of a
+batched callable: its selection half picks the statistic and threshold (projection <y, c>, classifier), its
+held-out half certifies the bound (Clopper-Pearson, ``epsilon_lower_bound``). Changing the canary's update changes
+the input of one mechanism call, and every later message depends on it only through decoded outputs, so by
+adaptive composition the views are as private as one call: the bound is compared with the mechanism's per-round,
+client-level claim (``guarantee()``). Trials run one after another through the real ``FederatedSimulation``, so
+the cost is trials x one short run -- meant for small models and few rounds.
 """
 
 from __future__ import annotations
@@ -55,39 +56,41 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
+import numpy as np
 import torch
 
 from auditkit.attacks.distinguish import EpsilonEstimate, distinguish
-from auditkit.attacks.epsilon_bounds import one_run_epsilon_lower_bound
-from auditkit.attacks.verdicts import bonferroni_confidence, verdict
+from auditkit.attacks.verdicts import verdict
 from auditkit.config import AuditConfig, from_dict, preset_dict
 from auditkit.fl.aggregation import UplinkProtocol
-from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol
 from auditkit.fl.simulation import FederatedSimulation
+from auditkit.mechanisms.guarantee import NeighboringRelation, PrivacyGuarantee
+from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol
+from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.models import create_model
 from auditkit.stages.train import Experiment, build_mechanism, prepare_data, resolve_device
-from auditkit.mechanisms.guarantee import PrivacyGuarantee
-from auditkit.mechanisms.randomness import derive_seed, generator
 
 __all__ = [
+    "CHUNK",
     "PAIRS",
+    "RELATIONS",
     "VIEWS",
-    "CanaryAudit",
-    "CanaryProtocol",
+    "CanaryClients",
+    "CanaryRun",
     "RepeatedTrainingAudit",
     "canary_direction",
-    "guess_grid",
-    "one_run_canary_audit",
+    "canary_rate",
+    "canary_run",
     "repeated_training_audit",
 ]
 
 PAIRS = ("replace", "add")
 VIEWS = ("public", "server")
-MIN_GRID_GUESSES = 20  # the guess grid halves m down to this
+CHUNK = 256  # canary directions are drawn, and regenerated, this many at a time
+RELATIONS = (NeighboringRelation.REPLACE_ONE, NeighboringRelation.ADD_OR_REMOVE_ONE)  # the pair shapes served
 
 
 def canary_direction(seed: int, index: int, size: int, norm: float) -> torch.Tensor:
@@ -96,106 +99,169 @@ def canary_direction(seed: int, index: int, size: int, norm: float) -> torch.Ten
     return (norm * g / torch.linalg.vector_norm(g)).to(torch.float32)
 
 
-def guess_grid(canaries: int) -> list[int]:
-    """k = m, m // 2, m // 4, ... while at least ``MIN_GRID_GUESSES`` (just [m] for smaller m)."""
-    grid = [canaries]
-    while grid[-1] // 2 >= MIN_GRID_GUESSES:
-        grid.append(grid[-1] // 2)
-    return grid
+def canary_rate(participation: str, clients: int, sample_rate: float | None, clients_per_round: int | None) -> float:
+    """The probability that a canary client takes part in a round: q (``poisson``), 1 (``full``), or
+    clients_per_round / K (``uniform``, ``replacement``: the real clients' mean rate, an approximation)."""
+    if participation == "poisson":
+        return float(sample_rate)
+    if participation == "full":
+        return 1.0
+    return min(1.0, clients_per_round / clients)
 
 
-class CanaryProtocol:
-    """A round protocol that appends canary clients to the real ones (module docstring).
+class _AddedClients:
+    """A round protocol wrapper that appends clients of its own to a round (the shared part of the canary wrappers).
 
-    inner:   the run's protocol (``views["server"]`` must hold the decoded updates, one row per client, in order).
-    first:   the id of the first canary client (the number of real clients).
-    updates: round -> the canary clients' updates of that round (C_t, P); zero rows mean no canary client.
-    observe: called with (round, the canary clients' decoded updates (C_t, P)) after the round.
+    It forwards ``name``, ``releases_empty_rounds`` and ``received`` of ``inner`` (``received`` sees only the real
+    clients' rows: the training loop calls it with the real updates). The added clients of a round share the
+    weight of one average real client, or weight 1 in a round without real clients.
+    """
+
+    def __init__(self, inner: RoundProtocol, first: int) -> None:
+        self.inner, self.first = inner, first
+        self.name = inner.name
+        self.releases_empty_rounds = bool(getattr(inner, "releases_empty_rounds", False))
+
+    def received(self, updates: torch.Tensor, clients: list[int]) -> torch.Tensor:
+        received = getattr(self.inner, "received", None)
+        return updates if received is None else received(updates, clients)
+
+    def _with(
+        self, rows: torch.Tensor, ids: list[int], updates: torch.Tensor, clients: list[int], weights: torch.Tensor,
+        round_: int, global_params: torch.Tensor | None,
+    ) -> RoundOutcome:
+        """``inner.communicate`` of the round with ``rows`` (n, P) sent by the clients ``ids`` after the real ones."""
+        if ids:
+            share = (weights.mean() if len(weights) else weights.new_ones(())) / len(ids)
+            updates = torch.cat([updates, rows.to(updates.device, updates.dtype)])
+            clients = clients + ids
+            weights = torch.cat([weights, share.expand(len(ids))])
+        return self.inner.communicate(updates, clients, weights, round_, global_params=global_params)
+
+
+class CanaryClients(_AddedClients):
+    """m canary clients (ids ``first``, ..., ``first`` + m - 1) taking part in the run's rounds (module docstring).
+
+    inner:    the run's round protocol (not one that chooses the clients itself, ``select_clients``).
+    first:    the first canary's id, the number K of real clients.
+    canaries: m >= 1; size: the model's parameter count P; norm: ||c_i||_2.
+    rate:     each canary's probability of taking part in a round (``canary_rate``).
+    relation: the claim's neighbouring relation, REPLACE_ONE (+c_i / -c_i) or ADD_OR_REMOVE_ONE (c_i / nothing).
+    seed:     the run's seed; the canaries' streams are keyed by ``derive_seed(seed, "canary-clients")``.
+
+    After the run: ``inserted`` (m,) bool, ``rounds_sent`` (m,) int64, ``aggregate_sum`` (P,) float64 (the sum of
+    every round's A_t), ``server_scores`` ((m,) float64, None when the protocol has no per-message server view),
+    ``rounds`` (calls of ``communicate``); ``project`` gives the projections of any (P,) vector on every u_i.
     """
 
     def __init__(
-        self,
-        inner: RoundProtocol,
-        first: int,
-        updates: Callable[[int], torch.Tensor],
-        observe: Callable[[int, torch.Tensor], None],
+        self, inner: RoundProtocol, *, first: int, canaries: int, size: int, norm: float, rate: float,
+        relation: NeighboringRelation, seed: int,
     ) -> None:
-        self.inner, self.first, self.updates, self.observe = inner, first, updates, observe
+        if relation not in RELATIONS:
+            raise ValueError(f"relation must be one of {', '.join(r.name for r in RELATIONS)}, got {relation!r}")
+        super().__init__(inner, first)
+        self.canaries, self.size, self.norm, self.rate, self.relation = canaries, size, float(norm), rate, relation
+        self.key = derive_seed(seed, "canary-clients")
+        self.inserted = torch.rand(canaries, generator=generator(self.key, "inclusion")) < 0.5
+        self.rounds_sent = torch.zeros(canaries, dtype=torch.int64)
+        self.aggregate_sum = torch.zeros(size, dtype=torch.float64)
+        self._server: torch.Tensor | None = torch.zeros(canaries, dtype=torch.float64)
+        self.rounds = 0
+
+    @property
+    def server_scores(self) -> torch.Tensor | None:
+        """Sum over its rounds of <canary i's decoded message, u_i>; None when some round's ``views["server"]`` was
+        not one decoded row per message."""
+        return self._server
+
+    def directions(self, chunk: int) -> torch.Tensor:
+        """The unit directions u_i of canaries chunk * CHUNK, ..., up to m (n, P) float64, from their keyed stream."""
+        low, high = chunk * CHUNK, min(self.canaries, (chunk + 1) * CHUNK)
+        g = torch.randn(high - low, self.size, generator=generator(self.key, f"direction/{chunk}"), dtype=torch.float64)
+        return g / torch.linalg.vector_norm(g, dim=1, keepdim=True)
+
+    def project(self, vectors: torch.Tensor) -> torch.Tensor:
+        """<v, u_i> for every canary i: (m,) for a (P,) vector, (m, V) for (V, P) vectors (float64)."""
+        v = vectors.detach().cpu().to(torch.float64)
+        v = v if v.dim() == 1 else v.T
+        parts = [self.directions(chunk) @ v for chunk in range(-(-self.canaries // CHUNK))]
+        return torch.cat(parts)
+
+    def sent(self, round_: int) -> torch.Tensor:
+        """The canaries that send a message in round ``round_`` (sorted indices): those whose coin came up,
+        included or not under REPLACE_ONE, the included ones under ADD_OR_REMOVE_ONE."""
+        coins = torch.rand(self.canaries, generator=generator(self.key, f"participation/{round_}")) < self.rate
+        if self.relation is NeighboringRelation.ADD_OR_REMOVE_ONE:
+            coins &= self.inserted
+        return torch.nonzero(coins).flatten()
 
     def communicate(
         self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
         *, global_params: torch.Tensor | None = None,
     ) -> RoundOutcome:
-        canary = self.updates(round_).to(updates.device, updates.dtype)
-        if len(canary) == 0:
-            return self.inner.communicate(updates, clients, weights, round_, global_params=global_params)
-        share = weights.mean() / len(canary)  # the canary clients of a round weigh as one average client
-        outcome = self.inner.communicate(
-            torch.cat([updates, canary]),
-            clients + [self.first + j for j in range(len(canary))],
-            torch.cat([weights, share.expand(len(canary))]),
-            round_,
-        )
-        self.observe(round_, outcome.views["server"][len(clients) :].detach().cpu())
+        sent = self.sent(round_)
+        sign = torch.where(self.inserted[sent], 1.0, -1.0).to(torch.float64)  # all +1 under ADD_OR_REMOVE_ONE
+        rows = torch.zeros(len(sent), self.size, dtype=torch.float32)
+        chunks = sent // CHUNK
+        for chunk in torch.unique(chunks).tolist():
+            here = chunks == chunk
+            units = self.directions(chunk)[sent[here] - chunk * CHUNK]
+            rows[here] = (self.norm * sign[here, None] * units).to(torch.float32)
+        outcome = self._with(rows, [self.first + i for i in sent.tolist()], updates, clients, weights, round_,
+                             global_params)
+        self._score(outcome, len(clients), sent, rows, sign)
         return outcome
 
+    def _score(self, outcome: RoundOutcome, real: int, sent: torch.Tensor, rows: torch.Tensor,
+               sign: torch.Tensor) -> None:
+        aggregate = outcome.views.get("aggregate")
+        aggregate = outcome.aggregate if not isinstance(aggregate, torch.Tensor) else aggregate
+        self.aggregate_sum += aggregate.detach().cpu().to(torch.float64)
+        self.rounds_sent[sent] += 1
+        self.rounds += 1
+        server = outcome.views.get("server")
+        if not (isinstance(server, torch.Tensor) and server.dim() == 2 and server.shape[0] == real + len(sent)):
+            self._server = None  # e.g. MSP's transcript: no decoded row per message
+        if self._server is not None and len(sent):
+            # u_i = sign c_i / norm from the rows sent (u_i rounded to float32: 1e-7 relative, no second draw)
+            decoded = server[real:].detach().cpu().to(torch.float64)
+            self._server[sent] += (decoded * rows.to(torch.float64)).sum(1) / (self.norm * sign)
 
-@dataclass(frozen=True)
-class CanaryAudit:
-    """A one-run canary audit: the counts, the certified bound and the verdict against the per-round claim.
 
-    canaries (m), guesses (k), correct (V): the winning k of the grid and its correct guesses.
-    epsilon_lower_bound: certified at ``confidence`` (family-wise over ``grid``) for ``delta``.
-    max_certifiable: the bound if every guess of the grid's best k were right (the cap for this m).
-    claim, claimed_epsilon: the mechanism's per-round client-level claim; verdict: ``auditkit.attacks.verdicts.verdict``.
-    bounds, correct_by_guesses: the bound and V for every k of the grid.
-    test_accuracy: the final model's (trained for real, canaries included); seconds: wall time of the audit.
-    scores, inserted: every canary's score s_i and inclusion bit (not in ``to_dict``).
+@dataclass(frozen=True, eq=False)
+class CanaryRun:
+    """One FL run with m canary clients, and every canary's scores (module docstring).
+
+    inserted:    (m,) bool, the inclusion bits b_i.
+    scores:      view -> (m,) float64: "aggregate", "public", and "server" where the protocol has a per-message
+                 server view (whether a view is covered by the claim is the caller's decision).
+    rounds_sent: (m,) int, the rounds in which each canary sent a message (the schedule: not read by the scores of
+                 "aggregate" and "public").
+    relation:    the neighbouring relation the pairs follow (the claim's; "REPLACE_ONE" without a claim).
+    canary_norm: ||c_i||_2; rate: each canary's probability of taking part in a round; rounds: T.
+    test_accuracy: the final model's (trained with the canaries); seconds: wall time of ``canary_run``.
     """
 
-    mechanism: str
-    params: dict[str, Any]
-    canaries: int
-    guesses: int
-    correct: int
-    epsilon_lower_bound: float
-    max_certifiable: float
-    confidence: float
-    per_guess_confidence: float
-    delta: float
-    claim: PrivacyGuarantee
-    claimed_epsilon: float | None
-    verdict: str
-    grid: tuple[int, ...]
-    bounds: dict[int, float]
-    correct_by_guesses: dict[int, int]
-    rounds: int
-    canaries_per_round: int
+    inserted: np.ndarray
+    scores: dict[str, np.ndarray]
+    rounds_sent: np.ndarray
+    relation: str
     canary_norm: float
-    pair: str
+    rate: float
+    rounds: int
     test_accuracy: float
     seconds: float
-    scores: tuple[float, ...] = dataclasses.field(repr=False)
-    inserted: tuple[bool, ...] = dataclasses.field(repr=False)
-    view: str = "server"
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-friendly dict of everything but the per-canary scores."""
-        out = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in ("scores", "inserted")}
-        out["claim"] = self.claim.to_dict()
-        out["grid"] = list(self.grid)
-        out["bounds"] = {str(k): v for k, v in self.bounds.items()}
-        out["correct_by_guesses"] = {str(k): v for k, v in self.correct_by_guesses.items()}
-        return out
+    @property
+    def canaries(self) -> int:
+        return len(self.inserted)
 
 
-class _Bound(NamedTuple):
-    """The fields ``auditkit.attacks.verdicts.verdict`` reads."""
-
-    epsilon_lower_bound: float
-    max_certifiable: float
-    delta: float
-    claimed_epsilon: float | None
+def _frozen(values: torch.Tensor, dtype: type) -> np.ndarray:
+    out = values.numpy().astype(dtype)
+    out.flags.writeable = False
+    return out
 
 
 def _integer(name: str, value: Any, low: int, high: int | None = None) -> None:
@@ -204,13 +270,17 @@ def _integer(name: str, value: Any, low: int, high: int | None = None) -> None:
         raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
 
 
+def _check_norm(canary_norm: float | None) -> None:
+    if canary_norm is not None and not (math.isfinite(canary_norm) and canary_norm > 0):
+        raise ValueError(f"canary_norm must be None or a finite number > 0, got {canary_norm!r}")
+
+
 def _check_common(confidence: float, delta: float | None, canary_norm: float | None, pair: str) -> None:
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     if delta is not None and not 0 <= delta < 1:
         raise ValueError(f"delta must be None or in [0, 1), got {delta!r}")
-    if canary_norm is not None and not (math.isfinite(canary_norm) and canary_norm > 0):
-        raise ValueError(f"canary_norm must be None or a finite number > 0, got {canary_norm!r}")
+    _check_norm(canary_norm)
     if pair not in PAIRS:
         raise ValueError(f"pair must be one of {', '.join(PAIRS)}, got {pair!r}")
 
@@ -220,12 +290,9 @@ def _quickstart_setting() -> AuditConfig:
     return from_dict(preset_dict("quickstart", mechanisms=False))
 
 
-def _with_rounds(config: AuditConfig, rounds: int | None) -> AuditConfig:
-    """The config with ``rounds`` (if given) and no checkpoint views (the canary audits keep their own)."""
-    training = dataclasses.replace(config.training, checkpoints=())
-    if rounds is not None:
-        training = dataclasses.replace(training, rounds=rounds)
-    return dataclasses.replace(config, training=training)
+def _without_checkpoints(config: AuditConfig) -> AuditConfig:
+    """The config with no checkpoint views (the canary runs keep their own)."""
+    return dataclasses.replace(config, training=dataclasses.replace(config.training, checkpoints=()))
 
 
 def _claim_and_delta(claim: PrivacyGuarantee, delta: float | None) -> float:
@@ -235,108 +302,80 @@ def _claim_and_delta(claim: PrivacyGuarantee, delta: float | None) -> float:
     return claim.delta if claim.epsilon is not None else 0.0
 
 
-def _out_sign(pair: str) -> float:
-    return -1.0 if pair == "replace" else 0.0
+def _canary_norm(mechanism: Any, canary_norm: float | None) -> float:
+    return canary_norm if canary_norm is not None else float(mechanism.params.get("clip", 1.0))
 
 
-def one_run_canary_audit(
-    config: AuditConfig | None = None,
-    *,
-    canaries: int = 1000,
-    rounds: int | None = None,
-    guesses: int | None = None,
-    confidence: float = 0.95,
-    delta: float | None = None,
-    canary_norm: float | None = None,
-    pair: str = "replace",
-) -> CanaryAudit:
-    """Train the config's FL run once with ``canaries`` canary updates and certify eps (module docstring).
+def canary_run(config: AuditConfig, canaries: int, *, canary_norm: float | None = None) -> CanaryRun:
+    """Train the config's FL run once with ``canaries`` canary clients and score every canary (module docstring).
 
-    config:      the run (default: the ``quickstart`` preset's setting with mechanism ``none``); its mechanism is audited.
-    canaries:    m >= 1, spread over the rounds, ceil(m / rounds) canary clients per round.
-    rounds:      T (default the config's).
-    guesses:     k in 1..m fixed a priori, or None for the grid m, m/2, ... with Bonferroni.
-    confidence:  in (0, 1); delta: of the bound, in [0, 1) (default: the claim's, 0 without one).
-    canary_norm: ||c_i||_2 (default the mechanism's ``clip``, else 1); pair: "replace" (+c/-c) or "add" (c/0).
+    config:      the run (its mechanism, participation, rounds; checkpoint views are not recorded).
+    canaries:    m >= 1.
+    canary_norm: ||c_i||_2 (default the mechanism's ``clip``, else 1).
+
+    ValueError (one line) for what the canary clients cannot join: ``training.backend`` "flower", a round protocol
+    that chooses the clients itself (``select_clients``: DP-SQ's device groups), a claim under another relation
+    than REPLACE_ONE or ADD_OR_REMOVE_ONE.
     """
     _integer("canaries", canaries, 1)
-    if guesses is not None:
-        _integer("guesses", guesses, 1, canaries)
-    if rounds is not None:
-        _integer("rounds", rounds, 1)
-    _check_common(confidence, delta, canary_norm, pair)
+    _check_norm(canary_norm)
+    if config.training.backend != "builtin":
+        raise ValueError(f"training.backend must be 'builtin' for canary clients, got {config.training.backend!r}")
     start = time.perf_counter()
-    config = _with_rounds(config if config is not None else _quickstart_setting(), rounds)
+    config = _without_checkpoints(config)
     experiment = Experiment(config)
-    simulation, mechanism = experiment.simulation, experiment.mechanism
-    claim = mechanism.guarantee()
-    delta = _claim_and_delta(claim, delta)
-    norm = canary_norm if canary_norm is not None else float(mechanism.params.get("clip", 1.0))
-    per_round = -(-canaries // config.training.rounds)
-    size = simulation.layout.size
-    key = derive_seed(config.seed, "canary-audit")
-    inserted = torch.randint(0, 2, (canaries,), generator=generator(key, "inclusion")).bool()
-    scores = torch.full((canaries,), math.nan, dtype=torch.float64)
-    directions: dict[int, torch.Tensor] = {}
-
-    def round_canaries(round_: int) -> range:
-        return range((round_ - 1) * per_round, min(round_ * per_round, canaries))
-
-    def updates(round_: int) -> torch.Tensor:
-        directions.clear()
-        rows = []
-        for i in round_canaries(round_):
-            directions[i] = canary_direction(key, i, size, norm)
-            rows.append(directions[i] * (1.0 if inserted[i] else _out_sign(pair)))
-        return torch.stack(rows) if rows else torch.zeros(0, size)
-
-    def observe(round_: int, decoded: torch.Tensor) -> None:
-        for row, i in zip(decoded, round_canaries(round_), strict=True):
-            c = directions[i].to(torch.float64)
-            scores[i] = float(row.to(torch.float64) @ c) / float(c @ c)
-
-    simulation.protocol = CanaryProtocol(simulation.protocol, config.training.clients, updates, observe)
-    records = simulation.run().rounds
-
-    midpoint = (1.0 + _out_sign(pair)) / 2  # between the expected scores of "in" (1) and "out" (-1 or 0)
-    scored = torch.nonzero(torch.isfinite(scores)).flatten()  # a round without real clients is skipped
-    order = scored[torch.argsort((scores[scored] - midpoint).abs(), descending=True, stable=True)]
-    guess_in = scores > midpoint
-    grid = [k for k in ([guesses] if guesses is not None else guess_grid(canaries)) if k <= len(order)] or [len(order)]
-    per_guess = bonferroni_confidence(confidence, len(grid))
-    bounds, correct_by = {}, {}
-    for k in grid:
-        chosen = order[:k]  # the k most confident; the rest (and unscored canaries) are abstained on
-        correct_by[k] = int((guess_in[chosen] == inserted[chosen]).sum())
-        bounds[k] = one_run_epsilon_lower_bound(correct_by[k], k, canaries, confidence=per_guess, delta=delta)
-    best = max(grid, key=lambda k: bounds[k])  # the largest k wins a tie
-    cap = max(one_run_epsilon_lower_bound(k, k, canaries, confidence=per_guess, delta=delta) for k in grid)
-    return CanaryAudit(
-        mechanism=mechanism.name,
-        params=dict(mechanism.params),
-        canaries=canaries,
-        guesses=best,
-        correct=correct_by[best],
-        epsilon_lower_bound=bounds[best],
-        max_certifiable=cap,
-        confidence=confidence,
-        per_guess_confidence=per_guess,
-        delta=delta,
-        claim=claim,
-        claimed_epsilon=claim.epsilon,
-        verdict=verdict(_Bound(bounds[best], cap, delta, claim.epsilon), claim),
-        grid=tuple(grid),
-        bounds=bounds,
-        correct_by_guesses=correct_by,
-        rounds=config.training.rounds,
-        canaries_per_round=per_round,
+    simulation, mechanism, t = experiment.simulation, experiment.mechanism, config.training
+    if hasattr(simulation.protocol, "select_clients"):
+        raise ValueError(f"mechanism must be one whose round protocol leaves the clients to training.participation "
+                         f"for canary clients; {mechanism.name!r}'s protocol {simulation.protocol.name!r} chooses them")
+    claimed = mechanism.guarantee().relation
+    relation = NeighboringRelation.REPLACE_ONE if claimed is None else claimed  # no claim: the +c / -c pairs
+    if relation not in RELATIONS:
+        raise ValueError(f"mechanism's claim must be under {' or '.join(r.name for r in RELATIONS)} for canary "
+                         f"clients; {mechanism.name!r} claims {relation.name}")
+    norm = _canary_norm(mechanism, canary_norm)
+    rate = canary_rate(t.participation, t.clients, t.sample_rate, t.clients_per_round)
+    wrapper = CanaryClients(simulation.protocol, first=t.clients, canaries=canaries, size=simulation.layout.size,
+                            norm=norm, rate=rate, relation=relation, seed=config.seed)
+    simulation.protocol = wrapper
+    initial = simulation.params.detach().cpu().to(torch.float64).clone()
+    result = simulation.run()
+    moved = result.final_params.to(torch.float64) - initial
+    aggregate, public = wrapper.project(torch.stack([wrapper.aggregate_sum, moved])).unbind(1)
+    scores = {"aggregate": aggregate, "public": public}
+    if wrapper.server_scores is not None:
+        scores["server"] = wrapper.server_scores
+    return CanaryRun(
+        inserted=_frozen(wrapper.inserted, bool),
+        scores={view: _frozen(s, np.float64) for view, s in scores.items()},
+        rounds_sent=_frozen(wrapper.rounds_sent, np.int64),
+        relation=relation.name,
         canary_norm=norm,
-        pair=pair,
-        test_accuracy=records[-1].test_accuracy,
+        rate=rate,
+        rounds=t.rounds,
+        test_accuracy=result.rounds[-1].test_accuracy,
         seconds=time.perf_counter() - start,
-        scores=tuple(scores.tolist()),
-        inserted=tuple(inserted.tolist()),
     )
+
+
+class _OneCanary(_AddedClients):
+    """Repeated training's canary client (id ``first``): sends ``update`` (1, P) in ``round_`` only and keeps its
+    decoded update (``decoded``)."""
+
+    def __init__(self, inner: RoundProtocol, first: int, update: torch.Tensor, round_: int) -> None:
+        super().__init__(inner, first)
+        self.update, self.round, self.decoded = update, round_, None
+
+    def communicate(
+        self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
+        *, global_params: torch.Tensor | None = None,
+    ) -> RoundOutcome:
+        here = round_ == self.round
+        outcome = self._with(self.update if here else self.update[:0], [self.first] if here else [], updates,
+                             clients, weights, round_, global_params)
+        if here:
+            self.decoded = outcome.views["server"][len(clients)].detach().cpu()
+        return outcome
 
 
 @dataclass(frozen=True)
@@ -402,7 +441,7 @@ def repeated_training_audit(
     if view not in VIEWS:
         raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
     _check_common(confidence, delta, canary_norm, pair)
-    config = _with_rounds(config if config is not None else _quickstart_setting(), None)
+    config = _without_checkpoints(config if config is not None else _quickstart_setting())
     rounds = config.training.rounds
     canary_round = rounds if canary_round is None else canary_round
     _integer("canary_round", canary_round, 1, rounds)
@@ -411,7 +450,7 @@ def repeated_training_audit(
     data, input_shape, num_classes, _ = prepare_data(config)
     claim = mechanism.guarantee()
     delta = _claim_and_delta(claim, delta)
-    norm = canary_norm if canary_norm is not None else float(mechanism.params.get("clip", 1.0))
+    norm = _canary_norm(mechanism, canary_norm)
     size = sum(
         p.numel()
         for p in create_model(config.training.model, input_shape=input_shape, num_classes=num_classes).parameters()
@@ -422,22 +461,16 @@ def repeated_training_audit(
         rows = []
         for i, row in enumerate(x):
             trial = derive_seed(chunk_seed, i)
-            seen: list[torch.Tensor] = []
-            canary = row.to(torch.float32).view(1, -1)
-            protocol = CanaryProtocol(
-                UplinkProtocol(mechanism, trial),
-                config.training.clients,
-                lambda t, canary=canary: canary if t == canary_round else canary[:0],
-                lambda t, decoded, seen=seen: seen.append(decoded[0]),
-            )
+            protocol = _OneCanary(UplinkProtocol(mechanism, trial), config.training.clients,
+                                  row.to(torch.float32).view(1, -1), canary_round)
             model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
             result = FederatedSimulation(model, data, protocol, config.training, seed=trial, device=device).run()
-            rows.append(result.final_params if view == "public" else seen[0])
+            rows.append(result.final_params if view == "public" else protocol.decoded)
         return torch.stack(rows).to(torch.float64)
 
     train.__name__ = f"FL training ({config.training.model}, {rounds} rounds), {view} view"
     estimate = distinguish(
-        train, _out_sign(pair) * c, c, trials=trials, confidence=confidence, delta=delta,
+        train, (-1.0 if pair == "replace" else 0.0) * c, c, trials=trials, confidence=confidence, delta=delta,
         claimed_eps=claim.epsilon, statistics=("projection", "classifier"),
         label=f"canary client in round {canary_round}: {'-c' if pair == 'replace' else '0'} vs +c", seed=seed,
     )  # fmt: skip
