@@ -30,6 +30,7 @@ reads the bits, and no theorem covers it (``best_after_seeing``, used only to re
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,10 +83,15 @@ def fdp_refuted(curve: TradeOff, correct: int, guesses: int, canaries: int, *, c
 
 def fdp_scale_lower_bound(curve: TradeOff, correct: int, guesses: int, canaries: int, *,
                           confidence: float) -> float:
-    """The largest s (to 1e-4 relative) with ``curve.scaled(s)`` refuted; 0 when none, ``MAX_SCALE`` at most."""
+    """The largest s with ``curve.scaled(s)`` refuted (0 when none, ``MAX_SCALE`` at most): to 1e-4 relative, or,
+    for a curve that is costly to scale (a ``scale_step`` attribute, e.g. a composed privacy-loss distribution),
+    the largest refuted s on the grid step^j, a lower bound whose curves are computed once and cached."""
     def refuted(s: float) -> bool:
         return fdp_refuted(curve.scaled(s), correct, guesses, canaries, confidence=confidence)
 
+    step = getattr(curve, "scale_step", None)
+    if step is not None:
+        return _grid_scale_lower_bound(refuted, step)
     low = 1.0 / MAX_SCALE
     if not refuted(low):
         return 0.0
@@ -98,6 +104,22 @@ def fdp_scale_lower_bound(curve: TradeOff, correct: int, guesses: int, canaries:
         middle = math.sqrt(low * high)
         low, high = (middle, high) if refuted(middle) else (low, middle)
     return low
+
+
+def _grid_scale_lower_bound(refuted: Callable[[float], bool], step: float) -> float:
+    """The largest s = step^j (|j| <= log MAX_SCALE / log step) refuted, by bisection on j; 0 when none."""
+    top = int(math.floor(math.log(MAX_SCALE) / math.log(step)))
+    if not refuted(step**-top):
+        return 0.0
+    low, high = -top, 0  # refuted(step^low) holds
+    while refuted(step**high):
+        low, high = high, min(top, max(1, 2 * high))
+        if low == top:
+            return step**top
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if refuted(step**middle) else (low, middle)
+    return step**low
 
 
 def count_correct(scores: np.ndarray, inserted: np.ndarray, guesses: int) -> int:
@@ -223,7 +245,8 @@ def one_run_bound(
     correct = {k: count_correct(scores, inserted, k) for k in grid}
     bounds = {k: _bound_at(bound, family, correct[k], k, m, per_test, delta) for k in grid}
     best = max(grid, key=lambda k: (bounds[k], k))
-    cap = max(_bound_at(bound, family, k, k, m, per_test, delta) for k in grid)
+    top = max(grid)  # all k right certifies most at the largest k: the cap
+    cap = _bound_at(bound, family, top, top, m, per_test, delta)
     verdict = _verdict(bound, curve, claimed_epsilon, correct, grid, m, per_test, bounds, cap)
     return OneRunBound(bound, m, best, correct[best], confidence, per_test, delta, bounds[best], cap, claimed_epsilon,
                        None if curve is None else curve.label, verdict, rule, tuple(grid))

@@ -173,6 +173,7 @@ class ProfileTradeOff:
     deltas: np.ndarray = field(repr=False)
     name: str = "privacy profile"
     family: Callable[[float], ProfileTradeOff] | None = field(default=None, repr=False, compare=False)
+    scale_step: float = 2 ** (1 / 8)  # the family is searched on s = step^j: each member costs a composition
     epsilon_at: Callable[[float], float] | None = field(default=None, repr=False, compare=False)
 
     @property

@@ -57,6 +57,7 @@ import dataclasses
 import math
 import time
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -84,6 +85,9 @@ __all__ = [
     "canary_direction",
     "canary_rate",
     "canary_run",
+    "canary_stage",
+    "composed_claim_curve",
+    "judged_views",
     "repeated_training_audit",
 ]
 
@@ -306,12 +310,14 @@ def _canary_norm(mechanism: Any, canary_norm: float | None) -> float:
     return canary_norm if canary_norm is not None else float(mechanism.params.get("clip", 1.0))
 
 
-def canary_run(config: AuditConfig, canaries: int, *, canary_norm: float | None = None) -> CanaryRun:
+def canary_run(config: AuditConfig, canaries: int, *, canary_norm: float | None = None,
+               on_round: Callable[[Any], None] | None = None) -> CanaryRun:
     """Train the config's FL run once with ``canaries`` canary clients and score every canary (module docstring).
 
     config:      the run (its mechanism, participation, rounds; checkpoint views are not recorded).
     canaries:    m >= 1.
     canary_norm: ||c_i||_2 (default the mechanism's ``clip``, else 1).
+    on_round:    called with each round's record (progress).
 
     ValueError (one line) for what the canary clients cannot join: ``training.backend`` "flower", a round protocol
     that chooses the clients itself (``select_clients``: DP-SQ's device groups), a claim under another relation
@@ -339,7 +345,7 @@ def canary_run(config: AuditConfig, canaries: int, *, canary_norm: float | None 
                             norm=norm, rate=rate, relation=relation, seed=config.seed)
     simulation.protocol = wrapper
     initial = simulation.params.detach().cpu().to(torch.float64).clone()
-    result = simulation.run()
+    result = simulation.run(on_round)
     moved = result.final_params.to(torch.float64) - initial
     aggregate, public = wrapper.project(torch.stack([wrapper.aggregate_sum, moved])).unbind(1)
     scores = {"aggregate": aggregate, "public": public}
@@ -487,3 +493,92 @@ def repeated_training_audit(
         canary_norm=norm,
         pair=pair,
     )
+
+
+# ---------------------------------------------------------------- the audit's canary stage: the whole run's claim
+
+SCORING = {
+    "aggregate": "projection on the canary's direction, summed over every round",
+    "server": "projection of its decoded messages, summed over the rounds it sent",
+    "public": "projection of the final model's move",
+}
+
+
+def judged_views(mechanism: Any, config: AuditConfig) -> tuple[str, ...]:
+    """The views the canary stage judges: ``[canary] view`` where set, else the view the claim covers
+    (``mechanism.view``: "server" for a local mechanism, "aggregate" for noise the server adds) and the public one.
+    ``ConfigError`` for a server view the claim does not cover (noise the server adds: the server sees the
+    messages in clear) or a protocol without one decoded message per client."""
+    from auditkit.config import ConfigError
+
+    covered = "server" if mechanism.view == "server" and mechanism.protocol is None else "aggregate"
+    if config.canary.view is None:
+        return (covered, "public")
+    if config.canary.view == "server" and covered != "server":
+        raise ConfigError(f"canary.view = 'server' is not covered by {mechanism.name}'s claim (its view is "
+                          f"{mechanism.view!r}, protocol {mechanism.protocol or 'uplink'}); use 'aggregate' or 'public'")
+    return (config.canary.view,)
+
+
+def composed_claim_curve(mechanism: Any, config: AuditConfig) -> tuple[Any, dict[str, Any]]:
+    """The whole run's claim: the mechanism's one-round event composed over the run's rounds, amplified by the
+    run's client sampling where the claim covers it (``auditkit.stages.account.account_rounds``, the number the
+    accounting section states), as a trade-off curve (``auditkit.accounting.composed_tradeoff``; else the (eps,
+    delta) curve of the accountant's number); (None, ...) without a claim or a composition. Returns the curve and
+    the ``claim`` dict of the results' canary section."""
+    import dp_accounting
+
+    from auditkit import mechanisms as registry
+    from auditkit.accounting import composed_tradeoff
+    from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff
+    from auditkit.stages.account import account_rounds
+
+    rounds = config.training.rounds
+    entry = account_rounds(mechanism, rounds, config.accounting, config.training)
+    composed, sampling = entry["composed"], entry.get("sampling") or {}
+    delta = config.accounting.composition_delta
+    if composed is None:
+        why = entry["refusal"] or "the mechanism claims no privacy"
+        return None, {"epsilon": None, "delta": delta, "curve": None, "rounds": rounds,
+                      "note": f"no composed claim over {rounds} rounds: {why}"}
+    event = registry.capability(mechanism, "dp_event")
+    if sampling.get("amplified"):
+        event = dp_accounting.PoissonSampledDpEvent(sampling["sample_rate"], event)
+    curve = composed_tradeoff(event, rounds, mechanism.guarantee().relation)
+    if curve is None:
+        curve = EpsDeltaTradeOff(composed["epsilon"], composed["delta"])
+    stated = curve.epsilon(delta)
+    note = (f"the whole run's claim: {rounds} rounds composed by {composed['backend']} (ε = "
+            f"{composed['epsilon']:.4g} at δ = {delta:g}); {sampling.get('note', 'no client sampling')}; judged on "
+            f"its trade-off curve ({curve.label}: ε = {stated:.4g} at δ = {delta:g})")
+    return curve, {"epsilon": stated, "delta": delta, "curve": curve.label, "rounds": rounds, "note": note}
+
+
+def canary_stage(config: AuditConfig, *, per_test_confidence: float,
+                 on_round: Callable[[Any], None] | None = None) -> dict[str, Any]:
+    """The audit's canary stage for one setting: a run of its own with ``[canary] canaries`` canary clients
+    (``canary_run``), each judged view's one-run bound (``auditkit.attacks.one_run``) at ``per_test_confidence``
+    (its Bonferroni share of the audit's family) against the whole run's composed claim
+    (``composed_claim_curve``); the results' ``canary`` section (``auditkit.results.canary_entry``)."""
+    from auditkit import results
+    from auditkit.attacks.one_run import one_run_bound
+
+    start = time.perf_counter()
+    c = config.canary
+    mechanism = build_mechanism(config)
+    views = judged_views(mechanism, config)
+    curve, claim = composed_claim_curve(mechanism, config)
+    run = canary_run(config, c.canaries, on_round=on_round)
+    judged = []
+    for view in views:
+        scores = run.scores[view]
+        bound = one_run_bound(scores, run.inserted, curve=curve, claimed_epsilon=claim["epsilon"], bound=c.bound,
+                              guesses=c.guesses, confidence=per_test_confidence, delta=claim["delta"])
+        judged.append(results.canary_view(view, SCORING[view], bound, scores, run.inserted, curve))
+    details = {"participation": config.training.participation, "canary_rate": run.rate,
+               "mean_rounds_sent": float(run.rounds_sent.mean()), "canary_norm": run.canary_norm,
+               "pair": "c or nothing" if run.relation == "ADD_OR_REMOVE_ONE" else "+c or -c",
+               "test_accuracy": run.test_accuracy}
+    return results.canary_entry(kind="fl", canaries=c.canaries, bound=c.bound,
+                                confidence=config.distinguish.confidence, claim=claim, views=judged,
+                                seconds=time.perf_counter() - start, details=details)

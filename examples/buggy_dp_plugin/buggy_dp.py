@@ -19,10 +19,15 @@ Each mechanism here states that same claim and gets one thing wrong:
   sampling applied on top), where the run's own participation gives 91.8 (full) or 7.06 (q = 0.1).
   ``auditkit.accounting`` recomputes the composition from the run's participation with the event's own sampling
   stripped and flags the claim (``check_sampling``, the accounting section's ``check``).
+* ``dp-fedavg-ignores-rounds``: the noise is right, the accountant wrong: its one-round event is
+  ``GaussianDpEvent(z sqrt(T'))``, so that T' = ``run_rounds`` rounds compose to what one round costs. Nothing
+  in one round is wrong, so no per-round test can see it and the accounting check has no sampling to recompute;
+  only the whole-run canary audit (``[canary]``) tests the composed claim itself.
 
 As mechanisms, the first two sample what their claim covers, one client as the round's noisy sum reveals it to an
 adversary who knows the other summands (``view = "aggregate"``): the distinguishing audit catches both, the
-identification test the mean noise. The third samples correctly: only the accounting check catches it.
+identification test the mean noise. The third samples correctly: only the accounting check catches it. The
+fourth is caught by the canary clients of the whole-run audit, which also flag the third.
 
 Load the plugin with ``--plugin examples/buggy_dp_plugin/buggy_dp.py``, with ``plugins = ["buggy_dp.py"]`` in a
 config beside it, or install this folder (``pip install examples/buggy_dp_plugin``, the entry-point group
@@ -183,3 +188,27 @@ class IgnoresSampling(DPFedAvg):
     audit_setting = DPFedAvg.audit_setting
     output_log_density = DPFedAvg.output_log_density
     client_sampling = DPFedAvg.client_sampling
+
+
+@mechanisms.register
+class IgnoresRounds(DPFedAvg):
+    """The right noise; its accountant spreads one round's claim over the whole run (the bug)."""
+
+    name = "dp-fedavg-ignores-rounds"
+    summary = "example plugin (buggy): DP-FedAvg whose accountant states one round's privacy for the whole run"
+    params_spec = (
+        *DPFedAvg.params_spec,
+        int_range("run_rounds", 1, 100_000, 5,
+                  "T': the rounds its accountant spreads one round's claim over (the bug)"),
+    )
+
+    def dp_event(self) -> dp_accounting.DpEvent:
+        """``GaussianDpEvent(z sqrt(T'))`` (BUG: T' such rounds compose to one round's privacy, as if the run's T'
+        rounds cost what one does; one round of the claim is ``GaussianDpEvent(z)``)."""
+        return dp_accounting.GaussianDpEvent(self.params["noise_multiplier"] * self.params["run_rounds"] ** 0.5)
+
+    tiling = DPFedAvg.tiling
+    audit_setting = DPFedAvg.audit_setting
+    output_log_density = DPFedAvg.output_log_density
+    client_sampling = DPFedAvg.client_sampling
+    tradeoff = DPFedAvg.tradeoff
