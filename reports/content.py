@@ -23,16 +23,10 @@ FIGURE_CAPTIONS = {
     "lower_bound_vs_epsilon": "Each setting's strongest certified epsilon lower bound (over all its distinguishing "
                               "and adaptive tests) against its claimed epsilon, coloured by the setting's headline "
                               "verdict; points above the line y = x refute the claim; dotted: the most a test with "
-                              "these trials could certify (the cap). A claim refuted by computation (analytic) can "
-                              "sit below the line: no test reached it, the accounting did.",
+                              "these trials could certify (the cap). A claim refuted by computation (analytic) or by "
+                              "the whole-run canary audit (hollow markers) can sit below the line: no per-round test "
+                              "reached it, the accounting or the composed claim's test did.",
     "bits_vs_accuracy": "Uplink bits per coordinate against final test accuracy (%), one point per setting.",
-    "tradeoff_vs_claim": "One-run canary audit: the canary guesses' empirical trade-off (solid: the share of included "
-                         "canaries scored above a threshold, TPR, against the share of excluded ones above it, FPR; "
-                         "both axes logarithmic), one panel per setting and a line per view, against the most the claim "
-                         "allows at each FPR (dashed: 1 - f(FPR), f the claim's trade-off curve: for an FL run, the "
-                         "whole run's composed claim). A solid line above its dashed one in the low-FPR corner is what "
-                         "a refutation looks like; the verdict is the certified test of the table, not this picture "
-                         "(the curve's points are not corrected for noise).",
     "identification_vs_epsilon": "Identification success (the informed adversary picks the target among M real "
                                  "candidates; 95 % Clopper-Pearson bars) against the claimed one-round epsilon, one "
                                  "series per mechanism and M; dashed, same colour: the success the claim allows (its "
@@ -46,6 +40,13 @@ FIGURE_CAPTIONS = {
                                  "SSIM of the defended reconstructions with its 95 % interval; dashed: the clean "
                                  "attack; dotted: the identification success the claim allows at that epsilon "
                                  "(its reconstruction-robustness bound, M candidates); grey bands: the audited claims.",
+    "tradeoff_vs_claim": "One-run canary audit: the canary guesses' empirical trade-off (solid: the share of included "
+                         "canaries scored above a threshold, TPR, against the share of excluded ones above it, FPR; "
+                         "both axes logarithmic), one panel per setting and a line per view, against the most the claim "
+                         "allows at each FPR (dashed: 1 - f(FPR), f the claim's trade-off curve: for an FL run, the "
+                         "whole run's composed claim). A solid line above its dashed one in the low-FPR corner is what "
+                         "a refutation looks like; the verdict is the certified test of the table, not this picture "
+                         "(the curve's points are not corrected for noise).",
 }
 PRIVACY_COLUMNS = ("setting", "claimed per round", "claimed over the rounds run", "verdict (worst over all tests)",
                    "certified ε lower bound (strongest test)")

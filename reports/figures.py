@@ -326,11 +326,17 @@ def _tested(results: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, 
     return tested
 
 
+_WHOLE_RUN = "against the whole run's claim"  # how a headline decided by an FL canary audit ends (headline.py)
+_HOLLOW = ("(analytic)", "(whole run)")  # refuted, but not by the tests this figure plots
+
+
 def _verdict_style(headline: Mapping[str, Any]) -> tuple[str, str]:
     """(legend label, colour) of a headline verdict, a refutation with its evidence."""
     verdict = headline["verdict"]
     colour = _VERDICT_STYLES.get(verdict, _OTHER_VERDICT)[1]
     evidence = headline.get("evidence")
+    if headline["decided_by"].endswith(_WHOLE_RUN):
+        evidence = "whole run"
     return (f"{verdict} ({evidence})" if evidence else verdict), colour
 
 
@@ -351,7 +357,8 @@ def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path
     for setting, claimed, bound, _ in tested:
         label, colour = _verdict_style(setting["verdict"])
         marker = styles[setting["id"]]["marker"]
-        analytic = setting["verdict"].get("evidence") == "analytic"  # hollow: refuted by computation, not a test
+        # hollow: refuted by computation, or by the whole-run canary audit (the composed claim): not by these tests
+        analytic = label.endswith(_HOLLOW)
         axis.scatter([claimed], [bound], marker=marker, s=55, zorder=3, facecolors="white" if analytic else colour,
                      edgecolors=colour if analytic else "black", linewidths=1.5 if analytic else 0.5)
         verdicts.setdefault(label, colour)
@@ -374,8 +381,8 @@ def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path
             axis.set_xscale("log")
         axis.set_xlim(low if logarithmic else 0.0, high)
         axis.set_ylim(0.0, 1.15 * max(caps + bounds + [1e-9]))
-        handles = [Line2D([], [], linestyle="", marker="o", markerfacecolor="white" if v.endswith("(analytic)") else c,
-                          markeredgecolor=c if v.endswith("(analytic)") else "black", label=_literal(v))
+        handles = [Line2D([], [], linestyle="", marker="o", markerfacecolor="white" if v.endswith(_HOLLOW) else c,
+                          markeredgecolor=c if v.endswith(_HOLLOW) else "black", label=_literal(v))
                    for v, c in verdicts.items()]
         handles += [Line2D([], [], linestyle="", marker=m, color="white", markeredgecolor="black",
                            label=_literal(name)) for name, m in mechanisms.items()]
@@ -674,8 +681,10 @@ def tradeoff_vs_claim(results: Mapping[str, Any], path: str | Path) -> Path:
     columns = max(1, min(3, len(panels)))
     rows = max(1, -(-len(panels) // columns))
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns + 1.8, 3.6 * rows), squeeze=False)
-    for axis in axes.flat[len(panels):]:
+    for axis in axes.flat[max(1, len(panels)):]:
         axis.set_visible(False)
+    if not panels:
+        _note(axes[0][0], "no setting ran a one-run canary audit")
     for axis, setting in zip(axes.flat, panels):
         canary = setting["canary"]
         low = 1.0

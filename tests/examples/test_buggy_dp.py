@@ -53,7 +53,8 @@ def _create(name: str, **params) -> mechanisms.Mechanism:
 def test_each_variant_states_dp_fedavgs_claim_and_accounting_event(plugin):
     honest = _create("dp-fedavg").guarantee()
     assert honest.epsilon == pytest.approx(CLAIM, rel=1e-12) and CLAIM == pytest.approx(4.377, abs=1e-3)
-    for name in ("dp-fedavg-mean-noise", "dp-fedavg-clip-after-noise", "dp-fedavg-ignores-sampling"):
+    for name in ("dp-fedavg-mean-noise", "dp-fedavg-clip-after-noise", "dp-fedavg-ignores-sampling",
+                 "dp-fedavg-ignores-rounds"):
         claim = _create(name).guarantee()
         assert (claim.epsilon, claim.delta, claim.relation, claim.scope) == (
             honest.epsilon, honest.delta, honest.relation, honest.scope)
@@ -194,6 +195,18 @@ def test_the_example_config_audits_each_bug_as_violated_and_dp_fedavg_as_consist
 def _auditkit(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "auditkit.cli", *args, "--plugin", PLUGIN], capture_output=True,
                           text=True, timeout=600, env={**os.environ, "COLUMNS": "300"})
+
+
+def test_the_accountant_that_ignores_the_rounds_states_one_rounds_claim_for_the_run_and_no_check_sees_it(plugin):
+    """Its 5 rounds compose to what one round of dp-fedavg costs (4.38), where they cost 9.7; the accounting check
+    has no sampling of its own to recompute, so only the whole-run canary audit can flag it
+    (``tests/auditkit/stages/test_canary_audit.py``)."""
+    rounds = TrainingConfig(rounds=5)
+    buggy = account_rounds(_create("dp-fedavg-ignores-rounds", run_rounds=5), 5, AccountingConfig(), rounds)
+    honest = account_rounds(_create("dp-fedavg"), 5, AccountingConfig(), rounds)
+    assert buggy["composed"]["epsilon"] == pytest.approx(CLAIM, rel=0.01)
+    assert honest["composed"]["epsilon"] > 2 * CLAIM
+    assert buggy["check"]["verdict"] == "consistent"
 
 
 def test_auditkit_account_prints_the_accounting_checks_verdict(tmp_path):
