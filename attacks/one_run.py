@@ -229,6 +229,9 @@ def one_run_bound(
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
     family = curve if curve is not None else EpsDeltaTradeOff(1.0, delta)
+    if curve is not None and not math.isfinite(curve.epsilon(delta)):
+        raise ValueError(f"delta = {delta:g} is below what the claim's curve ({curve.label}) allows: the bound must be "
+                         "computed at delta >= the claim's")
     if claimed_epsilon is None and curve is not None:
         claimed_epsilon = curve.epsilon(delta)
     if isinstance(guesses, str):

@@ -108,3 +108,5 @@ def test_bad_arguments(kwargs, message):
         one_run_bound(scores, inserted, curve=GaussianTradeOff(1.0), **kwargs)
     with pytest.raises(ValueError, match="finite"):
         one_run_bound(np.full(10, np.nan), inserted[:10], curve=None)
+    with pytest.raises(ValueError, match="delta = 1e-05 is below what the claim's curve"):
+        one_run_bound(scores, inserted, curve=EpsDeltaTradeOff(1.0, 1e-3), delta=1e-5)

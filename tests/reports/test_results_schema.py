@@ -28,7 +28,7 @@ def _set(doc, path, value):
 
 def test_the_schema_is_version_4_of_auditkit_results():
     assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 4)
-    assert COMMANDS == ("train", "audit", "attack", "distinguish", "account")
+    assert COMMANDS == ("train", "audit", "attack", "distinguish", "account", "canary")
     assert CAPABILITIES == ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
 
 
@@ -43,7 +43,7 @@ def test_every_commands_sample_document_is_valid(any_document):
     (("schema_version",), 2, "schema_version must be 4, got 2"),
     (("schema_version",), 3, "schema_version must be 4, got 3"),
     (("schema_version",), KeyError, "schema_version must be 4, got None"),
-    (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, "
+    (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, canary, "
                            "reproduce, got 'report'"),
     (("command",), 3, "results.command must be a string, got 3"),
     (("settings", 0, "training"), KeyError, "results.settings[0].training is missing"),

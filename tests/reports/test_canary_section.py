@@ -1,0 +1,65 @@
+"""The report's canary section: a one-run canary audit's table, its figure and its headline, from the results
+document alone (idealized and FL kinds)."""
+import math
+
+import numpy as np
+import pytest
+
+from auditkit import mechanisms, results
+from auditkit.attacks.one_run import one_run_bound
+from auditkit.mechanisms.tradeoff import GaussianTradeOff
+from auditkit.reports import content, render_report, validate_results
+from auditkit.reports.figures import has_data
+
+
+def document(kind: str, mu_true: float, curve, *, claim_epsilon=None):
+    rng = np.random.default_rng(0)
+    inserted = rng.random(20_000) < 0.5
+    scores = rng.standard_normal(20_000) + mu_true * inserted
+    bound = one_run_bound(scores, inserted, curve=curve, delta=1e-5)
+    view = results.canary_view("idealized" if kind == "idealized" else "aggregate", "likelihood ratio", bound,
+                               scores, inserted, curve)
+    claim = {"epsilon": curve.epsilon(1e-5) if claim_epsilon is None else claim_epsilon, "delta": 1e-5,
+             "curve": curve.label, "rounds": 1 if kind == "idealized" else 5, "note": "the claim"}
+    entry = results.canary_entry(kind=kind, canaries=20_000, bound="fdp", confidence=0.95, claim=claim, views=[view],
+                                 seconds=1.0, details={"pair": "axis"})
+    setting = results.setting("s00", "gaussian <b>", mechanisms.create("gaussian", clip=0.5, sigma=1.0), canary=entry)
+    return results.document("canary" if kind == "idealized" else "audit", "t", {},
+                            results.provenance(seed=0, device="cpu", settings=[setting]), [setting])
+
+
+def test_a_true_claim_is_consistent_and_its_row_says_so():
+    doc = document("idealized", 1.0, GaussianTradeOff(1.0))
+    validate_results(doc)
+    (cells, css), = content.canary_rows(doc["settings"])
+    assert cells[1] == "ε = 4.377 at δ = 1e-05, GDP μ = 1" and cells[2] == "idealized" and cells[-1] == "consistent"
+    assert css == "consistent" and cells[6].startswith("≥ ") and cells[6].endswith("(fdp)")
+    assert doc["settings"][0]["verdict"]["decided_by"] == "one-run canary audit (idealized, fdp)"
+    assert doc["settings"][0]["verdict"]["bound"]["test"] == "one-run canary audit (idealized, fdp)"
+    assert content.canary_heading(doc["settings"])[0] == "One-run canary audit"
+
+
+def test_a_false_whole_run_claim_is_violated_and_reported_in_its_own_section(tmp_path):
+    doc = document("fl", 2.0, GaussianTradeOff(0.5))
+    heading = content.canary_heading(doc["settings"])[0]
+    assert heading == "Whole run: canary clients against the composed claim"
+    headline = doc["settings"][0]["verdict"]
+    assert headline["verdict"] == "violated" and headline["decided_by"].endswith("against the whole run's claim")
+    assert headline["bound"] is None  # an FL canary audit bounds the composed claim, not the per-round one
+    assert has_data("tradeoff_vs_claim", doc)
+    written = {p.name for p in render_report(doc, tmp_path)}
+    assert {"report.html", "report.md", "tradeoff_vs_claim.png"} <= written
+    html, md = (tmp_path / "report.html").read_text(), (tmp_path / "report.md").read_text()
+    assert heading in html and f"## {heading}" in md and "gaussian &lt;b&gt;" in html
+    assert '<span class="badge v-violated">violated</span>' in html
+
+
+def test_an_infinite_claim_is_written_as_null():
+    doc = document("fl", 1.0, GaussianTradeOff(1.0), claim_epsilon=math.inf)
+    assert doc["settings"][0]["canary"]["claim"]["epsilon"] is None
+    validate_results(doc)
+
+
+@pytest.mark.parametrize("term", ["one-run canary audit", "trade-off curve (f-DP)"])
+def test_the_glossary_explains_the_section(term):
+    assert term in dict(content.GLOSSARY)
