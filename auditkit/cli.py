@@ -2,17 +2,17 @@
 
 Every command validates all of its input before it starts work or writes a file; bad input prints one line
 ``error: ...`` on stderr and exits with status 2. Every command that takes a mechanism (``train``, ``audit``,
-``account``, ``attack``, ``distinguish``) accepts every registered mechanism's parameters as flags generated from
-their ``Param`` specs (``auditkit.mechanism_options``), built-in mechanisms and plugins alike: plugins named with
-``--plugin MODULE`` (any command), in a config's ``plugins = [...]``, or installed under the entry-point group
-``auditkit.mechanisms`` are loaded before the commands are built, so their parameters get flags too. Every
-command that writes results writes ``results.json`` (schema ``auditkit/results`` v3), ``report.html`` and
+``account``, ``attack``, ``distinguish``, ``canary``) accepts every registered mechanism's parameters as flags
+generated from their ``Param`` specs (``auditkit.mechanism_options``), built-in mechanisms and plugins alike:
+plugins named with ``--plugin MODULE`` (any command), in a config's ``plugins = [...]``, or installed under the
+entry-point group ``auditkit.mechanisms`` are loaded before the commands are built, so their parameters get flags
+too. Every command that writes results writes ``results.json`` (schema ``auditkit/results`` v3), ``report.html`` and
 ``report.md``.
 
 A plugin's code that raises, or returns a value of the wrong type (``auditkit.mechanisms.PluginCodeError``), is one
 ``error:`` line too, naming the plugin, the method and the exception, exit status 2: every command runs a plugin's
 mechanism once through its claim, capabilities, encode and decode (``auditkit.mechanisms.preflight``) before it writes
-anything. ``audit`` and ``distinguish`` check that each mechanism's output is determined by its seeds
+anything. ``audit``, ``distinguish`` and ``canary`` check that each mechanism's output is determined by its seeds
 (``auditkit.mechanisms.reproducible``) and print a ``warning:`` line for one that is not.
 
 Help texts render literally (no rich markup), and a command's ``--help`` lists only the parameters of the mechanism
@@ -1128,6 +1128,179 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials, confidence, d
         _print_written([results.write_results(document, out), *_write_reports(document, out)])
 
 
+# ------------------------------------------------------------------ canary (one-run audit, idealized)
+
+
+def canary_command(
+    mechanism: Annotated[str, typer.Argument(help="Registered mechanism (see `auditkit mechanisms`).")],
+    canaries: Annotated[int, typer.Option(help="Canaries m: each one independent call of the mechanism, "
+                                          "included (x1) or not (x0) with probability 1/2.")] = 100_000,
+    bound: Annotated[str, typer.Option(help="{choices:one_run_bounds} (fdp: Mahloujifar, Melis & Chaudhuri 2025, "
+                                       "against the claim's trade-off curve; steinke: Steinke, Nasr & Jagielski "
+                                       "2023, against its (eps, delta)).")] = "fdp",
+    guesses: Annotated[str, typer.Option(help="How many canaries k are guessed on, fixed before the bits are read: "
+                                         "claim (the k the claim's own curve makes best), grid (m, m/2, m/4, m/8, "
+                                         "Bonferroni) or an integer.")] = "claim",
+    confidence: Annotated[float, typer.Option(help="Confidence of the bounds.")] = 0.95,
+    bound_delta: Annotated[float | None, typer.Option("--bound-delta", help="delta of the bounds "
+                                                        "(default: the claim's delta).")] = None,
+    pair: Annotated[str | None, typer.Option(help="The neighbouring pair of the claim's audit setting, by label "
+                                             "(default: the first, axis).", show_default=False)] = None,
+    seed: Annotated[int, typer.Option(help="Seeds the inclusion bits and every mechanism call.")] = 0,
+    out: Annotated[Path | None, typer.Option(help="Also write results.json and the reports into this folder.")] = None,
+    plugin: PluginOpt = None,
+    mechanism_params: dict[str, str] | None = None,
+) -> None:
+    """One-run canary audit, idealized: m canaries, each an independent call of the mechanism on the claim's pair,
+    one guess game, a certified bound judged against the claim.
+
+    Canary i is included with probability 1/2 (its output a call on x1, else on x0) and scored by the log-likelihood
+    ratio of the declared output density (else the projection on x1 - x0); the k/2 highest scores are guessed in,
+    the k/2 lowest out. The one-run bound (--bound) turns the correct guesses into a certified lower bound and the
+    verdict. Beside it, the independent-calls bound: the classical two-sample test, valid here because every canary
+    is its own call (not in a training run), never the verdict.
+    """
+    _run_guarded(_canary, mechanism, mechanism_params or {}, canaries=canaries, bound=bound, guesses=guesses,
+                 confidence=confidence, delta=bound_delta, pair=pair, seed=seed, out=out)
+
+
+def _parse_guesses(word: str, canaries: int) -> str | int:
+    """``--guesses``: a rule of ``auditkit.attacks.one_run.GUESS_RULES`` or an integer k in 1..m."""
+    from auditkit.attacks.one_run import GUESS_RULES
+
+    if word in GUESS_RULES:
+        return word
+    try:
+        k = int(word)
+    except ValueError:
+        k = None
+    if k is None or not 1 <= k <= canaries:
+        raise UsageFailure(f"--guesses must be {', '.join(GUESS_RULES)} or an integer in 1..{canaries} (--canaries), "
+                           f"got {word!r}")
+    return k
+
+
+CANARY_TABLE_MIN_WIDTH = 120  # columns the canary table needs on one row; below, one row per field
+
+
+def _check_canary_options(mechanism: str, canaries: int, bound: str, confidence: float, delta: float | None) -> None:
+    """The canary command's own options, each refused in one line naming it."""
+    from auditkit.attacks.one_run import BOUNDS
+    from auditkit.mechanisms.registry import renamed_param
+
+    if canaries < 2:
+        raise UsageFailure(f"--canaries must be an integer >= 2, got {canaries}")
+    if bound not in BOUNDS:
+        renamed = renamed_param(mechanism, "bound")
+        hint = f" ({mechanism}'s --bound was renamed --{renamed})" if renamed else ""
+        raise UsageFailure(f"--bound must be one of {', '.join(BOUNDS)}; got {bound!r}{hint}")
+    if not 0 < confidence < 1:
+        raise UsageFailure(f"--confidence must be in (0, 1), got {confidence}")
+    if delta is not None and not 0 <= delta < 1:
+        raise UsageFailure(f"--bound-delta must be in [0, 1), got {delta}")
+
+
+def _canary(mechanism: str, words: dict[str, str], *, canaries, bound, guesses, confidence, delta, pair, seed,
+            out) -> None:
+    from auditkit import mechanisms
+    from auditkit import results
+    from auditkit.results import prepare_output
+    from auditkit.stages.idealized_canary import SCORINGS, canary_pairs, claim_at_delta, idealized_canary_audit
+
+    params = _mechanism_params(mechanism, words)
+    _check_canary_options(mechanism, canaries, bound, confidence, delta)
+    rule = _parse_guesses(guesses, canaries)
+    try:
+        configured = mechanisms.create(mechanism, private_seed=mechanisms.derive_seed("canary-private", seed),
+                                       **params)
+        mechanisms.preflight(configured)  # a plugin's bug: one line naming it (PluginCodeError), nothing written
+        try:
+            claim_at_delta(configured, delta)
+        except ValueError as err:
+            raise UsageFailure(f"--bound-delta: {err}") from None
+        labels = [p.label for p in canary_pairs(configured, seed=seed)]
+        if pair is not None and pair not in labels:
+            raise UsageFailure(f"--pair must be one of {', '.join(labels)} (the pairs of {configured.name}'s audit "
+                               f"setting); got {pair!r}")
+        if out is not None:
+            out = prepare_output(out)
+        reproducible = mechanisms.reproducible(configured)
+        if not reproducible:
+            _warn_unreproducible([configured.name])
+        with Reporter(console).status(f"canary audit of {mechanism}: {canaries:,} canaries, {bound} bound"):
+            audit = idealized_canary_audit(configured, canaries=canaries, bound=bound, guesses=rule,
+                                           confidence=confidence, delta=delta, pair=pair, seed=seed)
+    except ValueError as err:
+        raise UsageFailure(str(err)) from None
+    result, independent = audit.result, audit.independent
+    title = (f"{escape(mechanism)}: one-run canary audit, idealized ({100 * confidence:g}% confidence, "
+             f"delta {result.delta:g}, pair {escape(audit.pair)})")
+    cells = {"m": f"{canaries:,}", "guess rule": result.guess_rule, "k": f"{result.guesses:,}",
+             "v": f"{result.correct:,}", f"{bound} bound": f"{result.epsilon_lower_bound:.3f}",
+             "cap": f"{result.max_certifiable:.2f}",
+             "claim eps": "-" if result.claimed_epsilon is None else f"{result.claimed_epsilon:.3f}",
+             "claim curve": "-" if audit.curve is None else escape(audit.curve.label), "verdict": result.verdict,
+             "seconds": f"{audit.seconds:.2f}"}
+    if console.width >= CANARY_TABLE_MIN_WIDTH:
+        table = Table(title=title)
+        for column in cells:
+            table.add_column(column, no_wrap=True)
+        table.add_row(*cells.values())
+    else:  # one row per field: the wide table's numbers would be cut
+        console.print(title, highlight=False)
+        table = Table(show_header=False)
+        table.add_column("field", no_wrap=True)
+        table.add_column("value")
+        for name, value in cells.items():
+            table.add_row(name, value)
+    console.print(table)
+
+    def say(text: str) -> None:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+    say(f"claim: {configured.guarantee().summary()}")
+    say(f"scoring: {SCORINGS[audit.scoring]}; sampling: {audit.sampling}")
+    refutes = "refutes no curve" if independent.refuted_curve is None else f"refutes {independent.refuted_curve}"
+    say(f"{independent.label}: eps >= {independent.epsilon_lower_bound:.3f} ({refutes}: FPR <= "
+        f"{independent.fpr_upper:.4g}, FNR <= {independent.fnr_upper:.4g} at score > {independent.threshold:.4g}; cap "
+        f"{independent.max_certifiable:.2f}); valid only because every canary is its own call of the mechanism, so "
+        "never the verdict")
+    say(f"meaning: {_canary_meaning(audit)}")
+    console.print(f"verdict: [bold]{result.verdict}[/bold]", highlight=False)
+    if out is not None:
+        view = results.canary_view("output", audit.scoring, result, audit.scores, audit.inserted, audit.curve)
+        claim = configured.guarantee()
+        section = results.canary_entry(
+            kind="idealized", canaries=canaries, bound=bound, confidence=confidence, seconds=audit.seconds,
+            claim={"epsilon": claim.epsilon, "delta": claim.delta,
+                   "curve": None if audit.curve is None else audit.curve.label, "rounds": 1,
+                   "note": f"one round: every canary is one call of {configured.name} on the pair {audit.pair}"},
+            views=[view],
+            details={"pair": audit.pair, "scoring": SCORINGS[audit.scoring], "sampling": audit.sampling,
+                     "seed": seed, "refuted_curve": audit.refuted_curve, "independent": independent.to_dict()})
+        entry = results.setting("s00", configured.name, configured, reproducible=reproducible, canary=section)
+        config = {"mechanism": {"name": mechanism, **params}, "canaries": canaries, "bound": bound,
+                  "guesses": guesses, "confidence": confidence, "bound_delta": delta, "pair": pair, "seed": seed}
+        provenance = results.provenance(seed=seed, device="cpu", settings=[entry])
+        document = results.document("canary", f"canary {configured.name}", config, provenance, [entry])
+        _print_written([results.write_results(document, out), *_write_reports(document, out)])
+
+
+def _canary_meaning(audit: Any) -> str:
+    """What the one-run bound of ``audit`` (an ``IdealizedCanaryAudit``) says, in one sentence."""
+    result = audit.result
+    level = f"{100 * result.confidence:g}%"
+    counts = f"{result.correct:,} right of {result.guesses:,} guesses on {result.canaries:,} canaries"
+    if result.bound == "steinke":
+        return (f"at {level} confidence, no ({result.epsilon_lower_bound:.3f}, {result.delta:g})-DP mechanism gives "
+                f"{counts} (Steinke, Nasr & Jagielski 2023): a certified eps lower bound for this pair")
+    if audit.refuted_curve is None:
+        return f"{counts} refute no curve of the claim's family at {level} confidence: the bound is 0"
+    return (f"at {level} confidence, {counts} refute {audit.refuted_curve} and every more private curve of its family "
+            f"(Mahloujifar, Melis & Chaudhuri 2025); its eps at delta {result.delta:g} is the bound "
+            f"{result.epsilon_lower_bound:.3f}")
+
+
 # ------------------------------------------------------------------ version and the app
 
 
@@ -1238,6 +1411,7 @@ def _choice_sources() -> dict[str, Callable[[], Iterable[str]]]:
         "composition_backends": source("auditkit.accounting.composition", "BACKENDS"),
         "inversion_attacks": source("auditkit.attacks.gradient_inversion", "INVERSION_ATTACKS"),
         "scorings": source("auditkit.attacks.metrics", "SCORINGS"),
+        "one_run_bounds": source("auditkit.attacks.one_run", "BOUNDS"),
         "target_sources": source("auditkit.stages.inversion", "SOURCES"),
         "report_formats": lambda: REPORT_FORMATS,
         "papers": lambda: importlib.import_module("auditkit.reproduction.paper").paper_ids(),
@@ -1404,6 +1578,7 @@ def build_app() -> typer.Typer:
     app.command("attack", cls=HelpCommand)(with_mechanism_options(attack_command))
     app.command("distinguish", cls=HelpCommand)(
         with_mechanism_options(distinguish_command))
+    app.command("canary", cls=HelpCommand)(with_mechanism_options(canary_command))
     app.command("reproduce", cls=HelpCommand)(reproduce_command)
     app.command("version", cls=HelpCommand)(show_version)
     return app

@@ -9,4 +9,7 @@ stores each result as it finishes and resumes from what is stored):
 * ``distinguish``    black-box distinguishing and adaptive tests (``auditkit distinguish``);
 * ``canary``         canary clients in the run and their scores per view (Andrew et al. 2024);
 * ``recorded``       the train stage replaced by what a Flower app recorded (``auditkit audit --recorded``).
+
+``idealized_canary`` is no stage of the audit: the one-run canary game on the mechanism alone, each canary one
+independent call (``auditkit canary``).
 """

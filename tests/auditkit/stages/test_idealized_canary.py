@@ -1,0 +1,66 @@
+"""The idealized canary audit's pieces: the independent-calls bound against closed forms, the game's bits and
+scores, the pair and the claim's delta."""
+import numpy as np
+import pytest
+import torch
+from scipy.special import ndtri
+
+from auditkit import mechanisms
+from auditkit.attacks.epsilon_bounds import epsilon_lower_bound
+from auditkit.mechanisms.randomness import derive_seed, generator
+from auditkit.mechanisms.tradeoff import GaussianTradeOff
+from auditkit.stages.idealized_canary import claim_at_delta, idealized_canary_audit, independent_calls_bound
+
+
+def counts(fp: int, negatives: int, fn: int, positives: int) -> tuple[np.ndarray, np.ndarray]:
+    """Scores +1 / -1 with the given errors at threshold 0, and the bits."""
+    inserted = np.r_[np.ones(positives, bool), np.zeros(negatives, bool)]
+    scores = np.r_[-np.ones(fn), np.ones(positives - fn), np.ones(fp), -np.ones(negatives - fp)]
+    return scores, inserted
+
+
+def test_independent_bound_on_a_gdp_claim_is_the_closed_form_mu():
+    scores, inserted = counts(3100, 10_000, 3050, 10_000)
+    bound = independent_calls_bound(scores, inserted, threshold=0.0, curve=GaussianTradeOff(1.0), confidence=0.95,
+                                    delta=1e-5)
+    assert (bound.false_positives, bound.false_negatives) == (3100, 3050)
+    mu = ndtri(1 - bound.fpr_upper) - ndtri(bound.fnr_upper)  # Phi^-1(1 - FPR_ub) - Phi^-1(FNR_ub)
+    assert bound.scale_lower_bound == pytest.approx(mu, rel=2e-4)
+    assert bound.epsilon_lower_bound == pytest.approx(GaussianTradeOff(mu).epsilon(1e-5), rel=1e-3)
+    assert bound.claim_refuted is False and bound.refuted_curve.endswith("-GDP")
+
+
+def test_independent_bound_without_a_claim_is_the_hypothesis_test_bound():
+    scores, inserted = counts(40, 5000, 900, 5000)
+    bound = independent_calls_bound(scores, inserted, threshold=0.0, curve=None, confidence=0.95, delta=1e-5)
+    expected = epsilon_lower_bound(40, 5000, 900, 5000, confidence=0.95, delta=1e-5)
+    assert bound.epsilon_lower_bound == pytest.approx(expected, rel=2e-4) and bound.claim_refuted is None
+
+
+def test_the_game_draws_keyed_bits_and_scores_each_canary_by_its_own_call():
+    gaussian = mechanisms.create("gaussian", clip=0.5, sigma=1.0, private_seed=7)
+    audit = idealized_canary_audit(gaussian, canaries=4000, seed=3, pair="zero-vs-axis")
+    bits = (torch.rand(4000, generator=generator(derive_seed(3, "canary"), "inclusion")) < 0.5).numpy()
+    assert np.array_equal(audit.inserted, bits) and audit.pair == "zero-vs-axis" and audit.scoring == "llr"
+    # LLR of 0.5-GDP-separated outputs (shift 0.5, sigma 1): mean +-mu^2 / 2 = +-0.125
+    assert audit.scores[bits].mean() == pytest.approx(0.125, abs=0.03)
+    assert audit.scores[~bits].mean() == pytest.approx(-0.125, abs=0.03)
+    assert "scores" not in audit.to_dict() and audit.to_dict()["result"]["canaries"] == 4000
+    assert audit.verdict == audit.result.verdict == "consistent"  # the pair shifts by 0.5: mu 0.5 < the claim's 1
+
+
+def test_a_mechanism_without_a_density_is_scored_by_projection():
+    audit = idealized_canary_audit("none", canaries=200, seed=0)
+    assert audit.scoring == "projection" and audit.curve is None and audit.verdict == "no claim"
+    assert set(np.unique(audit.scores)) == {-2.0, 2.0}  # <+-e1, 2 e1>: the pair (-e1, e1) of the unit ball
+    assert audit.independent.false_positives == audit.independent.false_negatives == 0
+
+
+def test_claim_at_delta_defaults_to_the_claims_delta_and_refuses_a_delta_without_finite_eps():
+    gaussian = mechanisms.create("gaussian", clip=0.5, sigma=1.0)
+    curve, delta, claimed = claim_at_delta(gaussian, None)
+    assert delta == 1e-5 and claimed == pytest.approx(4.377, abs=1e-3) and curve.label == "1-GDP"
+    with pytest.raises(ValueError, match="no finite epsilon at delta 0"):
+        claim_at_delta(gaussian, 0.0)
+    assert claim_at_delta(mechanisms.create("laplace", clip=0.5, scale=1.0), None)[1:] == (0.0, pytest.approx(1.0))
+    assert claim_at_delta(mechanisms.create("none"), None) == (None, 0.0, None)
