@@ -19,7 +19,9 @@ Guesses: the k/2 highest scores are guessed "in", the k/2 lowest "out", the rest
 rule). k must not depend on the inclusion bits, so it is fixed before they are read:
 
 * ``"claim"``: k* maximising the bound at the counts the claim's own curve predicts (``expected_correct``), the
-  most the test can certify against a mechanism exactly at its claim; a priori, so no correction;
+  most the test can certify against a mechanism exactly at its claim; a priori, so no correction. A claim with no
+  curve of its own (None, or its (eps, delta) curve, whose worst case spreads its advantage over every canary and
+  so puts k* at m) is guessed on the grid instead;
 * ``"grid"``: k = m, m/2, m/4, m/8 (at least ``MIN_GRID_GUESSES``), each at the Bonferroni confidence, the largest
   bound reported;
 * an integer: fixed.
@@ -237,7 +239,10 @@ def one_run_bound(
     if isinstance(guesses, str):
         if guesses not in GUESS_RULES:
             raise ValueError(f"guesses must be one of {', '.join(GUESS_RULES)} or an integer in 2..{m}, got {guesses!r}")
-        rule = guesses if (guesses == "grid" or curve is not None) else "grid"
+        # the claim rule needs a curve of the mechanism's own: the (eps, delta) curve's worst case spreads its
+        # advantage over every canary, so its k* is m, blind to a mechanism whose leakage sits in the tail
+        rule = "claim" if guesses == "claim" and curve is not None and not isinstance(curve, EpsDeltaTradeOff) \
+            else "grid"
         grid = guess_grid(m) if rule == "grid" else [claim_guesses(curve, m, bound=bound, confidence=confidence,
                                                                    delta=delta)]
     else:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from auditkit.reports.results_schema import dumps_strict
@@ -42,8 +42,9 @@ FIGURE_CAPTIONS = {
                                  "(its reconstruction-robustness bound, M candidates); grey bands: the audited claims.",
     "tradeoff_vs_claim": "One-run canary audit: the canary guesses' empirical trade-off (solid: the share of included "
                          "canaries scored above a threshold, TPR, against the share of excluded ones above it, FPR; "
-                         "both axes logarithmic), one panel per setting and a line per view, against the most the claim "
-                         "allows at each FPR (dashed: 1 - f(FPR), f the claim's trade-off curve: for an FL run, the "
+                         "both axes logarithmic), one panel per setting and a line per view (views with the same "
+                         "scores share one: \"aggregate = public\"), against the most the claim allows at each FPR "
+                         "(dashed: 1 - f(FPR), f the claim's trade-off curve: for an FL run, the "
                          "whole run's composed claim). A solid line above its dashed one in the low-FPR corner is what "
                          "a refutation looks like; the verdict is the certified test of the table, not this picture "
                          "(the curve's points are not corrected for noise).",
@@ -445,9 +446,11 @@ class Findings:
     unresolved: list[str]
     utility: list[str]
     reconstruction: list[str]
+    whole_run: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
-        return any((self.refuted, self.consistent, self.no_claim, self.unresolved, self.utility, self.reconstruction))
+        return any((self.refuted, self.consistent, self.no_claim, self.unresolved, self.utility, self.reconstruction,
+                    self.whole_run))
 
     def sections(self) -> list[tuple[str, str, list[str]]]:
         """(heading, badge class, items) of each non-empty part, in report order."""
@@ -455,6 +458,7 @@ class Findings:
                  ("claims consistent with every test", "consistent", self.consistent),
                  ("no privacy claim", "none", self.no_claim),
                  ("nothing concluded", "inconclusive", self.unresolved),
+                 ("the whole run's claim, tested by canary clients", "other", self.whole_run),
                  ("utility: accuracy against the run without a mechanism", "other", self.utility),
                  ("where reconstruction from one update begins", "other", self.reconstruction))
         return [part for part in parts if part[2]]
@@ -495,6 +499,12 @@ def _evidence(setting: dict[str, Any]) -> str:
     if decided.startswith("distinguishing") and test is not None:
         return (f"certified ε ≥ {number(test['epsilon_lower_bound'])} against the claimed "
                 f"{number(test['claimed_epsilon'])} ({test['worst_pair']})")
+    if decided.startswith("one-run canary audit") and setting.get("canary"):
+        canary = setting["canary"]
+        worst = next(v for v in canary["views"] if _canary_name(canary, v) == decided)
+        r = worst["result"]
+        return (f"{r['correct']:,} of {r['guesses']:,} guesses on {r['canaries']:,} canaries were right: certified "
+                f"ε ≥ {number(r['epsilon_lower_bound'])} ({r['bound']}) against {_judged(canary['claim'])}")
     if decided.startswith("adaptive") and test is not None:
         name = decided.removeprefix("adaptive test ")
         a = next((a for a in test["adaptive"] if a["test"] == name), None)
@@ -650,7 +660,39 @@ def findings(settings: list[dict[str, Any]], classes: int | None = None) -> Find
             no_claim.append(f"{s['label']}: makes no privacy claim" + (f"; measured: {leaked}" if leaked else "") + ".")
         else:
             unresolved.append(f"{s['label']} ({claimed}): {headline['verdict']}: {_why_unresolved(s)}.")
-    return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings))
+    return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings),
+                    _whole_run(settings))
+
+
+def _whole_run(settings: list[dict[str, Any]]) -> list[str]:
+    """One line per setting whose canary clients tested the whole run's claim: the claim and each view's bound."""
+    lines = []
+    for s in settings:
+        canary = s.get("canary")
+        if not canary or canary["kind"] != "fl":
+            continue
+        views = "; ".join(f"{v['view']} view: ε ≥ {number(v['result']['epsilon_lower_bound'])}, {v['result']['verdict']}"
+                          for v in canary["views"])
+        lines.append(f"{s['label']}: {_judged(canary['claim'])}, {canary['canaries']:,} canary clients: {views}.")
+    return lines
+
+
+def _judged(claim_: dict[str, Any]) -> str:
+    """The claim a canary audit judged, in words: ε at δ on its curve, over how many rounds."""
+    if claim_["epsilon"] is None:
+        return "no claim"
+    accountant = claim_.get("accountant_epsilon")
+    said = ("" if accountant is None or abs(accountant - claim_["epsilon"]) < 5e-4 * max(1.0, accountant)
+            else f" (the accountant's {number(accountant)})")
+    curve = f", {claim_['curve']}" if claim_["curve"] else ", its (ε, δ) curve"
+    rounds = "" if claim_["rounds"] == 1 else f", {claim_['rounds']} rounds"
+    return f"{epsilon(claim_['epsilon'])}{said} at δ = {number(claim_['delta'])}{curve}{rounds}"
+
+
+def _canary_name(canary: dict[str, Any], view: dict[str, Any]) -> str:
+    from auditkit.reports.headline import canary_test_name
+
+    return canary_test_name(canary, view)
 
 
 def canary_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], str]]:
@@ -659,11 +701,8 @@ def canary_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], s
     for s in settings:
         canary = s.get("canary")
         for view in (canary or {}).get("views", []):
-            r, c = view["result"], canary["claim"]
-            judged = ("no claim" if c["epsilon"] is None else
-                      f"{epsilon(c['epsilon'])} at δ = {number(c['delta'])}"
-                      + (f", {c['curve']}" if c["curve"] else ", its (ε, δ) curve")
-                      + ("" if c["rounds"] == 1 else f", {c['rounds']} rounds"))
+            r = view["result"]
+            judged = _judged(canary["claim"])
             rule = r["guess_rule"] + ("" if r["guess_rule"] != "grid" else
                                       f" ({len(r['grid'])} k, {number(100 * r['per_test_confidence'], '.4g')} % each)")
             bound = f"≥ {number(r['epsilon_lower_bound'])} ({r['bound']})"

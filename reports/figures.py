@@ -674,8 +674,9 @@ _CANARY_PANELS = 6  # at most this many settings are drawn (the table lists them
 
 def tradeoff_vs_claim(results: Mapping[str, Any], path: str | Path) -> Path:
     """One panel per setting with a canary audit (at most six): each view's empirical TPR against FPR (log-log) of
-    the canary scores, solid, and dashed in the same colour the TPR the claim's curve allows (1 - f(FPR)), with
-    the diagonal TPR = FPR (guessing) in grey. Returns ``path``."""
+    the canary scores, solid (views with the same ROC share a line: for FedAvg with central noise the final
+    model's move is the sum of the aggregates over q K), and dashed black the TPR the claim's curve allows
+    (1 - f(FPR)), with the diagonal TPR = FPR (guessing) in grey. Returns ``path``."""
     plt = _pyplot()
     panels = _canary_panels(results)[:_CANARY_PANELS]
     columns = max(1, min(3, len(panels)))
@@ -688,15 +689,19 @@ def tradeoff_vs_claim(results: Mapping[str, Any], path: str | Path) -> Path:
     for axis, setting in zip(axes.flat, panels):
         canary = setting["canary"]
         low = 1.0
+        lines: dict[tuple, list[dict[str, Any]]] = {}  # views whose ROC is the same line share one
         for view in canary["views"]:
-            fpr, tpr = view["roc"]["fpr"], view["roc"]["tpr"]
-            if not fpr:
-                continue
-            colour = _VIEW_COLOURS.get(view["view"], "tab:gray")
-            verdict = view["result"]["verdict"]
-            axis.plot(fpr, tpr, color=colour, linewidth=1.6, label=_literal(f"{view['view']}: {verdict}"))
-            if view["claim_tpr"]:
-                axis.plot(fpr, view["claim_tpr"], color=colour, linestyle="--", linewidth=1.2)
+            if view["roc"]["fpr"]:
+                lines.setdefault((tuple(view["roc"]["fpr"]), tuple(view["roc"]["tpr"])), []).append(view)
+        claim_drawn = False
+        for (fpr, tpr), views in lines.items():
+            colour = _VIEW_COLOURS.get(views[0]["view"], "tab:gray")
+            names = " = ".join(v["view"] for v in views)
+            verdicts = ", ".join(dict.fromkeys(v["result"]["verdict"] for v in views))
+            axis.plot(fpr, tpr, color=colour, linewidth=1.6, label=_literal(f"{names}: {verdicts}"))
+            if views[0]["claim_tpr"] and not claim_drawn:  # one claim per setting: every view judges the same
+                axis.plot(fpr, views[0]["claim_tpr"], color="black", linestyle="--", linewidth=1.2)
+                claim_drawn = True
             low = min(low, fpr[0])
         xs = np.geomspace(low, 1.0, 50)
         axis.plot(xs, xs, color="gray", linewidth=0.8, linestyle=":")

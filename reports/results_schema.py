@@ -238,7 +238,8 @@ _ONE_RUN = {"bound": str, "canaries": int, "guesses": int, "correct": int, "conf
 # of an FL run, each view judged against the claim (the whole run's, composed, for FL)
 _CANARY = {
     "kind": str, "canaries": int, "bound": str, "confidence": _NUMBER, "seconds": _NUMBER,
-    "claim": {"epsilon": _Nullable(_NUMBER), "delta": _NUMBER, "curve": _Nullable(str), "rounds": int, "note": str},
+    "claim": {"epsilon": _Nullable(_NUMBER), "delta": _NUMBER, "curve": _Nullable(str), "rounds": int, "note": str,
+              "accountant_epsilon": _Optional(_NUMBER)},
     "views": [{"view": str, "scoring": str, "result": _ONE_RUN, "roc": {"fpr": [_NUMBER], "tpr": [_NUMBER]},
                "claim_tpr": [_NUMBER]}],
     "details": dict,

@@ -76,7 +76,7 @@ def _profile(noise: str, multiplier: float, rate: float, rounds: int) -> Profile
                                          np.geomspace(min(top, 4.0), top, PROFILE_POINTS // 2)]))
     deltas = np.asarray(pld.get_delta_for_epsilon(epsilons), dtype=float)
     sampled = "" if rate == 1.0 else f", Poisson q = {rate:.4g}"
-    name = f"{noise.capitalize()} z = {multiplier:.4g}{sampled}, {rounds} rounds (PLD)"
+    name = f"{noise.capitalize()} z = {multiplier:.4g}{sampled}, composed (PLD)"
     return ProfileTradeOff(epsilons, deltas, name,
                            family=lambda s: _profile(noise, multiplier / s, rate, rounds),
                            epsilon_at=lambda delta: float(pld.get_epsilon_for_delta(delta)))

@@ -551,7 +551,8 @@ def composed_claim_curve(mechanism: Any, config: AuditConfig) -> tuple[Any, dict
     note = (f"the whole run's claim: {rounds} rounds composed by {composed['backend']} (ε = "
             f"{composed['epsilon']:.4g} at δ = {delta:g}); {sampling.get('note', 'no client sampling')}; judged on "
             f"its trade-off curve ({curve.label}: ε = {stated:.4g} at δ = {delta:g})")
-    return curve, {"epsilon": stated, "delta": delta, "curve": curve.label, "rounds": rounds, "note": note}
+    return curve, {"epsilon": stated, "delta": delta, "curve": curve.label, "rounds": rounds, "note": note,
+                   "accountant_epsilon": composed["epsilon"]}
 
 
 def canary_stage(config: AuditConfig, *, per_test_confidence: float,

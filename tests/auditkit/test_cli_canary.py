@@ -67,9 +67,9 @@ def test_gaussian_fdp_bound_below_the_claim_and_consistent(run):
     table = row(out)
     assert (table["guess rule"], table["k"], table["v"]) == ("claim", "288", "268")
     assert 2.5 <= float(table["fdp bound"]) <= 3.3 and float(table["cap"]) > 4.377
-    assert (table["claim eps"], table["claim curve"], table["verdict"]) == ("4.377", "1-GDP", "consistent")
-    assert "independent calls (two-sample test): eps >= 3.926 (refutes 0.9" in out
-    assert "meaning: at 95% confidence, 268 right of 288 guesses on 10,000 canaries refute 0.6871-GDP" in out
+    assert (table["claim eps"], table["claim curve"], table["verdict"]) == ("4.377", "GDP μ = 1", "consistent")
+    assert "independent calls (two-sample test): eps >= 3.926 (refutes GDP μ = 0.9" in out
+    assert "meaning: at 95% confidence, 268 right of 288 guesses on 10,000 canaries refute GDP μ = 0.6871" in out
     assert out.rstrip().endswith("verdict: consistent")
 
 
@@ -89,7 +89,7 @@ def test_laplace_ties_of_the_saturated_likelihood_ratio_stay_consistent(run):
     code, out, err = run("laplace", "--clip", "0.5", "--scale", "1", "--canaries", "10000", "--seed", "1")
     assert code == 0, err
     table = row(out)
-    assert table["claim curve"] == "Laplace eps 1" and table["verdict"] == "consistent"
+    assert table["claim curve"] == "Laplace ε = 1" and table["verdict"] == "consistent"
     assert 0.5 <= float(table["fdp bound"]) <= 1.0
 
 
@@ -100,9 +100,9 @@ def test_a_mechanism_adding_half_the_noise_it_claims_is_violated(run, tmp_path):
                          "--plugin", str(plugin))
     assert code == 0, err
     table = row(out)
-    assert table["claim curve"] == "1-GDP" and table["verdict"] == "violated"
+    assert table["claim curve"] == "GDP μ = 1" and table["verdict"] == "violated"
     assert float(table["fdp bound"]) > 4.377
-    assert "(refutes 1.8" in out or "(refutes 1.9" in out  # the two-sample test near the true 2-GDP
+    assert "(refutes GDP μ = 1.8" in out or "(refutes GDP μ = 1.9" in out  # the two-sample test near the true 2-GDP
 
 
 def test_none_has_no_claim(run):
@@ -121,7 +121,7 @@ def test_none_has_no_claim(run):
     (["--canaries", "1"], "--canaries must be an integer >= 2, got 1"),
     (["--confidence", "1"], "--confidence must be in (0, 1), got 1.0"),
     (["--bound-delta", "1.5"], "--bound-delta must be in [0, 1), got 1.5"),
-    (["--bound-delta", "0"], "--bound-delta: the claim's curve 1-GDP gives no finite epsilon at delta 0"),
+    (["--bound-delta", "0"], "--bound-delta: the claim's curve GDP μ = 1 gives no finite epsilon at delta 0"),
     (["--pair", "diagonal"], "--pair must be one of axis, spread, random-1, random-2, zero-vs-axis, beyond-clip"),
     (["--bits", "3"], "--bits is not a parameter of mechanism 'gaussian'"),
 ])
@@ -142,13 +142,13 @@ def test_out_writes_valid_results_and_reports(run, tmp_path):
     (setting,) = document["settings"]
     canary = setting["canary"]
     assert (canary["kind"], canary["bound"], canary["canaries"]) == ("idealized", "fdp", 10000)
-    assert canary["claim"]["curve"] == "1-GDP" and canary["claim"]["epsilon"] == pytest.approx(4.377, abs=1e-3)
+    assert canary["claim"]["curve"] == "GDP μ = 1" and canary["claim"]["epsilon"] == pytest.approx(4.377, abs=1e-3)
     (view,) = canary["views"]
     assert view["scoring"] == "llr" and view["result"]["verdict"] == setting["verdict"]["verdict"] == "consistent"
     assert len(view["roc"]["fpr"]) == len(view["claim_tpr"]) > 10
     details = canary["details"]
     assert details["pair"] == "axis" and details["independent"]["label"] == "independent calls (two-sample test)"
-    assert details["independent"]["claim_refuted"] is False and details["refuted_curve"] == "0.6871-GDP"
+    assert details["independent"]["claim_refuted"] is False and details["refuted_curve"] == "GDP μ = 0.6871"
     assert f"{view['result']['epsilon_lower_bound']:.3f}" == row(out)["fdp bound"]
     for name in ("report.html", "report.md"):
         assert (tmp_path / name).is_file()

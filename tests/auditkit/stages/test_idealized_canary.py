@@ -27,7 +27,7 @@ def test_independent_bound_on_a_gdp_claim_is_the_closed_form_mu():
     mu = ndtri(1 - bound.fpr_upper) - ndtri(bound.fnr_upper)  # Phi^-1(1 - FPR_ub) - Phi^-1(FNR_ub)
     assert bound.scale_lower_bound == pytest.approx(mu, rel=2e-4)
     assert bound.epsilon_lower_bound == pytest.approx(GaussianTradeOff(mu).epsilon(1e-5), rel=1e-3)
-    assert bound.claim_refuted is False and bound.refuted_curve.endswith("-GDP")
+    assert bound.claim_refuted is False and bound.refuted_curve.startswith("GDP μ = ")
 
 
 def test_independent_bound_without_a_claim_is_the_hypothesis_test_bound():
@@ -59,7 +59,7 @@ def test_a_mechanism_without_a_density_is_scored_by_projection():
 def test_claim_at_delta_defaults_to_the_claims_delta_and_refuses_a_delta_without_finite_eps():
     gaussian = mechanisms.create("gaussian", clip=0.5, sigma=1.0)
     curve, delta, claimed = claim_at_delta(gaussian, None)
-    assert delta == 1e-5 and claimed == pytest.approx(4.377, abs=1e-3) and curve.label == "1-GDP"
+    assert delta == 1e-5 and claimed == pytest.approx(4.377, abs=1e-3) and curve.label == "GDP μ = 1"
     with pytest.raises(ValueError, match="no finite epsilon at delta 0"):
         claim_at_delta(gaussian, 0.0)
     assert claim_at_delta(mechanisms.create("laplace", clip=0.5, scale=1.0), None)[1:] == (0.0, pytest.approx(1.0))
