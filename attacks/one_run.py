@@ -55,6 +55,8 @@ __all__ = [
     "empirical_roc",
     "expected_correct",
     "fdp_refuted",
+    "curve_family_bound",
+    "epsilon_delta_lower_bound",
     "fdp_scale_lower_bound",
     "guess_grid",
     "one_run_bound",
@@ -64,6 +66,7 @@ BOUNDS = ("fdp", "steinke")
 GUESS_RULES = ("claim", "grid")
 MIN_GRID_GUESSES = 20
 MAX_SCALE = 16.0  # the family is searched up to 16 times the claim (a bound there is reported as at least that)
+MAX_EPSILON = 64.0  # the (eps, delta) family is searched up to this eps
 _SCALE_TOLERANCE = 1e-4
 
 
@@ -151,23 +154,57 @@ def guess_grid(canaries: int) -> list[int]:
     return grid
 
 
-def _bound_at(bound: str, curve: TradeOff, correct: int, guesses: int, canaries: int, confidence: float,
-              delta: float) -> float:
-    """The bound's epsilon for the counts: Steinke's, or the refuted curve's eps at ``delta`` (f-DP)."""
+def _bound_at(bound: str, correct: int, guesses: int, canaries: int, confidence: float, delta: float) -> float:
+    """The certified eps for the counts, sound for any mechanism: Steinke's, or the largest eps whose (eps,
+    ``delta``) curve the f-DP recursion refutes (the mechanism is then not (eps, delta)-DP)."""
     if bound == "steinke":
         return one_run_epsilon_lower_bound(correct, guesses, canaries, confidence=confidence, delta=delta)
+    return epsilon_delta_lower_bound(correct, guesses, canaries, confidence=confidence, delta=delta)
+
+
+def epsilon_delta_lower_bound(correct: int, guesses: int, canaries: int, *, confidence: float,
+                              delta: float) -> float:
+    """The largest eps (to 1e-4) whose (eps, ``delta``)-DP curve ``fdp_refuted`` refutes; 0 when none (at most
+    ``MAX_EPSILON``)."""
+    def refuted(eps: float) -> bool:
+        return fdp_refuted(EpsDeltaTradeOff(eps, delta), correct, guesses, canaries, confidence=confidence)
+
+    if not refuted(0.0):
+        return 0.0
+    low, high = 0.0, 1.0
+    while refuted(high):
+        low, high = high, 2 * high
+        if high > MAX_EPSILON:
+            return low
+    while high - low > 1e-4:
+        middle = (low + high) / 2
+        low, high = (middle, high) if refuted(middle) else (low, middle)
+    return low
+
+
+def curve_family_bound(curve: TradeOff, correct: int, guesses: int, canaries: int, *, confidence: float,
+                       delta: float) -> tuple[str, float] | None:
+    """The least private member of ``curve``'s family the counts refute, as (its label, its eps at ``delta``): the
+    number Mahloujifar et al.'s Table 1 reports. It bounds the mechanism's eps only if the mechanism's true curve
+    lies in that family (a Gaussian mechanism and GDP); None when no member is refuted."""
     s = fdp_scale_lower_bound(curve, correct, guesses, canaries, confidence=confidence)
-    return 0.0 if s == 0 else curve.scaled(s).epsilon(delta)
+    if s == 0:
+        return None
+    refuted = curve.scaled(s)
+    return refuted.label, refuted.epsilon(delta)
 
 
 def claim_guesses(curve: TradeOff, canaries: int, *, bound: str = "fdp", confidence: float = 0.95,
                   delta: float = 0.0) -> int:
-    """k* (even, >= 2): the k of a log grid of 40 that maximises the bound at ``expected_correct`` counts."""
+    """k* (even, >= 2): the k of a log grid of 40 that maximises the bound at ``expected_correct`` counts (f-DP:
+    the refuted member of the claim's family, the test's power against the claim itself)."""
     candidates = sorted({max(2, int(k) // 2 * 2) for k in np.logspace(1, math.log10(canaries), 40)} | {canaries // 2 * 2})
     candidates = [k for k in candidates if 2 <= k <= canaries] or [canaries]
     def value(k: int) -> float:
-        v = int(round(expected_correct(curve, k, canaries)))
-        return _bound_at(bound, curve, min(v, k), k, canaries, confidence, delta)
+        v = min(k, int(round(expected_correct(curve, k, canaries))))
+        if bound == "steinke":
+            return _bound_at(bound, v, k, canaries, confidence, delta)
+        return fdp_scale_lower_bound(curve, v, k, canaries, confidence=confidence)  # the claim's family
 
     return max(candidates, key=value)
 
@@ -178,9 +215,13 @@ class OneRunBound:
 
     canaries (m), guesses (k), correct (v): the counts the bound uses; guess_rule: how k was fixed (``GUESS_RULES``
     or "fixed"), grid: the k tried (one unless "grid"); per_test_confidence: Bonferroni over the grid.
-    epsilon_lower_bound: eps certified at ``delta``; max_certifiable: the bound if all k guesses were right.
-    curve: the claim's curve label (f-DP), claimed_epsilon: the claim's eps at ``delta``; refuted: the claim
-    curve (f-DP) or its eps (Steinke) is refuted. verdict: consistent / violated / inconclusive / no claim.
+    epsilon_lower_bound: eps certified at ``delta`` for any mechanism (Steinke's, or the refuted (eps, delta)
+    curve's for f-DP); max_certifiable: the same if all k guesses were right.
+    curve: the claim's curve label, claimed_epsilon: the claim's eps at ``delta``; refuted_curve, curve_epsilon:
+    the least private curve of the claim's family the counts refute and its eps at ``delta`` (f-DP; the number of
+    Mahloujifar et al.'s Table 1, a bound on eps only for a mechanism whose curve is in that family).
+    verdict: consistent / violated / inconclusive / no claim; for f-DP "violated" means the claim's curve itself
+    is refuted, which a bound below the claimed eps does not contradict (the curve is sharper than its eps).
     """
 
     bound: str
@@ -197,6 +238,8 @@ class OneRunBound:
     verdict: str
     guess_rule: str
     grid: tuple[int, ...]
+    refuted_curve: str | None = None
+    curve_epsilon: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(vars(self))
@@ -230,7 +273,6 @@ def one_run_bound(
         raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, got {bound!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    family = curve if curve is not None else EpsDeltaTradeOff(1.0, delta)
     if curve is not None and not math.isfinite(curve.epsilon(delta)):
         raise ValueError(f"delta = {delta:g} is below what the claim's curve ({curve.label}) allows: the bound must be "
                          "computed at delta >= the claim's")
@@ -251,13 +293,20 @@ def one_run_bound(
         rule, grid = "fixed", [int(guesses)]
     per_test = bonferroni_confidence(confidence, len(grid))
     correct = {k: count_correct(scores, inserted, k) for k in grid}
-    bounds = {k: _bound_at(bound, family, correct[k], k, m, per_test, delta) for k in grid}
+    bounds = {k: _bound_at(bound, correct[k], k, m, per_test, delta) for k in grid}
     best = max(grid, key=lambda k: (bounds[k], k))
     top = max(grid)  # all k right certifies most at the largest k: the cap
-    cap = _bound_at(bound, family, top, top, m, per_test, delta)
+    cap = _bound_at(bound, top, top, m, per_test, delta)
     verdict = _verdict(bound, curve, claimed_epsilon, correct, grid, m, per_test, bounds, cap)
+    refuted = None
+    if bound == "fdp" and curve is not None and not isinstance(curve, EpsDeltaTradeOff):
+        found = [(k, curve_family_bound(curve, correct[k], k, m, confidence=per_test, delta=delta)) for k in grid]
+        found = [(k, f) for k, f in found if f is not None]
+        if found:
+            best, refuted = max(found, key=lambda item: (item[1][1], item[0]))
     return OneRunBound(bound, m, best, correct[best], confidence, per_test, delta, bounds[best], cap, claimed_epsilon,
-                       None if curve is None else curve.label, verdict, rule, tuple(grid))
+                       None if curve is None else curve.label, verdict, rule, tuple(grid),
+                       None if refuted is None else refuted[0], None if refuted is None else refuted[1])
 
 
 def _verdict(bound: str, curve: TradeOff | None, claimed: float | None, correct: dict[int, int], grid: list[int],
@@ -277,11 +326,17 @@ def _verdict(bound: str, curve: TradeOff | None, claimed: float | None, correct:
 
 def best_after_seeing(scores: np.ndarray, inserted: np.ndarray, curve: TradeOff, ks: list[int], *,
                       bound: str = "fdp", confidence: float = 0.95, delta: float = 0.0) -> tuple[float, int]:
-    """The paper's protocol (Table 1): the largest bound over ``ks`` on this draw, uncorrected, and its k. It reads
-    the inclusion bits to choose k: not a certified bound (module docstring)."""
-    results = [(_bound_at(bound, curve, count_correct(scores, inserted, k), k, len(scores), confidence, delta), k)
-               for k in ks]
-    return max(results)
+    """The paper's protocol (Table 1): the largest bound over ``ks`` on this draw, uncorrected, and its k; for f-DP
+    the eps of the least private refuted curve of ``curve``'s family, as the table reports it. It reads the
+    inclusion bits to choose k: not a certified bound (module docstring)."""
+    def value(k: int) -> float:
+        correct = count_correct(scores, inserted, k)
+        if bound == "steinke":
+            return _bound_at(bound, correct, k, len(scores), confidence, delta)
+        found = curve_family_bound(curve, correct, k, len(scores), confidence=confidence, delta=delta)
+        return 0.0 if found is None else found[1]
+
+    return max((value(k), k) for k in ks)
 
 
 ROC_POINTS = 60  # points of a stored ROC curve (log-spaced in the false-positive rate)

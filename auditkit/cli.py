@@ -1180,7 +1180,7 @@ def _parse_guesses(word: str, canaries: int) -> str | int:
     return k
 
 
-CANARY_TABLE_MIN_WIDTH = 120  # columns the canary table needs on one row; below, one row per field
+CANARY_TABLE_MIN_WIDTH = 135  # columns the canary table needs on one row; below, one row per field
 
 
 def _check_canary_options(mechanism: str, canaries: int, bound: str, confidence: float, delta: float | None) -> None:
@@ -1238,6 +1238,8 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries, bound, guesses, 
     cells = {"m": f"{canaries:,}", "guess rule": result.guess_rule, "k": f"{result.guesses:,}",
              "v": f"{result.correct:,}", f"{bound} bound": f"{result.epsilon_lower_bound:.3f}",
              "cap": f"{result.max_certifiable:.2f}",
+             **({} if bound != "fdp" else {"curve's eps": "-" if result.curve_epsilon is None
+                                           else f"{result.curve_epsilon:.3f}"}),
              "claim eps": "-" if result.claimed_epsilon is None else f"{result.claimed_epsilon:.3f}",
              "claim curve": "-" if audit.curve is None else escape(audit.curve.label), "verdict": result.verdict,
              "seconds": f"{audit.seconds:.2f}"}
@@ -1260,15 +1262,16 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries, bound, guesses, 
 
     say(f"claim: {configured.guarantee().summary()}")
     say(f"scoring: {SCORINGS[audit.scoring]}; sampling: {audit.sampling}")
-    refutes = "refutes no curve" if independent.refuted_curve is None else f"refutes {independent.refuted_curve}"
-    say(f"{independent.label}: eps >= {independent.epsilon_lower_bound:.3f} ({refutes}: FPR <= "
-        f"{independent.fpr_upper:.4g}, FNR <= {independent.fnr_upper:.4g} at score > {independent.threshold:.4g}; cap "
-        f"{independent.max_certifiable:.2f}); valid only because every canary is its own call of the mechanism, so "
-        "never the verdict")
+    refutes = ("refutes no curve of the claim's family" if independent.refuted_curve is None else
+               f"refutes {independent.refuted_curve}, eps {independent.curve_epsilon:.3f} if the mechanism's curve is "
+               "in that family")
+    say(f"{independent.label}: FPR <= {independent.fpr_upper:.4g}, FNR <= {independent.fnr_upper:.4g} at score > "
+        f"{independent.threshold:.4g}: {refutes}; for any mechanism eps >= {independent.epsilon_lower_bound:.3f}; "
+        "valid only because every canary is its own call of the mechanism, so never the verdict")
     say(f"meaning: {_canary_meaning(audit)}")
     console.print(f"verdict: [bold]{result.verdict}[/bold]", highlight=False)
     if out is not None:
-        view = results.canary_view("output", audit.scoring, result, audit.scores, audit.inserted, audit.curve)
+        view = results.canary_view("output", SCORINGS[audit.scoring], result, audit.scores, audit.inserted, audit.curve)
         claim = configured.guarantee()
         section = results.canary_entry(
             kind="idealized", canaries=canaries, bound=bound, confidence=confidence, seconds=audit.seconds,
@@ -1294,11 +1297,13 @@ def _canary_meaning(audit: Any) -> str:
     if result.bound == "steinke":
         return (f"at {level} confidence, no ({result.epsilon_lower_bound:.3f}, {result.delta:g})-DP mechanism gives "
                 f"{counts} (Steinke, Nasr & Jagielski 2023): a certified eps lower bound for this pair")
-    if audit.refuted_curve is None:
-        return f"{counts} refute no curve of the claim's family at {level} confidence: the bound is 0"
-    return (f"at {level} confidence, {counts} refute {audit.refuted_curve} and every more private curve of its family "
-            f"(Mahloujifar, Melis & Chaudhuri 2025); its eps at delta {result.delta:g} is the bound "
-            f"{result.epsilon_lower_bound:.3f}")
+    certified = (f"whatever the mechanism, no ({result.epsilon_lower_bound:.3f}, {result.delta:g})-DP mechanism "
+                 f"gives them (the certified bound)")
+    if result.refuted_curve is None or result.curve_epsilon is None:
+        return f"at {level} confidence, {counts}: {certified}; they refute no curve of the claim's family"
+    return (f"at {level} confidence, {counts} refute {result.refuted_curve} and every more private curve of its family "
+            f"(Mahloujifar, Melis & Chaudhuri 2025; its eps at delta {result.delta:g}, {result.curve_epsilon:.3f}, is "
+            f"the number of their Table 1, an eps bound if the mechanism's curve is in that family); {certified}")
 
 
 # ------------------------------------------------------------------ version and the app

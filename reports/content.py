@@ -21,7 +21,8 @@ FIGURE_CAPTIONS = {
     "ssim_vs_error_std": "Inversion SSIM against the standard deviation of the error in the server's view, one line "
                          "per mechanism; dashed: the clean attack.",
     "lower_bound_vs_epsilon": "Each setting's strongest certified epsilon lower bound (over all its distinguishing "
-                              "and adaptive tests) against its claimed epsilon, coloured by the setting's headline "
+                              "and adaptive tests, or its idealized one-run canary audit) against its claimed "
+                              "one-round epsilon, coloured by the setting's headline "
                               "verdict; points above the line y = x refute the claim; dotted: the most a test with "
                               "these trials could certify (the cap). A claim refuted by computation (analytic) or by "
                               "the whole-run canary audit (hollow markers) can sit below the line: no per-round test "
@@ -111,8 +112,11 @@ GLOSSARY = (
     ("one-run canary audit", "m canaries, each included with probability 1/2, all in one run (Steinke, Nasr & "
                              "Jagielski 2023): the auditor guesses the inclusion of the k canaries it is surest of "
                              "and certifies ε from the v it got right (Steinke et al.'s binomial bound, or the "
-                             "sharper f-DP bound of Mahloujifar, Melis & Chaudhuri 2025, which refutes the claim's "
-                             "whole trade-off curve). k is fixed before the bits are read (\"claim\": the k that "
+                             "f-DP test of Mahloujifar, Melis & Chaudhuri 2025, which refutes the claim's whole "
+                             "trade-off curve: the verdict; its ε bound is that of the refuted (ε, δ) curve, valid "
+                             "for any mechanism, and beside it the ε of the least private refuted curve of the "
+                             "claim's family, the paper's number, a bound only if the mechanism's curve is in "
+                             "that family). k is fixed before the bits are read (\"claim\": the k that "
                              "would certify most at the claim; \"grid\": m, m/2, m/4, m/8 with Bonferroni). In an FL "
                              "run the canaries are canary clients (Andrew et al. 2024) and the claim judged is the "
                              "whole run's: composed over the rounds, amplified by client sampling"),
@@ -706,6 +710,8 @@ def canary_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], s
             rule = r["guess_rule"] + ("" if r["guess_rule"] != "grid" else
                                       f" ({len(r['grid'])} k, {number(100 * r['per_test_confidence'], '.4g')} % each)")
             bound = f"≥ {number(r['epsilon_lower_bound'])} ({r['bound']})"
+            if r.get("refuted_curve") and r.get("curve_epsilon") is not None:
+                bound += f"; refutes {r['refuted_curve']} (its ε {number(r['curve_epsilon'])})"
             rows.append(((s["label"], judged, view["view"], view["scoring"], f"{r['guesses']:,} ({rule})",
                           f"{r['correct']:,} of {r['guesses']:,} (m = {r['canaries']:,})", bound,
                           number(r["max_certifiable"]), r["verdict"]), VERDICT_CLASSES.get(r["verdict"], "other")))

@@ -69,9 +69,10 @@ class IndependentCallsBound:
     threshold: "in" when score > threshold; false_positives of negatives (excluded canaries), false_negatives of
     positives (included); fpr_upper, fnr_upper: their Clopper-Pearson upper bounds, each at (1 - confidence) / 2.
     family: the curve whose family is searched (the claim's, or (1, delta)-DP without a claim); scale_lower_bound:
-    the largest s with ``family.scaled(s)`` refuted (0: none), refuted_curve its label (None: none);
-    epsilon_lower_bound: that curve's eps at ``delta``; max_certifiable: the same with no error; claim_refuted: the
-    claim's curve itself refuted (None: no claim).
+    the largest s with ``family.scaled(s)`` refuted (0: none), refuted_curve its label (None: none), curve_epsilon
+    its eps at ``delta`` (an eps bound only for a mechanism whose curve is in the family); epsilon_lower_bound: the
+    largest eps whose (eps, ``delta``) curve the point refutes, certified for any mechanism; max_certifiable: the
+    same with no error; claim_refuted: the claim's curve itself refuted (None: no claim).
     """
 
     label: str
@@ -90,6 +91,7 @@ class IndependentCallsBound:
     epsilon_lower_bound: float
     max_certifiable: float
     claim_refuted: bool | None
+    curve_epsilon: float
 
     def to_dict(self) -> dict[str, Any]:
         return dict(vars(self))
@@ -190,20 +192,23 @@ def independent_calls_bound(scores: np.ndarray, inserted: np.ndarray, *, thresho
     family = curve if curve is not None else EpsDeltaTradeOff(1.0, delta)
     alpha = (1 - confidence) / 2
 
-    def certified(false_pos: int, false_neg: int) -> tuple[float, float, float, float]:
+    def certified(false_pos: int, false_neg: int) -> tuple[float, float, float, float, float]:
         if positives == 0 or negatives == 0:
-            return 1.0, 1.0, 0.0, 0.0
+            return 1.0, 1.0, 0.0, 0.0, 0.0
         fpr = float(clopper_pearson_upper(false_pos, negatives, alpha))
         fnr = float(clopper_pearson_upper(false_neg, positives, alpha))
         s = _largest_refuted_scale(lambda s: float(family.scaled(s).beta(np.array([fpr]))[0]) > fnr)
-        return fpr, fnr, s, (0.0 if s == 0 else family.scaled(s).epsilon(delta))
+        # (eps, delta)-DP forces FNR >= 1 - delta - e^eps FPR: the point refutes every eps below this
+        any_mechanism = math.log(max(1 - delta - fnr, 0.0) / fpr) if 1 - delta - fnr > fpr else 0.0
+        return fpr, fnr, s, (0.0 if s == 0 else family.scaled(s).epsilon(delta)), any_mechanism
 
-    fpr_upper, fnr_upper, scale, epsilon = certified(fp, fn)
-    cap = certified(0, 0)[3]
+    fpr_upper, fnr_upper, scale, curve_epsilon, epsilon = certified(fp, fn)
+    cap = certified(0, 0)[4]
     refuted = None if curve is None else bool(float(curve.beta(np.array([fpr_upper]))[0]) > fnr_upper)
     return IndependentCallsBound(INDEPENDENT_LABEL, float(threshold), fp, negatives, fn, positives, fpr_upper,
                                  fnr_upper, confidence, delta, family.label,
-                                 None if scale == 0 else family.scaled(scale).label, scale, epsilon, cap, refuted)
+                                 None if scale == 0 else family.scaled(scale).label, scale, epsilon, cap, refuted,
+                                 curve_epsilon)
 
 
 def _scores(mechanism: mechanisms.Mechanism, outputs: torch.Tensor, pair: NeighbouringPair,
@@ -267,12 +272,7 @@ def idealized_canary_audit(
             scores[where] = _scores(mechanism, sampler(x, len(where), int(bit)), chosen, density)
     result = one_run_bound(scores, inserted, curve=curve, claimed_epsilon=claimed_epsilon, bound=bound,
                            guesses=guesses, confidence=confidence, delta=delta)
-    refuted_curve = None
-    if bound == "fdp":
-        family = curve if curve is not None else EpsDeltaTradeOff(1.0, delta)
-        scale = fdp_scale_lower_bound(family, result.correct, result.guesses, canaries,
-                                      confidence=result.per_test_confidence)
-        refuted_curve = None if scale == 0 else family.scaled(scale).label
+    refuted_curve = result.refuted_curve
     if density is not None:
         threshold = 0.0
     else:

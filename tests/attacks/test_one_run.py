@@ -81,7 +81,8 @@ def test_one_run_bound_verdicts():
     wrong = one_run_bound(scores, inserted, curve=GaussianTradeOff(0.4), delta=1e-5)
     assert wrong.verdict == "violated" and wrong.epsilon_lower_bound > wrong.claimed_epsilon
     steinke = one_run_bound(scores, inserted, curve=GaussianTradeOff(0.4), bound="steinke", delta=1e-5)
-    assert steinke.epsilon_lower_bound < wrong.epsilon_lower_bound  # f-DP is the sharper bound
+    assert steinke.epsilon_lower_bound < wrong.curve_epsilon  # the refuted GDP curve's eps: f-DP is the sharper
+    assert wrong.refuted_curve.startswith("GDP μ = ") and wrong.curve_epsilon > wrong.epsilon_lower_bound
     none = one_run_bound(scores, inserted, curve=None, delta=1e-5)
     assert none.verdict == "no claim" and none.guess_rule == "grid" and none.grid == (20_000, 10_000, 5_000, 2_500)
     few = one_run_bound(scores[:30], inserted[:30], curve=GaussianTradeOff(2.0), guesses=30, delta=1e-5)
@@ -93,7 +94,7 @@ def test_best_after_seeing_reads_the_bits():
     ks = [200, 400, 800, 1600, 3200]
     best, k = best_after_seeing(scores, inserted, GaussianTradeOff(1.0), ks, delta=1e-5)
     fixed = one_run_bound(scores, inserted, curve=GaussianTradeOff(1.0), guesses=k, delta=1e-5)
-    assert k in ks and best == pytest.approx(fixed.epsilon_lower_bound)
+    assert k in ks and best == pytest.approx(fixed.curve_epsilon)
 
 
 @pytest.mark.parametrize("kwargs, message", [

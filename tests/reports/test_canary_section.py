@@ -33,7 +33,7 @@ def test_a_true_claim_is_consistent_and_its_row_says_so():
     validate_results(doc)
     (cells, css), = content.canary_rows(doc["settings"])
     assert cells[1] == "ε = 4.377 at δ = 1e-05, GDP μ = 1" and cells[2] == "idealized" and cells[-1] == "consistent"
-    assert css == "consistent" and cells[6].startswith("≥ ") and cells[6].endswith("(fdp)")
+    assert css == "consistent" and cells[6].startswith("≥ ") and "(fdp); refutes GDP μ = " in cells[6]
     assert doc["settings"][0]["verdict"]["decided_by"] == "one-run canary audit (idealized, fdp)"
     assert doc["settings"][0]["verdict"]["bound"]["test"] == "one-run canary audit (idealized, fdp)"
     assert content.canary_heading(doc["settings"])[0] == "One-run canary audit"

@@ -26,7 +26,9 @@ def test_independent_bound_on_a_gdp_claim_is_the_closed_form_mu():
     assert (bound.false_positives, bound.false_negatives) == (3100, 3050)
     mu = ndtri(1 - bound.fpr_upper) - ndtri(bound.fnr_upper)  # Phi^-1(1 - FPR_ub) - Phi^-1(FNR_ub)
     assert bound.scale_lower_bound == pytest.approx(mu, rel=2e-4)
-    assert bound.epsilon_lower_bound == pytest.approx(GaussianTradeOff(mu).epsilon(1e-5), rel=1e-3)
+    assert bound.curve_epsilon == pytest.approx(GaussianTradeOff(mu).epsilon(1e-5), rel=1e-3)
+    # for any mechanism only the (eps, delta) region's ln((1 - delta - FNR) / FPR)
+    assert bound.epsilon_lower_bound == pytest.approx(np.log((1 - 1e-5 - bound.fnr_upper) / bound.fpr_upper))
     assert bound.claim_refuted is False and bound.refuted_curve.startswith("GDP μ = ")
 
 
