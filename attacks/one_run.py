@@ -58,6 +58,7 @@ __all__ = [
     "curve_family_bound",
     "epsilon_delta_lower_bound",
     "fdp_scale_lower_bound",
+    "largest_refuted_scale",
     "guess_grid",
     "one_run_bound",
 ]
@@ -94,7 +95,12 @@ def fdp_scale_lower_bound(curve: TradeOff, correct: int, guesses: int, canaries:
     def refuted(s: float) -> bool:
         return fdp_refuted(curve.scaled(s), correct, guesses, canaries, confidence=confidence)
 
-    step = getattr(curve, "scale_step", None)
+    return largest_refuted_scale(refuted, getattr(curve, "scale_step", None))
+
+
+def largest_refuted_scale(refuted: Callable[[float], bool], step: float | None = None) -> float:
+    """The largest s in [1 / MAX_SCALE, MAX_SCALE] with ``refuted(s)`` (monotone: refuted below, not above), to
+    1e-4 relative, or on the grid step^j when ``step`` is given; 0 when none."""
     if step is not None:
         return _grid_scale_lower_bound(refuted, step)
     low = 1.0 / MAX_SCALE

@@ -10,8 +10,9 @@ linear model and 5 local steps per round, each view judged at 97.5 % (two views:
   ``dp-fedavg-ignores-rounds`` (z = 1, 10 rounds claimed at one round's price, 500 canaries), beside the honest
   ``dp-fedavg`` at the same noise: the power.
 
-Each row: the composed claim (eps at delta 1e-5 on its curve), per view the number of seeds called "violated" and
-the median certified bound, and seconds.
+Each row: the composed claim (eps at delta 1e-5 on its curve), per view the number of seeds called "violated", the
+median certified (eps, delta) bound and the median eps of the refuted curve of the claim's family (the verdict
+refutes the claim's curve itself), and seconds.
 
     python benchmarks/bench_whole_run.py [--seeds 20] [--threads 1]
 """
@@ -59,23 +60,26 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     mechanisms.load_plugins([PLUGIN])
     print(f"whole-run canary audit, {args.seeds} seeds per case (each view at 97.5 %)")
-    print(f"{'case':<42} {'claim eps':>9}  {'view':<10} {'violated':>9} {'median bound':>12} {'s':>6}")
+    print(f"{'case':<42} {'claim eps':>9}  {'view':<10} {'violated':>9} {'median bound':>12} {'median curve':>12} "
+          f"{'s':>6}")
     for label, mechanism, training, canaries in CASES:
         start = time.perf_counter()
-        found: dict[str, list[tuple[str, float]]] = {}
+        found: dict[str, list[tuple[str, float, float]]] = {}
         for seed in range(args.seeds):
             entry = canary_stage(_config(mechanism, training, canaries, seed), per_test_confidence=0.975)
             for view in entry["views"]:
-                found.setdefault(view["view"], []).append((view["result"]["verdict"],
-                                                           view["result"]["epsilon_lower_bound"]))
+                result = view["result"]
+                found.setdefault(view["view"], []).append((result["verdict"], result["epsilon_lower_bound"],
+                                                           result.get("curve_epsilon") or 0.0))
         seconds = time.perf_counter() - start
         claim = entry["claim"]["epsilon"]
         for i, (view, rows) in enumerate(found.items()):
-            violated = sum(v == "violated" for v, _ in rows)
-            median = statistics.median(b for _, b in rows)
+            violated = sum(v == "violated" for v, _, _ in rows)
+            median = statistics.median(b for _, b, _ in rows)
+            curve = statistics.median(c for _, _, c in rows)
             head = f"{label:<42} {claim:>9.4g}" if i == 0 else " " * 52
             shown = f"{seconds:.0f}" if i == 0 else ""
-            print(f"{head}  {view:<10} {violated:>4}/{len(rows):<4} {median:>12.3f} {shown:>6}")
+            print(f"{head}  {view:<10} {violated:>4}/{len(rows):<4} {median:>12.3f} {curve:>12.3f} {shown:>6}")
 
 
 if __name__ == "__main__":

@@ -37,8 +37,7 @@ from auditkit.attacks.audit_settings import audit_setting, setting_pairs
 from auditkit.attacks.bulk_sampling import bulk_sampler
 from auditkit.attacks.epsilon_bounds import clopper_pearson_upper
 from auditkit.attacks.neighbouring_pairs import NeighbouringPair
-from auditkit.attacks.one_run import (BOUNDS, GUESS_RULES, MAX_SCALE, OneRunBound, fdp_scale_lower_bound,
-                                      one_run_bound)
+from auditkit.attacks.one_run import BOUNDS, GUESS_RULES, OneRunBound, largest_refuted_scale, one_run_bound
 from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, TradeOff
 
@@ -59,7 +58,6 @@ SCORINGS = {
     "llr": "log-likelihood ratio ln p(y | x1) - ln p(y | x0) (the declared output density)",
     "projection": "projection <y, x1 - x0> (no output density declared)",
 }
-_SCALE_TOLERANCE = 1e-4
 
 
 @dataclass(frozen=True)
@@ -166,22 +164,6 @@ def canary_pairs(mechanism: mechanisms.Mechanism, *, seed: int = 0) -> list[Neig
     return setting_pairs(audit_setting(mechanism), seed=seed)
 
 
-def _largest_refuted_scale(refuted: Any) -> float:
-    """The largest s (to 1e-4 relative, at most ``MAX_SCALE``) with ``refuted(s)``, monotone in s; 0 if none."""
-    low = 1.0 / MAX_SCALE
-    if not refuted(low):
-        return 0.0
-    high = 1.0
-    while refuted(high):
-        low, high = high, 2 * high
-        if high > MAX_SCALE:
-            return MAX_SCALE
-    while high - low > _SCALE_TOLERANCE * high:
-        middle = math.sqrt(low * high)
-        low, high = (middle, high) if refuted(middle) else (low, middle)
-    return low
-
-
 def independent_calls_bound(scores: np.ndarray, inserted: np.ndarray, *, threshold: float, curve: TradeOff | None,
                             confidence: float, delta: float) -> IndependentCallsBound:
     """The two-sample test of the module docstring on ``scores`` ("in" above ``threshold``) and the bits."""
@@ -197,7 +179,7 @@ def independent_calls_bound(scores: np.ndarray, inserted: np.ndarray, *, thresho
             return 1.0, 1.0, 0.0, 0.0, 0.0
         fpr = float(clopper_pearson_upper(false_pos, negatives, alpha))
         fnr = float(clopper_pearson_upper(false_neg, positives, alpha))
-        s = _largest_refuted_scale(lambda s: float(family.scaled(s).beta(np.array([fpr]))[0]) > fnr)
+        s = largest_refuted_scale(lambda s: float(family.scaled(s).beta(np.array([fpr]))[0]) > fnr)
         # (eps, delta)-DP forces FNR >= 1 - delta - e^eps FPR: the point refutes every eps below this
         any_mechanism = math.log(max(1 - delta - fnr, 0.0) / fpr) if 1 - delta - fnr > fpr else 0.0
         return fpr, fnr, s, (0.0 if s == 0 else family.scaled(s).epsilon(delta)), any_mechanism
