@@ -225,7 +225,9 @@ class OneRunBound:
     curve's for f-DP); max_certifiable: the same if all k guesses were right.
     curve: the claim's curve label, claimed_epsilon: the claim's eps at ``delta``; refuted_curve, curve_epsilon:
     the least private curve of the claim's family the counts refute and its eps at ``delta`` (f-DP; the number of
-    Mahloujifar et al.'s Table 1, a bound on eps only for a mechanism whose curve is in that family).
+    Mahloujifar et al.'s Table 1, a bound on eps only for a mechanism whose curve is in that family);
+    curve_max_certifiable: the same with all k right (a claim below it can be refuted: "consistent" is possible
+    even where ``max_certifiable`` is below the claimed eps).
     verdict: consistent / violated / inconclusive / no claim; for f-DP "violated" means the claim's curve itself
     is refuted, which a bound below the claimed eps does not contradict (the curve is sharper than its eps).
     """
@@ -246,6 +248,7 @@ class OneRunBound:
     grid: tuple[int, ...]
     refuted_curve: str | None = None
     curve_epsilon: float | None = None
+    curve_max_certifiable: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(vars(self))
@@ -304,15 +307,17 @@ def one_run_bound(
     top = max(grid)  # all k right certifies most at the largest k: the cap
     cap = _bound_at(bound, top, top, m, per_test, delta)
     verdict = _verdict(bound, curve, claimed_epsilon, correct, grid, m, per_test, bounds, cap)
-    refuted = None
+    refuted, curve_cap = None, None
     if bound == "fdp" and curve is not None and not isinstance(curve, EpsDeltaTradeOff):
+        perfect = curve_family_bound(curve, top, top, m, confidence=per_test, delta=delta)
+        curve_cap = None if perfect is None else perfect[1]
         found = [(k, curve_family_bound(curve, correct[k], k, m, confidence=per_test, delta=delta)) for k in grid]
         found = [(k, f) for k, f in found if f is not None]
         if found:
             best, refuted = max(found, key=lambda item: (item[1][1], item[0]))
     return OneRunBound(bound, m, best, correct[best], confidence, per_test, delta, bounds[best], cap, claimed_epsilon,
                        None if curve is None else curve.label, verdict, rule, tuple(grid),
-                       None if refuted is None else refuted[0], None if refuted is None else refuted[1])
+                       None if refuted is None else refuted[0], None if refuted is None else refuted[1], curve_cap)
 
 
 def _verdict(bound: str, curve: TradeOff | None, claimed: float | None, correct: dict[int, int], grid: list[int],

@@ -1237,7 +1237,8 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries, bound, guesses, 
              f"delta {result.delta:g}, pair {escape(audit.pair)})")
     cells = {"m": f"{canaries:,}", "guess rule": result.guess_rule, "k": f"{result.guesses:,}",
              "v": f"{result.correct:,}", f"{bound} bound": f"{result.epsilon_lower_bound:.3f}",
-             "cap": f"{result.max_certifiable:.2f}",
+             "cap": f"{result.max_certifiable:.2f}" + ("" if result.curve_max_certifiable is None
+                                                       else f" ({result.curve_max_certifiable:.2f})"),
              **({} if bound != "fdp" else {"curve's eps": "-" if result.curve_epsilon is None
                                            else f"{result.curve_epsilon:.3f}"}),
              "claim eps": "-" if result.claimed_epsilon is None else f"{result.claimed_epsilon:.3f}",

@@ -714,8 +714,15 @@ def canary_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], s
                 bound += f"; refutes {r['refuted_curve']} (its ε {number(r['curve_epsilon'])})"
             rows.append(((s["label"], judged, view["view"], view["scoring"], f"{r['guesses']:,} ({rule})",
                           f"{r['correct']:,} of {r['guesses']:,} (m = {r['canaries']:,})", bound,
-                          number(r["max_certifiable"]), r["verdict"]), VERDICT_CLASSES.get(r["verdict"], "other")))
+                          _canary_cap(r), r["verdict"]), VERDICT_CLASSES.get(r["verdict"], "other")))
     return rows
+
+
+def _canary_cap(result: dict[str, Any]) -> str:
+    """The cap of a canary view: the certified bound's, and for f-DP the refuted curve's (what the verdict reads)."""
+    cap = number(result["max_certifiable"])
+    curve = result.get("curve_max_certifiable")
+    return cap if curve is None else f"{cap} (curve's ε {number(curve)})"
 
 
 def canary_heading(settings: list[dict[str, Any]]) -> tuple[str, str]:

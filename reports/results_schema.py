@@ -234,7 +234,7 @@ _ONE_RUN = {"bound": str, "canaries": int, "guesses": int, "correct": int, "conf
             "per_test_confidence": _NUMBER, "delta": _NUMBER, "epsilon_lower_bound": _NUMBER,
             "max_certifiable": _NUMBER, "claimed_epsilon": _Nullable(_NUMBER), "curve": _Nullable(str),
             "verdict": str, "guess_rule": str, "grid": [int], "refuted_curve": _Optional(_Nullable(str)),
-            "curve_epsilon": _Optional(_Nullable(_NUMBER))}
+            "curve_epsilon": _Optional(_Nullable(_NUMBER)), "curve_max_certifiable": _Optional(_Nullable(_NUMBER))}
 # a one-run canary audit (added within version 4): the idealized game of ``auditkit canary`` or the canary clients
 # of an FL run, each view judged against the claim (the whole run's, composed, for FL)
 _CANARY = {
