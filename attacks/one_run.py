@@ -41,7 +41,7 @@ from scipy import optimize
 
 from auditkit.attacks.epsilon_bounds import one_run_epsilon_lower_bound
 from auditkit.attacks.verdicts import CONSISTENT, INCONCLUSIVE, NO_CLAIM, VIOLATED, bonferroni_confidence
-from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, TradeOff
+from auditkit.mechanisms import EpsDeltaTradeOff, TradeOff
 
 __all__ = [
     "BOUNDS",
@@ -292,8 +292,7 @@ def one_run_bound(
             raise ValueError(f"guesses must be one of {', '.join(GUESS_RULES)} or an integer in 2..{m}, got {guesses!r}")
         # the claim rule needs a curve of the mechanism's own: the (eps, delta) curve's worst case spreads its
         # advantage over every canary, so its k* is m, blind to a mechanism whose leakage sits in the tail
-        rule = "claim" if guesses == "claim" and curve is not None and not isinstance(curve, EpsDeltaTradeOff) \
-            else "grid"
+        rule = "claim" if guesses == "claim" and _has_shape(curve) else "grid"
         grid = guess_grid(m) if rule == "grid" else [claim_guesses(curve, m, bound=bound, confidence=confidence,
                                                                    delta=delta)]
     else:
@@ -308,7 +307,7 @@ def one_run_bound(
     cap = _bound_at(bound, top, top, m, per_test, delta)
     verdict = _verdict(bound, curve, claimed_epsilon, correct, grid, m, per_test, bounds, cap)
     refuted, curve_cap = None, None
-    if bound == "fdp" and curve is not None and not isinstance(curve, EpsDeltaTradeOff):
+    if bound == "fdp" and _has_shape(curve):
         perfect = curve_family_bound(curve, top, top, m, confidence=per_test, delta=delta)
         curve_cap = None if perfect is None else perfect[1]
         found = [(k, curve_family_bound(curve, correct[k], k, m, confidence=per_test, delta=delta)) for k in grid]
@@ -374,6 +373,12 @@ def empirical_roc(scores: np.ndarray, inserted: np.ndarray, points: int = ROC_PO
 def claim_roc(curve: TradeOff, fprs: list[float]) -> list[float]:
     """The largest true-positive rate the claim's curve allows at each false-positive rate: 1 - f(alpha)."""
     return [float(1 - b) for b in curve.beta(np.asarray(fprs, dtype=float))] if fprs else []
+
+
+def _has_shape(curve: TradeOff | None) -> bool:
+    """Whether ``curve`` is a curve of the mechanism's own, not the generic (eps, delta) curve any claim supports
+    (its ``generic`` attribute): only such a curve informs the claim rule and has a family worth reporting."""
+    return curve is not None and not getattr(curve, "generic", False)
 
 
 def _check_counts(correct: int, guesses: int, canaries: int) -> None:

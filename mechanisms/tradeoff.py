@@ -12,7 +12,9 @@ Every curve here is symmetric (f = f^-1), and offers
   one-run recursion of Mahloujifar, Melis & Chaudhuri (ICML 2025) evaluates;
 * ``scaled(s)``: the curve's family, s > 1 less private, ``scaled(1)`` the curve itself (a bound is the largest
   s whose curve the counts refute);
-* ``epsilon(delta)``: the smallest eps with the curve inside the (eps, delta)-DP region (how a bound is reported).
+* ``epsilon(delta)``: the smallest eps with the curve inside the (eps, delta)-DP region (how a bound is reported);
+* ``generic`` (optional, default false): true for the (eps, delta) curve any claim supports, which says nothing of
+  the mechanism's own shape (a one-run audit then guesses on its grid and reports no family bound).
 
 A mechanism declares its one-round curve with the ``tradeoff()`` capability (``auditkit.mechanisms.capabilities``);
 without one, its claim's (eps, delta) curve stands in (``EpsDeltaTradeOff``).
@@ -60,6 +62,11 @@ def gdp_delta(epsilon: float, mu: float) -> float:
     a = float(log_ndtr(-epsilon / mu + mu / 2))
     b = epsilon + float(log_ndtr(-epsilon / mu - mu / 2))
     return math.exp(a) * -math.expm1(b - a) if b < a else 0.0
+
+
+def _symmetric_inverse_blow_up(curve: TradeOff, y: float) -> float:
+    """inf{a : 1 - f(a) >= y} = f(1 - y) for a symmetric f (0 for y <= 0)."""
+    return 0.0 if y <= 0 else float(curve.beta(np.array([1 - y]))[0])
 
 
 def _smallest_epsilon(delta_of: Callable[[float], float], delta: float) -> float:
@@ -123,7 +130,7 @@ class LaplaceTradeOff:
         return np.where(a < low, 1 - np.exp(self.eps) * a, np.where(a <= 0.5, middle, np.exp(-self.eps) * (1 - a)))
 
     def inverse_blow_up(self, y: float) -> float:
-        return 0.0 if y <= 0 else float(self.beta(np.array([1 - y]))[0])
+        return _symmetric_inverse_blow_up(self, y)
 
     def scaled(self, s: float) -> LaplaceTradeOff:
         return LaplaceTradeOff(self.eps * s)
@@ -141,6 +148,7 @@ class EpsDeltaTradeOff:
 
     eps: float
     delta: float
+    generic = True  # any claim's pair: no shape of the mechanism's own
 
     @property
     def label(self) -> str:
@@ -187,7 +195,7 @@ class ProfileTradeOff:
         return np.maximum(0.0, pieces.max(axis=1))
 
     def inverse_blow_up(self, y: float) -> float:
-        return 0.0 if y <= 0 else float(self.beta(np.array([1 - y]))[0])
+        return _symmetric_inverse_blow_up(self, y)
 
     def scaled(self, s: float) -> ProfileTradeOff:
         if self.family is None:

@@ -166,8 +166,18 @@ class ClipAfterNoiseProtocol(CentralNoiseProtocol):
         )
 
 
+class _RightNoise(DPFedAvg):
+    """A variant whose noise is dp-fedavg's own (only its accountant is wrong): it keeps dp-fedavg's capabilities
+    (a private base declares them for its subclasses, ``auditkit.mechanisms.capabilities``)."""
+
+    tiling = DPFedAvg.tiling
+    audit_setting = DPFedAvg.audit_setting
+    output_log_density = DPFedAvg.output_log_density
+    client_sampling = DPFedAvg.client_sampling
+
+
 @mechanisms.register
-class IgnoresSampling(DPFedAvg):
+class IgnoresSampling(_RightNoise):
     """The right noise; its accounting event amplified by a sampling rate q' of its own (the bug)."""
 
     name = "dp-fedavg-ignores-sampling"
@@ -184,14 +194,9 @@ class IgnoresSampling(DPFedAvg):
         return dp_accounting.PoissonSampledDpEvent(self.params["assumed_rate"],
                                                    dp_accounting.GaussianDpEvent(self.params["noise_multiplier"]))
 
-    tiling = DPFedAvg.tiling
-    audit_setting = DPFedAvg.audit_setting
-    output_log_density = DPFedAvg.output_log_density
-    client_sampling = DPFedAvg.client_sampling
-
 
 @mechanisms.register
-class IgnoresRounds(DPFedAvg):
+class IgnoresRounds(_RightNoise):
     """The right noise; its accountant spreads one round's claim over the whole run (the bug)."""
 
     name = "dp-fedavg-ignores-rounds"
@@ -207,8 +212,4 @@ class IgnoresRounds(DPFedAvg):
         rounds cost what one does; one round of the claim is ``GaussianDpEvent(z)``)."""
         return dp_accounting.GaussianDpEvent(self.params["noise_multiplier"] * self.params["run_rounds"] ** 0.5)
 
-    tiling = DPFedAvg.tiling
-    audit_setting = DPFedAvg.audit_setting
-    output_log_density = DPFedAvg.output_log_density
-    client_sampling = DPFedAvg.client_sampling
     tradeoff = DPFedAvg.tradeoff
