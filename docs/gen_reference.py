@@ -23,6 +23,7 @@ import typing
 from io import StringIO
 from pathlib import Path
 
+import click
 import mkdocs_gen_files
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -80,9 +81,9 @@ for name in modules():
 
 def mechanisms_page() -> str:
     from auditkit import mechanisms
-    from auditkit.cli import _mechanism_row  # what `auditkit mechanisms` prints, row by row
+    from auditkit.cli.mechanisms import mechanism_row  # what `auditkit mechanisms` prints, row by row
 
-    rows = [_mechanism_row(name) for name in mechanisms.names()]
+    rows = [mechanism_row(name) for name in mechanisms.names()]
     out = ['<div class="prose-column" markdown>\n', table(
         ["name", "what it does", "claim (eps, delta)", "eps as implemented", "flags", "bits/coord"],
         [[f"[`{r.name}`](#{r.name.replace('+', '')})" + ("" if r.origin == "built-in" else f" (plugin {r.origin})"),
@@ -162,43 +163,27 @@ def _default(field: dataclasses.Field) -> str:
 
 
 def _flags() -> dict[str, tuple[str, str]]:
-    """``section.key`` -> (the ``audit`` command's flag that sets it, that flag's help), read from the overrides
-    the config commands build (``auditkit.cli._config_command``), the tables whose every key is a flag
-    (``auditkit.cli.OPTION_TABLES``) and the click command itself."""
-    from auditkit import cli, config
+    """``section.key`` -> (the ``audit`` command's flag that sets it, that flag's help): the options of
+    ``auditkit.cli.audit.CONFIG_KEYS`` (option name -> config key) and the ``--dp-sgd-KEY`` flags, one per field of
+    ``auditkit.config.DPSGDConfig``, looked up in the click command itself."""
+    from auditkit import config
+    from auditkit.cli.app import build_cli
+    from auditkit.cli.audit import CONFIG_KEYS
 
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(cli._config_command)))
-    except (AttributeError, OSError, TypeError, SyntaxError):
-        return {}
-    options = {param.name: param for param in cli.click_command().commands["audit"].params}
-    found = {}
+    params = build_cli().commands["audit"].params
+    by_name = {param.name: param for param in params if isinstance(param, click.Option)}
+    by_flag = {opt: param for param in by_name.values() for opt in param.opts}
 
-    def walk(node: ast.AST, prefix: str) -> None:
-        if not isinstance(node, ast.Dict):
-            return
-        for key, value in zip(node.keys, node.values):
-            if not isinstance(key, ast.Constant) or not isinstance(key.value, str):
-                continue
-            name = f"{prefix}.{key.value}" if prefix else key.value
-            if isinstance(value, ast.Dict):
-                walk(value, name)
-                continue
-            used = [n.id for n in ast.walk(value) if isinstance(n, ast.Name) and n.id in options]
-            if used:
-                option = options[used[0]]
-                flag = next((o for o in option.opts if o.startswith("--")), option.opts[0])
-                found[name] = (flag, " ".join((getattr(option, "help", None) or "").split()))
+    def described(option: click.Option) -> tuple[str, str]:
+        flag = next((o for o in option.opts if o.startswith("--")), option.opts[0])
+        return flag, " ".join((option.help or "").split())
 
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "overrides" for t in node.targets):
-            walk(node.value, "")
-    flags = {o for param in options.values() for o in param.opts}
-    for table in cli.OPTION_TABLES:  # every key of these tables is a flag (cli.with_table_options)
-        for field in dataclasses.fields(typing.get_type_hints(config.AuditConfig)[table]):
-            flag = cli.table_option_flag(table, field.name)
-            if flag in flags:
-                found[f"{table}.{field.name}"] = (flag, field.metadata.get("help", ""))
+    found = {key: described(by_name[name]) for name, key in CONFIG_KEYS.items() if name in by_name}
+    for field in dataclasses.fields(config.DPSGDConfig):
+        option = by_flag.get(f"--dp-sgd-{field.name.replace('_', '-')}")
+        if option is not None:
+            flag, flag_help = described(option)
+            found[f"dp_sgd.{field.name}"] = (flag, field.metadata.get("help") or flag_help)
     return found
 
 
@@ -293,7 +278,7 @@ def config_page() -> str:
 
 
 def mechanism_flags_section() -> str:
-    from auditkit.mechanism_options import mechanism_flags
+    from auditkit.cli.mechanism_flags import mechanism_flags
 
     rows = []
     for flag in mechanism_flags():

@@ -79,7 +79,8 @@ def test_a_plugin_parameter_that_takes_a_commands_option_name_is_refused(tmp_pat
                       "int_range\n\n@mechanisms.register\nclass Clash(Gaussian):\n    name = 'clash'\n"
                       "    params_spec = (*Gaussian.params_spec, int_range('rounds', 1, 9, 1, 'a bad name'))\n")
     one_line_error(auditkit("mechanisms", "--plugin", str(plugin)),
-                   f"error: mechanism parameter 'rounds' of clash ({plugin}) is also an option of this command")
+                   f"error: mechanism parameter 'rounds' of clash ({plugin}) is also an option of `auditkit train` "
+                   "(--rounds); rename the parameter")
 
 
 @pytest.mark.parametrize("command, name", [("audit", "backend"), ("audit", "recorded"),
@@ -90,8 +91,10 @@ def test_every_option_a_command_has_is_reserved_from_plugin_parameters(tmp_path,
     plugin.write_text("from auditkit import mechanisms\nfrom auditkit.mechanisms.additive import Gaussian\n"
                       "from auditkit.mechanisms.base import int_range\n\n@mechanisms.register\nclass Clash(Gaussian):\n"
                       f"    name = 'clash'\n    params_spec = (*Gaussian.params_spec, int_range({name!r}, 1, 9, 1, 'x'))\n")
-    one_line_error(auditkit(command, "--plugin", str(plugin), "--help"),
-                   f"error: mechanism parameter {name!r} of clash ({plugin}) is also an option of this command")
+    result = auditkit(command, "--plugin", str(plugin), "--help")
+    one_line_error(result, f"error: mechanism parameter {name!r} of clash ({plugin}) is also an option of `auditkit ")
+    # the first command that has the flag is named (train has --backend too)
+    assert result.stderr.strip().endswith(f"({'--' + name.replace('_', '-')}); rename the parameter")
 
 
 def test_a_plugin_written_for_the_former_top_level_packages_is_told_the_namespace(tmp_path):

@@ -16,7 +16,7 @@ def _python(code: str, *args: str) -> subprocess.CompletedProcess:
 
 def test_backend_flower_without_the_extra_is_one_line_exit_2_and_writes_nothing(tmp_path):
     out = tmp_path / "out"
-    result = _python("from auditkit.cli import main; main(sys.argv[1:])", "train", "--backend", "flower",
+    result = _python("from auditkit.cli.app import main; main(sys.argv[1:])", "train", "--backend", "flower",
                      "--mechanism", "none", "--rounds", "1", "--out", str(out))
     assert result.returncode == 2, result.stderr
     assert result.stderr.strip().splitlines() == [
@@ -34,7 +34,7 @@ def test_public_api_without_the_extra_names_the_install():
 
 def test_the_builtin_backend_needs_no_flower(tmp_path):
     out = tmp_path / "out"
-    result = _python("from auditkit.cli import main; main(sys.argv[1:])", "train", "--mechanism", "none",
+    result = _python("from auditkit.cli.app import main; main(sys.argv[1:])", "train", "--mechanism", "none",
                      "--dataset", "digits", "--model", "linear", "--rounds", "1", "--clients", "2", "--tau", "1",
                      "--out", str(out))
     assert result.returncode == 0, result.stderr

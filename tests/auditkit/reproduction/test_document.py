@@ -9,10 +9,10 @@ import stat
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 import auditkit.reproduction as reproduction
-from auditkit import cli
+from auditkit.cli import app
 from auditkit.reports import load_results
 from auditkit.results import write_results
 
@@ -115,7 +115,7 @@ def reproduction_folder(tmp_path):
 
 
 def _report(*args: str):
-    return CliRunner().invoke(cli.build_app(), ["report", *args])
+    return CliRunner().invoke(app.build_cli(), ["report", *args])
 
 
 def test_auditkit_report_renders_a_reproduction_folder_as_it_renders_results(reproduction_folder):

@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 from rich.console import Console
 
-from auditkit.cli import AuditProgress, Reporter
+from auditkit.cli.terminal import AuditProgress, Reporter
 
 
 class Clock:

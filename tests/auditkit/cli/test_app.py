@@ -1,30 +1,31 @@
 """The command line's help and usage errors: help texts render literally, ``--help`` with a mechanism named lists
 only its parameters, and click's usage errors are one ``error:`` line like the commands' own. The help is checked
-through the app (typer's CliRunner, at a fixed width); the usage errors through the console script, as a user runs
-it (a real subprocess), since ``main`` formats them."""
+through the click group (click's CliRunner, wide enough that no help line wraps); the usage errors through the
+console script, as a user runs it (a real subprocess), since ``main`` formats them."""
 import os
 import subprocess
 import sys
 
+import click
 import pytest
-import typer
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
-from auditkit import cli
+from auditkit.cli import app, train
+from auditkit.cli.click_classes import AuditkitCommand, AuditkitGroup
 
-APP = cli.build_app()
-WIDE = {"COLUMNS": "250"}  # no wrapping inside a help line
+CLI = app.build_cli()
+WIDE = {"COLUMNS": "250"}
 
 
 def help_text(*args: str) -> str:
-    result = CliRunner().invoke(APP, [*args, "--help"], env=WIDE)
+    result = CliRunner().invoke(CLI, [*args, "--help"], terminal_width=250, max_content_width=250)
     assert result.exit_code == 0, result.output
     return result.output
 
 
 def option_line(text: str, flag: str) -> str:
-    """The help table's line of ``flag`` (its first column)."""
-    return next(line for line in text.splitlines() if line.strip("│ ").startswith(flag + " "))
+    """The help's line of ``flag`` (its first column)."""
+    return next(line for line in text.splitlines() if line.strip().startswith(flag + " "))
 
 
 def auditkit(*args: str) -> subprocess.CompletedProcess:
@@ -46,20 +47,21 @@ def test_bracketed_parameter_help_is_shown_as_written():
 
 
 def test_bracketed_command_and_option_help_is_shown_as_written():
-    app = typer.Typer(cls=cli.HelpGroup, add_completion=False)
+    group = AuditkitGroup("probe-app")
 
-    @app.command("probe", cls=cli.HelpCommand)
-    def probe(width: int = typer.Option(1, help="Cells of [lo, hi] per axis; [bold]not bold[/bold].")) -> None:
+    @group.command("probe", cls=AuditkitCommand)
+    @click.option("--width", type=int, default=1, help="Cells of [lo, hi] per axis; [bold]not bold[/bold].")
+    def probe(width: int) -> None:
         """Probe the range [lo, hi] once."""
 
-    @app.command("other", cls=cli.HelpCommand)
+    @group.command("other", cls=AuditkitCommand)
     def other() -> None:
         """Other [x, y] command."""
 
-    group = CliRunner().invoke(app, ["--help"], env=WIDE)
-    assert group.exit_code == 0 and "Probe the range [lo, hi] once." in group.output
-    assert "Other [x, y] command." in group.output
-    command = CliRunner().invoke(app, ["probe", "--help"], env=WIDE)
+    listed = CliRunner().invoke(group, ["--help"], terminal_width=250)
+    assert listed.exit_code == 0 and "Probe the range [lo, hi] once." in listed.output
+    assert "Other [x, y] command." in listed.output
+    command = CliRunner().invoke(group, ["probe", "--help"], terminal_width=250)
     assert command.exit_code == 0 and "Probe the range [lo, hi] once." in command.output
     assert "Cells of [lo, hi] per axis; [bold]not bold[/bold]." in command.output
 
@@ -86,7 +88,7 @@ def test_help_with_a_mechanism_named_lists_only_its_parameters(args):
     for flag in ("--bits", "--range", "--eps", "--scale"):
         assert flag + " " not in text
     # gaussian's own help, constraint and default, without the other mechanisms' texts
-    assert option_line(text, "--clip").strip("│ ").split(None, 2) == [
+    assert option_line(text, "--clip").strip().split(None, 2) == [
         "--clip", "FLOAT", "l2 clipping norm of the update (a finite number > 0; default 1.0)"]
     assert "standard deviation of the noise per coordinate (a finite number > 0; default 0.1)" in option_line(
         text, "--sigma")
@@ -160,21 +162,22 @@ def test_bare_command_still_prints_the_help_and_exits_2():
 
 def test_main_passes_on_exit_codes_and_interrupts(monkeypatch, capsys):
     def exits(*args, **kwargs):
-        raise typer.Exit(3)
+        raise click.exceptions.Exit(3)
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_train", exits)
+    monkeypatch.setattr(train, "_train", exits)
     with pytest.raises(SystemExit) as exit_3:
-        cli.main(["train"])
+        app.main(["train"])
     assert exit_3.value.code == 3
-    monkeypatch.setattr(cli, "_train", interrupted)
+    monkeypatch.setattr(train, "_train", interrupted)
     with pytest.raises(SystemExit) as exit_130:
-        cli.main(["train"])
+        app.main(["train"])
     assert exit_130.value.code == 130
+    assert capsys.readouterr().err.strip() == "error: interrupted"
     with pytest.raises(SystemExit) as done:
-        cli.main(["version"])
+        app.main(["version"])
     assert done.value.code == 0
     from auditkit import __version__
 
@@ -182,7 +185,7 @@ def test_main_passes_on_exit_codes_and_interrupts(monkeypatch, capsys):
 
 
 def test_an_interrupted_audit_exits_130_and_says_how_to_resume(monkeypatch, capsys, tmp_path):
-    import auditkit.audit
+    from auditkit.cli import audit
 
     class Interrupted:
         stage_count = 5
@@ -194,30 +197,47 @@ def test_an_interrupted_audit_exits_130_and_says_how_to_resume(monkeypatch, caps
         def run(self, on_event):
             raise KeyboardInterrupt
 
-    monkeypatch.setattr(auditkit.audit, "Audit", Interrupted)
+    monkeypatch.setattr(audit, "Audit", Interrupted)
     with pytest.raises(SystemExit) as interrupted:
-        cli.main(["audit", "--out", str(tmp_path)])
+        app.main(["audit", "--out", str(tmp_path)])
     assert interrupted.value.code == 130
     said = "".join(capsys.readouterr().err.split())  # the console wraps it at its width
     assert said == "".join(f"interrupted: the finished stages are kept in {tmp_path / 'stages'}; run the same "
                            "command with --resume to finish".split())
 
 
-def test_choice_lists_in_the_help_come_from_the_tuples_the_code_checks():
+def test_choice_lists_come_from_the_tuples_the_code_checks():
     from auditkit import accounting, attacks
     from auditkit.accounting.composition import BACKENDS
     from auditkit.config import PRESETS
+    from auditkit.models import MODEL_NAMES
 
+    def choices(command, name):
+        param = next(p for p in CLI.commands[command].params if p.name == name)
+        return list(param.type.choices)
+
+    assert choices("attack", "attack") == list(attacks.INVERSION_ATTACKS)  # analytic included
+    assert choices("account", "backend") == list(BACKENDS)
+    assert choices("account", "solve") == list(accounting.solvers())
+    assert choices("audit", "preset") == choices("train", "preset") == list(PRESETS)
+    assert choices("audit", "model") == list(MODEL_NAMES)
     attack = " ".join(help_text("attack").split())
-    assert " | ".join(attacks.INVERSION_ATTACKS) in attack  # analytic included
+    assert "The inversion attack: " + " | ".join(attacks.INVERSION_ATTACKS) in attack
     account = " ".join(help_text("account").split())
-    assert " | ".join(BACKENDS) in account
-    assert all(f"{name} (" in account for name in accounting.solvers())
-    assert " | ".join(PRESETS) in " ".join(help_text("audit").split())
-    command = cli.click_command()  # what the docs' CLI reference reads: no placeholder left anywhere
-    for sub in [command, *command.commands.values()]:
-        assert "{choices:" not in (sub.help or "")
-        assert not any("{choices:" in (getattr(p, "help", None) or "") for p in sub.params), sub.name
+    assert "[" + "|".join(BACKENDS) + "]" in account
+    assert all(f"{name}: {solver.help}" in account for name, solver in accounting.solvers().items())
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["audit", "--preset", "fast"], "error: invalid value for '--preset': 'fast' is not one of "),
+    (["account", "gaussian", "--backend", "opacus"], "error: invalid value for '--backend': 'opacus' is not one of "),
+    (["canary", "gaussian", "--confidence", "1.5"], "error: invalid value for '--confidence': 1.5 is not in the range"),
+    (["report", "x.json", "--format", "pdf"], "error: invalid value for '--format': 'pdf' is not one of "),
+])
+def test_a_value_outside_its_choices_or_range_is_one_line(args, line):
+    result = auditkit(*args)
+    assert result.returncode == 2 and result.stdout == ""
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith(line), result.stderr
 
 
 def test_the_paper_claim_options_are_generated_from_the_registered_claims():

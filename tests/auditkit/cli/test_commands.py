@@ -58,7 +58,7 @@ def test_mechanisms_list_fits_a_narrow_terminal():
 
 @pytest.mark.parametrize(("columns", "wide"), [(159, False), (160, True), (200, True)])
 def test_mechanisms_table_is_kept_from_160_columns(columns, wide):
-    from auditkit.cli import WIDE_TABLE_MIN_WIDTH
+    from auditkit.cli.mechanisms import WIDE_TABLE_MIN_WIDTH
 
     assert WIDE_TABLE_MIN_WIDTH == 160
     result = auditkit("mechanisms", columns=columns)
@@ -69,17 +69,17 @@ def test_mechanisms_table_is_kept_from_160_columns(columns, wide):
 
 @pytest.mark.parametrize(("args", "message"), [
     (["--mechanism", "bogus"], "unknown mechanism 'bogus'"),
-    (["--preset", "fast"], "unknown preset 'fast'"),
+    (["--preset", "fast"], "invalid value for '--preset': 'fast' is not one of 'quickstart', "),
     (["--mechanism", "gaussian", "--sigma", "-1"], "sigma"),
     (["--mechanism", "gaussian", "--sigma", "nan"], "sigma"),
     (["--clients", "0"], "training.clients must be an integer >= 1, got 0"),
     (["--tau", "0"], "training.tau must be an integer >= 1, got 0"),
     (["--dataset", "mnist", "--data-dir", "{tmp}/nowhere", "--mechanism", "none"], "MNIST"),
     (["--dataset", "mnist", "--mechanism", "none"], "MNIST"),
-    (["--confidence", "0.99"], ("--confidence applies to `auditkit audit`, `auditkit distinguish` and "
-                                "`auditkit reproduce` (train judges nothing)")),
-    (["--resume"], "--resume applies to `auditkit audit` only (train judges nothing)"),
-    (["--recorded", "{tmp}/rec"], "--recorded applies to `auditkit audit` only (train judges nothing)"),
+    # audit's own options: train judges nothing
+    (["--confidence", "0.99"], "no such option: --confidence"),
+    (["--resume"], "no such option: --resume"),
+    (["--recorded", "{tmp}/rec"], "no such option: --recorded"),
     # DP-SGD in the clients: a batch larger than a client's data is refused once the data are split
     (["--clients", "70", "--batch-size", "60", "--dp-sgd-noise-multiplier", "1"],
      "dp_sgd needs training.batch_size <= the smallest client's example count (50); got 60"),
@@ -101,7 +101,7 @@ def test_bad_input_is_one_line_exit_2_and_writes_nothing(tmp_path, args, message
 def test_audit_confidence_out_of_range_is_one_line_before_any_training(tmp_path):
     result = auditkit("audit", "--confidence", "1.5", "--out", str(tmp_path / "out"))
     assert result.returncode == 2
-    assert result.stderr.strip() == "error: distinguish.confidence must be in (0, 1), got 1.5"
+    assert result.stderr.strip() == "error: invalid value for '--confidence': 1.5 is not in the range 0<x<1"
     assert not (tmp_path / "out").exists()
 
 
@@ -245,9 +245,10 @@ def test_account_prints_the_claims_and_the_composition():
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["gaussian", "--composition-delta", "1.5"], "error: delta must be in [0, 1), got 1.5"),
+    (["gaussian", "--composition-delta", "1.5"],
+     "error: invalid value for '--composition-delta': 1.5 is not in the range 0<=x<1"),
     (["gaussian", "--delta", "1.5"], "error: delta must be a number in (0, 1), got 1.5"),
-    (["gaussian", "--rounds", "0"], "error: rounds must be an integer >= 1, got 0"),
+    (["gaussian", "--rounds", "0"], "error: invalid value for '--rounds': 0 is not in the range x>=1"),
     (["laplace", "--scale", "0"], "error: scale must be a finite number > 0"),
     (["cepam-gaussian", "--sigma", "1", "--eps-tilde", "1", "--tau", "0", "--dataset-size", "10", "--clients", "3"],
      "error: tau must be an integer >= 1, got 0"),
@@ -258,7 +259,8 @@ def test_account_prints_the_claims_and_the_composition():
     (["cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "1e-30", "--tau", "15",
       "--dataset-size", "1666", "--clients", "30", "--formula", "paper003"], "error: no sigma reaches"),
     (["gaussian", "--formula", "paper000"], "error: formula must be one of: exact, paper003, got 'paper000'"),
-    (["gaussian", "--solve", "rounds", "--target-eps", "1"], "error: --solve must be one of eps-tilde, sigma, t-noise"),
+    (["gaussian", "--solve", "rounds", "--target-eps", "1"],
+     "error: invalid value for '--solve': 'rounds' is not one of 'eps-tilde', 'sigma', 't-noise'"),
     (["gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "0.01"],
      "error: --solve sigma applies to cepam-gaussian, not gaussian"),
     (["cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "0.01", "--tau", "15"],
@@ -333,10 +335,10 @@ def test_attack_writes_results_the_grid_and_the_report(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["gan"], "error: attack must be one of dlg, idlg, inverting_gradients"),
+    (["gan"], "error: invalid value for 'ATTACK': 'gan' is not one of 'dlg', 'idlg', 'inverting_gradients'"),
     (["idlg", "--images", "0"], "error: images must be an integer >= 1"),
     (["idlg", "--mechanism", "gaussian", "--sigma", "-1"], "error: sigma"),
-    (["idlg", "--source", "faces"], "error: source must be one of patches, digits"),
+    (["idlg", "--source", "faces"], "error: invalid value for '--source': 'faces' is not one of 'patches', 'digits'"),
 ])
 def test_attack_bad_input_is_one_line_and_writes_nothing(tmp_path, args, message):
     result = auditkit("attack", *args, "--out", str(tmp_path / "never"))
@@ -366,12 +368,12 @@ def test_distinguish_prints_bounds_claim_and_verdict(tmp_path):
     side = auditkit("distinguish", "jopeq-laplace", "--trials", "4000", columns=200)
     assert "jopeq-scale-side-channel: violated" in side.stdout
     bad = auditkit("distinguish", "laplace", "--confidence", "1.5")
-    assert bad.returncode == 2 and bad.stderr.startswith("error: confidence must be in (0, 1)")
+    assert bad.returncode == 2 and bad.stderr.startswith("error: invalid value for '--confidence': 1.5 is not in")
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["nope"], "PAPER must be one of cepam, dpsq, jopeq, msp; got 'nope'"),
-    (["cepam", "--budget", "slow"], "--budget must be one of quick, paper; got 'slow'"),
+    (["nope"], "invalid value for '[PAPER]': 'nope' is not one of 'cepam', 'dpsq', 'jopeq', 'msp'"),
+    (["cepam", "--budget", "slow"], "invalid value for '--budget': 'slow' is not one of 'quick', 'paper'"),
     (["cepam", "--data-dir", "{tmp}"], "does not hold mnist in torchvision's layout"),
     (["cepam", "--seeds", "0"], "--seeds must be an integer >= 1, got 0"),
     (["cepam", "--confidence", "1.5"], "--confidence must be in (0, 1), got 1.5"),

@@ -8,12 +8,12 @@ added to any mechanism is covered here without an edit.
 import math
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from auditkit import mechanisms
-from auditkit import cli
+from auditkit.cli import app
 
-APP = cli.build_app()
+APP = app.build_cli()
 COMMANDS = ("train", "audit", "account", "attack", "distinguish")
 
 
@@ -65,16 +65,15 @@ CASES = [(command, name, spec.name) for command in COMMANDS for name in mechanis
 @pytest.fixture
 def catch(monkeypatch):
     """Stop each command where its work starts, raising ``Reached`` with the mechanism it would run."""
-    import auditkit.audit
-    import auditkit.stages.distinguish
+    import auditkit.results
     import auditkit.stages.inversion
     import auditkit.stages.train
-    import auditkit.results
+    from auditkit.cli import audit, distinguish, train
 
     def experiment(config):
         raise Reached(auditkit.stages.train.build_mechanism(config))
 
-    def audit(config, **kwargs):
+    def audit_stopped(config, **kwargs):
         raise Reached(auditkit.stages.train.build_mechanism(config))
 
     def accounting_entry(mechanism, *args, **kwargs):
@@ -86,11 +85,11 @@ def catch(monkeypatch):
     def run_distinguish(mechanism, **kwargs):
         raise Reached(mechanism)
 
-    monkeypatch.setattr(auditkit.stages.train, "Experiment", experiment)
-    monkeypatch.setattr(auditkit.audit, "Audit", audit)
+    monkeypatch.setattr(train, "Experiment", experiment)
+    monkeypatch.setattr(audit, "Audit", audit_stopped)
     monkeypatch.setattr(auditkit.results, "accounting_entry", accounting_entry)
     monkeypatch.setattr(auditkit.stages.inversion, "run_inversion", run_inversion)
-    monkeypatch.setattr(auditkit.stages.distinguish, "run_distinguish", run_distinguish)
+    monkeypatch.setattr(distinguish, "run_distinguish", run_distinguish)
 
 
 def invoke(command, name, flag, value, tmp_path, **others):
@@ -133,7 +132,7 @@ def test_a_refused_value_names_the_parameter_and_what_is_allowed(tmp_path):
 
 
 def test_each_flag_names_every_mechanism_with_the_parameter_and_its_constraint():
-    from auditkit.mechanism_options import mechanism_flags
+    from auditkit.cli.mechanism_flags import mechanism_flags
 
     flags = {f.name: f for f in mechanism_flags()}
     every = {spec.name for n in mechanisms.names() for spec in mechanisms.mechanism_class(n).params_spec}

@@ -1,5 +1,5 @@
-"""``auditkit canary``: the idealized one-run canary audit from the command line (in-process through ``cli.main``,
-as the console script runs it), at 10^4 canaries and fixed seeds.
+"""``auditkit canary``: the idealized one-run canary audit from the command line (in-process through
+``auditkit.cli.app.main``, as the console script runs it), at 10^4 canaries and fixed seeds.
 
 gaussian --clip 0.5 --sigma 1 is 1-GDP (eps 4.377 at delta 1e-5). At m = 10^4 the claim rule fixes k = 288
 (f-DP) or 170 (Steinke); seed 0 gives the f-DP bound 2.849 (268 of 288 right) and Steinke 2.257 (161 of 170).
@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from auditkit import cli
+from auditkit.cli import app, terminal
 from auditkit.reports import load_results, validate_results
 
 GAUSSIAN = ["gaussian", "--clip", "0.5", "--sigma", "1", "--canaries", "10000"]
@@ -43,11 +43,11 @@ class Underclaimed(Gaussian):
 @pytest.fixture
 def run(capsys, monkeypatch):
     """``run(*args)``: (exit status, stdout, stderr) of ``auditkit canary ARGS``, 200 columns wide."""
-    monkeypatch.setattr(cli.console, "width", 200)
+    monkeypatch.setattr(terminal.console, "width", 200)
 
     def invoke(*args: str) -> tuple[int, str, str]:
         with pytest.raises(SystemExit) as exit_:
-            cli.main(["canary", *args])
+            app.main(["canary", *args])
         captured = capsys.readouterr()
         return exit_.value.code, captured.out, captured.err
 
@@ -116,12 +116,12 @@ def test_none_has_no_claim(run):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--bound", "both"], "--bound must be one of fdp, steinke; got 'both'"),
+    (["--bound", "both"], "invalid value for '--bound': 'both' is not one of 'fdp', 'steinke'"),
     (["--guesses", "best"], "--guesses must be claim, grid or an integer in 1..10000 (--canaries), got 'best'"),
     (["--guesses", "20000"], "--guesses must be claim, grid or an integer in 1..10000 (--canaries), got '20000'"),
-    (["--canaries", "1"], "--canaries must be an integer >= 2, got 1"),
-    (["--confidence", "1"], "--confidence must be in (0, 1), got 1.0"),
-    (["--bound-delta", "1.5"], "--bound-delta must be in [0, 1), got 1.5"),
+    (["--canaries", "1"], "invalid value for '--canaries': 1 is not in the range x>=2"),
+    (["--confidence", "1"], "invalid value for '--confidence': 1.0 is not in the range 0<x<1"),
+    (["--bound-delta", "1.5"], "invalid value for '--bound-delta': 1.5 is not in the range 0<=x<1"),
     (["--bound-delta", "0"], "--bound-delta: the claim's curve GDP μ = 1 gives no finite epsilon at delta 0"),
     (["--pair", "diagonal"], "--pair must be one of axis, spread, random-1, random-2, zero-vs-axis, beyond-clip"),
     (["--bits", "3"], "--bits is not a parameter of mechanism 'gaussian'"),

@@ -1,11 +1,10 @@
-"""The ``auditkit`` command line as a Click command tree for the documentation (``mkdocs-click``).
+"""The ``auditkit`` command tree as the documentation shows it (``mkdocs-click`` reads ``command``).
 
-``command`` is the click command ``auditkit`` runs (``auditkit.cli.click_command()``: the Typer app, its help
-texts' choice lists filled in), with what a Markdown table needs:
-each command's arguments described in its text, ``|`` written as an HTML entity, and the generated mechanism
+``command`` is the click group ``auditkit`` runs (``auditkit.cli.app.build_cli()``), with what a Markdown table
+needs: each command's arguments described in its text, ``|`` written as an HTML entity, and the generated mechanism
 flags left out (every command that takes a mechanism has them all; the CLI reference lists them once, from
-``auditkit.mechanism_options.mechanism_flags``). Importing this module builds the app, so the CLI itself never
-imports it.
+``auditkit.cli.mechanism_flags.mechanism_flags``). Importing this module builds the commands, so the command line
+itself never imports it.
 """
 from __future__ import annotations
 
@@ -13,8 +12,9 @@ import copy
 
 import click
 
-from auditkit.cli import click_command
-from auditkit.mechanism_options import PANEL
+from auditkit.cli.app import build_cli
+from auditkit.cli.click_classes import HelpArgument
+from auditkit.cli.mechanism_flags import MechanismOption
 
 __all__ = ["command", "documented"]
 
@@ -31,8 +31,8 @@ def _arguments(command: click.Command) -> str:
     lines = []
     for param in command.params:
         if isinstance(param, click.Argument):
-            name = (param.metavar or param.name or "").upper()
-            text = " ".join((getattr(param, "help", None) or "").split())
+            name = (param.metavar or param.name or "").strip("[]").upper()
+            text = " ".join(((param.help or "") if isinstance(param, HelpArgument) else "").split())
             optional = "" if param.required else " (optional)"
             lines.append(f"- `{name}`{optional}: {text}" if text else f"- `{name}`{optional}")
     return "\n".join(["**Arguments:**", "", *lines]) if lines else ""
@@ -43,20 +43,19 @@ def documented(command: click.Command) -> click.Command:
     shown = copy.copy(command)
     shown.params = []
     for param in command.params:
-        if getattr(param, "rich_help_panel", None) == PANEL:
-            continue  # a generated mechanism flag: listed once, on its own
+        if isinstance(param, MechanismOption):
+            continue  # listed once, on its own
         param = copy.copy(param)
         if isinstance(param, click.Option):
             param.help = _cell(param.help)
         shown.params.append(param)
-    arguments = _arguments(command)
-    help_text = " ".join((command.help or "").split("\n\n")[0].split()) if command.help else ""
-    rest = "\n\n".join(command.help.split("\n\n")[1:]) if command.help else ""
-    shown.help = "\n\n".join(part for part in (help_text, rest, arguments) if part) or None
+    paragraphs = (command.help or "").split("\n\n")
+    first = " ".join(paragraphs[0].split())
+    shown.help = "\n\n".join(part for part in (first, *paragraphs[1:], _arguments(command)) if part) or None
     if isinstance(command, click.Group):
         shown.commands = {name: documented(sub) for name, sub in command.commands.items()}
     return shown
 
 
-command = documented(click_command())
+command = documented(build_cli())
 """The whole ``auditkit`` command tree, as documented."""

@@ -1,0 +1,89 @@
+"""Bad input as one line: ``error: ...`` on stderr, exit status 2, for the commands' own checks and click's usage
+errors alike (on every click version the project declares)."""
+from __future__ import annotations
+
+from collections.abc import Callable
+from difflib import get_close_matches
+from typing import Any, NoReturn, TypeVar
+
+import click
+
+from auditkit.cli.terminal import error_console
+
+__all__ = ["UnknownCommand", "UsageFailure", "fail", "print_error", "run_guarded", "usage_error_line",
+           "warn_unreproducible"]
+
+T = TypeVar("T")
+
+
+class UsageFailure(Exception):
+    """Bad user input: printed as one line, exit status 2."""
+
+
+class UnknownCommand(click.UsageError):
+    """A command name the app does not have, with the close ones."""
+
+    def __init__(self, name: str, commands: list[str], ctx: click.Context | None = None) -> None:
+        super().__init__(f"No such command {name!r}.", ctx)
+        self.name, self.commands = name, commands
+        self.possibilities = get_close_matches(name, commands)
+
+
+def print_error(message: str) -> None:
+    """``error: message`` on stderr, as one line."""
+    error_console.print(f"error: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def fail(message: str) -> NoReturn:
+    """``message`` as one error line, exit status 2."""
+    print_error(message)
+    raise click.exceptions.Exit(2)
+
+
+def run_guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` with user-input errors as one line and exit 2; anything else is a bug and keeps its
+    traceback."""
+    from auditkit.config import ConfigError
+    from auditkit.data import DataNotFoundError
+    from auditkit.fl.simulation import TrainingDiverged
+    from auditkit.mechanisms import PluginCodeError, PluginError
+
+    try:
+        return fn(*args, **kwargs)
+    except (UsageFailure, ConfigError, DataNotFoundError, PluginError, PluginCodeError, TrainingDiverged) as err:
+        fail(str(err))
+
+
+def warn_unreproducible(names: list[str]) -> None:
+    """One ``warning:`` line on stderr per mechanism whose output is not determined by its seeds."""
+    for name in dict.fromkeys(names):
+        error_console.print(
+            f"warning: the output of mechanism {name!r} is not determined by its seeds (two encodes with the same seeds "
+            "differed): results will not reproduce; draw its noise from "
+            "auditkit.mechanisms.randomness.private_generator(self.private_seed, seed, purpose)",
+            markup=False, highlight=False, soft_wrap=True)
+
+
+def _sentence(message: str) -> str:
+    """Click's message as a clause of one line: whitespace collapsed, lower-case start, no final full stop."""
+    text = " ".join(message.split()).rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
+def usage_error_line(err: click.ClickException, renamed: Callable[[str], str | None] = lambda flag: None) -> str:
+    """Click's usage error as one line (without the ``error: `` prefix), naming the word at fault and, where there
+    is one, the closest valid option or command; ``renamed(flag)`` says where a renamed flag went."""
+    ctx = getattr(err, "ctx", None)
+    if isinstance(err, UnknownCommand):
+        hint = (f"did you mean {err.possibilities[0]}?" if err.possibilities
+                else f"commands: {', '.join(err.commands)}")
+        return f"no such command {err.name!r} ({hint})"
+    if isinstance(err, click.NoSuchOption):
+        moved = renamed(err.option_name)
+        hint = (f"renamed: {moved}" if moved else f"did you mean {err.possibilities[0]}?" if err.possibilities
+                else f"see `{ctx.command_path if ctx else 'auditkit'} --help`")
+        return f"no such option: {err.option_name} ({hint})"
+    if isinstance(err, click.MissingParameter) and ctx is not None:
+        usage = ctx.get_usage().removeprefix("Usage:").strip()
+        return f"{_sentence(err.format_message())} (usage: {' '.join(usage.split())})"
+    return _sentence(err.format_message())

@@ -1,0 +1,179 @@
+"""The options several commands share, in one place: click decorators for the common ones, and ``GroupedOption``,
+an option generated from a spec whose value the command receives inside one dict (a mechanism's ``--sigma`` in
+``mechanism_params``, a paper claim's ``--clients`` in ``claim_words``, ``--dp-sgd-noise-multiplier`` in ``dp_sgd``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from auditkit.config import DPSGDConfig, PRESETS, TRAINING_BACKENDS
+from auditkit.data.catalog import DATASETS
+from auditkit.data.partition import PARTITION_SCHEMES
+from auditkit.models import MODEL_NAMES
+
+__all__ = [
+    "GroupedOption",
+    "HelpArgument",
+    "choice",
+    "config_options",
+    "CONFIG_KEYS",
+    "config_overrides",
+    "dp_sgd_options",
+    "flag_of",
+    "mechanism_argument",
+    "mechanism_option",
+    "out_option",
+    "path",
+    "plugin_option",
+    "spec_options",
+]
+
+Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
+
+
+def choice(values: Iterable[str]) -> click.Choice:
+    """A closed vocabulary: click checks the word and lists the values in the help and the error."""
+    return click.Choice(list(values))
+
+
+def path(**kwargs: Any) -> click.Path:
+    """A path argument, handed on as a ``pathlib.Path``."""
+    return click.Path(path_type=Path, **kwargs)
+
+
+class GroupedOption(click.Option):
+    """An option generated from a spec: its value reaches the command as ``group[key]`` (given ones only) and its
+    help is listed under ``panel``; ``source`` names where it comes from, for a clash with another option."""
+
+    def __init__(self, param_decls: str | Sequence[str], *, group: str, key: str, panel: str, source: str,
+                 **kwargs: Any) -> None:
+        flags = [param_decls] if isinstance(param_decls, str) else list(param_decls)
+        super().__init__([*flags, f"{group}__{key}"], default=None, show_default=False, **kwargs)
+        self.group, self.key, self.panel, self.source = group, key, panel, source
+
+
+class HelpArgument(click.Argument):
+    """A positional argument with a help text, listed under "Arguments" in its command's help."""
+
+    def __init__(self, param_decls: Sequence[str], help: str | None = None, **kwargs: Any) -> None:  # noqa: A002
+        super().__init__(param_decls, **kwargs)
+        self.help = help
+
+
+def flag_of(name: str) -> str:
+    """A parameter's command-line flag: ``sample_rate`` -> ``--sample-rate``."""
+    return "--" + name.replace("_", "-")
+
+
+def spec_options(specs: Sequence[Any], group: str, panel: str) -> list[click.Option]:
+    """One option per ``Param`` spec, its word handed on unparsed (the spec parses it, naming what is allowed)."""
+    def metavar(spec: Any) -> str:
+        if spec.choices:
+            return "[" + "|".join(spec.choices) + "]"
+        return {float: "FLOAT", int: "INTEGER"}.get(spec.type, "TEXT")
+
+    return [GroupedOption(flag_of(spec.name), group=group, key=spec.name, panel=panel, source=f"option {spec.name!r}",
+                          metavar=metavar(spec), type=str,
+                          help=f"{spec.help} ({spec.allowed}"
+                               + ("" if spec.default is None else f"; default {spec.default!r}") + ")")
+            for spec in specs]
+
+
+def dp_sgd_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """One ``--dp-sgd-KEY`` option per field of the config's ``[dp_sgd]`` table, typed by the field, explained by
+    its ``metadata["help"]``; the given ones reach the command as ``dp_sgd`` (key -> value)."""
+    hints = typing.get_type_hints(DPSGDConfig)
+    for field in reversed(dataclasses.fields(DPSGDConfig)):
+        kind = hints[field.name]
+        if isinstance(kind, types.UnionType):  # X | None: the flag's type is X
+            kind = next(k for k in typing.get_args(kind) if k is not type(None))
+        command = click.option(flag_of(f"dp_sgd_{field.name}"), cls=GroupedOption, group="dp_sgd", key=field.name,
+                               panel="Config table [dp_sgd]", source=f"config key dp_sgd.{field.name}", type=kind,
+                               help=f"{field.metadata['help']} (config: [dp_sgd] {field.name})")(command)
+    return command
+
+
+def out_option(default: str | None, what: str = "Output folder (results.json, report.html, report.md).") -> Decorator:
+    """``--out``: where the command writes (None: it writes nothing unless given)."""
+    return click.option("--out", type=path(file_okay=False), default=default, show_default=default is not None,
+                        help=what)
+
+
+plugin_option = click.option(
+    "--plugin", "plugin", metavar="MODULE", multiple=True,
+    help="Module that registers mechanisms of one's own (repeatable); see the tutorial 'Audit your own mechanism' "
+         "(docs/tutorials/own-mechanism.md).")
+
+mechanism_option = click.option("--mechanism", "-m", default=None,
+                                 help="Registered mechanism (see `auditkit mechanisms`).")
+
+
+def mechanism_argument(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``MECHANISM``: a registered mechanism (see ``auditkit mechanisms``)."""
+    return click.argument("mechanism", cls=HelpArgument, metavar="MECHANISM",
+                          help="Registered mechanism (see `auditkit mechanisms`).")(command)
+
+
+def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``train``'s and ``audit``'s config (a file or a preset) and the keys the command line may set on top."""
+    options = [
+        click.argument("config", cls=HelpArgument, type=path(dir_okay=False), required=False, metavar="[CONFIG]",
+                       help="TOML config file (default: the quickstart preset)."),
+        click.option("--preset", type=choice(PRESETS), default=None,
+                     help="Bundled preset (default: quickstart)."),
+        out_option("auditkit-out"),
+        mechanism_option,
+        plugin_option,
+        click.option("--seed", type=int, default=None, help="Seeds the data split, the training and the mechanisms."),
+        click.option("--device", default=None, help="auto | cpu | cuda | cuda:N"),
+        click.option("--dataset", type=choice(DATASETS), default=None,
+                     help="mnist-5k: 5,000 real MNIST digits, embedded like digits; the others load from --data-dir."),
+        click.option("--data-dir", type=path(file_okay=False), default=None, help="Folder holding MNIST / CIFAR-10."),
+        click.option("--download", is_flag=True, default=False, help="Download MNIST / CIFAR-10 into --data-dir."),
+        click.option("--partition", type=choice(PARTITION_SCHEMES), default=None,
+                     help="How the training data is split over the clients."),
+        click.option("--model", type=choice(MODEL_NAMES), default=None, help="The model the clients train."),
+        click.option("--clients", type=int, default=None, help="Number of clients K."),
+        click.option("--rounds", type=int, default=None, help="FL rounds T (checkpoints past T are dropped)."),
+        click.option("--tau", type=int, default=None, help="Local steps per round."),
+        click.option("--batch-size", type=int, default=None, help="Samples per local step (1 = CEPAM)."),
+        click.option("--lr", type=float, default=None, help="Client learning rate."),
+        click.option("--backend", type=choice(TRAINING_BACKENDS), default=None,
+                     help="Where FL training runs (builtin: the batched simulator in this process; flower: Flower's "
+                          "Simulation Engine on Ray, pip install 'auditkit[flower]', resources in the config's "
+                          "[flower])."),
+        dp_sgd_options,
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+CONFIG_KEYS: dict[str, str] = {
+    "seed": "seed", "device": "device", "dataset": "data.dataset", "data_dir": "data.data_dir",
+    "download": "data.download", "partition": "data.partition", "model": "training.model",
+    "clients": "training.clients", "rounds": "training.rounds", "tau": "training.tau",
+    "batch_size": "training.batch_size", "lr": "training.lr", "backend": "training.backend",
+}
+"""The config key each option of ``config_options`` sets (parameter name -> dotted key); ``dp_sgd_options`` set
+``dp_sgd.KEY``."""
+
+
+def config_overrides(params: dict[str, object], keys: dict[str, str] = CONFIG_KEYS) -> dict[str, Any]:
+    """The config fragment the options of ``keys`` set (unset ones None, so they leave the config's value), with
+    ``dp_sgd`` and ``mechanism_name``; the parameters read are removed from ``params``."""
+    overrides: dict[str, Any] = {"dp_sgd": params.pop("dp_sgd"), "mechanism_name": params.pop("mechanism")}
+    for name, key in keys.items():
+        value = params.pop(name)
+        if isinstance(value, Path):
+            value = str(value)
+        section, _, leaf = key.rpartition(".")
+        (overrides.setdefault(section, {}) if section else overrides)[leaf] = None if value is False else value
+    return overrides
