@@ -1,4 +1,6 @@
-"""MNIST and CIFAR-10 (the papers' data), read from a local folder through torchvision's own loaders.
+"""MNIST and CIFAR-10 (the papers' data), read from a local folder: MNIST through torchvision's own loader, CIFAR-10
+in torchvision's layout through ``auditkit.data.safe_pickle`` (its batches are pickles, which torchvision loads with
+plain ``pickle.load``; checksums are not verified, so subsets and re-packed batches are accepted).
 
 Nothing is downloaded unless ``download=True``. When files are missing we raise :class:`DataNotFoundError`
 ourselves, before torchvision is asked, so the message says exactly which files go where.
@@ -7,28 +9,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import torch
 from torchvision.datasets import CIFAR10, MNIST
 
 from auditkit.data.dataset import DataNotFoundError, Dataset, Split
+from auditkit.data.safe_pickle import load_cifar_batch
 
 # torchvision reads uncompressed IDX files from ROOT/MNIST/raw/ and pickled batches from ROOT/cifar-10-batches-py/.
 MNIST_FILES = tuple(Path(name).stem for name, _ in MNIST.resources)
 CIFAR10_FILES = tuple(name for name, _ in CIFAR10.train_list + CIFAR10.test_list) + (CIFAR10.meta["filename"],)
 _HINT = "(or pass --download on a machine with network access)"
-
-
-class ExistenceCheckedCIFAR10(CIFAR10):
-    """torchvision's CIFAR10, checking that the batch files exist instead of verifying their md5 checksums.
-
-    Subsets and re-packed batches are accepted; checksums are not verified. Parsing (the pickled dicts with
-    ``data`` and ``labels``) is torchvision's unchanged; a download still verifies the archive's checksum.
-    """
-
-    # check_integrity(path, None) only tests that the file exists.
-    train_list = [[name, None] for name, _ in CIFAR10.train_list]
-    test_list = [[name, None] for name, _ in CIFAR10.test_list]
-    meta = {**CIFAR10.meta, "md5": None}
 
 
 def _data_root(label: str, data_dir: str | Path | None, folder: str, files: tuple[str, ...]) -> Path:
@@ -69,19 +60,25 @@ def load_mnist(data_dir: str | Path | None, *, download: bool = False) -> Datase
     )
 
 
+def _stacked(batches: list[tuple[np.ndarray, list[int]]]) -> tuple[torch.Tensor, list[int]]:
+    """The batches' images (N x 3 x 32 x 32 uint8) and labels, concatenated in file order."""
+    return torch.from_numpy(np.concatenate([images for images, _ in batches])), [y for _, ys in batches for y in ys]
+
+
 def load_cifar10(data_dir: str | Path | None, *, download: bool = False) -> Dataset:
     """CIFAR-10 from ``data_dir/cifar-10-batches-py/`` (python pickled batches), 3x32x32 in [0, 1], 10 classes."""
     root = _data_root("CIFAR-10", data_dir, CIFAR10.base_folder, CIFAR10_FILES)
     if download:
-        ExistenceCheckedCIFAR10(root, train=True, download=True)
+        CIFAR10(root, train=True, download=True)  # torchvision's download verifies the archive's checksum
     _require_files("CIFAR-10", root, CIFAR10.base_folder, CIFAR10_FILES)
-    train, test = (ExistenceCheckedCIFAR10(root, train=flag) for flag in (True, False))
-    # torchvision keeps N x H x W x C (for PIL); back to N x C x H x W.
+    folder = root / CIFAR10.base_folder
+    train, test = ([load_cifar_batch(folder / name) for name, _ in files]
+                   for files in (CIFAR10.train_list, CIFAR10.test_list))
     return Dataset(
         name="cifar10",
-        train=_split(torch.from_numpy(train.data).permute(0, 3, 1, 2).contiguous(), train.targets),
-        test=_split(torch.from_numpy(test.data).permute(0, 3, 1, 2).contiguous(), test.targets),
+        train=_split(*_stacked(train)),
+        test=_split(*_stacked(test)),
         num_classes=10,
         input_shape=(3, 32, 32),
-        source="CIFAR-10 (Krizhevsky 2009) read through torchvision from --data-dir",
+        source="CIFAR-10 (Krizhevsky 2009) read in torchvision's layout from --data-dir",
     )
