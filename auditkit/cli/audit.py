@@ -16,8 +16,8 @@ from auditkit.cli.errors import UsageFailure, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli import options
 from auditkit.cli.options import config_options, config_overrides, flag_of, path
+from auditkit.cli.outputs import snr
 from auditkit.cli.terminal import AuditProgress, Reporter, console, error_console, print_written
-from auditkit.cli.train import snr
 from auditkit.config import AuditConfig, load_config, merge, preset_dict, read_config
 from auditkit.flower.recording import RecordingError, load_recording
 from auditkit.reports.content import certified_bound, number, test_name

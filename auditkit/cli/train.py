@@ -14,18 +14,12 @@ from auditkit.cli.configured import load, title
 from auditkit.cli.errors import run_guarded
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import config_options, config_overrides
-from auditkit.cli.outputs import write_document
+from auditkit.cli.outputs import snr, write_document
 from auditkit.cli.terminal import Reporter, console
-from auditkit.reports.content import number
 from auditkit.results import prepare_output
 from auditkit.stages.train import Experiment, build_mechanism, results_document
 
-__all__ = ["command", "snr"]
-
-
-def snr(value: float | None) -> str:
-    """An SNR in dB as the tables show it: "-" when not measured, "inf" for a lossless uplink."""
-    return number(value, ".2f")
+__all__ = ["command"]
 
 
 @click.command("train", cls=AuditkitCommand, groups=(GROUP, "dp_sgd"), generated=(mechanism_options,),
