@@ -1,6 +1,6 @@
 """The audit pipeline: one config in, ``results.json``, ``report.html`` and ``report.md`` out.
 
-For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.settings`) four stages run:
+For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.settings`) five stages run (and a sixth, ``canary``, where enabled):
 
 * ``train``       FedAvg with the mechanism between clients and server; the per-round metrics, bits and the
                   ``server`` view of the inversion round are kept (``auditkit.stages.train``);
@@ -17,7 +17,9 @@ For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.s
                   called violated.
 
 Each stage's result is stored atomically as it finishes (``auditkit.stage_store``); ``resume=True`` loads
-finished stages instead of recomputing them. A stage's key hashes its inputs and the fingerprint of the code that
+finished stages instead of recomputing them. The output folder is held for the run (``auditkit.output_folder``):
+one audit at a time, an earlier audit's results kept unless ``resume`` or ``overwrite`` is given, results.json and
+the reports replaced together. A stage's key hashes its inputs and the fingerprint of the code that
 computes it (``auditkit.results.code_fingerprint``: the toolkit's and the plugins' sources), so a resumed audit
 never reuses results computed by other code. Results are a pure function of the config and seed (timings are
 kept in the stage files, never in ``results.json``), so a resumed audit equals an uninterrupted one -- provided
@@ -41,16 +43,16 @@ from auditkit.config import AuditConfig, ConfigError, MechanismConfig
 from auditkit.stages.account import account_rounds, with_example_level
 from auditkit.stages.distinguish import attacks_confidence, distinguish_family, run_distinguish
 from auditkit.stages.probe import check_probe_inputs
-from auditkit.results import prepare_output
 from auditkit.stages.train import Experiment, build_mechanism, data_provenance
+from auditkit.output_folder import Mode, OutputFolder
 from auditkit.reports.files import replace_atomically
 from auditkit.stage_store import StageStore, stage_key
 
 STAGES = ("train", "account", "inversion", "probe", "distinguish")  # every setting's; "canary" where enabled
 
 Event = Callable[..., None]
-"""on_event(kind, **info): kind is "stage" (setting, stage, status: "start" | "done" | "resumed"), or "round"
-(setting, record) during training."""
+"""on_event(kind, **info): kind is "stage" (setting, stage, status: "start" | "done" | "resumed"), "round"
+(setting, record) during training, or "note" (setting, stage, text: why a stored stage is recomputed)."""
 
 
 @dataclass(frozen=True)
@@ -130,9 +132,14 @@ class Audit:
     """A planned audit writing into ``out``; :meth:`run` executes the stages and writes the reports."""
 
     def __init__(self, config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,
-                 title: str | None = None, recorded: Any = None) -> None:
+                 overwrite: bool = False, title: str | None = None, recorded: Any = None) -> None:
+        if resume and overwrite:
+            raise ConfigError("give either resume or overwrite, not both")
         self.config = config
-        self.out = prepare_output(out)
+        self.mode = Mode.RESUME if resume else Mode.OVERWRITE if overwrite else Mode.NEW
+        self.out = OutputFolder.check(out, self.mode, resumable=True)
+        self.work = self.out  # where this run writes: out, or out/.next for an overwrite run (OutputFolder.work)
+        self.finished = 0  # stages finished or resumed in this run
         self.title = title or config.title or "auditkit audit"
         self.plans = plan_audit(config)
         self.family = family_size(self.plans)
@@ -156,7 +163,6 @@ class Audit:
         # whether each setting's mechanism is determined by its seeds (two encodes; results.json and the report
         # say when it is not: its results will not reproduce)
         self.reproducible = {plan.id: mechanisms.reproducible(build_mechanism(plan.config)) for plan in self.plans}
-        self.store = StageStore(self.out, resume=resume)
         self.code = results.code_fingerprint(config.plugins)
         self._sweep_starts = sweep_starts(self.plans)
         self._sweeps: dict[str, Any] = {}  # reconstruction sweeps by their inputs: settings share them
@@ -171,25 +177,34 @@ class Audit:
         from auditkit.reports import render_report
 
         notify = on_event or (lambda kind, **info: None)
-        settings = [self._run_setting(plan, notify) for plan in self.plans]
-        document = self._results(settings)
-        results.write_results(document, self.out)
-        render_report(document, self.out)
+        with OutputFolder(self.out, self.mode, resumable=True).open("auditkit audit") as folder:
+            self.work = folder.work
+            # an overwrite run continues its own interrupted .next/, whose stages are keyed like any others
+            self.store = StageStore(self.work, resume=self.mode is not Mode.NEW)
+            settings = [self._run_setting(plan, notify) for plan in self.plans]
+            document = self._results(settings)
+            render_report(document, self.work, with_results=True)
+            folder.swap_in()
         return document
 
     # ---------------------------------------------------------------- stages
 
-    def _stage(self, plan: SettingPlan, stage: str, inputs: Any, compute: Callable[[], dict[str, Any]],
+    def _stage(self, plan: SettingPlan, stage: str, inputs: Any, compute: Callable[[str], dict[str, Any]],
                notify: Event) -> tuple[dict[str, Any], str]:
+        """The stage's stored result, or ``compute(key)``'s, stored under its key."""
         key = stage_key({"auditkit": __version__, "code": self.code, "stage": stage, "inputs": inputs})
-        stored = self.store.load(plan.id, stage, key)
+        stored, note = self.store.load(plan.id, stage, key)
+        if note is not None:
+            notify("note", setting=plan, stage=stage, text=note)
         if stored is not None:
+            self.finished += 1
             notify("stage", setting=plan, stage=stage, status="resumed")
             return stored, key
         notify("stage", setting=plan, stage=stage, status="start")
         start = time.perf_counter()
-        result = compute()
+        result = compute(key)
         self.store.save(plan.id, stage, key, result, time.perf_counter() - start)
+        self.finished += 1
         notify("stage", setting=plan, stage=stage, status="done")
         return result, key
 
@@ -204,38 +219,39 @@ class Audit:
             from auditkit.stages.recorded import recording_fingerprint, train_from_recording
 
             train_inputs["recording"] = recording_fingerprint(self.recorded)
-            compute = lambda: train_from_recording(self.recorded, plan.config, self._data_summary,  # noqa: E731
-                                                   lambda tensors: self.store.save_tensors(plan.id, "train", tensors))
+            compute = lambda key: train_from_recording(  # noqa: E731
+                self.recorded, plan.config, self._data_summary,
+                lambda tensors: self.store.save_tensors(plan.id, "train", key, tensors))
         else:
-            compute = lambda: self._train(plan, inversion_round, notify)  # noqa: E731
+            compute = lambda key: self._train(plan, key, inversion_round, notify)  # noqa: E731
         trained, train_key = self._stage(plan, "train", train_inputs, compute, notify)
         accounted, _ = self._stage(plan, "account", {"train": train_key, "accounting": dataclasses.asdict(config.accounting)},
-                                   lambda: self._account(plan, trained), notify)
+                                   lambda _: self._account(plan, trained), notify)
         inverted = None
         if config.inversion.enabled:
             inverted, _ = self._stage(plan, "inversion", {"train": train_key, "inversion": dataclasses.asdict(config.inversion)},
-                                      lambda: self._invert(plan), notify)
+                                      lambda _: self._invert(plan, train_key), notify)
         probed = None
         if config.probe.enabled or config.identification.enabled:
             inputs = {"train": train_key, "probe": dataclasses.asdict(config.probe), "family": self.family,
                       "identification": dataclasses.asdict(config.identification),
                       "confidence": config.distinguish.confidence, "sweep_start": self._sweep_start(plan)}
-            probed, _ = self._stage(plan, "probe", inputs, lambda: self._probe(plan), notify)
+            probed, _ = self._stage(plan, "probe", inputs, lambda _: self._probe(plan, train_key), notify)
         distinguished = None
         if config.distinguish.enabled:
             inputs = {"mechanism": training_inputs["mechanisms"], "seed": config.seed, "family": self.family,
                       "distinguish": dataclasses.asdict(config.distinguish)}
-            distinguished, _ = self._stage(plan, "distinguish", inputs, lambda: self._distinguish(plan), notify)
+            distinguished, _ = self._stage(plan, "distinguish", inputs, lambda _: self._distinguish(plan), notify)
         canary = None
         if config.canary.enabled:
             inputs = {"config": training_inputs, "canary": dataclasses.asdict(config.canary), "family": self.family,
                       "confidence": config.distinguish.confidence,
                       "accounting": dataclasses.asdict(config.accounting)}
-            canary, _ = self._stage(plan, "canary", inputs, lambda: self._canary(plan, notify), notify)
+            canary, _ = self._stage(plan, "canary", inputs, lambda _: self._canary(plan, notify), notify)
         return {"plan": plan, "train": trained, "account": accounted, "inversion": inverted, "probe": probed,
                 "distinguish": distinguished, "canary": canary}
 
-    def _train(self, plan: SettingPlan, inversion_round: int | None, notify: Event) -> dict[str, Any]:
+    def _train(self, plan: SettingPlan, key: str, inversion_round: int | None, notify: Event) -> dict[str, Any]:
         from auditkit.stages.inversion import RecordedView
 
         experiment = Experiment(plan.config)
@@ -251,7 +267,7 @@ class Audit:
             tensors["probe"] = {"round": probed[0].round, "lr": probed[0].lr,
                                 "weights": probed[0].global_before.detach().float().cpu().clone()}
         if tensors:
-            self.store.save_tensors(plan.id, "train", tensors)
+            self.store.save_tensors(plan.id, "train", key, tensors)
         return {
             "training": results.training_entry(run.result, run.protocol),
             "device": str(run.device),
@@ -266,12 +282,12 @@ class Audit:
                                plan.config.training)
         return with_example_level(entry, plan.config, rounds, trained["provenance"]["data"])
 
-    def _invert(self, plan: SettingPlan) -> dict[str, Any]:
+    def _invert(self, plan: SettingPlan, train_key: str) -> dict[str, Any]:
         from auditkit.stages.inversion import RecordedView, invert_recorded_view
         from auditkit.reports.figures import image_grid
 
         inv = plan.config.inversion
-        view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train")["view"])
+        view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train", train_key)["view"])
         done = invert_recorded_view(view, plan.config.training.model, inv, plan.config.seed)
         figure = f"figures/reconstruction-{plan.id}.png"
         rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
@@ -280,7 +296,7 @@ class Audit:
             rows[name] = done[name]["reconstructions"].numpy()
         captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]]
                     for run in ("clean", "defended", *done["extra"])}
-        replace_atomically(self.out / figure, lambda tmp: image_grid(
+        replace_atomically(self.work / figure, lambda tmp: image_grid(
             rows, tmp, captions=captions, title=f"{inv.attack}, {done['view']} view, round {done['round']}: {plan.label}"))
         keep = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr")
         document = {
@@ -299,15 +315,15 @@ class Audit:
             ]
         return document
 
-    def _probe(self, plan: SettingPlan) -> dict[str, Any]:
+    def _probe(self, plan: SettingPlan, train_key: str) -> dict[str, Any]:
         from auditkit.stages.probe import probe_stage
 
-        saved = self.store.load_tensors(plan.id, "train").get("probe")
+        saved = self.store.load_tensors(plan.id, "train", train_key).get("probe")
         if saved is None:
             return {"probe": None, "identification": None}
         config = plan.config
         per_test = attacks_confidence(config.distinguish.confidence, self.family)
-        return probe_stage(config, build_mechanism(config), saved, out=self.out, figure_id=plan.id,
+        return probe_stage(config, build_mechanism(config), saved, out=self.work, figure_id=plan.id,
                            label=plan.label, per_test_confidence=per_test, sweep_start=self._sweep_start(plan),
                            sweeps=self._sweeps)
 
@@ -355,11 +371,13 @@ class Audit:
 
 
 def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,
-              on_event: Event | None = None, recorded: Any = None) -> dict[str, Any]:
+              overwrite: bool = False, on_event: Event | None = None, recorded: Any = None) -> dict[str, Any]:
     """What ``auditkit audit`` does: plan, run (or resume) every stage, write results.json and the reports;
-    returns the results document. ``recorded`` (``auditkit.flower.recording.Recording``): audit what a Flower app
-    recorded instead of training (``config`` from ``auditkit.stages.recorded.recorded_config``)."""
-    return Audit(config, out=out, resume=resume, recorded=recorded).run(on_event)
+    returns the results document. ``out`` holding an earlier run needs ``resume`` (continue it) or ``overwrite``
+    (replace it once this run has finished): ``auditkit.output_folder``. ``recorded``
+    (``auditkit.flower.recording.Recording``): audit what a Flower app recorded instead of training (``config`` from
+    ``auditkit.stages.recorded.recorded_config``)."""
+    return Audit(config, out=out, resume=resume, overwrite=overwrite, recorded=recorded).run(on_event)
 
 
 __all__ = ["Audit", "STAGES", "SettingPlan", "family_size", "plan_audit", "run_audit"]

@@ -44,16 +44,18 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     enabled = true
     canaries = 500
 
-Every error names the offending key and what is allowed, in one line.
+    [limits]                 # what this machine allows a run (not part of the experiment, left out of to_dict)
+    max_memory_gib = 64      # the estimated memory a run may need (unset: this machine's memory)
+
+Every error names the offending key and what is allowed, in one line; every size-like key has an upper bound
+(``auditkit.config_bounds.SIZES``), and a training run's estimated memory is checked against ``[limits]``
+(``auditkit.fl.memory``) before it starts.
 """
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import math
 import tomllib
-import types
-import typing
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -61,7 +63,12 @@ from typing import Any
 
 from auditkit import mechanisms
 from auditkit.accounting.composition import BACKENDS
-from auditkit.data import DATASETS, PARTITION_SCHEMES, dataset_available
+from auditkit.config_bounds import (  # ConfigError and RENAMED_KEYS are auditkit.config's names too
+    RENAMED_KEYS, ConfigError, check_max_memory, check_mechanism_noise, check_noise, check_sizes, size_range)
+from auditkit.config_bounds import at_least as _at_least, choice as _choice, device as _device, integer as _integer
+from auditkit.config_bounds import name_length, reject_unknown as _reject_unknown, section as _section
+from auditkit.data import DATASETS, PARTITION_SCHEMES, DataNotFoundError, dataset_available, load_dataset
+from auditkit.data.catalog import EMBEDDED
 from auditkit.fl.schedule import LR_SCHEDULES
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.models import MODEL_NAMES
@@ -71,10 +78,6 @@ PRESETS = ("quickstart", *sorted(entry.name.removesuffix(".toml") for entry in r
                                  if entry.name.endswith(".toml") and entry.name != "quickstart.toml"))
 TRAINING_BACKENDS = ("builtin", "flower")
 CLIENT_WEIGHTS = ("data", "uniform")
-
-
-class ConfigError(ValueError):
-    """A config value or key is not allowed; the message names it and the allowed values."""
 
 
 @dataclass(frozen=True)
@@ -294,6 +297,16 @@ class CanaryConfig:
 
 
 @dataclass(frozen=True)
+class LimitsConfig:
+    """What this machine allows a run: ``max_memory_gib``, the memory (GiB) a training run's estimate may need
+    (``auditkit.fl.memory``; unset: this machine's physical memory, or its cgroup's limit when lower). A property of
+    the machine, not of the experiment: ``AuditConfig.to_dict`` leaves it out, so results and stage keys never
+    depend on it."""
+
+    max_memory_gib: float | None = None
+
+
+@dataclass(frozen=True)
 class AuditConfig:
     """Everything an audit run needs; the same config and seed give the same numbers."""
 
@@ -313,6 +326,7 @@ class AuditConfig:
     identification: IdentificationConfig = field(default_factory=IdentificationConfig)
     distinguish: DistinguishConfig = field(default_factory=DistinguishConfig)
     canary: CanaryConfig = field(default_factory=CanaryConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
 
     @property
     def checkpoint_round(self) -> int | None:
@@ -348,6 +362,7 @@ class AuditConfig:
         """The config as plain TOML/JSON-friendly data (round-trips through `from_dict`)."""
         out = dataclasses.asdict(self)
         out.pop("mechanisms")
+        out.pop("limits")  # the machine's, not the experiment's (LimitsConfig)
         out["mechanisms"] = [_mechanism_table(m) for m in self.mechanisms]
         out["training"]["checkpoints"] = list(out["training"]["checkpoints"])
         out["identification"]["candidates"] = list(out["identification"]["candidates"])
@@ -418,13 +433,15 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     protocol_tables = mechanisms.protocol_tables()
     top_allowed = {"seed", "device", "title", "plugins", "data", "training", "flower", "mechanism", "mechanisms",
                    "accounting", "dp_sgd", "inversion", "probe", "identification", "distinguish", "canary",
-                   *protocol_tables}
+                   "limits", *protocol_tables}
     _reject_unknown(raw, top_allowed, "")
-    seed = _integer(raw.get("seed", 0), "seed", minimum=0)
+    seed = _integer(raw.get("seed", 0), "seed")
     device = _device(raw.get("device", "auto"))
     title = raw.get("title")
     if title is not None and not isinstance(title, str):
         raise ConfigError(f"title must be a string, got {title!r}")
+    if title is not None:
+        name_length(title, "title")
     data = _section(raw.get("data", {}), DataConfig, "data")
     training = _section(raw.get("training", {}), TrainingConfig, "training")
     config = AuditConfig(
@@ -438,6 +455,7 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
         identification=_section(raw.get("identification", {}), IdentificationConfig, "identification"),
         distinguish=_section(raw.get("distinguish", {}), DistinguishConfig, "distinguish"),
         canary=_section(raw.get("canary", {}), CanaryConfig, "canary"),
+        limits=_section(raw.get("limits", {}), LimitsConfig, "limits"),
     )
     _check_values(config)
     return _resolve_preferred_dataset(config)
@@ -465,13 +483,31 @@ def _plugins(value: Any) -> tuple[str, ...]:
 
 
 def _resolve_preferred_dataset(config: AuditConfig) -> AuditConfig:
-    """``data.prefer`` replaces ``data.dataset`` when ``data.data_dir`` holds its files; either way the
-    config that runs names one concrete dataset."""
+    """``data.prefer`` (the papers' data) replaces the embedded ``data.dataset`` when ``data.data_dir`` holds its
+    files (or ``download`` fetches them); with no data_dir the embedded dataset runs, as the presets state. A
+    data_dir given without the preferred files is an error, never a silent fallback (issue 39); a ``dataset`` that
+    itself needs files (``--dataset cifar10``) was chosen over the preference and is kept. Either way the config
+    that runs names one concrete dataset."""
     d = config.data
     if d.prefer is None:
         return config
-    dataset = d.prefer if dataset_available(d.prefer, d.data_dir) else d.dataset
+    dataset = d.dataset
+    if d.dataset in EMBEDDED and d.data_dir is not None:
+        if not (d.download or dataset_available(d.prefer, d.data_dir)):
+            raise ConfigError(f"data.data_dir: {_missing_files(d.prefer, d.data_dir)}; or leave data_dir out to run "
+                              f"on the embedded {d.dataset} (data.prefer = {d.prefer!r})")
+        dataset = d.prefer
     return dataclasses.replace(config, data=dataclasses.replace(d, dataset=dataset, prefer=None))
+
+
+def _missing_files(name: str, data_dir: str) -> str:
+    """The data layer's one line on which files ``name`` needs where (``DataNotFoundError``): its loader checks its
+    files before it reads anything, and they are absent here."""
+    try:
+        load_dataset(name, data_dir=data_dir)
+    except DataNotFoundError as err:
+        return str(err)
+    return f"{name} not found in {data_dir!r}"  # pragma: no cover - dataset_available said they were absent
 
 
 def _mechanisms(raw: dict[str, Any]) -> tuple[MechanismConfig, ...]:
@@ -501,85 +537,6 @@ def merge(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- validation helpers
 
 
-RENAMED_KEYS = {"inversion.clients": "inversion.targets", "probe.clients": "probe.targets",
-                "groups.per_round": "groups.clients_per_round"}
-"""Config keys renamed (issue 28: one word per meaning, ``docs/names.md``): old -> new, refused with the new name.
-Renamed mechanism parameters: ``auditkit.mechanisms.registry.RENAMED_PARAMS``."""
-
-
-def _reject_unknown(table: Any, allowed: set[str], prefix: str) -> None:
-    where = f"[{prefix}]" if prefix else "the top level"
-    if not isinstance(table, dict):
-        raise ConfigError(f"config key {prefix!r} must be a table")
-    for key in table:
-        if key not in allowed:
-            name = f"{prefix}.{key}" if prefix else key
-            if name in RENAMED_KEYS:
-                raise ConfigError(f"config key {name!r} was renamed to {RENAMED_KEYS[name]!r}")
-            raise ConfigError(
-                f"config key {name!r} is not allowed; allowed keys in {where}: {', '.join(sorted(allowed))}"
-            )
-
-
-def _section(table: dict[str, Any], cls: type, prefix: str):
-    hints = typing.get_type_hints(cls)
-    _reject_unknown(table, set(hints), prefix)
-    return cls(**{key: _coerce(value, hints[key], f"{prefix}.{key}") for key, value in table.items()})
-
-
-def _coerce(value: Any, annotation: Any, name: str) -> Any:
-    """Check one value against its field's type (``int``, ``float``, ``str``, ``bool``,
-    ``tuple[int, ...]``, or one of them ``| None``)."""
-    kinds = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
-    if value is None and type(None) in kinds:
-        return None
-    kind = kinds[0]
-    if typing.get_origin(kind) is tuple:
-        element = typing.get_args(kind)[0]
-        what = "integers" if element is int else "numbers"
-        if not isinstance(value, (list, tuple)):
-            raise ConfigError(f"{name} must be a list of {what}, got {value!r}")
-        if element is float:
-            return tuple(_number(v, name) for v in value)
-        return tuple(_integer(v, name, minimum=1) for v in value)
-    if kind is bool:
-        if not isinstance(value, bool):
-            raise ConfigError(f"{name} must be true or false, got {value!r}")
-        return value
-    if kind is int:
-        return _integer(value, name)
-    if kind is float:
-        return _number(value, name)
-    if not isinstance(value, str):
-        raise ConfigError(f"{name} must be a string, got {value!r}")
-    return value
-
-
-def _integer(value: Any, name: str, minimum: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        else:
-            raise ConfigError(f"{name} must be an integer, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ConfigError(f"{name} must be an integer >= {minimum}, got {value}")
-    return value
-
-
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ConfigError(f"{name} must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _device(value: Any) -> str:
-    if not isinstance(value, str) or not (
-        value in ("auto", "cpu", "cuda") or (value.startswith("cuda:") and value[5:].isdigit())
-    ):
-        raise ConfigError(f"device must be one of auto, cpu, cuda, cuda:N; got {value!r}")
-    return value
-
-
 def _mechanism(table: Any, where: str) -> MechanismConfig:
     """One mechanism table: name, optional label and sweep; every grid point is created once to validate it."""
     if not isinstance(table, dict):
@@ -594,10 +551,13 @@ def _mechanism(table: Any, where: str) -> MechanismConfig:
     options = _protocol_options(name, table, where)
     setting = MechanismConfig(name=name, params=table, label=label, sweep=sweep, protocol_options=options)
     try:
-        for point in setting.grid():
+        points = setting.grid()
+        for point in points:  # its noise and eps in the range calibrate searches, before they overflow the claim
+            check_mechanism_noise(setting, point.params, getattr(_class(name), "noise_param", None), where)
+            name_length(point.display, f"{where}.label (with its sweep's values)")
             mechanisms.create(name, **point.params)
     except ValueError as err:
-        raise ConfigError(f"{where}: {err}") from None
+        raise ConfigError(str(err) if isinstance(err, ConfigError) else f"{where}: {err}") from None
     return setting
 
 
@@ -610,12 +570,17 @@ def _refuse_renamed(name: str, params: dict[str, Any], sweep: dict[str, Any], wh
             raise ConfigError(f"{prefix}.{key} was renamed to {new} (mechanism {name!r})")
 
 
-def _protocol_class(name: str) -> type | None:
-    """The registered round protocol of mechanism ``name`` (None: none, or no such mechanism: ``create`` says so)."""
+def _class(name: str) -> type | None:
+    """The registered class of mechanism ``name`` (None: no such mechanism, ``create`` says so)."""
     try:
-        protocol = mechanisms.mechanism_class(name).protocol
+        return mechanisms.mechanism_class(name)
     except ValueError:
         return None
+
+
+def _protocol_class(name: str) -> type | None:
+    """The registered round protocol of mechanism ``name`` (None: none, or no such mechanism: ``create`` says so)."""
+    protocol = getattr(_class(name), "protocol", None)
     return None if protocol is None else mechanisms.protocol_class(protocol)
 
 
@@ -652,18 +617,12 @@ def _inversion_attacks() -> tuple[str, ...]:
     return INVERSION_ATTACKS
 
 
-def _choice(value: str, allowed: tuple[str, ...], name: str) -> None:
-    if value not in allowed:
-        raise ConfigError(f"{name} must be one of {', '.join(allowed)}; got {value!r}")
-
-
-def _at_least(value: float, minimum: float, name: str, kind: str = "an integer") -> None:
-    if value < minimum:
-        raise ConfigError(f"{name} must be {kind} >= {minimum}, got {value}")
 
 
 def _check_values(config: AuditConfig) -> None:
     d, t = config.data, config.training
+    check_sizes(config)  # every size-like key within its bounds (auditkit.config_bounds.SIZES), first
+    check_max_memory(config.limits.max_memory_gib)
     _choice(d.dataset, DATASETS, "data.dataset")
     _choice(d.partition, PARTITION_SCHEMES, "data.partition")
     if not d.dirichlet_alpha > 0:
@@ -673,8 +632,6 @@ def _check_values(config: AuditConfig) -> None:
     _choice(t.model, MODEL_NAMES, "training.model")
     _choice(t.participation, PARTICIPATION, "training.participation")
     _choice(t.client_weights, CLIENT_WEIGHTS, "training.client_weights")
-    for name in ("clients", "rounds", "tau", "batch_size"):
-        _at_least(getattr(t, name), 1, f"training.{name}")
     _at_least(t.lr_patience, 0, "training.lr_patience")
     _choice(t.lr_schedule, LR_SCHEDULES, "training.lr_schedule")
     _check_backend(config)
@@ -690,11 +647,9 @@ def _check_values(config: AuditConfig) -> None:
                 f"training.clients_per_round must be an integer in [1, {t.clients}] with "
                 f"participation 'uniform', got {t.clients_per_round}"
             )
-    if t.participation == "replacement" and (t.clients_per_round is None or t.clients_per_round < 1):
-        raise ConfigError(
-            f"training.clients_per_round must be an integer >= 1 with participation 'replacement', "
-            f"got {t.clients_per_round}"
-        )
+    if t.participation == "replacement" and t.clients_per_round is None:
+        raise ConfigError(f"training.clients_per_round must be {size_range('training.clients_per_round')} with "
+                          "participation 'replacement', got None")
     if t.participation == "poisson" and (t.sample_rate is None or not 0 < t.sample_rate <= 1):
         raise ConfigError(
             f"training.sample_rate must be in (0, 1] with participation 'poisson', got {t.sample_rate}"
@@ -720,6 +675,7 @@ def _check_dp_sgd(config: AuditConfig) -> None:
     dp_sgd = config.dp_sgd
     if dp_sgd.noise_multiplier is not None and not dp_sgd.noise_multiplier > 0:
         raise ConfigError(f"dp_sgd.noise_multiplier must be > 0, got {dp_sgd.noise_multiplier}")
+    check_noise(dp_sgd.noise_multiplier, "dp_sgd.noise_multiplier")
     if not dp_sgd.max_grad_norm > 0:
         raise ConfigError(f"dp_sgd.max_grad_norm must be > 0, got {dp_sgd.max_grad_norm}")
     if dp_sgd.enabled and config.accounting.composition_delta == 0:
@@ -784,27 +740,21 @@ def _check_probe(config: AuditConfig) -> None:
     probe, ident, t = config.probe, config.identification, config.training
     _choice(probe.attack, _inversion_attacks(), "probe.attack")
     _choice(probe.scale, PROBE_SCALES, "probe.scale")
-    for name in ("targets", "batch_size", "local_steps", "iterations"):
-        _at_least(getattr(probe, name), 1, f"probe.{name}")
     if (probe.enabled or ident.enabled) and not t.checkpoints:
         raise ConfigError("the probe needs at least one training.checkpoints round (or probe.enabled = false and "
                           "identification.enabled = false)")
     if probe.round is not None and probe.round not in t.checkpoints:
         raise ConfigError(f"probe.round must be one of the checkpoints {list(t.checkpoints)}, got {probe.round}")
-    if not ident.candidates or any(isinstance(m, bool) or m < 2 for m in ident.candidates):
-        raise ConfigError(f"identification.candidates must be a list of integers >= 2, got {list(ident.candidates)}")
+    if not ident.candidates:  # their range: check_sizes
+        raise ConfigError(f"identification.candidates must be {size_range('identification.candidates', listed=True)}"
+                          ", not empty")
     if len(set(ident.candidates)) != len(ident.candidates):
         raise ConfigError(f"identification.candidates must not repeat a value, got {list(ident.candidates)}")
-    _at_least(ident.trials, 1, "identification.trials")
 
 
 def _check_audit_stages(config: AuditConfig) -> None:
     inv, dist, t = config.inversion, config.distinguish, config.training
     _choice(inv.attack, _inversion_attacks(), "inversion.attack")
-    for name in ("targets", "iterations"):
-        _at_least(getattr(inv, name), 1, f"inversion.{name}")
-    if inv.restarts is not None:
-        _at_least(inv.restarts, 1, "inversion.restarts")
     if inv.enabled and inv.round is not None and inv.round not in t.checkpoints:
         raise ConfigError(
             f"inversion.round must be one of the checkpoints {list(t.checkpoints)}, got {inv.round}"
@@ -812,7 +762,6 @@ def _check_audit_stages(config: AuditConfig) -> None:
     if inv.enabled and not t.checkpoints:
         raise ConfigError("inversion needs at least one training.checkpoints round (or inversion.enabled = false)")
     _check_probe(config)
-    _at_least(dist.trials, 100, "distinguish.trials")
     if not 0 < dist.confidence < 1:
         raise ConfigError(f"distinguish.confidence must be in (0, 1), got {dist.confidence}")
     _check_canary(config)
@@ -824,7 +773,6 @@ def _check_canary(config: AuditConfig) -> None:
     from auditkit.attacks.one_run import BOUNDS, GUESS_RULES
 
     c = config.canary
-    _at_least(c.canaries, 2, "canary.canaries")
     _choice(c.bound, BOUNDS, "canary.bound")
     _choice(c.guesses, GUESS_RULES, "canary.guesses")
     if c.view is not None:

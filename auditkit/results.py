@@ -27,7 +27,6 @@ import numpy as np
 
 from auditkit import mechanisms
 from auditkit import __version__
-from auditkit.config import ConfigError
 from auditkit.reports.files import replace_atomically
 from auditkit.reports.headline import overall_verdict
 
@@ -82,8 +81,6 @@ def code_fingerprint(plugins: Iterable[str] = ()) -> str:
         source = Path(module.__file__).read_bytes() if module is not None and getattr(module, "__file__", None) else b""
         digest.update(f"\0{plugin}\0".encode() + source)
     return "sha256:" + digest.hexdigest()[:16]
-
-
 
 
 def provenance(
@@ -303,11 +300,3 @@ def write_results(doc: dict[str, Any], out: Path) -> Path:
     text = dumps_strict(doc, indent=2) + "\n"
     replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
     return path
-
-
-def prepare_output(out: str | Path) -> Path:
-    """Check the output folder can be used, before any work starts."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {str(out)!r} is a file, not a folder")
-    return out

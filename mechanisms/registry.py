@@ -18,6 +18,13 @@ A plugin's code keeps running after its import: ``register`` guards the methods 
 return), so that an exception raised inside them, or a value of the wrong type returned (``encode`` must return
 its ``message_type``), arrives as ``PluginCodeError``, one line naming the plugin, the method and the exception.
 Built-in mechanisms are not guarded: their bugs are the toolkit's, and keep their tracebacks.
+
+Each such call is also bounded in time (``set_plugin_timeout``, the command line's ``--plugin-timeout``; default
+``DEFAULT_PLUGIN_TIMEOUT``, 600 s per call): a plugin stuck in a loop stops the command with one line
+(``PluginCodeError``: "... encode() did not return within 600 s ...") instead of hanging it. The bound is a
+``signal.setitimer`` alarm, so it applies in the main thread of a platform with SIGALRM (not Windows), and is left
+out elsewhere, inside a call already bounded, or while the program has its own ITIMER_REAL alarm set; a call stuck
+inside one long C function (a torch operation) is stopped when it returns to Python.
 """
 
 from __future__ import annotations
@@ -28,9 +35,12 @@ import importlib
 import importlib.metadata
 import importlib.util
 import inspect
+import math
 import numbers
 import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,6 +69,7 @@ __all__ = [
     "MechanismInfo",
     "PluginCodeError",
     "PluginError",
+    "DEFAULT_PLUGIN_TIMEOUT",
     "calibrate",
     "check_input",
     "create",
@@ -73,6 +84,8 @@ __all__ = [
     "register",
     "registered_classes",
     "renamed_param",
+    "plugin_timeout",
+    "set_plugin_timeout",
 ]
 
 ENTRY_POINT_GROUP = "auditkit.mechanisms"
@@ -115,6 +128,77 @@ class PluginCodeError(Exception):
 GUARDED_METHODS = ("__init__", "encode", "decode", "guarantee", "clip_update", *CAPABILITIES)
 """The methods of a plugin's mechanism whose exceptions become ``PluginCodeError``. ``__init__`` lets a
 ``ValueError`` through: that is how a mechanism refuses its parameters, and it is reported as such."""
+
+
+DEFAULT_PLUGIN_TIMEOUT = 600.0
+"""Seconds one call into a plugin's mechanism code may run (``set_plugin_timeout``): far above any sane encode, and
+a hang still ends."""
+_plugin_timeout: float | None = DEFAULT_PLUGIN_TIMEOUT
+_timing = False  # a bounded call is running: the calls it makes run under its alarm
+_HAS_ALARM = hasattr(signal, "SIGALRM") and hasattr(signal, "setitimer")
+_REPEAT = 1.0  # seconds between further alarms, should the plugin's code catch the first one (a bare except)
+try:  # signal.getsignal converts to an enum, which takes 4 us for a function handler; the C function is the same
+    from _signal import getsignal as _getsignal
+except ImportError:  # not CPython
+    _getsignal = signal.getsignal
+
+
+def set_plugin_timeout(seconds: float | None) -> float | None:
+    """Bound each later call into a plugin's mechanism code to ``seconds`` (0 or None: no bound); returns the bound
+    before. ``ValueError`` for a negative or non-finite number."""
+    global _plugin_timeout
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, numbers.Real)
+                                or not math.isfinite(seconds) or seconds < 0):
+        raise ValueError(f"the plugin timeout must be a finite number of seconds >= 0 (0: no bound), got {seconds!r}")
+    previous, _plugin_timeout = _plugin_timeout, (float(seconds) or None) if seconds is not None else None
+    return previous
+
+
+def plugin_timeout() -> float | None:
+    """The bound on one call into a plugin's mechanism code, in seconds (None: none)."""
+    return _plugin_timeout
+
+
+class _PluginTimeout(BaseException):
+    """Raised by the alarm inside a plugin's call; a BaseException, so that the plugin's ``except Exception`` lets it
+    through."""
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    if _timing:  # an alarm after the call returned (a race of microseconds) is dropped
+        raise _PluginTimeout
+
+
+def _bounded(late: Callable[[float], str], function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``function(*args, **kwargs)`` within the plugin timeout, else ``PluginCodeError(late(seconds))``; unbounded
+    where the alarm cannot be used or is not ours to take (module docstring). The handler stays installed between
+    calls where SIGALRM had none (installing one costs more than the rest of the bound); a program's own handler is
+    put back after each call."""
+    global _timing
+    seconds = _plugin_timeout
+    if (seconds is None or _timing or not _HAS_ALARM or threading.current_thread() is not threading.main_thread()
+            or signal.getitimer(signal.ITIMER_REAL)[0] > 0):
+        return function(*args, **kwargs)
+    previous = _getsignal(signal.SIGALRM)
+    if previous is not _on_alarm:
+        signal.signal(signal.SIGALRM, _on_alarm)
+    _timing = True
+    try:
+        signal.setitimer(signal.ITIMER_REAL, seconds, _REPEAT)
+        try:
+            return function(*args, **kwargs)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except _PluginTimeout:
+        raise PluginCodeError(late(seconds)) from None
+    finally:
+        _timing = False
+        if previous not in (_on_alarm, signal.SIG_DFL, None):
+            signal.signal(signal.SIGALRM, previous)
+
+
+def _late(seconds: float) -> str:
+    return f"did not return within {seconds:g} s (raise --plugin-timeout; 0 lifts the bound)"
 
 
 @dataclass(frozen=True)
@@ -198,9 +282,10 @@ def _guarded(method: str, function: Callable[..., Any], label: str) -> Callable[
     @functools.wraps(function)
     def guarded(self: Mechanism, *args: Any, **kwargs: Any) -> Any:
         try:
-            result = function(self, *args, **kwargs)
+            result = _bounded(lambda seconds: _failure(self, label, f"{method}()", _late(seconds)),
+                              function, self, *args, **kwargs)
         except PluginCodeError:
-            raise  # raised by a guarded method this one called: it already names the right method
+            raise  # raised by a guarded method this one called (or the time bound): it names the right method
         except Exception as err:  # noqa: BLE001 -- any failure of a plugin's code is reported as the plugin's
             if method == "__init__" and isinstance(err, ValueError):
                 raise  # the mechanism refusing its parameters, reported as such (GUARDED_METHODS)
@@ -286,7 +371,7 @@ def _guarded_call(mechanism: Mechanism, label: str, what: str, function: Callabl
     @functools.wraps(function)
     def guarded(*args: Any, **kwargs: Any) -> Any:
         try:
-            return function(*args, **kwargs)
+            return _bounded(lambda seconds: _failure(mechanism, label, what, _late(seconds)), function, *args, **kwargs)
         except PluginCodeError:
             raise
         except Exception as err:  # noqa: BLE001 -- a plugin's code

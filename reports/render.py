@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import os
-import secrets
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,8 @@ from typing import Any
 from auditkit.reports import content, figures
 from auditkit.reports.html import render_html
 from auditkit.reports.markdown import render_markdown
-from auditkit.reports.results_schema import REPRODUCE, validate_results
+from auditkit.output_folder import Batch
+from auditkit.reports.results_schema import REPRODUCE, dumps_strict, file_name, validate_results
 
 # the summary figures, drawn into out/figures/<name>.png when they have data (figures.has_data)
 FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
@@ -27,34 +27,6 @@ FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
     "tradeoff_vs_claim": figures.tradeoff_vs_claim,
 }
 FORMATS = ("html", "md")
-
-
-class _Staging:
-    """Files written under temporary names beside their targets, renamed over the targets only once all are
-    written (or all deleted), so an interrupted render leaves the previous files as they were."""
-
-    def __init__(self) -> None:
-        self._pending: dict[Path, Path] = {}
-
-    def temporary(self, target: Path) -> Path:
-        """A fresh temporary file beside ``target``, with its suffix (matplotlib reads the format from it) and
-        the permissions of any new file (unlike ``tempfile.mkstemp``'s owner-only ones)."""
-        temporary = target.with_name(f".{target.stem}.{secrets.token_hex(6)}.tmp{target.suffix}")
-        temporary.open("xb").close()
-        self._pending[target] = temporary
-        return temporary
-
-    def write_text(self, target: Path, text: str) -> None:
-        self.temporary(target).write_text(text, encoding="utf-8")
-
-    def commit(self) -> list[Path]:
-        for target, temporary in self._pending.items():
-            os.replace(temporary, target)
-        return list(self._pending)
-
-    def discard(self) -> None:
-        for temporary in self._pending.values():
-            temporary.unlink(missing_ok=True)
 
 
 def _check_reconstructions(results: dict[str, Any], results_dir: Path) -> None:
@@ -77,12 +49,13 @@ def _drawn(results: dict[str, Any]) -> dict[str, Callable[[Path], Path]]:
 
 def render_report(
     results: dict[str, Any], out: str | Path, formats: Iterable[str] = FORMATS, *,
-    results_dir: str | Path | None = None,
+    results_dir: str | Path | None = None, with_results: bool = False,
 ) -> list[Path]:
     """Validate ``results`` (any command's document: a results document, or a reproduction, which is laid out
     by its own template), draw its figures into ``out/figures/*.png`` and write ``out/report.html`` and / or
-    ``out/report.md``; returns the paths written. Reconstruction grids are read from ``results_dir``, the folder
-    of ``results.json`` (default: ``out``). Nothing is replaced unless every file was written."""
+    ``out/report.md``, and with ``with_results`` the document itself (``out/results.json``, or reproduction.json); returns
+    the paths written. Reconstruction grids are read from ``results_dir``, the folder of ``results.json`` (default:
+    ``out``). The files are replaced together, or none is (``auditkit.output_folder.Batch``)."""
     formats = tuple(formats)
     validate_results(results)
     unknown = sorted(set(formats) - set(FORMATS))
@@ -93,9 +66,11 @@ def render_report(
     if results["command"] != REPRODUCE:
         _check_reconstructions(results, results_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
-    staging = _Staging()
+    staging = Batch(out)
     try:
-        drawn = {name: draw(staging.temporary(out / "figures" / f"{name}.png"))
+        if with_results:
+            staging.write_text(out / file_name(results), dumps_strict(results, indent=2) + "\n")
+        drawn = {name: staging.write(out / "figures" / f"{name}.png", draw)
                  for name, draw in _drawn(results).items()}
         if "md" in formats:
             links = {name: f"figures/{name}.png" for name in drawn}

@@ -98,7 +98,9 @@ float NaN and infinities; ``load_results`` turns those strings back into floats 
 (``decode_non_finite``), never in free-form parts (``config``, ``params``, ``sweep``), and still reads files
 written before, with bare NaN / Infinity. Checked here: each key's presence and JSON type, ``command`` and the
 capabilities' values, at least one setting, unique filename-safe ids, reconstruction grid paths inside the
-results folder.
+results folder, the length of every string (``MAX_NAME_CHARS`` for a title, label, name or id, ``MAX_STRING_CHARS``
+for any other string or key); ``load_results`` reads a file of at most 64 MiB nested at most 100 deep
+(``auditkit.reports.strict_json.read_bounded``), so a hostile file is one error line, fast.
 
 ``load_results`` reads version 4, and versions 2 and 3 (what auditkit wrote before) and the reproduction of
 schema "auditkit.reproduction" version 2 upgraded in memory by ``upgrade_results``; any other version is refused
@@ -107,13 +109,14 @@ in one line saying how to regenerate the file.
 from __future__ import annotations
 
 import copy
-import json
 import math
 import re
-import sys
 from importlib import metadata
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+from auditkit.reports.strict_json import NON_FINITE, dumps_strict, read_bounded  # noqa: F401 (dumps_strict: re-exported)
+from auditkit.config_bounds import MAX_NAME_CHARS
 
 SCHEMA = "auditkit/results"
 SCHEMA_VERSION = 4
@@ -379,6 +382,10 @@ _REPRODUCTION_V2 = {
 }
 _TYPE_NAMES = {str: "a string", int: "an integer", _NUMBER: "a number", dict: "an object", bool: "a boolean"}
 _FILENAME_SAFE = re.compile(r"[A-Za-z0-9._-]+")
+# MAX_NAME_CHARS (auditkit.config_bounds): the longest title, label, name or id, as a config may give them
+MAX_STRING_CHARS = 100_000
+"""The longest of any other string or key, free-form parts (``config``, ``params``) included."""
+_NAME_KEYS = ("title", "label", "name", "id")
 
 
 def _short(value: Any) -> str:
@@ -427,6 +434,32 @@ def _check(value: Any, spec: Any, where: str) -> None:
         return
     if isinstance(value, bool) or not isinstance(value, spec):
         raise ValueError(f"{where} must be {_TYPE_NAMES[spec]}, got {_short(value)}")
+    if spec is str:
+        _check_length(value, where, MAX_NAME_CHARS if where.rpartition(".")[2] in _NAME_KEYS else MAX_STRING_CHARS)
+
+
+def _check_length(text: str, where: str, limit: int = MAX_STRING_CHARS) -> None:
+    if len(text) > limit:
+        raise ValueError(f"{where} must be at most {limit:,} characters, got {len(text):,}")
+
+
+def _check_strings(doc: Any, where: str) -> None:
+    """Every string and key of ``doc``, the free-form parts' included, at most ``MAX_STRING_CHARS`` long."""
+    stack, seen = [(doc, where)], set()
+    while stack:  # no recursion: the nesting is bounded on reading (``read_bounded``), not in a document built here
+        value, at = stack.pop()
+        if isinstance(value, str):
+            _check_length(value, at)
+        elif id(value) in seen:  # a container met before (shared, or a cycle in a document built in memory)
+            continue
+        elif isinstance(value, dict):
+            seen.add(id(value))
+            for key, item in value.items():
+                _check_length(str(key), f"a key of {at}")
+                stack.append((item, f"{at}.{key}" if str(key).isidentifier() else f"{at}[{_short(key)}]"))
+        elif isinstance(value, list | tuple):
+            seen.add(id(value))
+            stack.extend((item, f"{at}[{i}]") for i, item in enumerate(value))
 
 
 def _check_figure(figure: str | None, where: str) -> None:
@@ -535,9 +568,11 @@ def validate_results(doc: Any) -> None:
     _check_header(doc, SCHEMA_VERSION)
     if doc.get("command") == REPRODUCE:
         _check(doc, _REPRODUCTION, "reproduction")
+        _check_strings(doc, "reproduction")
         _check_reproduction(doc)
         return
     _check(doc, _DOCUMENT, "results")
+    _check_strings(doc, "results")
     if doc["command"] not in COMMANDS:
         raise ValueError(f"results.command must be one of {', '.join((*COMMANDS, REPRODUCE))}, got "
                          f"{_short(doc['command'])}")
@@ -675,7 +710,8 @@ def _unreadable(doc: dict[str, Any]) -> str:
     provenance = doc.get("provenance") if isinstance(doc.get("provenance"), dict) else {}
     # version 1 kept the writer's version at the top; "auditkit.reproduction" as "auditkit"
     writer = doc.get("auditkit_version") or provenance.get("auditkit_version") or doc.get("auditkit")
-    written = f" (written by auditkit {writer})" if isinstance(writer, str) else ""
+    shown = isinstance(writer, str) and len(writer) <= 100 and writer.isprintable()
+    written = f" (written by auditkit {writer})" if shown else ""
     command = REPRODUCE if doc.get("schema") == REPRODUCTION_V2_SCHEMA else doc.get("command")
     if command in ("train", "audit"):
         how = f"regenerate it with `auditkit {command}` on the config recorded in it"
@@ -689,39 +725,6 @@ def _unreadable(doc: dict[str, Any]) -> str:
     return (f"schema version {_short(version)}{written} cannot be read by this auditkit ({_auditkit_version()}), "
             f"which reads versions 2 to {SCHEMA_VERSION}: {how} (the same config and seed give the same numbers)"
             f"{newer}")
-
-
-# How a non-finite number is written: the proto3 JSON mapping's strings for float infinities and NaN.
-NON_FINITE = {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}
-
-
-def _non_finite_name(value: Any) -> str | None:
-    """The string a non-finite float (Python or NumPy) is written as; None for any other value."""
-    numpy = sys.modules.get("numpy")  # without NumPy loaded there is no NumPy float to meet
-    if not (isinstance(value, float) or (numpy is not None and isinstance(value, numpy.floating))):
-        return None
-    if math.isnan(value):
-        return "NaN"
-    return None if math.isfinite(value) else ("Infinity" if value > 0 else "-Infinity")
-
-
-def _encode(value: Any) -> Any:
-    name = _non_finite_name(value)
-    if name is not None:
-        return name
-    if isinstance(value, dict):
-        return {(_non_finite_name(key) or key): _encode(item) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [_encode(item) for item in value]
-    return value
-
-
-def dumps_strict(obj: Any, **kwargs: Any) -> str:
-    """``obj`` as strict JSON (RFC 8259: no NaN or Infinity): every non-finite float (Python or NumPy) in its
-    dicts, lists and tuples is written as the string "NaN", "Infinity" or "-Infinity" (the proto3 JSON mapping of
-    float NaN and infinities); ``kwargs`` go to ``json.dumps``, which runs with ``allow_nan=False`` so a non-finite
-    number missed here raises instead of writing invalid JSON. ``decode_non_finite`` reads them back."""
-    return json.dumps(_encode(obj), allow_nan=False, **kwargs)
 
 
 def decode_non_finite(value: Any, spec: Any = None) -> Any:
@@ -754,15 +757,9 @@ def load_results(path: str | Path) -> dict[str, Any]:
     it, as bare NaN / Infinity (which Python's json module parses)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValueError(f"{path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: cannot read ({type(err).__name__})") from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}: not valid JSON ({err.msg} at line {err.lineno}, column {err.colno})") from None
+        doc = read_bounded(path)  # within MAX_BYTES and MAX_DEPTH: a hostile file is one line, not a traceback
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     try:
         if isinstance(doc, dict) and doc.get("schema") == REPRODUCTION_V2_SCHEMA:
             if doc.get("schema_version") != 2:

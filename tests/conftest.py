@@ -132,3 +132,14 @@ def umask():
             os.umask(previous)
 
     return set_umask
+
+
+def pytest_addoption(parser):
+    parser.addoption("--every-write", action="store_true", default=False,
+                     help="tests/auditkit/test_fault_injection.py: kill the audit at every write, not every 4th")
+
+
+@pytest.fixture
+def every_write(request):
+    """Whether the kill loop visits every write (``--every-write``) or every 4th and the last (the default, CI's)."""
+    return request.config.getoption("--every-write")

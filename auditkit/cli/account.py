@@ -16,11 +16,10 @@ from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import choice, flag_of, mechanism_argument, out_option, plugin_option, spec_options
-from auditkit.cli.outputs import write_document
+from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import console
 from auditkit.fl.sampling import ACCOUNTED_PARTICIPATION_OPTIONS
 from auditkit.mechanisms import Param
-from auditkit.results import prepare_output
 
 __all__ = ["CLAIM_PANEL", "PARTICIPATION_PANEL", "command"]
 
@@ -54,6 +53,7 @@ def _participation_options() -> list[Any]:
 @click.option("--target-eps", type=float, default=None, help="Target epsilon for --solve.")
 @click.option("--target-delta", type=float, default=None, help="Target delta for --solve.")
 @out_option(None, "Also write results.json and the reports into this folder.")
+@overwrite_option
 @plugin_option
 def command(mechanism: str, plugin: tuple[str, ...], mechanism_params: dict[str, str], **options: Any) -> None:
     run_guarded(_account, mechanism, mechanism_params, **options)
@@ -104,7 +104,7 @@ def _solve(solve: str, mechanism: str, params: dict[str, Any], *, target_eps: fl
 
 def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds: int, composition_delta: float,
                        backend: str, solve: str | None, target_eps: float | None, target_delta: float | None,
-                       out: Path | None, claim_words: dict[str, str], participation_words: dict[str, str]) -> None:
+                       out: Path | None, overwrite: bool, claim_words: dict[str, str], participation_words: dict[str, str]) -> None:
     fl = _spec_values(accounting.claim_options(), claim_words)
     sampling = _spec_values(ACCOUNTED_PARTICIPATION_OPTIONS, participation_words)
     if solve is not None:
@@ -116,7 +116,7 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds: int, c
         accounting.client_sampling(configured, sampling["participation"], sampling.get("sample_rate"))
     except ValueError as err:  # before anything is written
         raise UsageFailure(_as_flags(str(err), ACCOUNTED_PARTICIPATION_OPTIONS)) from None
-    out = None if out is None else prepare_output(out)
+    out = None if out is None else check_output(out, overwrite)
     entry = results.accounting_entry(configured, rounds, composition_delta=composition_delta, backend=backend, fl=fl,
                                      participation=sampling["participation"], sample_rate=sampling.get("sample_rate"))
     _print_claims(configured.guarantee().to_dict(), entry["paper_claim"])
@@ -136,7 +136,8 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds: int, c
         config = {"mechanism": {"name": mechanism, **params}, "rounds": rounds, "composition_delta": composition_delta,
                   "backend": backend, "fl": fl, **sampling}
         provenance = results.provenance(seed=0, device="cpu", settings=[setting])
-        write_document(results.document("account", f"account {configured.name}", config, provenance, [setting]), out)
+        write_document(results.document("account", f"account {configured.name}", config, provenance, [setting]), out,
+                       overwrite=overwrite, command="auditkit account")
 
 
 def _print_claims(per_round: dict[str, Any], paper: dict[str, Any] | None) -> None:

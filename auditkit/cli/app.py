@@ -7,7 +7,9 @@ config's ``plugins = [...]``, or installed under the entry-point group ``auditki
 commands are built, so their parameters get flags too (``auditkit.cli.mechanism_flags``). A plugin's code that
 raises, or returns a value of the wrong type, is one ``error:`` line too: every command runs a plugin's mechanism
 once through its claim, capabilities, encode and decode (``auditkit.mechanisms.preflight``) before it writes
-anything. Progress is rich's live display on a terminal and plain, flushed lines elsewhere.
+anything, and every call into a plugin's mechanism code is bounded in time (``--plugin-timeout``, next to
+``--plugin``: ``auditkit.cli.options.plugin_option``). Progress is rich's live display on a terminal and plain,
+flushed lines elsewhere.
 """
 from __future__ import annotations
 

@@ -17,10 +17,9 @@ from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import HelpArgument, choice, out_option, plugin_option
-from auditkit.cli.outputs import write_reports
-from auditkit.cli.terminal import Reporter, console, print_written
+from auditkit.cli.outputs import check_output, overwrite_option, write_document
+from auditkit.cli.terminal import Reporter, console
 from auditkit.models import MODEL_NAMES
-from auditkit.results import prepare_output
 from auditkit.stages import inversion
 
 __all__ = ["command"]
@@ -54,6 +53,7 @@ __all__ = ["command"]
 @click.option("--seed", type=int, default=0, show_default=True,
               help="Seeds the model, the images, the dummies and the mechanism.")
 @out_option("auditkit-attack")
+@overwrite_option
 @plugin_option
 def command(attack: str, mechanism: str, iterations: int | None, restarts: int | None, device: str | None,
             plugin: tuple[str, ...], mechanism_params: dict[str, str], **options: Any) -> None:
@@ -63,13 +63,14 @@ def command(attack: str, mechanism: str, iterations: int | None, restarts: int |
 
 
 def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings: dict[str, Any], images: int,
-            source: str, model: str, label_given: bool, scoring: str, curve: bool, seed: int, out: Path) -> None:
+            source: str, model: str, label_given: bool, scoring: str, curve: bool, seed: int, out: Path,
+            overwrite: bool) -> None:
     params = mechanism_params(mechanism, words)
     try:  # everything the run depends on is checked before the first (slow) attack
         attacks.preset_settings(attack)
         mechanisms.preflight(mechanisms.create(mechanism, **params))  # a plugin's bug: PluginCodeError, one line
         inversion.load_targets(source, images, seed=seed)
-        out = prepare_output(out)
+        out = check_output(out, overwrite)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
     config = {"attack": attack, "mechanism": {"name": mechanism, **params}, "images": images, "source": source,
@@ -77,7 +78,7 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings: dic
               "settings": settings}
     if curve:
         _attack_curve(attack, settings=settings, images=images, source=source, model=model, seed=seed, out=out,
-                      config=config)
+                      overwrite=overwrite, config=config)
         return
     with Reporter(console).status(f"{attack}: attacking {images} images, clean and after {mechanism}"):
         try:
@@ -97,12 +98,13 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings: dic
     console.print(table)
     console.print(f"claim: {escape(run['mechanism'].guarantee().summary())}; "
                   f"SSIM: {run['clean']['scores']['ssim_variant']}", highlight=False)
-    document, written = inversion.write_inversion(run, out, config=config, title=f"{attack} against {mechanism}")
-    print_written([*written, *write_reports(document, out)])
+    write_document(inversion.attack_document(run, config=config, title=f"{attack} against {mechanism}"), out,
+                   overwrite=overwrite, command="auditkit attack",
+                   write_first=lambda folder: [inversion.write_inversion_figure(run, folder)])
 
 
 def _attack_curve(attack: str, *, settings: dict[str, Any], images: int, source: str, model: str, seed: int,
-                  out: Path, config: dict[str, Any]) -> None:
+                  out: Path, overwrite: bool, config: dict[str, Any]) -> None:
     total = sum(len(points) for points in inversion.DEFAULT_CURVE.values())
     reporter = Reporter(console)
     points = reporter.bar("defence curve", total)
@@ -130,5 +132,5 @@ def _attack_curve(attack: str, *, settings: dict[str, Any], images: int, source:
         table.add_row(m.name, shown, f"{run['distortion']['error_std']:.3g}", f"{run['bits_per_coordinate']:.2f}",
                       f"{run['defended']['scores']['ssim_mean']:.3f}", f"{run['defended']['scores']['mse_mean']:.4f}")
     console.print(table)
-    document, written = inversion.write_curve(curve, out, config=config, title=f"{attack} defence curve")
-    print_written([*written, *write_reports(document, out)])
+    write_document(inversion.curve_document(curve, config=config, title=f"{attack} defence curve"), out,
+                   overwrite=overwrite, command="auditkit attack")

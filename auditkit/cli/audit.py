@@ -12,14 +12,15 @@ from rich.table import Table
 from auditkit.audit import Audit
 from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.configured import load, title
-from auditkit.cli.errors import UsageFailure, run_guarded, warn_unreproducible
+from auditkit.cli.errors import UsageFailure, fail, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli import options
 from auditkit.cli.options import config_options, config_overrides, flag_of, path
-from auditkit.cli.outputs import snr
+from auditkit.cli.outputs import overwrite_option, snr
 from auditkit.cli.terminal import AuditProgress, Reporter, console, error_console, print_written
 from auditkit.config import AuditConfig, load_config, merge, preset_dict, read_config
 from auditkit.flower.recording import RecordingError, load_recording
+from auditkit.output_folder import Mode
 from auditkit.reports.content import certified_bound, number, test_name
 from auditkit.stages.recorded import recorded_config
 
@@ -34,34 +35,41 @@ AUDIT_TABLE_MIN_WIDTH = 140  # columns the audit's summary table needs; below, o
     "audit", cls=AuditkitCommand, groups=(GROUP, "dp_sgd"), generated=(mechanism_options,),
     help="Audit every mechanism setting of a config: FL training, accounting, gradient inversion of the server view, "
          "distinguishing tests; results.json, report.html and report.md in --out (default: the quickstart preset on "
-         "the embedded MNIST digits, mnist-5k). Finished stages are kept; --resume skips them.")
+         "the embedded MNIST digits, mnist-5k). Finished stages are kept; --resume skips them. An --out holding an "
+         "earlier run needs --resume or --overwrite.")
 @config_options
 @click.option("--recorded", type=path(file_okay=False), default=None,
               help="Audit what a Flower app recorded (auditkit.flower.AuditStrategy's record_dir) instead of "
                    "training; the data, training and mechanism come from the recording.")
 @click.option("--resume", is_flag=True, default=False,
-              help="Keep the finished stages found in --out (same inputs and code) and run only the rest.")
+              help="Continue the audit in --out: keep its finished stages (same inputs and code), run only the rest.")
+@overwrite_option
 @click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
               help="Family-wise confidence of every verdict, Bonferroni over all the audit's tests (default: the "
                    "config's [distinguish] confidence, 0.95).")
 def command(config: Path | None, preset: str | None, out: Path, plugin: tuple[str, ...], recorded: Path | None,
-            resume: bool, confidence: float | None, mechanism_params: dict[str, str], **keys: Any) -> None:
+            resume: bool, overwrite: bool, confidence: float | None, mechanism_params: dict[str, str],
+            **keys: Any) -> None:
     overrides = config_overrides({**keys, "confidence": confidence}, CONFIG_KEYS)
+    if resume and overwrite:
+        fail("give either --resume (continue the audit in --out) or --overwrite (replace it), not both")
+    mode = Mode.RESUME if resume else Mode.OVERWRITE if overwrite else Mode.NEW
     if recorded is not None:
-        run_guarded(_audit_recorded, recorded, config, preset, out, overrides, mechanism_params, resume)
+        run_guarded(_audit_recorded, recorded, config, preset, out, overrides, mechanism_params, list(plugin), mode)
     else:
-        run_guarded(_audit_config, config, preset, out, overrides, mechanism_params, list(plugin), resume)
+        run_guarded(_audit_config, config, preset, out, overrides, mechanism_params, list(plugin), mode)
 
 
 def _audit_config(config_path: Path | None, preset: str | None, out: Path, overrides: dict[str, Any],
-                  words: dict[str, str], plugins: list[str], resume: bool) -> None:
+                  words: dict[str, str], plugins: list[str], mode: Mode) -> None:
     config = load(config_path, preset, overrides, words, plugins)
-    _audit(config, out, resume, title(config, config_path, preset))
+    _audit(config, out, mode, title(config, config_path, preset))
 
 
 def _audit_recorded(recorded: Path, config_path: Path | None, preset: str | None, out: Path,
-                    overrides: dict[str, Any], words: dict[str, str], resume: bool) -> None:
-    """The recording's app tables over the audit tables of CONFIG / --preset."""
+                    overrides: dict[str, Any], words: dict[str, str], plugins: list[str], mode: Mode) -> None:
+    """The recording's app tables over the audit tables of CONFIG / --preset. The plugins are the command line's
+    (--plugin) and CONFIG's, never the recording's: a recording is data, and auditkit imports no code it names."""
     given = [flag_of(k) for table in ("data", "training") for k, v in overrides[table].items() if v is not None]
     given += [flag_of(f"dp_sgd_{k}") for k in overrides["dp_sgd"]]
     given += ["--mechanism"] * (overrides["mechanism_name"] is not None) + ["--seed"] * (overrides["seed"] is not None)
@@ -78,14 +86,20 @@ def _audit_recorded(recorded: Path, config_path: Path | None, preset: str | None
         load_config(config_path)
     raw = read_config(config_path) if config_path is not None else preset_dict(preset or "quickstart")
     raw = merge(raw, {"distinguish": overrides["distinguish"]})  # --confidence
-    config = recorded_config(recording, {**raw, "device": overrides["device"] or raw.get("device", "auto")})
-    _audit(config, out, resume, config.title if config_path or preset else f"recorded Flower app ({recorded.name})",
-           recording=recording)
-
-
-def _audit(config: AuditConfig, out: Path, resume: bool, shown_title: str, *, recording: Any = None) -> None:
     try:
-        audit = Audit(config, out=out, resume=resume, title=shown_title, recorded=recording)
+        config = recorded_config(recording, {**raw, "device": overrides["device"] or raw.get("device", "auto")},
+                                 plugins)
+        _audit(config, out, mode, config.title if config_path or preset else f"recorded Flower app ({recorded.name})",
+               recording=recording)
+    except RecordingError as err:  # a file of the recording that does not fit (read and checked before any stage)
+        raise UsageFailure(str(err)) from None
+
+
+def _audit(config: AuditConfig, out: Path, mode: Mode, shown_title: str, *, recording: Any = None) -> None:
+    """Plan and run the audit (``mode``: how --out is used, ``auditkit.output_folder.Mode``)."""
+    try:
+        audit = Audit(config, out=out, resume=mode is Mode.RESUME, overwrite=mode is Mode.OVERWRITE,
+                      title=shown_title, recorded=recording)
     except ValueError as err:  # a mechanism or attack setting refused while planning
         raise UsageFailure(str(err)) from None
     warn_unreproducible([plan.setting.name for plan in audit.unreproducible])
@@ -96,11 +110,21 @@ def _audit(config: AuditConfig, out: Path, resume: bool, shown_title: str, *, re
             document = audit.run(on_event)
             on_event.finish()
     except KeyboardInterrupt:
-        error_console.print(f"interrupted: the finished stages are kept in {audit.out / 'stages'}; "
-                            "run the same command with --resume to finish", markup=False, highlight=False)
+        error_console.print(_interrupted(audit), markup=False, highlight=False, soft_wrap=True)
         raise click.exceptions.Exit(130) from None
     _print_summary(document)
     print_written(audit.out / name for name in ("results.json", "report.html", "report.md"))
+
+
+def _interrupted(audit: Audit) -> str:
+    """What an interrupted audit kept, and how to go on, as one line."""
+    if audit.finished == 0:
+        kept = "interrupted before any stage finished"
+    else:
+        kept = f"interrupted: {audit.finished} finished stage{'s' * (audit.finished != 1)} kept in {audit.work / 'stages'}"
+    if audit.mode is Mode.OVERWRITE:
+        return f"{kept}; the earlier run in {audit.out} is untouched; run the same command (with --overwrite) to go on"
+    return f"{kept}; run the same command with --resume to go on" if audit.finished else kept
 
 
 def _rows(document: dict[str, Any]) -> list[tuple[str, ...]]:

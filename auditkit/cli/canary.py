@@ -16,9 +16,8 @@ from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import choice, mechanism_argument, out_option, plugin_option
-from auditkit.cli.outputs import write_document
+from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
-from auditkit.results import prepare_output
 from auditkit.stages.idealized_canary import SCORINGS, canary_pairs, claim_at_delta, idealized_canary_audit
 
 __all__ = ["CANARY_TABLE_MIN_WIDTH", "command"]
@@ -51,6 +50,7 @@ __all__ = ["CANARY_TABLE_MIN_WIDTH", "command"]
               help="The neighbouring pair of the claim's audit setting, by label (default: the first, axis).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the inclusion bits and every mechanism call.")
 @out_option(None, "Also write results.json and the reports into this folder.")
+@overwrite_option
 @plugin_option
 def command(mechanism: str, bound_delta: float | None, plugin: tuple[str, ...], mechanism_params: dict[str, str],
             **options: Any) -> None:
@@ -75,7 +75,7 @@ CANARY_TABLE_MIN_WIDTH = 135  # columns the canary table needs on one row; below
 
 
 def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str, guesses: str, confidence: float,
-            delta: float | None, pair: str | None, seed: int, out: Path | None) -> None:
+            delta: float | None, pair: str | None, seed: int, out: Path | None, overwrite: bool) -> None:
     params = mechanism_params(mechanism, words)
     rule = _parse_guesses(guesses, canaries)
     try:
@@ -91,7 +91,7 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
             raise UsageFailure(f"--pair must be one of {', '.join(labels)} (the pairs of {configured.name}'s audit "
                                f"setting); got {pair!r}")
         if out is not None:
-            out = prepare_output(out)
+            out = check_output(out, overwrite)
         reproducible = mechanisms.reproducible(configured)
         if not reproducible:
             warn_unreproducible([configured.name])
@@ -154,7 +154,8 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
         config = {"mechanism": {"name": mechanism, **params}, "canaries": canaries, "bound": bound,
                   "guesses": guesses, "confidence": confidence, "bound_delta": delta, "pair": pair, "seed": seed}
         provenance = results.provenance(seed=seed, device="cpu", settings=[entry])
-        write_document(results.document("canary", f"canary {configured.name}", config, provenance, [entry]), out)
+        write_document(results.document("canary", f"canary {configured.name}", config, provenance, [entry]), out,
+                       overwrite=overwrite, command="auditkit canary")
 
 
 def _canary_meaning(audit: Any) -> str:

@@ -15,9 +15,8 @@ from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import mechanism_argument, out_option, plugin_option
-from auditkit.cli.outputs import write_document
+from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
-from auditkit.results import prepare_output
 from auditkit.stages.distinguish import distinguish_family, run_distinguish
 
 __all__ = ["command"]
@@ -38,6 +37,7 @@ __all__ = ["command"]
                    "is judged (else every pair is).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seeds the pairs and every mechanism sample.")
 @out_option(None, "Also write results.json and the reports into this folder.")
+@overwrite_option
 @plugin_option
 def command(mechanism: str, bound_delta: float | None, plugin: tuple[str, ...], mechanism_params: dict[str, str],
             **options: Any) -> None:
@@ -45,14 +45,14 @@ def command(mechanism: str, bound_delta: float | None, plugin: tuple[str, ...], 
 
 
 def _distinguish(mechanism: str, words: dict[str, str], *, trials: int, confidence: float, delta: float | None,
-                 adaptive: bool, search: bool, seed: int, out: Path | None) -> None:
+                 adaptive: bool, search: bool, seed: int, out: Path | None, overwrite: bool) -> None:
     params = mechanism_params(mechanism, words)
     try:
         configured = mechanisms.create(mechanism, private_seed=mechanisms.derive_seed("distinguish-private", seed),
                                        **params)
         mechanisms.preflight(configured)  # a plugin's bug: one line naming it (PluginCodeError), nothing written
         if out is not None:
-            out = prepare_output(out)
+            out = check_output(out, overwrite)
         family = distinguish_family(configured, adaptive, search)
         reproducible = mechanisms.reproducible(configured)
         if not reproducible:
@@ -98,5 +98,5 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials: int, confiden
         config = {"mechanism": {"name": mechanism, **params}, "trials": trials, "confidence": confidence,
                   "bound_delta": delta, "adaptive": adaptive, "search": search, "seed": seed}
         provenance = results.provenance(seed=seed, device="cpu", settings=[entry])
-        write_document(results.document("distinguish", f"distinguish {configured.name}", config, provenance, [entry]),
-                       out)
+        write_document(results.document("distinguish", f"distinguish {configured.name}", config, provenance, [entry]), out,
+                       overwrite=overwrite, command="auditkit distinguish")

@@ -7,10 +7,11 @@ from difflib import get_close_matches
 from typing import Any, NoReturn, TypeVar
 
 import click
+import torch
 
 from auditkit.cli.terminal import error_console
 
-__all__ = ["UnknownCommand", "UsageFailure", "fail", "print_error", "run_guarded", "usage_error_line",
+__all__ = ["UnknownCommand", "UsageFailure", "fail", "print_error", "resource_line", "run_guarded", "usage_error_line",
            "warn_unreproducible"]
 
 T = TypeVar("T")
@@ -40,18 +41,36 @@ def fail(message: str) -> NoReturn:
     raise click.exceptions.Exit(2)
 
 
+def resource_line(err: BaseException) -> str:
+    """A fault of the machine (disk full, a read-only file, memory) as one line naming the file where there is one."""
+    from auditkit.output_folder import target_of
+
+    if isinstance(err, MemoryError | torch.cuda.OutOfMemoryError):
+        where = "GPU memory" if isinstance(err, torch.cuda.OutOfMemoryError) else "memory"
+        return f"out of {where}: the run needs more than the machine has; lower clients, batch or model size"
+    if isinstance(err, OSError) and err.strerror:
+        return f"{target_of(err.filename)}: {err.strerror}" if err.filename else err.strerror
+    return " ".join(str(err).split()) or type(err).__name__
+
+
 def run_guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)`` with user-input errors as one line and exit 2; anything else is a bug and keeps its
-    traceback."""
+    """``fn(*args, **kwargs)`` with user-input errors as one line and exit 2, faults of the machine (disk, memory) as
+    one line and exit 1; anything else is a bug and keeps its traceback. Files finished before a fault are whole:
+    every write is atomic (``auditkit.output_folder``)."""
     from auditkit.config import ConfigError
     from auditkit.data import DataNotFoundError
     from auditkit.fl.simulation import TrainingDiverged
     from auditkit.mechanisms import PluginCodeError, PluginError
+    from auditkit.output_folder import OutputFolderError
 
     try:
         return fn(*args, **kwargs)
-    except (UsageFailure, ConfigError, DataNotFoundError, PluginError, PluginCodeError, TrainingDiverged) as err:
+    except (UsageFailure, ConfigError, DataNotFoundError, PluginError, PluginCodeError, TrainingDiverged,
+            OutputFolderError) as err:
         fail(str(err))
+    except (OSError, MemoryError, torch.cuda.OutOfMemoryError) as err:
+        print_error(resource_line(err))
+        raise click.exceptions.Exit(1) from None
 
 
 def warn_unreproducible(names: list[str]) -> None:

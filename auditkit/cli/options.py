@@ -14,8 +14,10 @@ from typing import Any
 import click
 
 from auditkit.config import DPSGDConfig, PRESETS, TRAINING_BACKENDS
+from auditkit.config_bounds import MAX_MEMORY_GIB, SIZES
 from auditkit.data.catalog import DATASETS
 from auditkit.data.partition import PARTITION_SCHEMES
+from auditkit.mechanisms.registry import DEFAULT_PLUGIN_TIMEOUT, set_plugin_timeout
 from auditkit.models import MODEL_NAMES
 
 __all__ = [
@@ -41,6 +43,18 @@ Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 def choice(values: Iterable[str]) -> click.Choice:
     """A closed vocabulary: click checks the word and lists the values in the help and the error."""
     return click.Choice(list(values))
+
+
+class _SizedInt(click.IntRange):
+    """An IntRange whose word that is no number reads "'abc' is not a valid integer", as a plain int flag's did."""
+
+    name = "integer"
+
+
+def sized(key: str) -> click.IntRange:
+    """The range of config key ``key``'s size (``auditkit.config_bounds.SIZES``, the one definition): click checks
+    the flag's value and shows the range in the help and the error."""
+    return _SizedInt(*SIZES[key])
 
 
 def path(**kwargs: Any) -> click.Path:
@@ -106,10 +120,32 @@ def out_option(default: str | None, what: str = "Output folder (results.json, re
                         help=what)
 
 
-plugin_option = click.option(
-    "--plugin", "plugin", metavar="MODULE", multiple=True,
-    help="Module that registers mechanisms of one's own (repeatable); see the tutorial 'Audit your own mechanism' "
-         "(docs/tutorials/own-mechanism.md).")
+def _set_plugin_timeout(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    """--plugin-timeout: the registry's bound on a plugin's calls for this command, the one before restored after it
+    (a command run in-process, by a test or a script, leaves no bound behind)."""
+    try:
+        previous = set_plugin_timeout(value)
+    except ValueError:
+        raise click.BadParameter(f"must be a finite number of seconds >= 0 (0: no bound), got {value:g}", ctx,
+                                 param) from None
+    ctx.call_on_close(lambda: set_plugin_timeout(previous))
+    return value
+
+
+def plugin_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``--plugin MODULE`` (repeatable; loaded by ``auditkit.cli.app.load_named_plugins`` before the command is built)
+    and ``--plugin-timeout SECONDS``, the bound on each call into a plugin's mechanism code
+    (``auditkit.mechanisms.registry.set_plugin_timeout``)."""
+    command = click.option(
+        "--plugin-timeout", type=float, default=DEFAULT_PLUGIN_TIMEOUT, show_default=True,
+        metavar="SECONDS", expose_value=False, is_eager=True, callback=_set_plugin_timeout,
+        help="Seconds one call into a plugin's mechanism code (its encode, decode, claim, ...) may run before the "
+             "command stops with an error naming it; 0: no bound.")(command)
+    return click.option(
+        "--plugin", "plugin", metavar="MODULE", multiple=True,
+        help="Module that registers mechanisms of one's own (repeatable); see the tutorial 'Audit your own mechanism' "
+             "(docs/tutorials/own-mechanism.md).")(command)
+
 
 mechanism_option = click.option("--mechanism", "-m", default=None,
                                  help="Registered mechanism (see `auditkit mechanisms`).")
@@ -131,7 +167,8 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         out_option("auditkit-out"),
         mechanism_option,
         plugin_option,
-        click.option("--seed", type=int, default=None, help="Seeds the data split, the training and the mechanisms."),
+        click.option("--seed", type=sized("seed"), default=None,
+                     help="Seeds the data split, the training and the mechanisms."),
         click.option("--device", default=None, help="auto | cpu | cuda | cuda:N"),
         click.option("--dataset", type=choice(DATASETS), default=None,
                      help="mnist-5k: 5,000 real MNIST digits, embedded like digits; the others load from --data-dir."),
@@ -140,15 +177,20 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--partition", type=choice(PARTITION_SCHEMES), default=None,
                      help="How the training data is split over the clients."),
         click.option("--model", type=choice(MODEL_NAMES), default=None, help="The model the clients train."),
-        click.option("--clients", type=int, default=None, help="Number of clients K."),
-        click.option("--rounds", type=int, default=None, help="FL rounds T (checkpoints past T are dropped)."),
-        click.option("--tau", type=int, default=None, help="Local steps per round."),
-        click.option("--batch-size", type=int, default=None, help="Samples per local step (1 = CEPAM)."),
+        click.option("--clients", type=sized("training.clients"), default=None, help="Number of clients K."),
+        click.option("--rounds", type=sized("training.rounds"), default=None,
+                     help="FL rounds T (checkpoints past T are dropped)."),
+        click.option("--tau", type=sized("training.tau"), default=None, help="Local steps per round."),
+        click.option("--batch-size", type=sized("training.batch_size"), default=None,
+                     help="Samples per local step (1 = CEPAM)."),
         click.option("--lr", type=float, default=None, help="Client learning rate."),
         click.option("--backend", type=choice(TRAINING_BACKENDS), default=None,
                      help="Where FL training runs (builtin: the batched simulator in this process; flower: Flower's "
                           "Simulation Engine on Ray, pip install 'auditkit[flower]', resources in the config's "
                           "[flower])."),
+        click.option("--max-memory", type=click.FloatRange(0, MAX_MEMORY_GIB, min_open=True), default=None,
+                     metavar="GIB", help="The memory (GiB) a training run's estimate may need before it is refused "
+                                         "(default: this machine's memory; auditkit.fl.memory)."),
         dp_sgd_options,
     ]
     for option in reversed(options):
@@ -161,6 +203,7 @@ CONFIG_KEYS: dict[str, str] = {
     "download": "data.download", "partition": "data.partition", "model": "training.model",
     "clients": "training.clients", "rounds": "training.rounds", "tau": "training.tau",
     "batch_size": "training.batch_size", "lr": "training.lr", "backend": "training.backend",
+    "max_memory": "limits.max_memory_gib",
 }
 """The config key each option of ``config_options`` sets (parameter name -> dotted key); ``dp_sgd_options`` set
 ``dp_sgd.KEY``."""

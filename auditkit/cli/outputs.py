@@ -1,27 +1,46 @@
-"""What the commands write: results.json with report.html and report.md beside it, each path printed; numbers as the
-reports show them."""
+"""What the commands write: results.json with report.html and report.md beside it, into an output folder held for
+the writing (``auditkit.output_folder``), each path printed; numbers as the reports show them."""
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from auditkit import results
+import click
+
 from auditkit.cli.terminal import print_written
-from auditkit.reports import render_report
+from auditkit.output_folder import Mode, OutputFolder
+from auditkit.reports import render_report, validate_results
 from auditkit.reports.content import number
 
-__all__ = ["snr", "write_document", "write_reports"]
+__all__ = ["check_output", "overwrite_option", "snr", "write_document"]
+
+overwrite_option = click.option(
+    "--overwrite", is_flag=True, default=False,
+    help="Replace the earlier run in --out, once this one has finished (until then it is kept whole).")
 
 
-def write_reports(document: dict[str, Any], out: Path) -> list[Path]:
-    """report.html and report.md beside results.json."""
-    return render_report(document, out, results_dir=out)
+def _mode(overwrite: bool) -> Mode:
+    return Mode.OVERWRITE if overwrite else Mode.NEW
 
 
-def write_document(document: dict[str, Any], out: Path, *written: Path) -> None:
-    """results.json and the reports into ``out``, then a ``wrote PATH`` line for each (``written`` first: files the
-    command wrote itself)."""
-    print_written([*written, results.write_results(document, out), *write_reports(document, out)])
+def check_output(out: Path, overwrite: bool) -> Path:
+    """Refuse, before any work, an ``out`` that is a file, in use, or holding an earlier run without --overwrite."""
+    return OutputFolder.check(out, _mode(overwrite))
+
+
+def write_document(document: dict[str, Any], out: Path, *, overwrite: bool, command: str,
+                   write_first: Callable[[Path], list[Path]] = lambda folder: []) -> None:
+    """Hold ``out``; ``write_first(folder)`` (files the command writes itself), then results.json and the reports
+    replaced together; with ``overwrite`` all of it replaces the earlier run only now. A ``wrote PATH`` line for
+    each file."""
+    validate_results(document)  # an invalid document writes nothing, not even the folder
+    folder = OutputFolder(out, _mode(overwrite))
+    with folder.open(command):
+        written = [*write_first(folder.work),
+                   *render_report(document, folder.work, results_dir=folder.work, with_results=True)]
+        folder.swap_in()
+    print_written(dict.fromkeys(folder.path / path.relative_to(folder.work) for path in written))
 
 
 def snr(value: float | None) -> str:

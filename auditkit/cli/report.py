@@ -9,9 +9,9 @@ from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.options import HelpArgument, choice, path, plugin_option
 from auditkit.cli.terminal import print_written
+from auditkit.output_folder import Mode, OutputFolder
 from auditkit.reports import load_results, render_report
 from auditkit.reports.results_schema import document_path
-from auditkit.results import prepare_output
 
 __all__ = ["REPORT_FORMATS", "command"]
 
@@ -35,9 +35,10 @@ def command(results: Path, fmt: str, out: Path | None, plugin: tuple[str, ...]) 
 def _report(results: Path, fmt: str, out: Path | None) -> None:
     try:
         results = document_path(results)  # a folder: the results.json or reproduction.json it holds
-        document = load_results(results)
-        target = prepare_output(out if out is not None else results.parent)
-        written = render_report(document, target, formats=REPORT_FORMATS[fmt], results_dir=results.parent)
+        # held like any output folder: an interrupted commit is finished before results.json is read
+        with OutputFolder(out if out is not None else results.parent, Mode.RESUME).open("auditkit report") as target:
+            document = load_results(results)
+            written = render_report(document, target.path, formats=REPORT_FORMATS[fmt], results_dir=results.parent)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
     print_written(written)

@@ -13,10 +13,10 @@ from auditkit import reproduction
 from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.options import HelpArgument, choice, out_option, path
+from auditkit.cli.outputs import check_output, overwrite_option
 from auditkit.cli.terminal import Reporter, console, print_written
 from auditkit.reports.content import ours
 from auditkit.reproduction.paper import BUDGETS
-from auditkit.results import prepare_output
 
 __all__ = ["command"]
 
@@ -36,13 +36,14 @@ __all__ = ["command"]
 @click.option("--confidence", type=float, default=0.95, show_default=True,
               help="Confidence of the Student-t intervals over seeds that each row's verdict reads.")
 @out_option("auditkit-reproduce")
+@overwrite_option
 def command(paper: str | None, list_: bool, budget: str, seeds: int | None, data_dir: Path | None,
-            confidence: float, out: Path) -> None:
-    run_guarded(_reproduce, paper, list_, budget, seeds, data_dir, out, confidence)
+            confidence: float, out: Path, overwrite: bool) -> None:
+    run_guarded(_reproduce, paper, list_, budget, seeds, data_dir, out, confidence, overwrite)
 
 
 def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, data_dir: Path | None,
-               out: Path, confidence: float) -> None:
+               out: Path, confidence: float, overwrite: bool) -> None:
     if list_:
         for paper_id in ([paper] if paper else reproduction.paper_ids()):
             try:
@@ -63,7 +64,7 @@ def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, d
                                                       None if data_dir is None else str(data_dir), confidence)
     except ValueError as err:
         raise UsageFailure(str(err)) from None
-    prepare_output(out)
+    check_output(out, overwrite)
     total = len(plan.settings) * len(plan.seeds)
     reporter = Reporter(console)
     runs = reporter.bar(f"reproduce {paper} ({budget})", total)
@@ -84,7 +85,7 @@ def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, d
     with reporter:
         document = reproduction.reproduce(paper, budget=budget, seeds=seeds,
                                           data_dir=None if data_dir is None else str(data_dir), out=out,
-                                          confidence=confidence, on_run=on_run)
+                                          confidence=confidence, overwrite=overwrite, on_run=on_run)
     summary = Table(title=f"reproduction: {paper} ({budget})")
     for column in ("table", "method", "column", "paper", f"ours [{100 * confidence:g}%]", "verdict"):
         summary.add_column(column)

@@ -72,6 +72,13 @@ class Reporter:
         self.out.print(f"[{self.elapsed():6.1f} s] {text}", markup=False, highlight=False, soft_wrap=True)
         self.out.file.flush()
 
+    def note(self, text: str) -> None:
+        """A line that must be seen: above the live bars on a terminal, a plain line elsewhere."""
+        if self._progress is not None:
+            self._progress.console.print(text, markup=False, highlight=False, soft_wrap=True)
+        else:
+            self.line(text)
+
     @contextmanager
     def status(self, text: str) -> Iterator[None]:
         """A spinner with ``text`` while the block runs on a terminal; one line when it starts elsewhere."""
@@ -96,6 +103,9 @@ class AuditProgress:
     def __call__(self, kind: str, **info: Any) -> None:
         plan = info["setting"]
         where = f"{plan.id} {plan.label}"
+        if kind == "note":
+            self.reporter.note(f"{where}: {info['text']}")
+            return
         if kind == "round":
             record = info["record"]
             accuracy = f"test acc {100 * record.test_accuracy:.2f}%"

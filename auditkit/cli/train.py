@@ -14,9 +14,8 @@ from auditkit.cli.configured import load, title
 from auditkit.cli.errors import run_guarded
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import config_options, config_overrides
-from auditkit.cli.outputs import snr, write_document
+from auditkit.cli.outputs import check_output, overwrite_option, snr, write_document
 from auditkit.cli.terminal import Reporter, console
-from auditkit.results import prepare_output
 from auditkit.stages.train import Experiment, build_mechanism, results_document
 
 __all__ = ["command"]
@@ -26,18 +25,19 @@ __all__ = ["command"]
                help="Run FL training only (FedAvg with the mechanism in the loop): per-round table, results.json and "
                     "reports.")
 @config_options
-def command(config: Path | None, preset: str | None, out: Path, plugin: tuple[str, ...],
+@overwrite_option
+def command(config: Path | None, preset: str | None, out: Path, plugin: tuple[str, ...], overwrite: bool,
             mechanism_params: dict[str, str], **keys: Any) -> None:
     overrides = config_overrides(keys)
-    run_guarded(_train, config, preset, out, overrides, mechanism_params, list(plugin))
+    run_guarded(_train, config, preset, out, overrides, mechanism_params, list(plugin), overwrite)
 
 
 def _train(config_path: Path | None, preset: str | None, out: Path, overrides: dict[str, Any],
-           words: dict[str, str], plugins: list[str]) -> None:
+           words: dict[str, str], plugins: list[str], overwrite: bool) -> None:
     config = load(config_path, preset, overrides, words, plugins, settings=False)
     config.mechanism  # noqa: B018 -- one setting only; raises a ConfigError naming the fix otherwise
     mechanisms.preflight(build_mechanism(config))  # a plugin's bug: one line, before anything is written
-    out = prepare_output(out)
+    out = check_output(out, overwrite)
     experiment = Experiment(config)
     reporter = Reporter(console)
     total = config.training.rounds
@@ -61,7 +61,7 @@ def _train(config_path: Path | None, preset: str | None, out: Path, overrides: d
         console.print(f"example-level claim (DP-SGD): (eps={example['epsilon']:.4g}, delta={example['delta']:.3g}) "
                       f"over {example['steps']} steps at q = {example['sample_rate']:.4g} (client "
                       f"{example['client']}) via {example['backend']}", markup=False, highlight=False)
-    write_document(document, out)
+    write_document(document, out, overwrite=overwrite, command="auditkit train")
 
 
 def _round_table(setting: dict[str, Any]) -> Table:

@@ -100,22 +100,26 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
 
 
 def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None, data_dir: str | None = None,
-              out: str | Path = "auditkit-reproduce", confidence: float = 0.95,
+              out: str | Path = "auditkit-reproduce", confidence: float = 0.95, overwrite: bool = False,
               on_run: Callable[[str, int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
     """Run ``paper_id``'s settings at ``budget`` and write reproduction.json (validated first, strict JSON:
     ``auditkit.results.write_results``), report.html, report.md and the figures in ``out`` (``auditkit.reports.
-    render_report``, as ``auditkit report`` renders it); ``confidence``: of the intervals over seeds that the
-    verdicts read."""
-    from auditkit.reports import render_report
-    from auditkit.results import prepare_output, write_results
+    render_report``, as ``auditkit report`` renders it), replaced together; ``confidence``: of the intervals over
+    seeds that the verdicts read. An ``out`` holding an earlier run is replaced only with ``overwrite``, once this
+    run has finished (``auditkit.output_folder``)."""
+    from auditkit.output_folder import Mode, OutputFolder
+    from auditkit.reports import render_report, validate_results
 
     plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir, confidence)
-    target = prepare_output(Path(out))  # refused before any training
+    folder = OutputFolder(out, Mode.OVERWRITE if overwrite else Mode.NEW)
+    folder.check(folder.path, folder.mode)  # refused before any training
     start = time.perf_counter()
     runs = run_plan(plan, on_run)
     document = reproduction_document(plan, runs, time.perf_counter() - start)
-    write_results(document, target)
-    render_report(document, target)
+    validate_results(document)  # an invalid document writes nothing, not even the folder
+    with folder.open("auditkit reproduce"):
+        render_report(document, folder.work, with_results=True)
+        folder.swap_in()
     return document
 
 

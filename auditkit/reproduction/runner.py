@@ -83,16 +83,31 @@ def _key(setting: dict[str, Any]) -> str:
 
 def _setting(paper: Paper, table: Table, config: dict[str, Any], rounds: int,
              data_dir: str | None) -> dict[str, Any]:
-    """A row's setting: its kind and raw config (training: the rounds and data folder set)."""
+    """A row's setting: its kind and raw config (training: the dataset chosen, the rounds and data folder set)."""
     raw = merge(table.base if table.base is not None else paper.base, config)
-    if table.kind != ATTACK and "distortion" not in raw and table_data_available(table, data_dir):
-        raw = merge(raw, {"data": {"dataset": table.data, "prefer": table.data}})
+    if table.kind != ATTACK and "distortion" not in raw:
+        raw = {**raw, "data": _data(raw.get("data", {}), table, data_dir)}
     if table.kind in (TRAIN, ROUND_ATTACK):  # a round attack attacks the last round: nothing after it is needed
         rounds = table.rounds or (1 if table.kind == ROUND_ATTACK else rounds)
         raw = merge(raw, {"training": {"rounds": rounds, "checkpoints": [rounds]}, "data": {"data_dir": data_dir}})
         if table.kind == ROUND_ATTACK:
             raw = merge(raw, {"inversion": {"round": rounds}})
     return {"kind": table.kind, "config": raw}
+
+
+def _data(data: dict[str, Any], table: Table, data_dir: str | None) -> dict[str, Any]:
+    """A training setting's ``[data]`` with its dataset chosen here: the table's own (``table.data``) or the base's
+    ``prefer`` when ``data_dir`` holds its files, else the base's embedded dataset (``run_reasons`` and ``row_entry``
+    say so). The config leaves no ``prefer`` to resolve: a config refuses a data_dir without its preferred files
+    (``auditkit.config``), while a reproduction uses what a data folder holds, table by table, and states the rest."""
+    preferred = data.get("prefer")
+    if table_data_available(table, data_dir):
+        dataset = table.data
+    elif preferred and data_dir and dataset_available(preferred, data_dir):
+        dataset = preferred
+    else:
+        dataset = data.get("dataset", "mnist-5k")
+    return {**{k: v for k, v in data.items() if k != "prefer"}, "dataset": dataset}
 
 
 def plan_reproduction(paper: Paper, *, budget: str = "quick", seeds: int | None = None,

@@ -394,14 +394,14 @@ def _provenance(run: Mapping[str, Any], settings: list[dict[str, Any]], seed: in
                               model={"name": run["model"]["name"], "num_params": run["model"]["num_params"]})
 
 
-def write_inversion(run: dict[str, Any], out: str | Path, *, config: dict[str, Any],
-                    title: str) -> tuple[dict[str, Any], list[Path]]:
-    """``figures/inversion.png`` (rows: ground truth, clean reconstruction, defended reconstruction, each with its
-    SSIM) and ``results.json`` (command ``attack``, one setting) into ``out``; returns the document and the paths."""
-    from auditkit import results
+INVERSION_FIGURE = "figures/inversion.png"
+
+
+def write_inversion_figure(run: dict[str, Any], out: str | Path) -> Path:
+    """``out/figures/inversion.png``: rows ground truth, clean reconstruction, defended reconstruction, each with
+    its SSIM."""
     from auditkit.reports.figures import image_grid
 
-    out = Path(out)
     mechanism = run["mechanism"]
     tensors = run["tensors"]
     rows = {name: tensors[key].numpy() for name, key in
@@ -410,18 +410,24 @@ def write_inversion(run: dict[str, Any], out: str | Path, *, config: dict[str, A
                 mechanism.name: [f"SSIM {v:.2f}" for v in run["defended"]["scores"]["ssim"]]}
     title_line = (f"{run['attack']} on {run['model']['name']}, server view after {mechanism.name} "
                   f"({mechanism.guarantee().summary()})")
-    figure = "figures/inversion.png"
-    png = replace_atomically(out / figure, lambda p: image_grid(rows, p, captions=captions, title=title_line))
+    return replace_atomically(Path(out) / INVERSION_FIGURE,
+                              lambda p: image_grid(rows, p, captions=captions, title=title_line))
+
+
+def attack_document(run: dict[str, Any], *, config: dict[str, Any], title: str) -> dict[str, Any]:
+    """The results document of one attack (command ``attack``, one setting); its grid is
+    :func:`write_inversion_figure`'s."""
+    from auditkit import results
+
+    mechanism = run["mechanism"]
     entry = results.setting("s00", mechanism.name, mechanism,
-                            inversion=inversion_section(run, clean=run["clean"], figure=figure))
-    doc = results.document("attack", title, config, _provenance(run, [entry], config["seed"]), [entry])
-    return doc, [results.write_results(doc, out), png]
+                            inversion=inversion_section(run, clean=run["clean"], figure=INVERSION_FIGURE))
+    return results.document("attack", title, config, _provenance(run, [entry], config["seed"]), [entry])
 
 
-def write_curve(curve: dict[str, Any], out: str | Path, *, config: dict[str, Any],
-                title: str) -> tuple[dict[str, Any], list[Path]]:
-    """``results.json`` (command ``attack``, one setting per point of the curve, each beside the same clean
-    attack) into ``out``; the report draws SSIM against the error's std from it. Returns the document and paths."""
+def curve_document(curve: dict[str, Any], *, config: dict[str, Any], title: str) -> dict[str, Any]:
+    """The results document of a defence curve (command ``attack``, one setting per point of the curve, each beside
+    the same clean attack); the report draws SSIM against the error's std from it."""
     from auditkit import results
 
     clean = curve["clean"]["defended"]  # mechanism "none": the server sees the clean gradient
@@ -433,5 +439,4 @@ def write_curve(curve: dict[str, Any], out: str | Path, *, config: dict[str, Any
         entries.append(results.setting(f"s{i:02d}", label.strip(), mechanism,
                                        inversion=inversion_section(run, clean={"scores": clean["scores"]},
                                                                    figure=None)))
-    doc = results.document("attack", title, config, _provenance(curve["clean"], entries, config["seed"]), entries)
-    return doc, [results.write_results(doc, out)]
+    return results.document("attack", title, config, _provenance(curve["clean"], entries, config["seed"]), entries)

@@ -6,11 +6,17 @@ of the audit config; the audit's own tables (inversion, probe, identification, d
 the CONFIG or preset given. The train stage reads the recording instead of training
 (:func:`train_from_recording`): the server view of the inversion round with the clients' ground truth, the global
 model the probe starts from, the per-round bits and metrics. Every later stage runs unchanged.
+
+A recording is data and may come from anyone: the plugins its config names are never imported. The plugins are the
+user's own (``--plugin``, a CONFIG's ``plugins``), and a recording naming one the user did not give is refused in one
+line (:func:`recorded_config`). Its views are checked against the config's model before any stage runs
+(:func:`check_recording`).
 """
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -19,22 +25,70 @@ from auditkit import mechanisms
 from auditkit import results
 from auditkit.config import AuditConfig, ConfigError, from_dict
 from auditkit.fl.simulation import RoundRecord, SimulationResult
-from auditkit.flower.recording import Recording
+from auditkit.flower.recording import Recording, RecordingError
+from auditkit.models import count_parameters, create_model
 from auditkit.stages.inversion import MESSAGES_IN_CLEAR, RecordedView
 from auditkit.stages.train import build_mechanism, training_provenance
 
 __all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
 
-# and the round protocols' tables; [dp_sgd] too: how the app's clients trained is the app's, never the audit config's
-_APP_TABLES = ("seed", "data", "training", "dp_sgd", "mechanism", "mechanisms", "plugins")
+# and the round protocols' tables; [dp_sgd] too: how the app's clients trained is the app's, never the audit config's.
+# Not "plugins": code is imported only where the user names it, never where a recording does.
+_APP_TABLES = ("seed", "data", "training", "dp_sgd", "mechanism", "mechanisms")
 
 
-def recorded_config(recording: Recording, audit: dict[str, Any]) -> AuditConfig:
+def _module(plugin: str) -> str:
+    """The module a plugin is imported as: a .py file's stem (of a POSIX or Windows path), a dotted name itself."""
+    name = re.split(r"[\\/]", plugin)[-1]
+    return name[:-3] if name.endswith(".py") else name
+
+
+def _same_plugin(named: str, given: str) -> bool:
+    """Whether the user's plugin ``given`` is the one a recording ``named``: the same module name, or, where either
+    is a .py file, the same last component ("my_mech.py" is "pkg.my_mech")."""
+    a, b = _module(named), _module(given)
+    either_file = named.endswith(".py") or given.endswith(".py")
+    return a == b or (either_file and a.rpartition(".")[2] == b.rpartition(".")[2])
+
+
+def _shown_plugin(plugin: str) -> str:
+    """A plugin named by a recording, as a message shows it: a .py file by its file name, a module by its name."""
+    name = re.split(r"[\\/]", plugin)[-1] if plugin.endswith(".py") else plugin
+    return name if len(name) <= 100 and name.isprintable() and " " not in name else repr(name[:60])
+
+
+def _check_named_plugins(recording: Recording, own: list[Any]) -> None:
+    """Refuse a recording whose config names a plugin the user did not give (``own``): its code is never imported, and
+    without it the recording's mechanism would not be registered."""
+    named = recording.config.get("plugins", [])
+    if not isinstance(named, list) or not all(isinstance(p, str) and p.strip() for p in named):
+        raise RecordingError(f"--recorded {str(recording.root)!r}: recording.json: config.plugins must be a list of "
+                             f"module names or .py files, got {repr(named)[:60]}")
+    missing = [p for p in named if not any(isinstance(g, str) and _same_plugin(p, g) for g in own)]
+    if missing:
+        listed = ", ".join(_shown_plugin(p) for p in named)
+        raise RecordingError(
+            f"the recording {str(recording.root)!r} names plugin{'s' * (len(named) > 1)} ({listed}) and auditkit "
+            "never imports code a recording names; if you trust "
+            f"{'them' if len(missing) > 1 else 'it'}, pass {' '.join(f'--plugin {_shown_plugin(p)}' for p in missing)}")
+
+
+def recorded_config(recording: Recording, audit: dict[str, Any], plugins: Iterable[str] = ()) -> AuditConfig:
     """The audit config of a recording: its app tables over the ``audit`` tables (a CONFIG or preset); the
-    inversion and the probe attack the first recorded round that holds ground truth unless ``audit`` names one."""
+    inversion and the probe attack the first recorded round that holds ground truth unless ``audit`` names one.
+    The plugins are ``audit``'s and ``plugins`` (the command line's ``--plugin``), never the recording's: one that
+    the recording names and the user did not give is a ``RecordingError``."""
     app_tables = (*_APP_TABLES, *mechanisms.protocol_tables())
+    own = list(audit.get("plugins", [])) if isinstance(audit.get("plugins"), list) else []
+    own += [p for p in plugins if p not in own]
+    _check_named_plugins(recording, own)
     raw = {k: v for k, v in audit.items() if k not in app_tables}
     raw.update({k: v for k, v in recording.config.items() if k in app_tables})
+    if own:
+        raw["plugins"] = own
+    if not isinstance(raw.get("training", {}), dict):
+        raise RecordingError(f"--recorded {str(recording.root)!r}: recording.json: config.training must be an object, "
+                             f"got {repr(raw['training'])[:60]}")
     raw["training"] = {**raw.get("training", {}), "checkpoints": recording.recorded_rounds,
                        "rounds": max([*recording.recorded_rounds, *(r["round"] for r in recording.rounds)])}
     for table in ("inversion", "probe"):
@@ -62,18 +116,48 @@ def _truth_clients(recording: Recording, round_: int) -> list[int]:
     return [c for c in recording.server_round(round_)["clients"] if recording.truth(round_, c) is not None]
 
 
+def _model_fit(config: AuditConfig) -> tuple[int, tuple[int, ...], str]:
+    """The parameter count of the config's model on its data, the data's image shape, and how messages name them."""
+    from auditkit.data import load_dataset
+
+    d = config.data
+    dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=False)  # the audit has loaded it already
+    model = create_model(config.training.model, input_shape=dataset.input_shape, num_classes=dataset.num_classes)
+    return count_parameters(model), tuple(dataset.input_shape), f"{config.training.model} on {d.dataset}"
+
+
 def check_recording(recording: Recording, config: AuditConfig) -> None:
-    """The recording holds what the configured stages need (a one-line ConfigError otherwise)."""
+    """The recording holds what the configured stages need, in the shapes of the config's model and data: each view
+    read (the probe's round, and the inversion's with its ground truth) holds one value per model parameter, each
+    client's images the data's shape (a one-line ConfigError or RecordingError otherwise, before any stage runs)."""
+    size, shape, model = _model_fit(config)
     round_ = config.checkpoint_round
+    for read in dict.fromkeys([config.probe_round, *([round_] if config.inversion.enabled else [])]):
+        values = recording.server_round(read)["global_before"].numel()
+        if values != size:
+            raise RecordingError(f"{recording.where(read)}: global_before holds {values} values, but the config's "
+                                 f"model ({model}) has {size} parameters: the recording is of another model or data")
     if config.inversion.enabled:
         if not _truth_clients(recording, round_):
             raise ConfigError(f"--recorded {str(recording.root)!r}: no client's ground truth for round {round_} "
                               "(truth/round-*.pt; give mechanism_mod the same record_dir and record_rounds, and "
                               "call attach_training_images in the train handler), or set inversion.enabled = false")
-        images = [recording.truth(round_, c)["images"] for c in _truth_clients(recording, round_)]
-        if any(i is None for i in images):
+        truths = {c: recording.truth(round_, c) for c in _truth_clients(recording, round_)}
+        if any(t["images"] is None for t in truths.values()):
             raise ConfigError(f"--recorded {str(recording.root)!r}: round {round_}'s ground truth has no images "
                               "(call attach_training_images in the train handler), or set inversion.enabled = false")
+        first = next(iter(truths.values()))["images"].shape
+        for client, truth in truths.items():
+            if truth["update"].numel() != size:
+                raise RecordingError(f"{recording.where(round_, client)}: update holds {truth['update'].numel()} "
+                                     f"values, but the config's model ({model}) has {size} parameters")
+            images = tuple(truth["images"].shape)
+            if images[1:] != shape:
+                raise RecordingError(f"{recording.where(round_, client)}: images must be of shape (N, "
+                                     f"{', '.join(map(str, shape))}) ({model}), got {images}")
+            if images != tuple(first):
+                raise RecordingError(f"{recording.where(round_, client)}: images must hold as many images as every "
+                                     f"other client's of round {round_} ({first[0]}), got {images[0]}")
 
 
 def _round_records(recording: Recording) -> list[RoundRecord]:

@@ -19,6 +19,7 @@ from auditkit import results
 from auditkit.config import AuditConfig, ConfigError
 from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import build_protocol as fl_build_protocol
+from auditkit.fl.memory import check_memory
 from auditkit.mechanisms.protocol import ProtocolContext, RoundProtocol
 from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord, SimulationResult
 from auditkit.models import create_model
@@ -138,7 +139,8 @@ class Experiment:
     """A config turned into ready-to-run objects: device, mechanism, data, model, simulation.
 
     Building it does every check that can fail on user input (device, mechanism parameters,
-    dataset files), so nothing starts, and nothing is written, before the input is known good.
+    dataset files, the run's estimated memory: ``auditkit.fl.memory``), so nothing starts, and nothing is written,
+    before the input is known good.
     """
 
     def __init__(self, config: AuditConfig) -> None:
@@ -147,6 +149,7 @@ class Experiment:
         self.mechanism = build_mechanism(config)
         data, input_shape, num_classes, self.data_summary = prepare_data(config)
         model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
+        self.memory = check_memory(config, model, data)  # above the memory limit: refused before any allocation
         protocol = build_protocol(self.mechanism, config)
         if config.training.backend == "flower":
             from auditkit.flower.backend import FlowerSimulation

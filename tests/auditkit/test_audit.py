@@ -17,6 +17,7 @@ import pytest
 from auditkit.accounting.dp_sgd import example_level_claim
 from auditkit.audit import STAGES, Audit, plan_audit, run_audit
 from auditkit.config import ConfigError, from_dict
+from auditkit.output_folder import OutputFolderError
 from auditkit.reports import load_results, validate_results
 
 TINY = {
@@ -238,7 +239,7 @@ def test_bad_configs_fail_before_any_training(tmp_path, toml, message):
 def test_an_output_path_that_is_a_file_is_refused_before_training(tmp_path):
     target = tmp_path / "file"
     target.write_text("kept")
-    with pytest.raises(ConfigError, match="is a file, not a folder"):
+    with pytest.raises(OutputFolderError, match="is a file, not a folder"):
         Audit(from_dict(TINY), out=target)
     assert target.read_text() == "kept"
 

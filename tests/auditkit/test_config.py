@@ -87,8 +87,8 @@ def test_mechanism_settings_sweeps_and_labels():
 @pytest.mark.parametrize(("raw", "message"), [
     ({"training": {"clientz": 3}}, "config key 'training.clientz' is not allowed; allowed keys in [training]:"),
     ({"bogus": 1}, "config key 'bogus' is not allowed; allowed keys in the top level:"),
-    ({"training": {"clients": 0}}, "training.clients must be an integer >= 1, got 0"),
-    ({"training": {"tau": 0}}, "training.tau must be an integer >= 1, got 0"),
+    ({"training": {"clients": 0}}, "training.clients must be an integer in 1..100000, got 0"),
+    ({"training": {"tau": 0}}, "training.tau must be an integer in 1..10000, got 0"),
     ({"training": {"clients": 2.5}}, "training.clients must be an integer, got 2.5"),
     ({"training": {"model": "resnet"}}, "training.model must be one of linear, mlp, cnn"),
     ({"training": {"lr": math.nan}}, "training.lr must be a finite number, got nan"),
@@ -97,7 +97,7 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be rounds in [1, 10], got 99"),
     ({"training": {"participation": "uniform"}}, "training.clients_per_round must be an integer in [1, 10]"),
     ({"training": {"participation": "replacement"}},
-     "training.clients_per_round must be an integer >= 1 with participation 'replacement', got None"),
+     "training.clients_per_round must be an integer in 1..100000 with participation 'replacement', got None"),
     ({"mechanism": {"name": "nope"}}, "mechanism: unknown mechanism 'nope'"),
     ({"mechanism": {"name": "gaussian", "sigma": -1.0}}, "mechanism: sigma"),
     ({"mechanisms": [{"name": "gaussian"}, {"name": "nope"}]}, "mechanisms[1]: unknown mechanism 'nope'"),
@@ -111,8 +111,8 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"mechanism": {"name": "none"}, "mechanisms": [{"name": "none"}]}, "either a [mechanism] table or [[mechanisms]]"),
     ({"inversion": {"attack": "gan"}}, "inversion.attack must be one of dlg, idlg, inverting_gradients, analytic"),
     ({"inversion": {"round": 7}}, "inversion.round must be one of the checkpoints [1], got 7"),
-    ({"inversion": {"restarts": 0}}, "inversion.restarts must be an integer >= 1, got 0"),
-    ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer >= 100, got 10"),
+    ({"inversion": {"restarts": 0}}, "inversion.restarts must be an integer in 1..1000, got 0"),
+    ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer in 100..10000000, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be in (0, 1), got 1.0"),
     ({"data": {"prefer": "svhn"}}, "data.prefer must be one of mnist-5k, digits, mnist, cifar10; got 'svhn'"),
     # renamed keys and mechanism parameters (docs/names.md) name the new one
@@ -230,3 +230,33 @@ def test_dp_sgd_needs_a_composition_delta():
     with pytest.raises(ConfigError, match=r"^dp_sgd's example-level claim needs accounting.composition_delta > 0 "):
         from_dict({"dp_sgd": {"noise_multiplier": 1.0}, "accounting": {"composition_delta": 0}})
     assert from_dict({"accounting": {"composition_delta": 0}}).accounting.composition_delta == 0  # fine without it
+
+
+def _jopeq(data: dict) -> dict:
+    """The jopeq preset (``prefer = "mnist"``) with ``data`` on its [data] table."""
+    from auditkit.config import merge, preset_dict
+
+    return merge(preset_dict("jopeq"), {"data": data})
+
+
+def test_a_data_dir_without_the_preferred_dataset_is_an_error_not_a_fallback(tmp_path):
+    """Issue 39: ``--preset jopeq --data-dir DIR`` with no MNIST in DIR trained on the embedded digits silently."""
+    with pytest.raises(ConfigError) as err:
+        from_dict(_jopeq({"data_dir": str(tmp_path)}))
+    assert str(err.value) == (
+        f"data.data_dir: MNIST not found in '{tmp_path}': put train-images-idx3-ubyte, train-labels-idx1-ubyte, "
+        f"t10k-images-idx3-ubyte, t10k-labels-idx1-ubyte in {tmp_path}/MNIST/raw/ (or pass --download on a machine "
+        "with network access); or leave data_dir out to run on the embedded mnist-5k (data.prefer = 'mnist')")
+
+
+def test_the_preferred_dataset_runs_from_a_data_dir_and_the_embedded_one_without(tmp_path, make_mnist):
+    assert from_dict(_jopeq({})).data.dataset == "mnist-5k"  # no folder given: the preset's stated default
+    make_mnist(tmp_path, n_train=12, n_test=4)
+    assert from_dict(_jopeq({"data_dir": str(tmp_path)})).data.dataset == "mnist"
+
+
+def test_a_dataset_named_with_files_is_kept_over_the_preference(tmp_path):
+    """``--preset jopeq --dataset cifar10 --data-dir DIR`` (the preset's CIFAR-10 setting) keeps cifar10, whose own
+    loader checks DIR; with ``download`` the preferred dataset is fetched into DIR, not replaced."""
+    assert from_dict(_jopeq({"dataset": "cifar10", "data_dir": str(tmp_path)})).data.dataset == "cifar10"
+    assert from_dict(_jopeq({"data_dir": str(tmp_path), "download": True})).data.dataset == "mnist"

@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from auditkit.reports.files import replace_atomically
+from auditkit.output_folder import Mode, OutputFolder
 from auditkit.stage_store import StageStore, stage_key
 
 
@@ -34,13 +35,14 @@ def test_a_stage_file_is_strict_json_and_loads_back_the_same_floats(tmp_path):
     stored = strict_loads((tmp_path / "stages" / "s00" / "train.json").read_text())
     assert stored["result"]["training"]["rounds"][0] == {"round": 1, "snr_db": "Infinity", "test_loss": "NaN"}
     assert stored["result"]["curve"] == [1.0, "Infinity", ["NaN", 2]]
-    loaded = store.load("s00", "train", "k1")
+    loaded, note = store.load("s00", "train", "k1")
+    assert note is None
     rounds, final = loaded["training"]["rounds"][0], loaded["training"]["final"]
     assert rounds["snr_db"] == math.inf and math.isnan(rounds["test_loss"]) and final["snr_db"] == -math.inf
     assert loaded["curve"][:2] == [1.0, math.inf] and math.isnan(loaded["curve"][2][0]) and loaded["curve"][2][1] == 2
     assert loaded["label"] == "s00" and final["test_accuracy"] == 0.5
-    assert store.load("s00", "train", "other key") is None
-    assert StageStore(tmp_path, resume=False).load("s00", "train", "k1") is None
+    assert store.load("s00", "train", "other key") == (None, None)  # inputs changed: recomputed, nothing to say
+    assert StageStore(tmp_path, resume=False).load("s00", "train", "k1") == (None, None)
     assert store.seconds("s00", "train") == 1.5
 
 
@@ -49,7 +51,7 @@ def test_stage_files_decode_every_non_finite_string_they_hold(tmp_path):
     "-Infinity" loads as the float; other strings stay strings."""
     store = StageStore(tmp_path, resume=True)
     store.save("s00", "probe", "k", {"note": "NaN", "values": ["-Infinity", "Inf", "nan"]}, seconds=0.0)
-    loaded = store.load("s00", "probe", "k")
+    loaded, _ = store.load("s00", "probe", "k")
     assert math.isnan(loaded["note"]) and loaded["values"][0] == -math.inf and loaded["values"][1:] == ["Inf", "nan"]
 
 
@@ -57,7 +59,7 @@ def test_a_stage_file_written_before_with_bare_infinity_still_loads(tmp_path):
     path = tmp_path / "stages" / "s00" / "train.json"
     path.parent.mkdir(parents=True)
     path.write_text('{"stage": "train", "key": "k", "seconds": 2.0, "result": {"snr_db": Infinity, "loss": NaN}}')
-    loaded = StageStore(tmp_path, resume=True).load("s00", "train", "k")
+    loaded, _ = StageStore(tmp_path, resume=True).load("s00", "train", "k")
     assert loaded["snr_db"] == math.inf and math.isnan(loaded["loss"])
 
 
@@ -76,10 +78,10 @@ def test_written_files_follow_the_umask(umask, tmp_path, mask, expected):
         text = replace_atomically(tmp_path / "plain.txt", lambda tmp: tmp.write_text("x"))
         store = StageStore(tmp_path, resume=False)
         store.save("s00", "train", "k", {"a": 1}, seconds=0.1)
-        store.save_tensors("s00", "train", {"w": torch.ones(2)})
+        store.save_tensors("s00", "train", "k", {"w": torch.ones(2)})
     for path in (text, tmp_path / "stages" / "s00" / "train.json", tmp_path / "stages" / "s00" / "train.pt"):
         assert mode(path) == expected, (path, oct(mode(path)))
-    assert torch.equal(store.load_tensors("s00", "train")["w"], torch.ones(2))
+    assert torch.equal(StageStore(tmp_path, resume=True).load_tensors("s00", "train", "k")["w"], torch.ones(2))
 
 
 def test_a_replaced_file_takes_the_mode_of_a_new_one(umask, tmp_path):
@@ -98,10 +100,13 @@ def test_the_temporary_file_keeps_the_suffix_and_is_removed_when_writing_fails(t
     def fails(tmp):
         seen.append(tmp)
         tmp.write_bytes(b"half")
-        raise RuntimeError("interrupted")
+        raise RuntimeError("[enforce fail at inline_container.cc:664] . PytorchStreamWriter failed writing file data/0: "
+                           "file write failed")  # torch.save's error on a full disk
 
-    with pytest.raises(RuntimeError, match="interrupted"):
+    with pytest.raises(OSError, match=r"write failed \(\[enforce fail .* file write failed\)"):
         replace_atomically(target, fails)
+    with pytest.raises(RuntimeError, match="a bug"):  # anything else keeps its type (and traceback)
+        replace_atomically(target, lambda tmp: (_ for _ in ()).throw(RuntimeError("a bug")))
     (tmp,) = seen
     assert tmp.parent == target.parent and tmp.name.startswith(".grid.") and tmp.suffix == ".png"  # matplotlib reads it
     assert list(target.parent.iterdir()) == []  # neither the target nor the temporary file
@@ -117,5 +122,44 @@ def test_a_temporary_file_left_by_a_killed_run_is_cleared(tmp_path):
     StageStore(tmp_path, resume=False).save("s00", "train", "k", {}, seconds=0.0)
     replace_atomically(tmp_path / "stages" / "s00" / "account.json", lambda tmp: names.append(tmp))
     names[0].write_text("{")  # as if killed between writing and renaming
-    StageStore(tmp_path, resume=True)
+    with OutputFolder(tmp_path, Mode.RESUME).open():
+        pass
     assert sorted(p.name for p in (tmp_path / "stages" / "s00").iterdir()) == ["account.json", "train.json"]
+
+
+def _stored_with_tensors(root, key="k"):
+    store = StageStore(root, resume=False)
+    store.save_tensors("s00", "train", key, {"view": torch.arange(4.0)})
+    store.save("s00", "train", key, {"a": 1}, seconds=0.0)
+    return root / "stages" / "s00" / "train.pt"
+
+
+def test_stage_tensors_are_bound_to_the_stage_key(tmp_path):
+    _stored_with_tensors(tmp_path)
+    assert StageStore(tmp_path, resume=True).load("s00", "train", "k") == ({"a": 1}, None)
+    other = tmp_path / "other"
+    foreign = _stored_with_tensors(other, key="another run's key")
+    (tmp_path / "stages" / "s00" / "train.pt").write_bytes(foreign.read_bytes())  # another run's tensors
+    assert StageStore(tmp_path, resume=True).load("s00", "train", "k") == (
+        None, "stages/s00/train.pt was written for other inputs (its key differs); recomputing train")
+
+
+@pytest.mark.parametrize(("damage", "why"), [
+    (lambda pt: pt.unlink(), "is missing"),
+    (lambda pt: pt.write_bytes(pt.read_bytes()[: len(pt.read_bytes()) // 2]), "is damaged"),
+    (lambda pt: pt.write_bytes(b""), "is damaged"),
+    (lambda pt: torch.save({"w": torch.ones(1)}, pt), "was written for other inputs"),  # the format before keys
+])
+def test_missing_damaged_or_unkeyed_stage_tensors_are_recomputed_with_a_note(tmp_path, damage, why):
+    damage(_stored_with_tensors(tmp_path))
+    result, note = StageStore(tmp_path, resume=True).load("s00", "train", "k")
+    assert result is None and note.startswith(f"stages/s00/train.pt {why}") and note.endswith("; recomputing train")
+
+
+@pytest.mark.parametrize("text", ["{", "[]", '{"key": "k"}', "null", "[" * 100000])
+def test_an_unreadable_stage_file_is_recomputed_with_a_note(tmp_path, text):
+    path = tmp_path / "stages" / "s00" / "account.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    assert StageStore(tmp_path, resume=True).load("s00", "account", "k") == (
+        None, "stages/s00/account.json is unreadable; recomputing account")

@@ -12,6 +12,7 @@ from click.testing import CliRunner
 
 from auditkit.cli import app, train
 from auditkit.cli.click_classes import AuditkitCommand, AuditkitGroup
+from auditkit.output_folder import Mode
 
 CLI = app.build_cli()
 WIDE = {"COLUMNS": "250"}
@@ -190,9 +191,11 @@ def test_an_interrupted_audit_exits_130_and_says_how_to_resume(monkeypatch, caps
     class Interrupted:
         stage_count = 5
         unreproducible = []
+        mode = Mode.NEW
+        finished = 2
 
         def __init__(self, config, *, out, **kwargs):
-            self.out = out
+            self.out = self.work = out
 
         def run(self, on_event):
             raise KeyboardInterrupt
@@ -202,8 +205,8 @@ def test_an_interrupted_audit_exits_130_and_says_how_to_resume(monkeypatch, caps
         app.main(["audit", "--out", str(tmp_path)])
     assert interrupted.value.code == 130
     said = "".join(capsys.readouterr().err.split())  # the console wraps it at its width
-    assert said == "".join(f"interrupted: the finished stages are kept in {tmp_path / 'stages'}; run the same "
-                           "command with --resume to finish".split())
+    assert said == "".join(f"interrupted: 2 finished stages kept in {tmp_path / 'stages'}; run the same "
+                           "command with --resume to go on".split())
 
 
 def test_choice_lists_come_from_the_tuples_the_code_checks():

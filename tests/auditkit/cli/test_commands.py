@@ -72,8 +72,17 @@ def test_mechanisms_table_is_kept_from_160_columns(columns, wide):
     (["--preset", "fast"], "invalid value for '--preset': 'fast' is not one of 'quickstart', "),
     (["--mechanism", "gaussian", "--sigma", "-1"], "sigma"),
     (["--mechanism", "gaussian", "--sigma", "nan"], "sigma"),
-    (["--clients", "0"], "training.clients must be an integer >= 1, got 0"),
-    (["--tau", "0"], "training.tau must be an integer >= 1, got 0"),
+    (["--clients", "0"], "invalid value for '--clients': 0 is not in the range 1<=x<=100000"),
+    (["--tau", "0"], "invalid value for '--tau': 0 is not in the range 1<=x<=10000"),
+    # absurd sizes and a vanishing noise (issue 39): the flags' ranges are the config's bounds
+    (["--rounds", "1000000000"], "invalid value for '--rounds': 1000000000 is not in the range 1<=x<=100000"),
+    (["--batch-size", "1000000000"],
+     "invalid value for '--batch-size': 1000000000 is not in the range 1<=x<=10000"),
+    (["--seed", str(2**64)],
+     f"invalid value for '--seed': {2**64} is not in the range 0<=x<={2**63 - 1}"),
+    (["--mechanism", "gaussian", "--sigma", "1e-300"], "mechanism.sigma must be a number in [1e-09, 1e+09]"),
+    # a data folder without the preset's preferred dataset is an error, never the embedded fallback
+    (["--preset", "jopeq", "--data-dir", "{tmp}"], "data.data_dir: MNIST not found in"),
     (["--dataset", "mnist", "--data-dir", "{tmp}/nowhere", "--mechanism", "none"], "MNIST"),
     (["--dataset", "mnist", "--mechanism", "none"], "MNIST"),
     # audit's own options: train judges nothing

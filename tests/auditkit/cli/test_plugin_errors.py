@@ -121,7 +121,7 @@ def command_line(command: str, tmp_path: Path, plugin: Path, name: str) -> tuple
     if command == "audit":
         config = tmp_path / "tiny.toml"
         config.write_text(TINY_AUDIT.format(plugin=plugin.name, name=name))
-        return ["audit", config, "--out", out], out
+        return ["audit", config, "--out", out, "--resume"], out  # --resume: the folder holds an earlier audit
     lines = {
         "mechanisms": ["mechanisms", "--plugin", plugin.name],
         "mechanisms NAME": ["mechanisms", name, "--plugin", plugin.name],

@@ -153,6 +153,27 @@ def test_a_data_dir_without_the_papers_data_is_refused(tmp_path):
         check_reproduction_inputs("cepam", "quick", None, str(tmp_path / "absent"))
 
 
+def _training_data(plan) -> set[tuple[str, str | None]]:
+    """(dataset, prefer) of every training setting of ``plan``."""
+    return {(setting["config"]["data"]["dataset"], setting["config"]["data"].get("prefer"))
+            for setting in plan.settings.values() if setting["kind"] in ("train", "round_attack")}
+
+
+def test_the_runner_chooses_the_dataset_so_a_reproduction_without_data_falls_back_and_says_so(tmp_path, make_mnist):
+    """A config refuses a data_dir without its preferred files (issue 39); a reproduction picks the dataset itself:
+    without a data folder the embedded mnist-5k, stated in its reasons; with MNIST there, MNIST. No setting is left
+    with a ``prefer`` for the config to resolve, and every one validates."""
+    from auditkit.reproduction.runner import configs
+
+    without = plan_reproduction(load_paper("cepam"), budget="quick")
+    assert _training_data(without) == {("mnist-5k", None)}
+    assert configs(without) and run_reasons(without)[0].startswith("our data: mnist-5k")
+    make_mnist(tmp_path, n_train=60, n_test=10)
+    with_mnist = check_reproduction_inputs("cepam", "quick", None, str(tmp_path))
+    assert _training_data(with_mnist) == {("mnist", None)}
+    assert not any(reason.startswith("our data") for reason in run_reasons(with_mnist))
+
+
 def _refuse_non_strict(constant):
     raise ValueError(f"not strict JSON (RFC 8259): {constant}")
 

@@ -104,7 +104,7 @@ def test_an_audit_with_canary_clients_reports_the_whole_run(tmp_path):
 
 
 @pytest.mark.parametrize("raw, message", [
-    ({"canary": {"enabled": True, "canaries": 1}}, "canary.canaries must be an integer >= 2"),
+    ({"canary": {"enabled": True, "canaries": 1}}, "canary.canaries must be an integer in 2..100000, got 1"),
     ({"canary": {"bound": "clt"}}, "canary.bound must be one of fdp, steinke"),
     ({"canary": {"view": "peer"}}, "canary.view must be one of server, aggregate, public"),
     ({"canary": {"guesses": "best"}}, "canary.guesses must be one of claim, grid"),

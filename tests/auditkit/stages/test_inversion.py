@@ -11,6 +11,7 @@ from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.stages import inversion as inversion_stage
 from auditkit.config import from_dict
 from auditkit.models import create_model
+from auditkit.reports.results_schema import dumps_strict
 from auditkit.stages.train import Experiment
 
 FAST = {"iterations": 3}
@@ -49,9 +50,10 @@ def test_run_inversion_reports_clean_and_defended_with_every_setting(tmp_path):
     assert doc["clean"]["scores"]["label_accuracy"] == 1.0  # iDLG's analytic labels, before any optimisation
     assert doc["distortion"]["error_std"] == pytest.approx(0.1, rel=0.05)  # the noise the server view carries
     assert doc["bits_per_coordinate"] == pytest.approx(32, abs=0.1)
-    document, written = inversion_stage.write_inversion(doc, tmp_path, config={"seed": 0}, title="t")
-    assert [p.relative_to(tmp_path).as_posix() for p in written] == ["results.json", "figures/inversion.png"]
-    body = json.loads((tmp_path / "results.json").read_text())
+    figure = inversion_stage.write_inversion_figure(doc, tmp_path)
+    assert figure.relative_to(tmp_path).as_posix() == "figures/inversion.png"
+    document = inversion_stage.attack_document(doc, config={"seed": 0}, title="t")
+    body = json.loads(dumps_strict(document))
     assert body == document and body["command"] == "attack"
     (setting,) = body["settings"]
     assert setting["mechanism"]["name"] == "gaussian" and setting["mechanism"]["params"]["sigma"] == 0.1
@@ -88,8 +90,7 @@ def test_defence_curve_measures_each_point_against_one_clean_reference(tmp_path)
     assert seen == ["gaussian", "gaussian"] and len(points) == 2
     assert points[0]["distortion"]["error_std"] < points[1]["distortion"]["error_std"]
     assert points[1]["distortion"]["error_std"] == pytest.approx(0.1, rel=0.1)
-    document, written = inversion_stage.write_curve(doc, tmp_path, config={"seed": 0}, title="curve")
-    assert [p.name for p in written] == ["results.json"]
+    document = inversion_stage.curve_document(doc, config={"seed": 0}, title="curve")
     settings = document["settings"]
     assert [s["label"] for s in settings] == ["gaussian sigma=0.001, clip=1e+06", "gaussian sigma=0.1, clip=1e+06"]
     clean = doc["clean"]["defended"]["scores"]["ssim_mean"]  # one clean reference for every point

@@ -6,7 +6,6 @@ from auditkit import mechanisms
 from auditkit.accounting.dp_sgd import example_level_claim
 
 from auditkit.config import ConfigError, from_dict
-from auditkit.results import prepare_output
 from auditkit.stages.train import Experiment, results_document
 from auditkit.results import write_results
 
@@ -60,12 +59,6 @@ def test_data_problems_surface_before_training(tmp_path):
     too_many = from_dict({"training": {"clients": 5000}})
     with pytest.raises(ConfigError, match="training.clients must be at most the 3500 training samples"):
         Experiment(too_many)
-
-
-def test_out_must_be_a_folder(tmp_path):
-    (tmp_path / "f").write_text("x")
-    with pytest.raises(ConfigError, match="is a file"):
-        prepare_output(tmp_path / "f")
 
 
 def test_results_are_validated_before_they_are_written_and_written_atomically(tmp_path, monkeypatch):

@@ -1,0 +1,180 @@
+"""The memory a training run needs, estimated before it starts and checked against a limit that can be raised.
+
+A run whose sizes are each allowed (``auditkit.config_bounds.SIZES``) can still need more memory than the machine
+has: K clients' momentum, or one round's clients x tau x batch images drawn at once. Without this check such a run
+dies on an allocation, or swaps, well after it started (issue 39). What the built-in simulator
+(``auditkit.fl.simulation``) holds at a round's peak, for K clients, S of them in a round, P float32 model
+parameters, tau local steps of B samples of D values and A activation values per example:
+
+* the data: the dataset's tensors (train, validation, test) as split;
+* the clients' state: K x P momentum buffers (``FederatedSimulation.momentum``), kept for every client;
+* a round's batches: S x tau x B sample indices, drawn and gathered (int64, three copies), and their images
+  S x tau x B x D (float32) with their labels, all drawn at once (``FederatedSimulation._train_locally``);
+* a round's clients: ``PER_CLIENT_PARAMETER`` bytes for each of their parameters, about ten float32-sized copies:
+  local training's parameters, momentum, gradients and their next values (``train_clients_batched``), then the
+  updates, the float64 copies a mechanism encodes and decodes, the bytes sent, the server view and the SNR's
+  clipped copies (``UplinkProtocol``); with DP-SGD also the per-example gradients, S x B x P twice; with canary
+  clients (``[canary]``) their rows go through the protocol as well;
+* a step's activations: S x B x A values, kept for the backward pass beside their gradients (three copies);
+* the checkpoint rounds' observations: the server view, the messages and the true updates (three S x P float32)
+  and the round's sample indices, kept for the attacks;
+* the interpreter, torch and the other libraries (``RUNTIME``).
+
+The sum times ``SAFETY`` (what is not modelled: allocator slack, a protocol with a longer transcript) is compared
+with the limit, ``[limits] max_memory_gib`` (``--max-memory``) or else this machine's physical memory (its
+cgroup's limit where lower). The sum without the data and the runtime is within a factor of 2 of the peak
+resident memory measured for small real runs (``tests/auditkit/fl/test_memory.py``). Flower's backend is not
+checked: its clients run in Ray's workers, whose resources Ray manages.
+"""
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from auditkit.config_bounds import ConfigError
+
+__all__ = ["GIB", "MemoryEstimate", "activation_values", "check_memory", "estimate_memory", "machine_memory",
+           "round_clients"]
+
+GIB = 2**30
+MIB = 2**20
+SAFETY = 1.5
+PER_CLIENT_PARAMETER = 40  # bytes per parameter of a client taking part in a round (module docstring)
+RUNTIME = 512 * MIB  # the interpreter, torch, numpy, scipy and the mechanisms' libraries once imported
+_FLOAT, _INDEX = 4, 8  # float32 values, int64 indices and labels
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """The bytes a run needs, part by part (``parts``: name -> bytes; ``what``: name -> the sizes behind it)."""
+
+    parts: dict[str, int]
+    what: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        """The modelled bytes, summed."""
+        return sum(self.parts.values())
+
+    @property
+    def needed(self) -> int:
+        """The bytes checked against the limit: the total times ``SAFETY``."""
+        return math.ceil(self.total * SAFETY)
+
+    def describe(self) -> str:
+        """The parts that make up a tenth of the total or more, largest first, with their sizes."""
+        large = sorted((p for p in self.parts if self.parts[p] >= self.total / 10), key=self.parts.get, reverse=True)
+        return "; ".join(f"{self.what.get(p, p)}: {size(self.parts[p])}" for p in large)
+
+
+def size(count: float) -> str:
+    """Bytes in GiB (MiB below 1 GiB), three significant digits (whole GiB with separators from 1,000 GiB)."""
+    if count >= 1000 * GIB:
+        return f"{count / GIB:,.0f} GiB"
+    return f"{count / GIB:.3g} GiB" if count >= GIB else f"{count / MIB:.3g} MiB"
+
+
+def round_clients(training) -> int:
+    """S, the clients taking part in a round of ``training`` (a ``TrainingConfig``): K under full participation,
+    ``clients_per_round`` under uniform or replacement, the expected count plus six standard deviations under
+    Poisson (a round with more is rare beyond concern)."""
+    if training.participation == "full":
+        return training.clients
+    if training.participation in ("uniform", "replacement"):
+        return training.clients_per_round
+    mean = training.sample_rate * training.clients
+    return min(training.clients, math.ceil(mean + 6 * math.sqrt(mean) + 1))
+
+
+def estimate_memory(training, *, num_params: int, input_numel: int, activations: int, dataset_bytes: int,
+                    dp_sgd: bool = False, canaries: int = 0) -> MemoryEstimate:
+    """The memory of a run of ``training`` (a ``TrainingConfig``) on a model of ``num_params`` parameters whose
+    examples hold ``input_numel`` values and ``activations`` activation values, on ``dataset_bytes`` of data; with
+    ``dp_sgd``, per-example gradients; with ``canaries`` canary clients, their rows in each round's protocol."""
+    t, p = training, num_params
+    s = round_clients(t)
+    batch = t.batch_size + (math.ceil(6 * math.sqrt(t.batch_size)) + 1 if dp_sgd else 0)  # Poisson, padded
+    samples = s * t.tau * batch
+    rows = s + (math.ceil(canaries * min(1.0, s / t.clients)) if canaries else 0)
+    parts = {
+        "data": dataset_bytes,
+        "client state": t.clients * p * _FLOAT,
+        "round": rows * p * PER_CLIENT_PARAMETER + (2 * s * batch * p * _FLOAT if dp_sgd else 0),
+        "batches": samples * (input_numel * _FLOAT + 4 * _INDEX),
+        "activations": 3 * s * batch * activations * _FLOAT,
+        "checkpoints": len(t.checkpoints) * (3 * s * p * _FLOAT + samples * _INDEX),
+        "runtime": RUNTIME,
+    }
+    what = {
+        "data": "the dataset",
+        "client state": f"clients {t.clients:,} x {p:,} parameters of momentum",
+        "round": f"a round's {rows:,} clients x {p:,} parameters in training and the protocol",
+        "batches": f"a round's {s:,} x {t.tau:,} x {batch:,} samples of {input_numel:,} values",
+        "activations": f"a step's {s:,} x {batch:,} examples x {activations:,} activations",
+        "checkpoints": f"{len(t.checkpoints)} checkpoint rounds' observations",
+        "runtime": "the libraries",
+    }
+    return MemoryEstimate(parts, what)
+
+
+def activation_values(model: nn.Module, input_shape: tuple[int, ...]) -> int:
+    """A, the values one example's forward pass produces: its input and every leaf module's output."""
+    counts = [math.prod(input_shape)]
+    hooks = [m.register_forward_hook(lambda _m, _i, out: counts.append(out.numel()))
+             for m in model.modules() if not list(m.children())]
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(torch.zeros(1, *input_shape))
+    finally:
+        model.train(was_training)
+        for hook in hooks:
+            hook.remove()
+    return sum(counts)
+
+
+def machine_memory() -> int | None:
+    """This machine's physical memory in bytes (``os.sysconf``), or its cgroup's memory limit where lower; None
+    where neither can be read."""
+    found = []
+    try:
+        found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (AttributeError, ValueError, OSError):
+        pass
+    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):  # cgroup v2, v1
+        try:
+            text = Path(limit).read_text().strip()
+        except OSError:
+            continue
+        if text.isdigit():
+            found.append(int(text))
+    return min(found) if found else None
+
+
+def check_memory(config, model: nn.Module, data) -> MemoryEstimate | None:
+    """Refuse, as one ConfigError line, a run of ``config`` (an ``AuditConfig``) on ``model`` and ``data`` (the
+    split ``FederatedData``) whose estimate exceeds the memory limit; the estimate otherwise (None: not checked,
+    Flower's backend or a machine whose memory cannot be read)."""
+    if config.training.backend != "builtin":
+        return None
+    tensors = [t for split in (data.train, data.validation, data.test) for t in (split.x, split.y)]
+    estimate = estimate_memory(
+        config.training, num_params=sum(p.numel() for p in model.parameters()),
+        input_numel=math.prod(data.train.x.shape[1:]), activations=activation_values(model, data.train.x.shape[1:]),
+        dataset_bytes=sum(t.numel() * t.element_size() for t in tensors), dp_sgd=config.dp_sgd.enabled,
+        canaries=config.canary.canaries if config.canary.enabled else 0)
+    given = config.limits.max_memory_gib
+    limit = machine_memory() if given is None else given * GIB
+    if limit is None or estimate.needed <= limit:
+        return estimate
+    source = "[limits] max_memory_gib" if given is not None else "this machine's memory"
+    raise ConfigError(f"the run needs about {size(estimate.needed)} ({estimate.describe()}; x{SAFETY:g} for what is "
+                      f"not modelled) but the memory limit is {size(limit)} ({source}); lower training.clients (or "
+                      "clients_per_round), tau, batch_size or checkpoints, or raise [limits] max_memory_gib / "
+                      "--max-memory")

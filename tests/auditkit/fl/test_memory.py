@@ -1,0 +1,152 @@
+"""The memory estimate checked before a run starts (``auditkit.fl.memory``, issue 39): a run that needs more than
+the limit is refused in one line before anything is allocated, the quick start passes, a raised limit lets it
+through, and the estimate follows a real run's measured peak."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from auditkit.config import ConfigError, from_dict, merge, preset_dict
+from auditkit.fl import memory
+from auditkit.fl.memory import GIB, RUNTIME, SAFETY, activation_values, estimate_memory, machine_memory
+from auditkit.models import create_model
+from auditkit.stages import train
+
+ABSURD = {"training": {"clients": 3500, "model": "mlp200"}, "limits": {"max_memory_gib": 8}}
+
+
+def test_the_parts_follow_the_run_sizes():
+    t = from_dict({"training": {"clients": 100, "tau": 5, "batch_size": 10, "checkpoints": [1, 2]}}).training
+    e = estimate_memory(t, num_params=1000, input_numel=784, activations=2000, dataset_bytes=10**6)
+    assert e.parts["client state"] == 100 * 1000 * 4  # K x P float32 momentum
+    assert e.parts["round"] == 100 * 1000 * memory.PER_CLIENT_PARAMETER
+    assert e.parts["batches"] == 100 * 5 * 10 * (784 * 4 + 32)
+    assert e.parts["activations"] == 3 * 100 * 10 * 2000 * 4
+    assert e.parts["checkpoints"] == 2 * (3 * 100 * 1000 * 4 + 100 * 5 * 10 * 8)
+    assert e.parts["data"] == 10**6 and e.parts["runtime"] == RUNTIME
+    assert e.needed == pytest.approx(SAFETY * e.total, abs=1)
+    uniform = from_dict({"training": {"clients": 100, "participation": "uniform", "clients_per_round": 10}}).training
+    smaller = estimate_memory(uniform, num_params=1000, input_numel=784, activations=2000, dataset_bytes=10**6)
+    assert smaller.parts["client state"] == e.parts["client state"]  # every client keeps its momentum
+    assert smaller.parts["round"] == e.parts["round"] // 10  # a tenth of them take part
+
+
+def test_activations_count_the_input_and_every_layer_output():
+    assert activation_values(create_model("linear"), (1, 28, 28)) == 784 + 784 + 10  # input, flatten, logits
+
+
+def test_the_machine_memory_is_read():
+    assert machine_memory() > 256 * 2**20
+
+
+def test_an_absurd_client_count_is_refused_in_one_line_before_anything_is_allocated(monkeypatch):
+    """3,500 clients of the 159,010-parameter mlp200 need about 45 GiB: refused before the simulation (and its
+    K x P momentum) is built."""
+    def built(*args, **kwargs):
+        raise AssertionError("the simulation was built")
+
+    monkeypatch.setattr(train, "FederatedSimulation", built)
+    with pytest.raises(ConfigError) as err:
+        train.Experiment(from_dict(ABSURD))
+    message = str(err.value)
+    assert re.match(r"the run needs about 4\d\.\d GiB \(", message)
+    assert "a round's 3,500 clients x 159,010 parameters in training and the protocol" in message
+    assert message.endswith("but the memory limit is 8 GiB ([limits] max_memory_gib); lower training.clients (or "
+                            "clients_per_round), tau, batch_size or checkpoints, or raise [limits] max_memory_gib / "
+                            "--max-memory")
+    assert "\n" not in message
+
+
+def _quickstart(**limits) -> object:
+    """The quick start's first setting (what ``Audit`` builds its Experiment from), with ``[limits]``."""
+    config = from_dict(merge(preset_dict("quickstart"), {"limits": limits}))
+    return config.with_setting(config.settings()[0])
+
+
+def test_the_quick_start_passes_and_a_raised_limit_lets_a_run_through():
+    quick = train.Experiment(_quickstart())  # this machine's memory
+    assert quick.memory is not None and quick.memory.needed < GIB
+    with pytest.raises(ConfigError, match=r"but the memory limit is 102 MiB \(\[limits\] max_memory_gib\)"):
+        train.Experiment(_quickstart(max_memory_gib=0.1))
+    assert train.Experiment(_quickstart(max_memory_gib=2)).memory.needed == quick.memory.needed
+
+
+def test_the_command_line_refuses_it_in_one_line_and_max_memory_raises_the_limit(tmp_path):
+    """``--max-memory`` sets ``[limits] max_memory_gib``: an absurd run is one error line and writes nothing; a
+    small run refused under a tiny limit trains under a larger one."""
+    def run(*args, out="out"):
+        return subprocess.run([sys.executable, "-m", "auditkit.cli", "train", *args, "--out", str(tmp_path / out)],
+                              capture_output=True, text=True, timeout=300)
+
+    refused = run("--clients", "3500", "--model", "mlp200", "--max-memory", "8")
+    assert refused.returncode == 2
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: the run needs about ")
+    assert "but the memory limit is 8 GiB" in lines[0] and not (tmp_path / "out").exists()
+    small = ("--clients", "2", "--rounds", "1", "--tau", "1")
+    tight = run(*small, "--max-memory", "0.1", out="tight")
+    assert tight.returncode == 2 and "but the memory limit is 102 MiB ([limits] max_memory_gib)" in tight.stderr
+    raised = run(*small, "--max-memory", "2", out="raised")
+    assert raised.returncode == 0, raised.stderr
+    assert (tmp_path / "raised" / "results.json").is_file()
+
+
+MEASURE = """
+import json, sys
+import torch
+from auditkit.config import from_dict
+from auditkit.stages.train import Experiment
+
+def status(field):
+    with open("/proc/self/status") as f:
+        return next(int(line.split()[1]) * 1024 for line in f if line.startswith(field + ":"))
+
+torch.set_num_threads(1)
+raw = json.loads(sys.argv[1])
+Experiment(from_dict({**raw, "training": {**raw["training"], "clients": 2, "rounds": 1, "checkpoints": [1]}})).train()
+with open("/proc/self/clear_refs", "w") as f:  # resets the peak (VmHWM) to the resident memory now
+    f.write("5")
+before = status("VmRSS")
+experiment = Experiment(from_dict(raw))
+experiment.train()
+print(json.dumps({"measured": status("VmHWM") - before, "parts": experiment.memory.parts}))
+"""
+
+
+def _peak_resettable():
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+        return True
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _peak_resettable(),
+                    reason="resets and reads the peak resident memory through /proc/self (Linux)")
+def test_the_estimate_is_within_a_factor_of_two_of_a_measured_peak():
+    """100 clients of the 25,818-parameter mlp, 5 steps of 10 samples, 2 rounds, both checkpointed, through the
+    Gaussian mechanism: the peak resident memory the run adds (VmHWM, reset through /proc/self/clear_refs after a
+    warm-up run loaded what is loaded lazily, over the resident memory then) against the estimate without the
+    libraries' share; tolerance: a factor of 2 either way. The checked figure, times SAFETY, covers the measured peak."""
+    raw = {"training": {"model": "mlp", "clients": 100, "tau": 5, "batch_size": 10, "rounds": 2,
+                        "checkpoints": [1, 2]}, "mechanism": {"name": "gaussian", "sigma": 0.01}}
+    done = subprocess.run([sys.executable, "-c", MEASURE, json.dumps(raw)], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    modelled = sum(v for k, v in found["parts"].items() if k != "runtime")
+    assert found["measured"] / 2 <= modelled <= 2 * found["measured"], found
+    assert SAFETY * modelled >= found["measured"]
+
+
+def test_flower_runs_are_not_estimated():
+    """Flower's clients run in Ray's workers, whose resources Ray manages: no estimate, no refusal."""
+    flower = SimpleNamespace(training=SimpleNamespace(backend="flower"))
+    assert memory.check_memory(flower, torch.nn.Linear(1, 1), None) is None
