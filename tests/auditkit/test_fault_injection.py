@@ -13,6 +13,8 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 import pytest
 
@@ -50,18 +52,23 @@ trials = 500
 # runs `auditkit` jobs in one process: each job is (arguments, k); a job with k > 0 is killed (SIGKILL) just before
 # its k-th os.replace; the renames each job made are appended to the file given as argv[1]
 DRIVER = textwrap.dedent("""
-    import json, os, signal, sys
+    import json, os, signal, sys, time
 
     from auditkit.cli.app import main
 
     log, jobs = sys.argv[1], json.loads(sys.argv[2])
     real_replace, count, kill_at = os.replace, 0, 0
+    pause_at = int(os.environ.get("PAUSE_AT", "0"))  # held there until the file LOG.go exists
 
     def replace(src, dst):
         global count
         count += 1
         if count == kill_at:
             os.kill(os.getpid(), signal.SIGKILL)
+        if count == pause_at:
+            open(log + ".paused", "w").close()
+            while not os.path.exists(log + ".go"):
+                time.sleep(0.02)
         return real_replace(src, dst)
 
     os.replace = replace
@@ -129,11 +136,12 @@ def test_a_kill_at_every_write_resumes_to_the_results_of_an_uninterrupted_run(ti
 
 
 def test_a_second_audit_on_a_folder_in_use_refuses_in_one_line_and_the_first_finishes_alone(tiny, tmp_path):
-    config, _, _ = tiny
-    out = tmp_path / "out"
-    first = subprocess.Popen([sys.executable, "-m", "auditkit.cli", *_audit(config, out, "--rounds", "80")],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    # three more audits on the same folder while the first trains: as they were, --resume, --overwrite
+    config, reference, _ = tiny
+    out, log = tmp_path / "out", tmp_path / "first.log"
+    # the first audit is held at its 3rd write (the folder locked, stages being written) until the others have run
+    first = subprocess.Popen([sys.executable, "-c", DRIVER, str(log), json.dumps([[_audit(config, out), 0]])],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ,
+                                                                                            "PAUSE_AT": "3"})
     others = textwrap.dedent(f"""
         from auditkit.cli.app import main
         for extra in ([], ["--resume"], ["--overwrite", "--seed", "6"]):
@@ -143,18 +151,19 @@ def test_a_second_audit_on_a_folder_in_use_refuses_in_one_line_and_the_first_fin
                 print(stop.code)
     """)
     try:
-        while not (out / "stages").exists() and first.poll() is None:  # held before its first stage starts
-            pass
+        while not Path(f"{log}.paused").exists() and first.poll() is None:
+            time.sleep(0.02)
         second = subprocess.run([sys.executable, "-c", others], capture_output=True, text=True, timeout=300)
     finally:
+        Path(f"{log}.go").touch()
         _, stderr = first.communicate(timeout=600)
     assert first.returncode == 0, stderr
     assert second.stdout.split() == ["2", "2", "2"], second.stderr
     line = (rf"error: --out '{re.escape(str(out))}' is in use by pid {first.pid} on .*, `auditkit audit`, since "
             r"[-0-9: ]+; wait for it to finish or choose another --out")
     assert re.fullmatch(rf"({line}\n){{3}}", second.stderr), second.stderr
-    document = json.loads((out / "results.json").read_text())  # the first's own run, whole
-    assert document["provenance"]["seed"] == 5 and len(document["settings"][0]["training"]["rounds"]) == 80
+    # the first's own run, whole: nothing of the others mixed in
+    assert (out / "results.json").read_bytes() == (reference / "results.json").read_bytes()
 
 
 def test_a_new_audit_never_deletes_an_earlier_one_and_overwrite_replaces_it_only_when_finished(tiny, tmp_path):
