@@ -60,7 +60,8 @@ class AdaptiveTestResult:
     """One adaptive test: the claim it tests, what it observed, the bounds, the verdict.
 
     test:          the test's name; mechanism: the mechanism's name and params.
-    claim:         the claim tested, in words; claimed_epsilon: its epsilon (None: no claim).
+    claim:         what the test checks, in words; stated_claim: the mechanism's claim as it states it
+                   (``PrivacyGuarantee.summary``); claimed_epsilon: its epsilon (None: no claim).
     estimates:     one ``EpsilonEstimate`` per view or pair (labels in ``estimate.pair.label``).
     judged:        for each estimate, whether the verdict rests on it (False: reported only, e.g. a pair
                    outside the claim's domain).
@@ -74,6 +75,7 @@ class AdaptiveTestResult:
     mechanism: str
     params: dict[str, Any]
     claim: str
+    stated_claim: str
     claimed_epsilon: float | None
     estimates: tuple[EpsilonEstimate, ...]
     judged: tuple[bool, ...]
@@ -105,6 +107,7 @@ class AdaptiveTestResult:
             "mechanism": self.mechanism,
             "params": dict(self.params),
             "claim": self.claim,
+            "stated_claim": self.stated_claim,
             "claimed_epsilon": self.claimed_epsilon,
             "epsilon_lower_bound": self.epsilon_lower_bound,
             "max_certifiable": self.worst.max_certifiable,
@@ -237,7 +240,8 @@ def run_views(
         test=test,
         mechanism=mechanism.name,
         params=dict(mechanism.params),
-        claim=f"{claim}; stated claim: {guarantee.summary()}",
+        claim=claim,
+        stated_claim=guarantee.summary(),
         claimed_epsilon=guarantee.epsilon,
         estimates=estimates,
         judged=judged,

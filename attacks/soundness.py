@@ -37,7 +37,7 @@ from scipy import stats
 from auditkit import mechanisms
 from auditkit.attacks.audit_mechanism import audit_mechanism
 from auditkit.attacks.audit_settings import audit_setting, setting_pairs
-from auditkit.attacks.verdicts import VIOLATED
+from auditkit.attacks.verdicts import VIOLATED, Verdict
 
 __all__ = ["EXCEEDED_MARGIN", "SoundnessRow", "allowed_false_alarms", "classify", "soundness_sweep"]
 
@@ -112,8 +112,8 @@ class SoundnessRow:
 
     def line(self) -> str:
         claim = "-" if self.claimed_epsilon is None else f"{self.claimed_epsilon:.3f}"
-        counts = " ".join(f"{self.verdicts[v]:>8}" for v in ("violated", "consistent", "inconclusive"))
-        counts += f" {self.verdicts['vacuous claim'] + self.verdicts['no claim']:>8}"
+        counts = " ".join(f"{self.verdicts[v]:>8}" for v in (Verdict.VIOLATED, Verdict.CONSISTENT, Verdict.INCONCLUSIVE))
+        counts += f" {self.verdicts[Verdict.VACUOUS] + self.verdicts[Verdict.NO_CLAIM]:>8}"
         return (f"{self.name:<20} {self.kind:<17} {self.pairs:>5} {claim:>9} {self.delta:>7.0e} {min(self.bounds):6.3f} "
                 f"{statistics.fmean(self.bounds):6.3f} {max(self.bounds):6.3f} {min(self.caps):6.2f} {counts} "
                 f"{self.seconds:6.1f} {'ok' if self.passes else 'FAIL':>4}")

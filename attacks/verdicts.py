@@ -30,6 +30,7 @@ JoPEQ's side channel, a perfect test), "marginal" otherwise (refuted at c, not f
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -45,6 +46,8 @@ __all__ = [
     "VIOLATED",
     "CertifiedBound",
     "DECISIVE_P",
+    "Evidence",
+    "Verdict",
     "adjusted_p_value",
     "bonferroni_confidence",
     "evidence",
@@ -52,13 +55,30 @@ __all__ = [
     "verdict",
 ]
 
-CONSISTENT = "consistent"
-VIOLATED = "violated"
-VACUOUS = "vacuous claim"
-NO_CLAIM = "no claim"
-INCONCLUSIVE = "inconclusive"
-CELL_LOCAL_ONLY = "claim holds only cell-locally"
-VERDICTS = (CONSISTENT, VIOLATED, VACUOUS, NO_CLAIM, INCONCLUSIVE, CELL_LOCAL_ONLY)
+
+
+class Verdict(enum.StrEnum):
+    """The outcome of one test of a claim, and a setting's headline (the worst over its tests)."""
+
+    CONSISTENT = "consistent"
+    VIOLATED = "violated"
+    VACUOUS = "vacuous claim"
+    NO_CLAIM = "no claim"
+    INCONCLUSIVE = "inconclusive"
+    CELL_LOCAL_ONLY = "claim holds only cell-locally"
+
+
+class Evidence(enum.StrEnum):
+    """How strongly a refutation stands (``evidence``)."""
+
+    DECISIVE = "decisive"
+    MARGINAL = "marginal"
+    ANALYTIC = "analytic"
+
+
+CONSISTENT, VIOLATED, VACUOUS = Verdict.CONSISTENT, Verdict.VIOLATED, Verdict.VACUOUS
+NO_CLAIM, INCONCLUSIVE, CELL_LOCAL_ONLY = Verdict.NO_CLAIM, Verdict.INCONCLUSIVE, Verdict.CELL_LOCAL_ONLY
+VERDICTS = tuple(Verdict)
 
 _VACUOUS_FLAGS = frozenset({"no-privacy", "vacuous"})
 REFUTING = (VIOLATED, CELL_LOCAL_ONLY)  # the verdicts that say a claim is false
@@ -122,12 +142,12 @@ def adjusted_p_value(p_value: float, tests: int) -> float:
     return min(1.0, tests * p_value)
 
 
-def evidence(verdict_: str, p_value: float | None, tests: int) -> str | None:
+def evidence(verdict_: str, p_value: float | None, tests: int) -> Evidence | None:
     """How strong a refutation is (module docstring): "decisive" when the adjusted p-value is below
     ``DECISIVE_P``, "marginal" otherwise; None for a verdict that refutes nothing or a test without a p-value."""
     if verdict_ not in REFUTING or p_value is None:
         return None
-    return "decisive" if adjusted_p_value(p_value, tests) < DECISIVE_P else "marginal"
+    return Evidence.DECISIVE if adjusted_p_value(p_value, tests) < DECISIVE_P else Evidence.MARGINAL
 
 
 def holm(p_values: Sequence[float], alpha: float) -> list[bool]:

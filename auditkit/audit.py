@@ -45,7 +45,7 @@ from auditkit.stages.distinguish import attacks_confidence, distinguish_family, 
 from auditkit.stages.probe import check_probe_inputs
 from auditkit.stages.train import Experiment, build_mechanism, data_provenance
 from auditkit.output_folder import Mode, OutputFolder
-from auditkit.reports.files import replace_atomically
+from auditkit.output_folder import replace_atomically
 from auditkit.stage_store import StageStore, stage_key
 
 STAGES = ("train", "account", "inversion", "probe", "distinguish")  # every setting's; "canary" where enabled

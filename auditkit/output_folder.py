@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 __all__ = ["Batch", "LOCK", "Mode", "OutputFolder", "OutputFolderError", "WriteFailure", "finish_commit",
-           "holds_results", "remove_temporaries", "target_of", "temporary_beside"]
+           "holds_results", "remove_temporaries", "replace_atomically", "target_of", "temporary_beside"]
 
 LOCK = ".auditkit.lock"
 JOURNAL = ".commit.json"
@@ -308,3 +308,18 @@ class OutputFolder:
         _journal(self.path, moved)
         finish_commit(self.path)
         shutil.rmtree(self.work, ignore_errors=True)
+
+
+def replace_atomically(path: Path, write: Callable[[Path], None]) -> Path:
+    """Write one file so that a reader never sees half of it: ``write(tmp)`` on a new empty file beside ``path``,
+    then a rename over ``path``; the temporary file is removed if ``write`` or the rename fails. ``write`` must
+    write into the existing file (``open(tmp, "w")``, ``torch.save``, ``savefig`` do), so that it keeps the mode
+    it was created with: 0666 less the umask (``Batch`` writes several files together)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = temporary_beside(path)
+    try:
+        write_into(tmp, write)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path

@@ -9,7 +9,7 @@ opened again: ``auditkit.output_folder``). With ``resume=True`` a stage whose fi
 matches is loaded instead of recomputed; a changed input changes the key, and the stage runs again.
 
 Stage files are strict JSON, as every file auditkit writes: a non-finite number is the string "NaN", "Infinity" or
-"-Infinity" (``auditkit.reports.results_schema.dumps_strict``). They are internal to auditkit and carry no schema, so
+"-Infinity" (``auditkit.strict_json.dumps_strict``). They are internal to auditkit and carry no schema, so
 loading turns every value equal to one of those three strings back into the float, wherever it is
 (``decode_non_finite`` without a spec); files written before, with bare NaN / Infinity, load as well. New files
 (and their temporary names) are created with mode 0666 less the umask, as ``open`` would create them.
@@ -26,8 +26,8 @@ from typing import Any
 
 import torch
 
-from auditkit.reports.files import replace_atomically
-from auditkit.reports.results_schema import decode_non_finite, dumps_strict
+from auditkit.output_folder import replace_atomically
+from auditkit.strict_json import decode_non_finite, dumps_strict
 
 
 def stage_key(inputs: Any) -> str:

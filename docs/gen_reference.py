@@ -7,6 +7,9 @@
   tables, with their types, defaults, the choices the validation allows and the comments beside them;
 * ``reference/cli.md``: after the commands (mkdocs-click), the mechanism flags every such command takes;
 * ``reference/bibliography.md``: ``auditkit.bibliography.PAPERS``, when that module exists;
+* ``reference/results-schema.md``: the JSON Schema of results.json and reproduction.json, generated from their
+  pydantic models (``auditkit.results.ResultsDocument``, ``auditkit.results.Reproduction``), and the two schema
+  files themselves;
 * ``reference/SUMMARY.md``: the Reference section's navigation (mkdocs-literate-nav).
 """
 from __future__ import annotations
@@ -14,6 +17,7 @@ from __future__ import annotations
 import ast
 import dataclasses
 import importlib
+import json
 import inspect
 import sys
 import textwrap
@@ -317,6 +321,24 @@ def bibliography_page() -> str | None:
     return "\n".join(out)
 
 
+def results_schema_pages() -> dict[str, str]:
+    """The results schema's page and its two JSON Schema files, from the models."""
+    results = importlib.import_module("auditkit.results")
+    schemas = {"results.schema.json": results.ResultsDocument, "reproduction.schema.json": results.Reproduction}
+    files = {f"reference/{name}": json.dumps(model.model_json_schema(by_alias=True), indent=2) + "\n"
+             for name, model in schemas.items()}
+    out = [f"# Results schema (`{results.SCHEMA}`, version {results.SCHEMA_VERSION})\n",
+           "Every command writes one JSON document in this schema (strict JSON: NaN and the infinities are the strings "
+           "\"NaN\", \"Infinity\" and \"-Infinity\"); `auditkit report` renders any of them, and reads every older "
+           "version auditkit wrote, upgraded in memory. The schemas below are generated from the models in "
+           "`auditkit.results` (`ResultsDocument`, `Reproduction`), which also check every document before it is "
+           "written.\n"]
+    for name, model in schemas.items():
+        out.append(f"## {model.__name__}: [{name}]({name})\n\n{prose(model.__doc__)}\n")
+        out.append(f"```json\n{files[f'reference/{name}']}```\n")
+    return {"reference/results-schema.md": "\n".join(out), **files}
+
+
 # ------------------------------------------------------------------ write
 
 for page, text in (("reference/mechanisms.md", mechanisms_page()), ("reference/config.md", config_page()),
@@ -329,8 +351,13 @@ if bibliography is not None:
     with mkdocs_gen_files.open("reference/bibliography.md", "w") as fd:
         fd.write(bibliography)
 
+for page, text in results_schema_pages().items():
+    with mkdocs_gen_files.open(page, "w") as fd:
+        fd.write(text)
+
 with mkdocs_gen_files.open("reference/SUMMARY.md", "w") as fd:
-    fd.write("* [Command line](cli.md)\n* [Mechanisms](mechanisms.md)\n* [Config keys](config.md)\n")
+    fd.write("* [Command line](cli.md)\n* [Mechanisms](mechanisms.md)\n* [Config keys](config.md)\n"
+             "* [Results schema](results-schema.md)\n")
     if bibliography is not None:
         fd.write("* [Bibliography](bibliography.md)\n")
     fd.write("* API\n")

@@ -31,6 +31,7 @@ This module holds the plain data of those answers; it imports nothing of the too
 
 from __future__ import annotations
 
+import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CAPABILITIES",
+    "Capability",
+    "CapabilityState",
     "AuditSetting",
     "BatchSampling",
     "SideValues",
@@ -62,8 +65,31 @@ __all__ = [
     "rescaled_clip",
 ]
 
-CAPABILITIES = ("tiling", "batch_sampling", "side_values", "audit_setting", "output_log_density", "dp_event",
-                "true_epsilon", "client_sampling", "tradeoff")
+
+
+class Capability(enum.StrEnum):
+    """What a mechanism may declare to make an audit sharper; each has a generic default (``capability``)."""
+
+    TILING = "tiling"
+    BATCH_SAMPLING = "batch_sampling"
+    SIDE_VALUES = "side_values"
+    AUDIT_SETTING = "audit_setting"
+    OUTPUT_LOG_DENSITY = "output_log_density"
+    DP_EVENT = "dp_event"
+    TRUE_EPSILON = "true_epsilon"
+    CLIENT_SAMPLING = "client_sampling"
+    TRADEOFF = "tradeoff"
+
+
+class CapabilityState(enum.StrEnum):
+    """Whether a mechanism declared a capability or its generic default stood in (``unknown``: not recorded)."""
+
+    DECLARED = "declared"
+    GENERIC_DEFAULT = "generic default"
+    UNKNOWN = "unknown"
+
+
+CAPABILITIES = tuple(Capability)
 
 LogDensity = Callable[[np.ndarray, np.ndarray], np.ndarray]
 """f(y, x): outputs y (B, d_out) and input x (d,), NumPy float64 -> ln p(y | x) of shape (B,), up to a constant

@@ -10,7 +10,8 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditkit.reports.results_schema import dumps_strict
+from auditkit.attacks.headline import canary_test, distinguishing_test
+from auditkit.strict_json import dumps_strict
 
 # the summary figures, in report order, with their captions
 FIGURE_CAPTIONS = {
@@ -271,15 +272,17 @@ def certified_bound(setting: dict[str, Any]) -> dict[str, Any] | None:
         return found["bound"]
     if test is None:
         return None
-    return {"epsilon_lower_bound": test["epsilon_lower_bound"], "test": f"distinguishing test (worst pair: "
-            f"{test['worst_pair']})", "max_certifiable": test["max_certifiable"], "confidence": test["confidence"]}
+    return {"epsilon_lower_bound": test["epsilon_lower_bound"], "test": distinguishing_test(test),
+            "max_certifiable": test["max_certifiable"], "confidence": test["confidence"]}
 
 
-def test_name(test: str) -> str:
-    """"jopeq-scale-side-channel" for "adaptive test jopeq-scale-side-channel"; "black-box, worst pair: axis"."""
-    if test.startswith("adaptive test "):
-        return test.removeprefix("adaptive test ")
-    return test.replace("distinguishing test (worst pair: ", "black-box test (worst pair: ")
+def test_name(test: dict[str, Any]) -> str:
+    """"jopeq-scale-side-channel" for an adaptive test; "black-box test (worst pair: axis)"."""
+    if test["kind"] == "adaptive":
+        return test["test"]
+    if test["kind"] == "distinguishing":
+        return f"black-box test (worst pair: {test['pair']})"
+    return test["name"]
 
 
 def _bound_text(bound: dict[str, Any] | None) -> tuple[str, str]:
@@ -419,7 +422,7 @@ def _decided_by(headline: dict[str, Any]) -> str:
     if headline["verdict"] == "no claim":
         return f"nothing to refute; {_plural(headline['tests'], 'test')} measured what it leaks"
     p = f", {_adjusted(headline)}" if headline["p_value"] is not None else ""
-    return f"decided by: {headline['decided_by']}{p}; {_plural(headline['tests'], 'test')}"
+    return f"decided by: {headline['decided_by']['name']}{p}; {_plural(headline['tests'], 'test')}"
 
 
 def interval(low: float, high: float) -> str:
@@ -489,33 +492,33 @@ def _evidence(setting: dict[str, Any]) -> str:
     """The deciding test's evidence, in words."""
     headline, test, ident = setting["verdict"], setting["distinguish"], setting["identification"]
     decided = headline["decided_by"]
+    kind = decided["kind"]
     if headline.get("evidence") == "analytic":
         bound = certified_bound(setting)
         reach = "" if bound is None else (f"; the strongest test certified ε ≥ {number(bound['epsilon_lower_bound'])} "
                                           f"(cap {number(bound['max_certifiable'])} at these trials)")
         return _analytic(setting) + reach
-    if decided.startswith("identification") and ident is not None:
-        m = int(decided.split()[2])
+    if kind == "identification" and ident is not None:
+        m = decided["candidates"]
         t = next(t for t in ident["tests"] if t["candidates"] == m)
         return (f"the informed adversary identified the target among {m} candidates in {t['successes']} of "
                 f"{t['trials']} trials ({number(t['rate'], '.2f')}, lower limit {number(t['lower'])}) while "
                 f"the claim allows at most {number(t['bound'])} ({t['bound_form']})")
-    if decided.startswith("distinguishing") and test is not None:
+    if kind == "distinguishing" and test is not None:
         return (f"certified ε ≥ {number(test['epsilon_lower_bound'])} against the claimed "
                 f"{number(test['claimed_epsilon'])} ({test['worst_pair']})")
-    if decided.startswith("one-run canary audit") and setting.get("canary"):
+    if kind == "canary" and setting.get("canary"):
         canary = setting["canary"]
-        worst = next(v for v in canary["views"] if _canary_name(canary, v) == decided)
+        worst = next(v for v in canary["views"] if _canary_name(canary, v) == decided["name"])
         r = worst["result"]
         return (f"{r['correct']:,} of {r['guesses']:,} guesses on {r['canaries']:,} canaries were right: certified "
                 f"ε ≥ {number(r['epsilon_lower_bound'])} ({r['bound']}) against {_judged(canary['claim'])}")
-    if decided.startswith("adaptive") and test is not None:
-        name = decided.removeprefix("adaptive test ")
-        a = next((a for a in test["adaptive"] if a["test"] == name), None)
+    if kind == "adaptive" and test is not None:
+        a = next((a for a in test["adaptive"] if a["test"] == decided["test"]), None)
         if a is not None:
-            what = a["claim"].split("; stated claim:")[0]
-            return f"{a['test']}: certified ε ≥ {number(a['epsilon_lower_bound'])} against {epsilon(a['claimed_epsilon'])} ({what})"
-    return decided
+            return (f"{a['test']}: certified ε ≥ {number(a['epsilon_lower_bound'])} against "
+                    f"{epsilon(a['claimed_epsilon'])} ({a['claim']})")
+    return decided["name"]
 
 
 def _why_unresolved(setting: dict[str, Any]) -> str:
@@ -526,7 +529,7 @@ def _why_unresolved(setting: dict[str, Any]) -> str:
         return (f"claim ε {number(test['claimed_epsilon'])} exceeds what {test['trials']:,} trials can certify "
                 f"({number(test['max_certifiable'])}), and the identification bound allows "
                 f"{'certain identification' if _bound_is_one(setting) else 'more than these trials can exceed'}")
-    return f"no test could refute the claim ({headline['decided_by']})"
+    return f"no test could refute the claim ({headline['decided_by']['name']})"
 
 
 def _bound_is_one(setting: dict[str, Any]) -> bool:
@@ -694,9 +697,7 @@ def _judged(claim_: dict[str, Any]) -> str:
 
 
 def _canary_name(canary: dict[str, Any], view: dict[str, Any]) -> str:
-    from auditkit.reports.headline import canary_test_name
-
-    return canary_test_name(canary, view)
+    return canary_test(canary, view)["name"]
 
 
 def canary_rows(settings: list[dict[str, Any]]) -> list[tuple[tuple[str, ...], str]]:
@@ -834,13 +835,19 @@ class AdaptiveRow:
     note: str
 
 
+def _stated(claim: str) -> str:
+    """The mechanism's own claim after what an adaptive test checks (none recorded in an upgraded version 4 file
+    that lacked it)."""
+    return f"; stated claim: {claim}" if claim else ""
+
+
 def adaptive_rows(settings: list[dict[str, Any]]) -> list[AdaptiveRow]:
     """Every adaptive test of every setting that ran the distinguishing stage, in setting order."""
     return [
         AdaptiveRow(
             label=setting["label"],
             test=test["test"],
-            claim=f"{test['claim']} ({epsilon(test['claimed_epsilon'])})",
+            claim=f"{test['claim']}{_stated(test['stated_claim'])} ({epsilon(test['claimed_epsilon'])})",
             lower_bound=f"≥ {number(test['epsilon_lower_bound'])}",
             cap=f"cap {number(test['max_certifiable'])}" + (
                 f", {p_value(test['p_value'])}" if test.get("p_value") is not None else ""),
@@ -1220,7 +1227,7 @@ def provenance(results: dict[str, Any]) -> list[tuple[str, str]]:
 
 def config_json(results: dict[str, Any]) -> str:
     """The config as pretty, strict JSON: a non-finite number as results.json writes it ("Infinity", "-Infinity",
-    "NaN"; ``results_schema.dumps_strict``), so the config shown parses as JSON."""
+    "NaN"; ``auditkit.strict_json.dumps_strict``), so the config shown parses as JSON."""
     return dumps_strict(results["config"], indent=2, ensure_ascii=False)
 
 

@@ -326,7 +326,6 @@ def _tested(results: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, 
     return tested
 
 
-_WHOLE_RUN = "against the whole run's claim"  # how a headline decided by an FL canary audit ends (headline.py)
 _HOLLOW = ("(analytic)", "(whole run)")  # refuted, but not by the tests this figure plots
 
 
@@ -335,7 +334,8 @@ def _verdict_style(headline: Mapping[str, Any]) -> tuple[str, str]:
     verdict = headline["verdict"]
     colour = _VERDICT_STYLES.get(verdict, _OTHER_VERDICT)[1]
     evidence = headline.get("evidence")
-    if headline["decided_by"].endswith(_WHOLE_RUN):
+    decided = headline["decided_by"]
+    if decided["kind"] == "canary" and decided["whole_run"]:  # an FL canary audit: the whole run's claim
         evidence = "whole run"
     return (f"{verdict} ({evidence})" if evidence else verdict), colour
 

@@ -10,7 +10,7 @@ from typing import Any
 import jinja2
 
 from auditkit.reports import content
-from auditkit.reports.results_schema import REPRODUCE
+from auditkit.results.model import Command
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _ENVIRONMENT = jinja2.Environment(
@@ -42,7 +42,7 @@ def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], resul
     ``content.FIGURE_CAPTIONS``) to PNG files, and each reconstruction grid is read from ``results_dir`` (the
     folder of ``results.json``). A reproduction: ``figure_paths`` maps each table's figure name
     (``content.reproduction_figure``) to its PNG."""
-    if results["command"] == REPRODUCE:
+    if results["command"] == Command.REPRODUCE:
         return _reproduction_html(results, figure_paths)
     settings = results["settings"]
     provenance = results["provenance"]

@@ -8,7 +8,7 @@ from typing import Any
 from urllib.parse import quote
 
 from auditkit.reports import content
-from auditkit.reports.results_schema import REPRODUCE
+from auditkit.results.model import Command
 
 # markdown punctuation that could format or link, table pipes, HTML's specials, line breaks
 _ESCAPES = str.maketrans({
@@ -79,7 +79,7 @@ def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, resu
     each reconstruction grid is linked by its path in the results folder, ``results_dir`` (relative to the
     report, "/"-separated). A reproduction: ``figures`` maps each table's figure name
     (``content.reproduction_figure``) to its path relative to the report."""
-    if results["command"] == REPRODUCE:
+    if results["command"] == Command.REPRODUCE:
         return _reproduction_markdown(results, figures)
     settings = results["settings"]
     adaptive = content.adaptive_rows(settings)

@@ -12,7 +12,8 @@ from auditkit.reports import content, figures
 from auditkit.reports.html import render_html
 from auditkit.reports.markdown import render_markdown
 from auditkit.output_folder import Batch
-from auditkit.reports.results_schema import REPRODUCE, dumps_strict, file_name, validate_results
+from auditkit.results import Command, file_name, validate_results
+from auditkit.strict_json import dumps_strict
 
 # the summary figures, drawn into out/figures/<name>.png when they have data (figures.has_data)
 FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
@@ -41,7 +42,7 @@ def _check_reconstructions(results: dict[str, Any], results_dir: Path) -> None:
 def _drawn(results: dict[str, Any]) -> dict[str, Callable[[Path], Path]]:
     """The figures of a document, name -> a function drawing it into a path: a results document's summary figures
     that have data (``FIGURES``), or one figure per table of a reproduction (``figures.reproduction_table``)."""
-    if results["command"] == REPRODUCE:
+    if results["command"] == Command.REPRODUCE:
         return {content.reproduction_figure(i): functools.partial(figures.reproduction_table, results, i)
                 for i in range(len(results["tables"]))}
     return {name: functools.partial(draw, results) for name, draw in FIGURES.items() if figures.has_data(name, results)}
@@ -63,7 +64,7 @@ def render_report(
         raise ValueError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
     out = Path(out)
     results_dir = out if results_dir is None else Path(results_dir)
-    if results["command"] != REPRODUCE:
+    if results["command"] != Command.REPRODUCE:
         _check_reconstructions(results, results_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     staging = Batch(out)

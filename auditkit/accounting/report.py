@@ -32,6 +32,7 @@ import dp_accounting
 
 from auditkit import mechanisms
 from auditkit.accounting.composition import ComposedEpsilon, UnsupportedEvent, compose
+from auditkit.attacks.verdicts import Verdict
 from auditkit.mechanisms import Param, PrivacyGuarantee
 
 __all__ = ["AccountReport", "AccountingCheck", "Sampling", "check_sampling", "client_sampling", "ClaimEntry",
@@ -133,7 +134,7 @@ class AccountingCheck:
     "violated" (the composed epsilon is below ``independent_epsilon``: the claim's accounting understates it) or
     "consistent", the words of a test's verdict; ``reason`` says why, in one line."""
 
-    verdict: str
+    verdict: Verdict
     independent_epsilon: float
     reason: str
 
@@ -206,7 +207,7 @@ def check_sampling(event: dp_accounting.DpEvent, composed: ComposedEpsilon, samp
         own_rates.append(round_event.sampling_probability)
         round_event = round_event.event
     if not own_rates:
-        return AccountingCheck("consistent", composed.epsilon, "the one-round event samples no clients of its own: "
+        return AccountingCheck(Verdict.CONSISTENT, composed.epsilon, "the one-round event samples no clients of its own: "
                                                                "only the run's participation amplifies it")
     run_event = (dp_accounting.PoissonSampledDpEvent(sampling.sample_rate, round_event) if sampling.amplified
                  else round_event)
@@ -218,10 +219,10 @@ def check_sampling(event: dp_accounting.DpEvent, composed: ComposedEpsilon, samp
     recomputed = (f"recomputed from the run ({run}, {amplified}) over {composed.rounds} rounds: "
                   f"eps = {independent.epsilon:.4g}")
     if composed.epsilon < independent.epsilon * (1 - UNDERSTATED_TOLERANCE):
-        return AccountingCheck("violated", independent.epsilon,
+        return AccountingCheck(Verdict.VIOLATED, independent.epsilon,
                                f"the accountant ignores the run's client sampling: {own}; {recomputed}, "
                                f"not {composed.epsilon:.4g}")
-    return AccountingCheck("consistent", independent.epsilon,
+    return AccountingCheck(Verdict.CONSISTENT, independent.epsilon,
                            f"{own}; {recomputed}, at most the claim's {composed.epsilon:.4g}")
 
 

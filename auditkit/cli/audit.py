@@ -22,6 +22,7 @@ from auditkit.config import AuditConfig, load_config, merge, preset_dict, read_c
 from auditkit.flower.recording import RecordingError, load_recording
 from auditkit.output_folder import Mode
 from auditkit.reports.content import certified_bound, number, test_name
+from auditkit.stages.identification import above_bound
 from auditkit.stages.recorded import recorded_config
 
 __all__ = ["AUDIT_TABLE_MIN_WIDTH", "CONFIG_KEYS", "command"]
@@ -136,7 +137,7 @@ def _rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
         flags = f" [{', '.join(claim['flags'])}]" if claim["flags"] else ""
         bound = certified_bound(s)
         identified = "-" if ident is None else "; ".join(
-            f"M={t['candidates']}: {t['rate']:.2f} {'>' if t['verdict'] == 'violated' else '<='} {t['bound']:.2f}"
+            f"M={t['candidates']}: {t['rate']:.2f} {'>' if above_bound(t) else '<='} {t['bound']:.2f}"
             for t in ident["tests"])
         rows.append((
             s["label"], f"{100 * s['training']['final']['test_accuracy']:.2f}%",

@@ -10,7 +10,8 @@ import click
 
 from auditkit.cli.terminal import print_written
 from auditkit.output_folder import Mode, OutputFolder
-from auditkit.reports import render_report, validate_results
+from auditkit.reports import render_report
+from auditkit.results import validate_results
 from auditkit.reports.content import number
 
 __all__ = ["check_output", "overwrite_option", "snr", "write_document"]

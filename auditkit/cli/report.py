@@ -10,8 +10,9 @@ from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.options import HelpArgument, choice, path, plugin_option
 from auditkit.cli.terminal import print_written
 from auditkit.output_folder import Mode, OutputFolder
-from auditkit.reports import load_results, render_report
-from auditkit.reports.results_schema import document_path
+from auditkit.reports import render_report
+from auditkit.results import load_results
+from auditkit.results import document_path
 
 __all__ = ["REPORT_FORMATS", "command"]
 

@@ -15,7 +15,7 @@ machine, or a shared folder); this module reads and writes the files and needs n
 Every file is written to a temporary name and renamed, so an interrupted app leaves whole files only.
 
 A recording may come from anyone, so reading it runs no code and trusts no type: recording.json is read within a size
-and a nesting limit (``auditkit.reports.strict_json.read_bounded``) and each round entry's fields are checked, the .pt
+and a nesting limit (``auditkit.strict_json.read_bounded``) and each round entry's fields are checked, the .pt
 files are loaded with ``weights_only=True`` and their keys, dtypes and shapes checked; anything else is a
 ``RecordingError`` of one line naming the file and the field. The plugins its config names are never imported
 (``auditkit.stages.recorded.recorded_config``).
@@ -31,8 +31,8 @@ from typing import Any
 
 import torch
 
-from auditkit.reports.files import replace_atomically
-from auditkit.reports.strict_json import NON_FINITE, dumps_strict, read_bounded
+from auditkit.output_folder import replace_atomically
+from auditkit.strict_json import NON_FINITE, dumps_strict, read_bounded
 
 __all__ = ["FORMAT", "Recording", "RecordingError", "load_recording", "write_manifest", "write_server_round",
            "write_truth"]
@@ -65,7 +65,7 @@ def _save(path: Path, value: Any) -> None:
 
 def write_manifest(root: str | Path, config: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
     """``recording.json``: the app's auditkit config and the per-round entries so far, as strict JSON (a metric not
-    reported yet, NaN, is the string "NaN": ``auditkit.reports.results_schema.dumps_strict``)."""
+    reported yet, NaN, is the string "NaN": ``auditkit.strict_json.dumps_strict``)."""
     path = Path(root) / "recording.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     text = dumps_strict({"format": FORMAT, "version": VERSION, "config": config, "rounds": rounds}, indent=1)

@@ -67,8 +67,8 @@ def _provenance() -> dict[str, Any]:
 
 def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: float) -> dict[str, Any]:
     """The ``reproduction.json`` document (schema ``auditkit/results``, command "reproduce"; see
-    ``auditkit.reports.results_schema``): the plan, every row and ordering with its verdict, the runs."""
-    from auditkit.reports.results_schema import REPRODUCE, SCHEMA, SCHEMA_VERSION
+    ``auditkit.results.reproduction``): the plan, every row and ordering with its verdict, the runs."""
+    from auditkit.results import SCHEMA, SCHEMA_VERSION, Command
 
     paper = plan.paper
     tables = []
@@ -82,7 +82,7 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
                   "metric": paper.table(o.table).metric, "pairs": ordering_entry(plan, o, runs)}
                  for o in paper.orderings]
     return {
-        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "command": REPRODUCE,
+        "schema": SCHEMA, "schema_version": SCHEMA_VERSION, "command": Command.REPRODUCE,
         "title": f"{paper.id} ({plan.budget} budget)",
         "config": {"paper": paper.id, "budget": plan.budget, "seeds": len(plan.seeds), "data_dir": plan.data_dir,
                    "confidence": plan.confidence},
@@ -108,7 +108,8 @@ def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None,
     seeds that the verdicts read. An ``out`` holding an earlier run is replaced only with ``overwrite``, once this
     run has finished (``auditkit.output_folder``)."""
     from auditkit.output_folder import Mode, OutputFolder
-    from auditkit.reports import render_report, validate_results
+    from auditkit.reports import render_report
+    from auditkit.results import validate_results
 
     plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir, confidence)
     folder = OutputFolder(out, Mode.OVERWRITE if overwrite else Mode.NEW)

@@ -34,13 +34,13 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from auditkit.reports.results_schema import RUN_KINDS
+from auditkit.results.reproduction import RunKind
 
 __all__ = ["ATTACK", "BUDGETS", "DISTORTION", "METRICS", "ROUND_ATTACK", "TRAIN", "Metric", "Ordering", "Paper", "PaperError", "Row", "Table", "load_paper", "paper_ids",
            "parse_reported"]
 
 BUDGETS = ("quick", "paper")
-TRAIN, ATTACK, ROUND_ATTACK, DISTORTION = RUN_KINDS  # as the reproduction document's schema knows them
+TRAIN, ATTACK, ROUND_ATTACK, DISTORTION = RunKind  # as the reproduction document's schema knows them
 
 
 @dataclass(frozen=True)

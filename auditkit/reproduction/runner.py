@@ -34,14 +34,14 @@ from auditkit.config import AuditConfig, from_dict, merge
 from auditkit.data import dataset_available
 from auditkit.stages.train import Experiment
 from auditkit.reproduction.paper import ATTACK, ROUND_ATTACK, TRAIN, Ordering, Paper, Table
-from auditkit.reports.results_schema import ORDERING_VERDICTS, ROW_VERDICTS
+from auditkit.results.reproduction import OrderingVerdict, RowVerdict
 
 __all__ = ["HOLDS", "NOT_COMPARABLE", "NOT_REPRODUCED", "REPRODUCED", "REVERSED", "UNRESOLVED", "Plan", "interval",
            "ordering_entry", "plan_reproduction", "row_entry", "run_plan", "run_reasons", "run_setting"]
 
 # the verdicts' words, as the reproduction document's schema knows them
-REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = ROW_VERDICTS
-HOLDS, REVERSED, UNRESOLVED = ORDERING_VERDICTS
+REPRODUCED, NOT_REPRODUCED, NOT_COMPARABLE = RowVerdict
+HOLDS, REVERSED, UNRESOLVED = OrderingVerdict
 
 
 @dataclass(frozen=True)

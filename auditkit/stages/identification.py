@@ -31,13 +31,19 @@ from auditkit.attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATE
 from auditkit.accounting.rero import claim_rero_bound, rero_bound
 from auditkit.mechanisms import capability
 
-__all__ = ["claim_bound", "identification_tests", "matched_entry"]
+__all__ = ["above_bound", "claim_bound", "identification_tests", "matched_entry"]
 
 OBSERVED_ROUNDS_NOTE = ("one round observed (the probe round): the bound is the one-round claim's; an adversary "
                         "of several rounds is bounded by the composed claim, which is looser")
 
 
 WHOLE_UPDATE = "client update"  # ``PrivacyGuarantee.unit`` of a claim about one client's whole update
+
+
+def above_bound(test: dict[str, Any]) -> bool:
+    """Whether an identification test's observed success rate lies above the claim's bound (what a summary's
+    sign shows; the verdict also weighs the trials: a rate above its bound can still be consistent)."""
+    return test["rate"] > test["bound"]
 
 
 def claim_bound(mechanism: mechanisms.Mechanism, candidates: int, dimension: int) -> tuple[float, str]:

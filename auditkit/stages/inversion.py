@@ -36,7 +36,7 @@ from auditkit.attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
 from auditkit.models import MODEL_NAMES, create_model
-from auditkit.reports.files import replace_atomically
+from auditkit.output_folder import replace_atomically
 from auditkit.mechanisms.randomness import derive_seed
 
 SOURCES = ("patches", "digits")

@@ -352,7 +352,7 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
                    label: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The probe section and the probe's run (its clip-scaled updates, for the sweep)."""
     from auditkit.stages.identification import matched_entry
-    from auditkit.reports.files import replace_atomically
+    from auditkit.output_folder import replace_atomically
     from auditkit.reports.figures import image_grid
 
     probe, seed = config.probe, config.seed

@@ -18,7 +18,7 @@ from auditkit.accounting.dp_sgd import example_level_claim
 from auditkit.audit import STAGES, Audit, plan_audit, run_audit
 from auditkit.config import ConfigError, from_dict
 from auditkit.output_folder import OutputFolderError
-from auditkit.reports import load_results, validate_results
+from auditkit.results import load_results, validate_results
 
 TINY = {
     "title": "tiny <script>alert('t')</script>",

@@ -4,7 +4,7 @@ import pytest
 
 from auditkit import mechanisms
 from auditkit import results
-from auditkit.reports.headline import overall_verdict, strongest_bound
+from auditkit.attacks.headline import TestKind, decided_by, overall_verdict, strongest_bound
 
 
 def _distinguish(verdict="consistent", bound=2.0, adaptive=(), p=0.4):
@@ -21,11 +21,13 @@ def test_a_claim_whose_noise_is_computed_to_exceed_it_is_refuted_analytically():
     eps 16.5 per round: the headline is violated, graded "analytic", with no p-value."""
     headline = overall_verdict(_distinguish("inconclusive", 6.78, p=1.0), None,
                                _mechanism(10.0, ["claim-exceeded"], 16.5))
-    assert (headline["verdict"], headline["evidence"], headline["decided_by"]) == (
+    assert (headline["verdict"], headline["evidence"], headline["decided_by"]["name"]) == (
         "violated", "analytic", "accounting: the noise it really adds is ε = 16.5 per round")
+    assert (headline["decided_by"]["kind"], headline["decided_by"]["whole_run"]) == ("analytic", False)
     assert headline["p_value"] is None and headline["adjusted_p_value"] is None
     assert headline["tests"] == 1  # the computation is evidence, not one of the audit's statistical tests
-    assert headline["bound"] == {"epsilon_lower_bound": 6.78, "test": "distinguishing test (worst pair: axis)",
+    assert headline["bound"] == {"epsilon_lower_bound": 6.78, "test": decided_by(
+        TestKind.DISTINGUISHING, "distinguishing test (worst pair: axis)", pair="axis"),
                                  "max_certifiable": 9.46, "confidence": 0.95}
 
 
@@ -33,8 +35,9 @@ def test_a_statistical_refutation_still_decides_beside_the_analytic_one():
     side_channel = {"test": "jopeq-scale-side-channel", "verdict": "violated", "p_value": 1e-20,
                     "epsilon_lower_bound": 9.46, "max_certifiable": 9.46}
     headline = overall_verdict(_distinguish(adaptive=[side_channel]), None, _mechanism(1.0, ["claim-exceeded"], 1.65))
-    assert (headline["decided_by"], headline["evidence"]) == ("adaptive test jopeq-scale-side-channel", "decisive")
-    assert headline["bound"]["test"] == "adaptive test jopeq-scale-side-channel"
+    assert (headline["decided_by"]["name"], headline["evidence"]) == ("adaptive test jopeq-scale-side-channel", "decisive")
+    assert (headline["decided_by"]["kind"], headline["decided_by"]["test"]) == ("adaptive", "jopeq-scale-side-channel")
+    assert headline["bound"]["test"]["name"] == "adaptive test jopeq-scale-side-channel"
 
 
 def test_the_flag_alone_or_a_true_epsilon_alone_refutes_nothing():
@@ -45,16 +48,17 @@ def test_the_flag_alone_or_a_true_epsilon_alone_refutes_nothing():
 def test_a_mechanism_without_a_claim_is_no_claim_whatever_its_tests_measured():
     headline = overall_verdict(_distinguish("no claim", 8.69, p=None), None, _mechanism(None, ["no-privacy"]))
     assert (headline["verdict"], headline["evidence"]) == ("no claim", None)
-    assert headline["decided_by"] == "the mechanism (it makes no privacy claim)"
+    assert headline["decided_by"]["name"] == "the mechanism (it makes no privacy claim)"
+    assert headline["decided_by"]["kind"] == "no claim"
     assert headline["bound"]["epsilon_lower_bound"] == 8.69  # what it leaked is still reported
 
 
 def test_the_strongest_bound_names_its_test_and_the_black_box_test_wins_ties():
     adaptive = [{"test": "overload", "epsilon_lower_bound": 2.0, "max_certifiable": 9.0},
                 {"test": "side", "epsilon_lower_bound": 3.5, "max_certifiable": 9.1}]
-    assert strongest_bound(_distinguish(bound=2.0, adaptive=adaptive))["test"] == "adaptive test side"
+    assert strongest_bound(_distinguish(bound=2.0, adaptive=adaptive))["test"]["test"] == "side"
     tied = strongest_bound(_distinguish(bound=3.5, adaptive=adaptive))
-    assert tied["test"] == "distinguishing test (worst pair: axis)" and tied["max_certifiable"] == 9.46
+    assert tied["test"]["kind"] == "distinguishing" and tied["max_certifiable"] == 9.46
     assert strongest_bound(None) is None
 
 
@@ -72,7 +76,8 @@ def test_an_accounting_check_found_understated_refutes_the_claim_analytically():
     headline = overall_verdict(_distinguish(), None, _mechanism(4.38), {"check": check})
     assert (headline["verdict"], headline["evidence"], headline["p_value"], headline["tests"]) == (
         "violated", "analytic", None, 1)
-    assert headline["decided_by"] == ("accounting: the composed claim is below its recomputation from the run, "
+    assert headline["decided_by"]["kind"] == "analytic" and headline["decided_by"]["whole_run"]
+    assert headline["decided_by"]["name"] == ("accounting: the composed claim is below its recomputation from the run, "
                                       "ε = 91.83")
     consistent = {"check": {**check, "verdict": "consistent"}}
     assert overall_verdict(_distinguish(), None, _mechanism(4.38), consistent)["verdict"] == "consistent"

@@ -7,7 +7,7 @@ import stat
 import pytest
 import torch
 
-from auditkit.reports.files import replace_atomically
+from auditkit.output_folder import replace_atomically
 from auditkit.output_folder import Mode, OutputFolder
 from auditkit.stage_store import StageStore, stage_key
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from auditkit.reports.headline import overall_verdict
+from auditkit.attacks.headline import overall_verdict
 from auditkit.reports import render_report
 from auditkit.reports.figures import image_grid
 
@@ -121,7 +121,7 @@ def _provenance(*, data: bool = True, model: dict[str, Any] | None = None, train
 
 def _document(command: str, title: str, config: dict[str, Any], provenance: dict[str, Any],
               settings: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"schema": "auditkit/results", "schema_version": 4, "command": command, "title": title,
+    return {"schema": "auditkit/results", "schema_version": 5, "command": command, "title": title,
             "config": config, "provenance": provenance, "settings": settings}
 
 
@@ -197,7 +197,7 @@ def _audit_settings() -> list[dict[str, Any]]:
         distinguish=_distinguish(
             1.0, 0.0, 1.83, "violated", p_value=0.00012,
             setting="one scaled block at zeta = 1", sampling="tiled: blocks of n = 2 are independent",
-            adaptive=[{"test": "moment-matching excess", "claim": "per round", "claimed_epsilon": 1.0,
+            adaptive=[{"test": "moment-matching excess", "claim": "per round", "stated_claim": "", "claimed_epsilon": 1.0,
                        "epsilon_lower_bound": 2.2, "max_certifiable": 4.61, "verdict": "violated",
                        "note": "noise scale set from a moment match"}],
             estimates=[{"pair": "0 vs clip", "statistic": "likelihood ratio", "epsilon_lower_bound": 1.83,

@@ -8,7 +8,8 @@ import pytest
 from auditkit import mechanisms, results
 from auditkit.attacks.one_run import one_run_bound
 from auditkit.mechanisms.tradeoff import GaussianTradeOff
-from auditkit.reports import content, render_report, validate_results
+from auditkit.reports import content, render_report
+from auditkit.results import validate_results
 from auditkit.reports.figures import has_data
 
 
@@ -34,8 +35,9 @@ def test_a_true_claim_is_consistent_and_its_row_says_so():
     (cells, css), = content.canary_rows(doc["settings"])
     assert cells[1] == "ε = 4.377 at δ = 1e-05, GDP μ = 1" and cells[2] == "idealized" and cells[-1] == "consistent"
     assert css == "consistent" and cells[6].startswith("≥ ") and "(fdp); refutes GDP μ = " in cells[6]
-    assert doc["settings"][0]["verdict"]["decided_by"] == "one-run canary audit (idealized, fdp)"
-    assert doc["settings"][0]["verdict"]["bound"]["test"] == "one-run canary audit (idealized, fdp)"
+    assert doc["settings"][0]["verdict"]["decided_by"]["name"] == "one-run canary audit (idealized, fdp)"
+    assert doc["settings"][0]["verdict"]["decided_by"]["kind"] == "canary"
+    assert doc["settings"][0]["verdict"]["bound"]["test"]["name"] == "one-run canary audit (idealized, fdp)"
     assert content.canary_heading(doc["settings"])[0] == "One-run canary audit"
 
 
@@ -44,7 +46,8 @@ def test_a_false_whole_run_claim_is_violated_and_reported_in_its_own_section(tmp
     heading = content.canary_heading(doc["settings"])[0]
     assert heading == "Whole run: canary clients against the composed claim"
     headline = doc["settings"][0]["verdict"]
-    assert headline["verdict"] == "violated" and headline["decided_by"].endswith("against the whole run's claim")
+    assert headline["verdict"] == "violated" and headline["decided_by"]["name"].endswith("against the whole run's claim")
+    assert headline["decided_by"]["kind"] == "canary" and headline["decided_by"]["whole_run"]
     assert headline["bound"] is None  # an FL canary audit bounds the composed claim, not the per-round one
     assert has_data("tradeoff_vs_claim", doc)
     written = {p.name for p in render_report(doc, tmp_path)}

@@ -75,7 +75,7 @@ def test_a_mechanism_not_determined_by_its_seeds_is_noted_even_without_a_disting
 
 def test_an_accounting_check_shows_beside_the_composed_claim_and_in_the_findings(document):
     from auditkit.reports.content import details, findings, privacy_row
-    from auditkit.reports.headline import overall_verdict
+    from auditkit.attacks.headline import overall_verdict
 
     setting = document["settings"][2]  # a Gaussian claim every test found consistent
     reason = ("the accountant ignores the run's client sampling: its one-round event is Poisson-sampled at q' = 0.001 "

@@ -2,7 +2,8 @@ import re
 
 import pytest
 
-from auditkit.reports import validate_results
+from auditkit.attacks.headline import TestKind, decided_by
+from auditkit.results import validate_results
 from auditkit.reports.content import FIGURE_CAPTIONS
 from auditkit.reports.markdown import escape, render_markdown
 
@@ -94,8 +95,9 @@ def test_the_findings_open_the_report_with_the_refuted_claim_and_its_evidence(te
 
 
 def test_a_refutation_by_the_distinguishing_test_is_told_with_its_certified_bound(document):
-    document["settings"][1]["verdict"] = {"verdict": "violated", "decided_by": "distinguishing test (worst pair: 0 vs "
-                                          "clip)", "p_value": 0.00012, "tests": 4}
+    decisive = decided_by(TestKind.DISTINGUISHING, "distinguishing test (worst pair: 0 vs clip)", pair="0 vs clip")
+    document["settings"][1]["verdict"] = {"verdict": "violated", "decided_by": decisive, "p_value": 0.00012,
+                                          "tests": 4}
     text = render_markdown(document, FIGURES)
     assert ("- JoPEQ \\| eps=1: violated: claim ε = 1, δ = 0; certified ε ≥ 1.83 against the claimed 1 (0 vs clip) "
             "(p = 0.00012).") in text

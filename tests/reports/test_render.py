@@ -102,8 +102,8 @@ def test_a_probe_grid_must_be_a_file_in_the_results_folder(results_folder):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda doc: doc.update(schema_version=2), "schema_version must be 4, got 2"),
-    (lambda doc: doc.update(schema_version=3), "schema_version must be 4, got 3"),
+    (lambda doc: doc.update(schema_version=2), "schema_version must be 5, got 2"),
+    (lambda doc: doc.update(schema_version=3), "schema_version must be 5, got 3"),
     (lambda doc: doc["settings"][1]["inversion"].update(figure="figures/gone.png"),
      "results.settings[1].inversion.figure: figures/gone.png is not a file in "),
 ])
@@ -313,8 +313,8 @@ def test_plugin_names_and_origins_are_escaped(documents, tmp_path):
     assert "(plugin: &lt;script&gt;alert(3)&lt;/script&gt;)" in text
 
 
-def test_rendering_a_version_2_document_in_memory_asks_for_version_4(v2_document, tmp_path):
-    with pytest.raises(ValueError, match=r"^schema_version must be 4, got 2$"):
+def test_rendering_a_version_2_document_in_memory_asks_for_version_5(v2_document, tmp_path):
+    with pytest.raises(ValueError, match=r"^schema_version must be 5, got 2$"):
         render_report(v2_document, tmp_path)
     assert not any(tmp_path.iterdir())
 
@@ -353,7 +353,7 @@ def test_both_kinds_of_report_come_from_the_templates_one_layout(reproduced, ren
     for page, heading, command in ((reproduced.html, "auditkit reproduction", "reproduce"),
                                    (results_page, "auditkit report", "audit")):
         assert f'<header id="report-header">\n<h1>{heading}: ' in page
-        assert re.search(rf'<footer id="report-footer">written by auditkit [^<]+ as auditkit/results version 4 '
+        assert re.search(rf'<footer id="report-footer">written by auditkit [^<]+ as auditkit/results version 5 '
                          rf'\(command: {command}\)</footer>\n</body>\n</html>', page)
         assert '<details id="how-to-read">' in page and '<dl class="glossary">' in page
     style = re.compile(r"<style>.*?</style>", re.S)

@@ -8,9 +8,10 @@ import json
 import pytest
 
 from auditkit.cli import app
-from auditkit.reports import load_results, validate_results
-from auditkit.reports.results_schema import MAX_NAME_CHARS, MAX_STRING_CHARS
-from auditkit.reports.strict_json import MAX_BYTES, MAX_DEPTH, dumps_strict, read_bounded
+from auditkit.results import load_results, validate_results
+from auditkit.config_bounds import MAX_NAME_CHARS
+from auditkit.results.types import MAX_STRING_CHARS
+from auditkit.strict_json import MAX_BYTES, MAX_DEPTH, dumps_strict, read_bounded
 
 LONG = 10**6
 

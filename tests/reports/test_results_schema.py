@@ -8,9 +8,11 @@ import pytest
 
 FAMILY = 4  # the test family of the fixture documents' distinguish sections ("tests": 4, conftest)
 
-from auditkit.reports.headline import overall_verdict
-from auditkit.reports import load_results, render_report, upgrade_results, validate_results
-from auditkit.reports.results_schema import CAPABILITIES, COMMANDS, SCHEMA, SCHEMA_VERSION
+from auditkit.attacks.headline import overall_verdict
+from auditkit.reports import render_report
+from auditkit.results import load_results, upgrade_results, validate_results
+from auditkit.results import SCHEMA, SCHEMA_VERSION, Command
+from auditkit.results.upgrade import V2_CAPABILITIES
 
 VERSION = metadata.version("auditkit")
 
@@ -26,10 +28,9 @@ def _set(doc, path, value):
         doc[last] = value
 
 
-def test_the_schema_is_version_4_of_auditkit_results():
-    assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 4)
-    assert COMMANDS == ("train", "audit", "attack", "distinguish", "account", "canary")
-    assert CAPABILITIES == ("tiling", "audit_setting", "output_log_density", "dp_event", "true_epsilon")
+def test_the_schema_is_version_5_of_auditkit_results():
+    assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 5)
+    assert tuple(Command) == ("train", "audit", "attack", "distinguish", "account", "canary", "reproduce")
 
 
 def test_every_commands_sample_document_is_valid(any_document):
@@ -40,9 +41,9 @@ def test_every_commands_sample_document_is_valid(any_document):
 
 @pytest.mark.parametrize("path, value, message", [
     (("schema",), "auditkit/other", "schema must be 'auditkit/results', got 'auditkit/other'"),
-    (("schema_version",), 2, "schema_version must be 4, got 2"),
-    (("schema_version",), 3, "schema_version must be 4, got 3"),
-    (("schema_version",), KeyError, "schema_version must be 4, got None"),
+    (("schema_version",), 2, "schema_version must be 5, got 2"),
+    (("schema_version",), 3, "schema_version must be 5, got 3"),
+    (("schema_version",), KeyError, "schema_version must be 5, got None"),
     (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, canary, "
                            "reproduce, got 'report'"),
     (("command",), 3, "results.command must be a string, got 3"),
@@ -162,7 +163,7 @@ def test_load_results_reads_nan_and_infinity(tmp_path, document):
     (None, "no such file"),
     ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
     ('{"schema": "auditkit/other", "schema_version": 3}', "schema must be 'auditkit/results', got 'auditkit/other'"),
-    ('{"schema": "auditkit/results", "schema_version": "4"}', "schema_version must be 4, got '4'"),
+    ('{"schema": "auditkit/results", "schema_version": "4"}', "schema_version must be 5, got '4'"),
     ('{"schema": "auditkit/results", "schema_version": 2}', "results.command is missing"),  # checked as version 2
     ('{"schema": "auditkit/results", "schema_version": 3}', "results.command is missing"),  # checked as version 3
 ])
@@ -178,27 +179,31 @@ def test_load_results_problems_are_one_line_with_the_path(tmp_path, text, messag
 # ---------------------------------------------------------------- older versions
 
 V4_ONLY = ("probe", "identification", "verdict")  # the setting keys version 4 added
+# the decisive test of the fixtures' distinguishing tests, as data (version 5)
+DISTINGUISHING = {"kind": "distinguishing", "name": "distinguishing test (worst pair: 0 vs clip)", "pair": "0 vs clip", "test": None, "candidates": None, "view": None, "whole_run": False}
 
 
 def _as_version_3(document):
-    """A version 3 document made from a version 4 one: without the probe, the identification tests, the headline
-    verdict and the data's source."""
+    """A version 3 document made from a version 5 one: without the probe, the identification tests, the headline
+    verdict and the data's source, an adaptive test's claim and the stated one in one text."""
     for setting in document["settings"]:
         for key in V4_ONLY:
             del setting[key]
+        for adaptive in [] if setting["distinguish"] is None else setting["distinguish"]["adaptive"]:
+            adaptive["claim"] += f"; stated claim: {adaptive.pop('stated_claim')}"
     if document["provenance"]["data"] is not None:
         del document["provenance"]["data"]["source"]
     document["schema_version"] = 3
     return document
 
 
-def test_a_version_2_document_is_upgraded_to_4_without_touching_the_original(v2_document):
+def test_a_version_2_document_is_upgraded_to_5_without_touching_the_original(v2_document):
     old = v2_document
     before = copy.deepcopy(old)
     new = upgrade_results(old)
     assert old == before  # pure
     validate_results(new)
-    assert new["schema_version"] == 4 and new["command"] == "audit"
+    assert new["schema_version"] == 5 and new["command"] == "audit"
     provenance = new["provenance"]
     assert provenance["code"] == "unknown (written by auditkit 0.1.0 as schema v2)"
     assert provenance["plugins"] == []
@@ -208,7 +213,7 @@ def test_a_version_2_document_is_upgraded_to_4_without_touching_the_original(v2_
     assert [s["mechanism"]["guarantee"]["relation"] for s in new["settings"]] == [None, "REPLACE_ONE"]
     for setting in new["settings"]:
         assert setting["mechanism"]["origin"] == "built-in" and setting["mechanism"]["clip_norm"] is None
-        assert setting["mechanism"]["capabilities"] == dict.fromkeys(CAPABILITIES, "unknown")
+        assert setting["mechanism"]["capabilities"] == dict.fromkeys(V2_CAPABILITIES, "unknown")
         assert setting["training"]["protocol"] == "unknown"
         assert setting["training"]["rounds"] == old["settings"][0]["training"]["rounds"]
         accounting = setting["accounting"]
@@ -224,39 +229,41 @@ def test_a_version_2_document_is_upgraded_to_4_without_touching_the_original(v2_
     for setting in new["settings"]:  # v3 -> v4: no probe or identification test was run
         assert (setting["probe"], setting["identification"]) == (None, None)
     assert none["verdict"] is None  # no test ran
-    assert laplace["verdict"] == {"verdict": "consistent", "decided_by": "distinguishing test (worst pair: 0 vs clip)",
+    assert laplace["verdict"] == {"verdict": "consistent", "decided_by": DISTINGUISHING,
                                   "p_value": None, "tests": 1, "family": FAMILY, "adjusted_p_value": None,
                                   "evidence": None}
 
 
-def test_a_version_3_document_is_upgraded_to_4_without_touching_the_original(document):
+def test_a_version_3_document_is_upgraded_to_5_without_touching_the_original(document):
     old = _as_version_3(copy.deepcopy(document))
+    current = copy.deepcopy(document)
     before = copy.deepcopy(old)
     new = upgrade_results(old)
     assert old == before  # pure
     validate_results(new)
-    assert new["schema_version"] == 4
+    assert new["schema_version"] == 5
     assert new["provenance"]["data"] == {**old["provenance"]["data"], "source": ""}
     assert {k: v for k, v in new["provenance"].items() if k != "data"} == {
         k: v for k, v in old["provenance"].items() if k != "data"}
     for key in ("schema", "command", "title", "config"):
         assert new[key] == old[key]
-    for upgraded, setting in zip(new["settings"], old["settings"], strict=True):
-        assert {k: v for k, v in upgraded.items() if k not in V4_ONLY} == setting  # nothing else changed
+    for upgraded, setting, written in zip(new["settings"], old["settings"], current["settings"], strict=True):
+        assert {k: v for k, v in upgraded.items() if k not in V4_ONLY} == {  # nothing else changed
+            k: v for k, v in written.items() if k not in V4_ONLY}
         assert (upgraded["probe"], upgraded["identification"]) == (None, None)
-        assert upgraded["verdict"] == overall_verdict(setting["distinguish"], None)
+        assert upgraded["verdict"] == overall_verdict(written["distinguish"], None)
     none, jopeq, gaussian = new["settings"]
     assert none["verdict"] is None  # no distinguishing test
     # the worst verdict of the distinguishing test and its adaptive test; between equals, the one with a p-value
-    assert jopeq["verdict"] == {"verdict": "violated", "decided_by": "distinguishing test (worst pair: 0 vs clip)",
+    assert jopeq["verdict"] == {"verdict": "violated", "decided_by": DISTINGUISHING,
                                 "p_value": 0.00012, "tests": 2, "family": FAMILY,
                                 "adjusted_p_value": pytest.approx(FAMILY * 0.00012), "evidence": "marginal"}
     assert gaussian["verdict"] == {"verdict": "consistent",
-                                   "decided_by": "distinguishing test (worst pair: 0 vs clip)", "p_value": 0.91,
+                                   "decided_by": DISTINGUISHING, "p_value": 0.91,
                                    "tests": 1, "family": FAMILY, "adjusted_p_value": pytest.approx(min(1, FAMILY * 0.91)),
                                    "evidence": None}
     # the version 4 document itself decided s01 by its identification test, which version 3 did not have
-    assert document["settings"][1]["verdict"]["decided_by"] == "identification among 10 candidates"
+    assert document["settings"][1]["verdict"]["decided_by"]["candidates"] == 10
 
 
 @pytest.mark.parametrize("name", ["train", "attack", "distinguish", "account"])
@@ -336,21 +343,21 @@ def test_a_version_1_file_is_refused_in_one_line_saying_how_to_regenerate_it(tmp
         load_results(path)
     assert str(error.value) == (
         f"{path}: schema version 1 (written by auditkit 0.0.9) cannot be read by this auditkit ({VERSION}), which "
-        f"reads versions 2 to 4: regenerate it with `auditkit train` on the config recorded in it (the same config "
+        f"reads versions 2 to 5: regenerate it with `auditkit train` on the config recorded in it (the same config "
         f"and seed give the same numbers)")
     assert "\n" not in str(error.value)
 
 
 def test_a_newer_file_is_refused_saying_to_upgrade_or_regenerate(tmp_path, documents):
     document = documents["distinguish"]
-    document["schema_version"] = 5
+    document["schema_version"] = 6
     path = tmp_path / "results.json"
     path.write_text(json.dumps(document))
     with pytest.raises(ValueError) as error:
         load_results(path)
     assert str(error.value) == (
-        f"{path}: schema version 5 (written by auditkit 0.2.0) cannot be read by this auditkit ({VERSION}), which "
-        f"reads versions 2 to 4: regenerate it with `auditkit distinguish` and the options recorded in its config "
+        f"{path}: schema version 6 (written by auditkit 0.2.0) cannot be read by this auditkit ({VERSION}), which "
+        f"reads versions 2 to 5: regenerate it with `auditkit distinguish` and the options recorded in its config "
         f"(the same config and seed give the same numbers); or upgrade auditkit")
 
 
@@ -362,10 +369,10 @@ def _first_run(document):
 
 
 def test_a_reproduction_is_a_document_of_this_schema(reproduction):
-    from auditkit.reports.results_schema import file_name
+    from auditkit.results import file_name
 
     validate_results(reproduction)
-    assert (reproduction["schema"], reproduction["schema_version"], reproduction["command"]) == (SCHEMA, 4, "reproduce")
+    assert (reproduction["schema"], reproduction["schema_version"], reproduction["command"]) == (SCHEMA, 5, "reproduce")
     assert reproduction["title"] == "dpsq (quick budget)" and reproduction["config"] == {
         "paper": "dpsq", "budget": "quick", "seeds": 3, "data_dir": None, "confidence": 0.95}
     assert reproduction["provenance"]["code"].startswith("sha256:") and reproduction["provenance"]["plugins"] == []
@@ -466,12 +473,12 @@ def _as_reproduction_v2(document):
 
 
 def test_a_reproduction_of_the_old_schema_is_upgraded_and_renders(tmp_path, reproduction):
-    from auditkit.reports.results_schema import dumps_strict
+    from auditkit.strict_json import dumps_strict
 
     path = tmp_path / "reproduction.json"
     path.write_text(dumps_strict(_as_reproduction_v2(copy.deepcopy(reproduction))))
     loaded = load_results(path)
-    assert (loaded["schema"], loaded["schema_version"], loaded["command"]) == (SCHEMA, 4, "reproduce")
+    assert (loaded["schema"], loaded["schema_version"], loaded["command"]) == (SCHEMA, 5, "reproduce")
     assert loaded["title"] == "dpsq (quick budget)" and loaded["confidence"] == 0.95
     assert loaded["provenance"] == {"auditkit_version": "0.1.0", "plugins": [], "versions": {}, "platform": "unknown",
                                     "code": "unknown (written by auditkit 0.1.0 as auditkit.reproduction v2)"}
@@ -490,12 +497,12 @@ def test_an_old_reproduction_of_another_version_is_refused_saying_how_to_regener
         load_results(path)
     assert str(error.value) == (
         f"{path}: schema version 1 (written by auditkit 0.0.9) cannot be read by this auditkit ({VERSION}), which "
-        "reads versions 2 to 4: regenerate it with `auditkit reproduce` on the paper, budget and seeds recorded in "
+        "reads versions 2 to 5: regenerate it with `auditkit reproduce` on the paper, budget and seeds recorded in "
         "it (the same config and seed give the same numbers)")
 
 
 def test_a_folder_names_the_document_it_holds(tmp_path):
-    from auditkit.reports.results_schema import document_path
+    from auditkit.results import document_path
 
     assert document_path(tmp_path / "x.json") == tmp_path / "x.json"
     with pytest.raises(ValueError, match=r": holds no results\.json or reproduction\.json$"):

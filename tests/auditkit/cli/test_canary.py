@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from auditkit.cli import app, terminal
-from auditkit.reports import load_results, validate_results
+from auditkit.results import load_results, validate_results
 
 GAUSSIAN = ["gaussian", "--clip", "0.5", "--sigma", "1", "--canaries", "10000"]
 UNDERCLAIMED = '''

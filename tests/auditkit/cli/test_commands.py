@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from auditkit.reports import load_results
+from auditkit.results import load_results
 
 SMALL = ["--rounds", "2", "--clients", "3", "--tau", "2"]
 

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 import auditkit.reproduction as reproduction
 from auditkit.cli import app
-from auditkit.reports import load_results
+from auditkit.results import load_results
 from auditkit.results import write_results
 
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from auditkit.reports import load_results
+from auditkit.results import load_results
 from auditkit.reproduction import check_reproduction_inputs, load_paper, reproduce
 from auditkit.reproduction.paper import Ordering, Row, Table
 from auditkit.reproduction.runner import interval, ordering_entry, plan_reproduction, row_entry, run_reasons

@@ -8,7 +8,7 @@ import pytest
 from auditkit import mechanisms
 from auditkit.audit import Audit, run_audit
 from auditkit.config import ConfigError, from_dict, merge, preset_dict
-from auditkit.reports import validate_results
+from auditkit.results import validate_results
 from auditkit.stages.canary import canary_stage, composed_claim_curve, judged_views
 from auditkit.stages.distinguish import distinguish_family
 from auditkit.stages.train import build_mechanism

@@ -11,7 +11,7 @@ from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.stages import inversion as inversion_stage
 from auditkit.config import from_dict
 from auditkit.models import create_model
-from auditkit.reports.results_schema import dumps_strict
+from auditkit.strict_json import dumps_strict
 from auditkit.stages.train import Experiment
 
 FAST = {"iterations": 3}

@@ -14,7 +14,7 @@ from auditkit.stages.probe import (
     probe_updates,
     scaled_to_clip,
 )
-from auditkit.reports.headline import overall_verdict
+from auditkit.attacks.headline import TestKind, decided_by, overall_verdict
 
 
 @pytest.fixture(scope="module")
@@ -127,7 +127,9 @@ def test_the_headline_is_the_worst_verdict_and_names_its_test():
     identification = {"tests": [{"candidates": 10, "verdict": "violated", "p_value": 1e-12},
                                 {"candidates": 100, "verdict": "consistent", "p_value": 0.3}]}
     headline = overall_verdict(distinguish, identification)
-    assert headline == {"verdict": "violated", "decided_by": "identification among 10 candidates",
+    assert headline == {"verdict": "violated",
+                        "decided_by": decided_by(TestKind.IDENTIFICATION, "identification among 10 candidates",
+                                                 candidates=10),
                         "p_value": 1e-12, "tests": 4, "family": 14, "adjusted_p_value": pytest.approx(1.4e-11),
                         "evidence": "decisive"}
     # a refutation just past the family-wise 5% is marginal: 14 x 0.002 = 0.028
@@ -137,7 +139,7 @@ def test_the_headline_is_the_worst_verdict_and_names_its_test():
     # an adaptive test's p-value decides among equally bad verdicts when it is the smallest
     adaptive = overall_verdict({**distinguish, "adaptive": [{"test": "side channel", "verdict": "violated",
                                                             "p_value": 1e-20}]}, identification)
-    assert (adaptive["decided_by"], adaptive["evidence"]) == ("adaptive test side channel", "decisive")
+    assert (adaptive["decided_by"]["test"], adaptive["evidence"]) == ("side channel", "decisive")
     consistent = overall_verdict({**distinguish, "adaptive": []}, None)
     assert (consistent["verdict"], consistent["evidence"]) == ("consistent", None)
     vacuous = {"worst_pair": "axis", "verdict": "vacuous claim", "p_value": None, "tests": 1, "adaptive": []}

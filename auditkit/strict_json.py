@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "NON_FINITE", "dumps_strict", "read_bounded"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "NON_FINITE", "decode_non_finite", "dumps_strict", "read_bounded"]
 
 MAX_BYTES = 64 * 2**20
 """The largest JSON file read (64 MiB): an audit's results.json of 100 settings of 1,000 rounds is about 15 MiB."""
@@ -96,4 +96,17 @@ def read_bounded(path: str | Path, *, max_bytes: int = MAX_BYTES, max_depth: int
         raise ValueError(f"not valid JSON ({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
     if _deeper_than(value, max_depth):
         raise ValueError(f"nested deeper than the {max_depth}-level limit")
+    return value
+
+
+def decode_non_finite(value: Any) -> Any:
+    """Parsed JSON with every string of ``NON_FINITE`` turned back into its float (a new object), for auditkit's
+    internal files, which carry no schema; a results document decodes them only where its schema has a number
+    (``auditkit.results.types.Number``)."""
+    if isinstance(value, str):
+        return NON_FINITE.get(value, value)
+    if isinstance(value, dict):
+        return {key: decode_non_finite(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [decode_non_finite(item) for item in value]
     return value

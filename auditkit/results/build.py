@@ -1,15 +1,7 @@
-"""The results documents every command writes: schema ``auditkit/results`` version 3 (``auditkit.reports.results_schema``).
-
-``train``, ``audit``, ``attack``, ``distinguish`` and ``account`` all write ``results.json`` in this one schema,
-validated before it is written, so ``auditkit report`` renders any of them. The pieces are built here once:
-
-* ``provenance``: versions, platform, seed, device, the fingerprint of the code (``code_fingerprint``: a hash of
-  the toolkit's sources and the loaded plugins' sources) and the plugins;
-* ``mechanism_entry``: name, parameters, origin (built-in or the plugin), the clip's norm, the claim, and which
-  audit capabilities the mechanism declares and which were generic defaults (``auditkit.mechanisms.capabilities``);
-* ``training_entry``, ``accounting_entry``, ``distinguish_entry``: one section of a setting each;
-* ``document`` assembles and validates; ``write_results`` writes atomically.
-"""
+"""Building the sections of a results document from what the commands computed (``auditkit.results.model`` says
+their shape): ``provenance`` (versions, platform, seed, device, the code's fingerprint, the plugins),
+``mechanism_entry``, ``training_entry``, ``accounting_entry``, ``distinguish_entry``, ``canary_entry``, and
+``setting`` / ``document`` assembling them."""
 from __future__ import annotations
 
 import functools
@@ -17,6 +9,7 @@ import hashlib
 import importlib
 import math
 import platform
+import warnings
 import sys
 from collections.abc import Iterable, Sequence
 from importlib import metadata
@@ -25,35 +18,31 @@ from typing import Any
 
 import numpy as np
 
-from auditkit import mechanisms
-from auditkit import __version__
-from auditkit.reports.files import replace_atomically
-from auditkit.reports.headline import overall_verdict
+from auditkit import __version__, mechanisms
+from auditkit.accounting import account
+from auditkit.attacks.headline import overall_verdict
+from auditkit.attacks.one_run import claim_roc, empirical_roc
+from auditkit.fl.snr import snr_db
+from auditkit.mechanisms.capabilities import CAPABILITIES, CapabilityState
+from auditkit.mechanisms.views import THREAT_MODELS
+from auditkit.results.documents import validate_results
+from auditkit.results.model import SCHEMA, SCHEMA_VERSION, Command
 
 __all__ = [
-    "CAPABILITY_STATES",
-    "COMMANDS",
     "FLOAT32_BITS",
-    "THREAT_MODELS",
     "accounting_entry",
+    "canary_entry",
+    "canary_view",
     "code_fingerprint",
     "distinguish_entry",
     "document",
     "mechanism_entry",
     "provenance",
+    "setting",
     "training_entry",
-    "write_results",
 ]
 
-COMMANDS = ("train", "audit", "attack", "distinguish", "account", "canary")
 FLOAT32_BITS = 32
-THREAT_MODELS = {
-    "server": "the aggregator: each client's decoded update and the side information sent in clear",
-    "eavesdropper": "someone on the uplink without the shared seed: the encoded messages only",
-    "peer": "an honest-but-curious client: the aggregate / next global model",
-    "public": "anyone after training: the final model",
-}
-CAPABILITY_STATES = ("declared", "generic default")
 _VERSIONED = ("torch", "numpy", "scipy", "scikit-image", "opacus", "dp-accounting")
 _SOURCE_PACKAGES = ("auditkit", "auditkit.mechanisms", "auditkit.attacks", "auditkit.reports")
 _SOURCE_SUFFIXES = (".py", ".j2", ".toml")
@@ -133,8 +122,8 @@ def mechanism_entry(mechanism: mechanisms.Mechanism, *, reproducible: bool | Non
         "guarantee": mechanism.guarantee().to_dict(),
         "true_epsilon": None if actual is None else float(actual),
         "capabilities": {
-            name: CAPABILITY_STATES[0] if mechanisms.declared(mechanism, name) else CAPABILITY_STATES[1]
-            for name in mechanisms.capabilities.CAPABILITIES
+            name: CapabilityState.DECLARED if mechanisms.declared(mechanism, name) else CapabilityState.GENERIC_DEFAULT
+            for name in CAPABILITIES
         },
     }
     if reproducible is False:
@@ -145,8 +134,6 @@ def mechanism_entry(mechanism: mechanisms.Mechanism, *, reproducible: bool | Non
 def round_snr_db(record: Any) -> float | None:
     """JoPEQ's SNR of one round's uplink in dB (``auditkit.fl.snr``); None when the protocol has no decoded update
     per client to measure it on (MSP-FL's consensus)."""
-    from auditkit.fl.snr import snr_db
-
     value = record.stats.get("snr")
     return None if value is None else snr_db(value)
 
@@ -189,10 +176,6 @@ def accounting_entry(
     client ``participation`` with its ``check`` against the recomputation from that participation
     (``auditkit.accounting.check_sampling``), the realised noise composed when the claim is exceeded, and the
     paper's FL claim when ``fl`` (the FL settings it reads) is given."""
-    import warnings
-
-    from auditkit.accounting import account
-
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the accountants' numerical warnings are not the user's concern
         report = account(mechanism, rounds=rounds, composition_delta=composition_delta, backend=backend, fl=fl,
@@ -222,7 +205,7 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
         ],
         "search": None if audit.search is None else audit.search.to_dict(),
         "adaptive": [
-            {"test": r.test, "claim": r.claim, "claimed_epsilon": r.claimed_epsilon,
+            {"test": r.test, "claim": r.claim, "stated_claim": r.stated_claim, "claimed_epsilon": r.claimed_epsilon,
              "epsilon_lower_bound": r.epsilon_lower_bound, "max_certifiable": r.worst.max_certifiable,
              "verdict": r.verdict, "p_value": r.p_value, "note": r.note}
             for r in adaptive
@@ -234,8 +217,6 @@ def canary_view(view: str, scoring: str, result: Any, scores: Any, inserted: Any
     """One judged view of a one-run canary audit: ``result`` (an ``auditkit.attacks.one_run.OneRunBound``), the
     empirical ROC of the canary ``scores`` against the bits ``inserted``, and the TPR the claim's ``curve`` allows at
     the same FPRs (empty without a curve)."""
-    from auditkit.attacks.one_run import claim_roc, empirical_roc
-
     roc = empirical_roc(scores, inserted)
     bound = {key: _finite_or_none(value) for key, value in result.to_dict().items()}
     return {"view": view, "scoring": scoring, "result": bound, "roc": roc,
@@ -275,28 +256,11 @@ def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dic
 
 def document(command: str, title: str, config: dict[str, Any], provenance_: dict[str, Any],
              settings: list[dict[str, Any]]) -> dict[str, Any]:
-    """The whole results document, validated (``auditkit.reports.validate_results``: a ``ValueError`` naming the key)."""
-    from auditkit.reports import validate_results
-    from auditkit.reports.results_schema import SCHEMA, SCHEMA_VERSION
-
-    if command not in COMMANDS:
-        raise ValueError(f"command must be one of {', '.join(COMMANDS)}, got {command!r}")
-    doc = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "command": command, "title": title,
+    """The whole results document, validated (``validate_results``: a ``ValueError`` naming the key)."""
+    if command not in Command.__members__.values() or command == Command.REPRODUCE:
+        raise ValueError(f"command must be one of {', '.join(c for c in Command if c != Command.REPRODUCE)}, "
+                         f"got {command!r}")
+    doc = {"schema": SCHEMA, "schema_version": SCHEMA_VERSION, "command": Command(command), "title": title,
            "config": config, "provenance": provenance_, "settings": settings}
     validate_results(doc)
     return doc
-
-
-def write_results(doc: dict[str, Any], out: Path) -> Path:
-    """Validate ``doc`` (nothing is written if it is invalid) and write it to ``out/results.json``, or
-    ``out/reproduction.json`` for a reproduction (``results_schema.file_name``), atomically (readers see the old
-    file or the new), as strict JSON: non-finite numbers as the strings "NaN", "Infinity", "-Infinity"
-    (``auditkit.reports.results_schema.dumps_strict``), which ``auditkit.reports.load_results`` reads back as
-    floats."""
-    from auditkit.reports.results_schema import dumps_strict, file_name, validate_results
-
-    validate_results(doc)
-    path = Path(out) / file_name(doc)
-    text = dumps_strict(doc, indent=2) + "\n"
-    replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
-    return path
