@@ -10,8 +10,8 @@ import pytest
 
 from auditkit.results import write_results
 from auditkit.reports import load_results, validate_results
-from auditkit.reports.content import config_json
 from auditkit.reports.results_schema import decode_non_finite, dumps_strict
+from auditkit.reports.sections.provenance import config_json
 
 
 def strict_loads(text):
