@@ -9,8 +9,23 @@ from typing import Any
 
 import jinja2
 
-from auditkit.reports import content
 from auditkit.results.model import Command
+from auditkit.reports.sections.adaptive import ADAPTIVE_COLUMNS, adaptive_rows
+from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
+from auditkit.reports.sections.details import ESTIMATE_COLUMNS, details
+from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
+from auditkit.reports.sections.findings import class_count, findings
+from auditkit.reports.sections.glossary import GLOSSARY
+from auditkit.reports.sections.identification import IDENTIFICATION_COLUMNS, identification_rows
+from auditkit.reports.sections.intro import intro
+from auditkit.reports.sections.notes import notes
+from auditkit.reports.sections.provenance import config_json, footer, pairs, provenance
+from auditkit.reports.sections.reconstructions import reconstructions
+from auditkit.reports.sections.reproduction import (
+    ORDERING_COLUMNS, REPRODUCTION_GLOSSARY, REPRODUCTION_SUMMARY_COLUMNS, confidence_heading, ordering_quotes,
+    ordering_rows, paper_tables, reproduction_intro, reproduction_provenance, reproduction_summary, settings_run,
+)
+from auditkit.reports.sections.summary import summary_tables
 
 _PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 _ENVIRONMENT = jinja2.Environment(
@@ -39,40 +54,40 @@ def png_data_uri(path: Path) -> str:
 def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], results_dir: Path) -> str:
     """The report as HTML, from the template of the document's kind (both extend ``base.html.j2``: one header,
     style and footer). A results document: ``figure_paths`` maps summary figure names (see
-    ``content.FIGURE_CAPTIONS``) to PNG files, and each reconstruction grid is read from ``results_dir`` (the
+    ``FIGURE_CAPTIONS``) to PNG files, and each reconstruction grid is read from ``results_dir`` (the
     folder of ``results.json``). A reproduction: ``figure_paths`` maps each table's figure name
-    (``content.reproduction_figure``) to its PNG."""
+    (``sections.reproduction.reproduction_figure``) to its PNG."""
     if results["command"] == Command.REPRODUCE:
         return _reproduction_html(results, figure_paths)
     settings = results["settings"]
-    provenance = results["provenance"]
+    recorded = results["provenance"]
     return _ENVIRONMENT.get_template("report.html.j2").render(
         heading="auditkit report",
-        footer=content.footer(results),
+        footer=footer(results),
         title=results["title"],
-        intro=content.intro(results),
-        findings=content.findings(settings, content.class_count(results)),
-        glossary=content.GLOSSARY,
-        identification_columns=content.IDENTIFICATION_COLUMNS,
-        identification=content.identification_rows(settings),
-        canary_columns=content.CANARY_COLUMNS,
-        canary=content.canary_rows(settings),
-        canary_heading=content.canary_heading(settings),
-        summary=content.summary_tables(settings),
-        notes=content.notes(settings),
-        adaptive_columns=content.ADAPTIVE_COLUMNS,
-        adaptive=content.adaptive_rows(settings),
+        intro=intro(results),
+        findings=findings(settings, class_count(results)),
+        glossary=GLOSSARY,
+        identification_columns=IDENTIFICATION_COLUMNS,
+        identification=identification_rows(settings),
+        canary_columns=CANARY_COLUMNS,
+        canary=canary_rows(settings),
+        canary_heading=canary_heading(settings),
+        summary=summary_tables(settings),
+        notes=notes(settings),
+        adaptive_columns=ADAPTIVE_COLUMNS,
+        adaptive=adaptive_rows(settings),
         figures=[_Image(caption, png_data_uri(figure_paths[name]))
-                 for name, caption in content.FIGURE_CAPTIONS.items() if name in figure_paths],
+                 for name, caption in FIGURE_CAPTIONS.items() if name in figure_paths],
         reconstructions=[_Image(grid.caption, png_data_uri(Path(results_dir) / grid.path))
-                         for grid in content.reconstructions(settings)],
-        details=[content.details(s) for s in settings],
+                         for grid in reconstructions(settings)],
+        details=[details(s) for s in settings],
         details_open=len(settings) == 1,  # one setting: its details are the report's body
-        estimate_columns=content.ESTIMATE_COLUMNS,
-        provenance=content.provenance(results),
-        versions=content.pairs(provenance["versions"]),
-        threat_models=content.pairs(provenance["threat_models"]),
-        config=content.config_json(results),
+        estimate_columns=ESTIMATE_COLUMNS,
+        provenance=provenance(results),
+        versions=pairs(recorded["versions"]),
+        threat_models=pairs(recorded["threat_models"]),
+        config=config_json(results),
     )
 
 
@@ -80,20 +95,20 @@ def _reproduction_html(document: dict[str, Any], figure_paths: Mapping[str, Path
     """A reproduction's report as HTML: each table of the paper with our numbers, its verdicts and its figure."""
     return _ENVIRONMENT.get_template("reproduction.html.j2").render(
         heading="auditkit reproduction",
-        footer=content.footer(document),
+        footer=footer(document),
         title=document["title"],
-        intro=content.reproduction_intro(document),
-        glossary=content.REPRODUCTION_GLOSSARY,
-        summary_columns=content.REPRODUCTION_SUMMARY_COLUMNS,
-        summary=content.reproduction_summary(document),
-        ours_heading=content.confidence_heading(document),
+        intro=reproduction_intro(document),
+        glossary=REPRODUCTION_GLOSSARY,
+        summary_columns=REPRODUCTION_SUMMARY_COLUMNS,
+        summary=reproduction_summary(document),
+        ours_heading=confidence_heading(document),
         tables=[(table, _Image(table.figure_caption, png_data_uri(figure_paths[table.figure])))
-                for table in content.paper_tables(document)],
-        ordering_columns=content.ORDERING_COLUMNS,
-        orderings=content.ordering_rows(document),
-        quotes=content.ordering_quotes(document),
-        runs=content.settings_run(document),
-        provenance=content.reproduction_provenance(document),
-        versions=content.pairs(document["provenance"]["versions"]),
-        config=content.config_json(document),
+                for table in paper_tables(document)],
+        ordering_columns=ORDERING_COLUMNS,
+        orderings=ordering_rows(document),
+        quotes=ordering_quotes(document),
+        runs=settings_run(document),
+        provenance=reproduction_provenance(document),
+        versions=pairs(document["provenance"]["versions"]),
+        config=config_json(document),
     )

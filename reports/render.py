@@ -8,10 +8,11 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from auditkit.reports import content, figures
+from auditkit.reports import figures
 from auditkit.reports.html import render_html
 from auditkit.reports.markdown import render_markdown
 from auditkit.output_folder import Batch
+from auditkit.reports.sections.reproduction import reproduction_figure
 from auditkit.results import Command, file_name, validate_results
 from auditkit.strict_json import dumps_strict
 
@@ -43,7 +44,7 @@ def _drawn(results: dict[str, Any]) -> dict[str, Callable[[Path], Path]]:
     """The figures of a document, name -> a function drawing it into a path: a results document's summary figures
     that have data (``FIGURES``), or one figure per table of a reproduction (``figures.reproduction_table``)."""
     if results["command"] == Command.REPRODUCE:
-        return {content.reproduction_figure(i): functools.partial(figures.reproduction_table, results, i)
+        return {reproduction_figure(i): functools.partial(figures.reproduction_table, results, i)
                 for i in range(len(results["tables"]))}
     return {name: functools.partial(draw, results) for name, draw in FIGURES.items() if figures.has_data(name, results)}
 

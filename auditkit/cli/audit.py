@@ -21,7 +21,8 @@ from auditkit.cli.terminal import AuditProgress, Reporter, console, error_consol
 from auditkit.config import AuditConfig, load_config, merge, preset_dict, read_config
 from auditkit.flower.recording import RecordingError, load_recording
 from auditkit.output_folder import Mode
-from auditkit.reports.content import certified_bound, number, test_name
+from auditkit.reports.sections.summary import certified_bound, test_name
+from auditkit.reports.sections.text import number
 from auditkit.stages.identification import above_bound
 from auditkit.stages.recorded import recorded_config
 

@@ -12,7 +12,7 @@ from auditkit.cli.terminal import print_written
 from auditkit.output_folder import Mode, OutputFolder
 from auditkit.reports import render_report
 from auditkit.results import validate_results
-from auditkit.reports.content import number
+from auditkit.reports.sections.text import number
 
 __all__ = ["check_output", "overwrite_option", "snr", "write_document"]
 

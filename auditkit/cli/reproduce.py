@@ -15,7 +15,7 @@ from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.options import HelpArgument, choice, out_option, path
 from auditkit.cli.outputs import check_output, overwrite_option
 from auditkit.cli.terminal import Reporter, console, print_written
-from auditkit.reports.content import ours
+from auditkit.reports.sections.reproduction import ours
 from auditkit.reproduction.paper import BUDGETS
 
 __all__ = ["command"]

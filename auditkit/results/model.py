@@ -103,13 +103,13 @@ class Capabilities(Section):
     """Each capability: declared by the mechanism, or its generic default (``auditkit.mechanisms.capabilities``);
     the later ones are absent from older files."""
 
-    tiling: _State
+    tiling: _State  # in the order of ``Capability``, as the builder writes them
+    batch_sampling: _State = None
+    side_values: _State = None
     audit_setting: _State
     output_log_density: _State
     dp_event: _State
     true_epsilon: _State
-    batch_sampling: _State = None
-    side_values: _State = None
     client_sampling: _State = None
     tradeoff: _State = None
 

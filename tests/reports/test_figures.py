@@ -6,7 +6,7 @@ import pytest
 from PIL import Image
 
 from auditkit.reports import figures
-from auditkit.reports.content import FIGURE_CAPTIONS
+from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
 from auditkit.reports.render import FIGURES
 
 

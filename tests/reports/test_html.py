@@ -4,9 +4,10 @@ from html.parser import HTMLParser
 
 import pytest
 
-from auditkit.reports.content import ATTACK_COLUMNS, GLOSSARY, PRIVACY_COLUMNS, UTILITY_COLUMNS
 from auditkit.reports.html import png_data_uri, render_html
 from auditkit.reports.render import FIGURES
+from auditkit.reports.sections.glossary import GLOSSARY
+from auditkit.reports.sections.summary import ATTACK_COLUMNS, PRIVACY_COLUMNS, UTILITY_COLUMNS
 
 
 class _Tags(HTMLParser):
@@ -223,7 +224,7 @@ def reproduction_page(reproduction, tmp_path):
 
 
 def test_a_reproduction_explains_its_terms_and_states_its_confidence(reproduction_page):
-    from auditkit.reports.content import REPRODUCTION_GLOSSARY
+    from auditkit.reports.sections.reproduction import REPRODUCTION_GLOSSARY
 
     block = reproduction_page[reproduction_page.index('<details id="how-to-read">'):]
     assert re.findall(r"<dt>(.*?)</dt>", block[:block.index("</details>")]) == [

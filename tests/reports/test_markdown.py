@@ -4,7 +4,7 @@ import pytest
 
 from auditkit.attacks.headline import TestKind, decided_by
 from auditkit.results import validate_results
-from auditkit.reports.content import FIGURE_CAPTIONS
+from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
 from auditkit.reports.markdown import escape, render_markdown
 
 FIGURES = {name: f"figures/{name}.png" for name in FIGURE_CAPTIONS}
@@ -266,7 +266,7 @@ def test_every_reproduction_table_row_has_as_many_cells_as_its_header(rendered_r
 
 
 def test_a_reproduction_in_markdown_counts_its_verdicts_and_explains_its_terms(reproduction):
-    from auditkit.reports.content import REPRODUCTION_GLOSSARY
+    from auditkit.reports.sections.reproduction import REPRODUCTION_GLOSSARY
 
     rows = [r["verdict"] for t in reproduction["tables"] for r in t["rows"]]
     text = render_markdown(reproduction, {f"reproduction-{i}": f"figures/reproduction-{i}.png" for i in range(3)})

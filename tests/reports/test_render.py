@@ -364,7 +364,8 @@ def test_both_kinds_of_report_come_from_the_templates_one_layout(reproduced, ren
 def test_every_number_of_a_reproduction_is_in_its_html(reproduced):
     """Each number as the report writes it (4 significant digits) or as JSON (the configs); per-round curves are
     drawn in the figures, not tabulated."""
-    from auditkit.reports.content import CURVES, number
+    from auditkit.reports.sections.reproduction import CURVES
+    from auditkit.reports.sections.text import number
 
     page = reproduced.html
     numbers = [(key, value) for key, value in _numbers(reproduced.document) if key not in CURVES]

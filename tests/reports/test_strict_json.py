@@ -11,8 +11,8 @@ import pytest
 
 from auditkit.results import write_results
 from auditkit.results import load_results, validate_results
-from auditkit.reports.content import config_json
 from auditkit.strict_json import decode_non_finite, dumps_strict
+from auditkit.reports.sections.provenance import config_json
 
 
 def strict_loads(text):

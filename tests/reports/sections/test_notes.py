@@ -1,14 +1,5 @@
-"""Text helpers shared by the HTML and markdown reports."""
-from auditkit.reports.content import _params, notes
-
-
-def test_parameters_keep_short_values_and_shorten_calibrated_ones():
-    assert _params({"sigma": 0.8, "clip": 1.0}, "l2") == "sigma=0.8, clip=1 (l2)"
-    assert _params({"sigma": 0.7461263269631851, "clip": 0.1, "n": 2}, "l2") == "sigma=0.7461, clip=0.1 (l2), n=2"
-    assert _params({}, None) == "no parameters"
-
-
-# --- the notes under the summary: by verdict, sampling path and reproducibility -------------------------------------
+"""The notes under the summary: by verdict, sampling path and reproducibility."""
+from auditkit.reports.sections.notes import notes
 
 
 GENERIC_L1 = ("generic default: the mechanism declares no audit setting: d = 2, the l1 ball of radius 0.5, pairs up to 1 "
@@ -68,30 +59,3 @@ def test_a_mechanism_not_determined_by_its_seeds_is_noted_even_without_a_disting
         "mine: the mechanism's output is not determined by its seeds (two encodes under the same seeds differed): "
         "these results will not reproduce, and a rerun may reach another verdict. Its noise should be drawn from "
         "auditkit.mechanisms.randomness.private_generator(private_seed, seed, purpose)."]
-
-
-# --- the accounting check: beside the composed claim, in the findings and the claim details -------------------------
-
-
-def test_an_accounting_check_shows_beside_the_composed_claim_and_in_the_findings(document):
-    from auditkit.reports.content import details, findings, privacy_row
-    from auditkit.attacks.headline import overall_verdict
-
-    setting = document["settings"][2]  # a Gaussian claim every test found consistent
-    reason = ("the accountant ignores the run's client sampling: its one-round event is Poisson-sampled at q' = 0.001 "
-              "of its own; recomputed from the run (participation 'full', not amplified) over 100 rounds: eps = 91.83, "
-              "not 0.06526")
-    setting["accounting"] = {**setting["accounting"], "refusal": None,
-                             "composed": {"epsilon": 0.06526, "delta": 1e-5, "rounds": 100, "backend": "opacus-prv",
-                                          "event": "PoissonSampledDpEvent(...) x 100"},
-                             "check": {"verdict": "violated", "independent_epsilon": 91.83, "reason": reason}}
-    setting["verdict"] = overall_verdict(setting["distinguish"], setting["identification"], setting["mechanism"],
-                                         setting["accounting"])
-    assert privacy_row(setting).composed == ("ε = 0.06526, δ = 1e-05 over 100 rounds (opacus-prv); check violated: "
-                                             "recomputed from the run, ε = 91.83")
-    (refuted,) = findings([setting]).refuted
-    assert refuted.startswith(f"{setting['label']}: violated (analytic refutation): claim ε = 2.5, δ = 1e-05; "
-                              f"accounting check: {reason}; the strongest test certified ε ≥ 0.4")
-    assert ("accounting check", f"violated: {reason}") in details(setting).facts
-    setting["accounting"]["check"] = {"verdict": "consistent", "independent_epsilon": 0.06526, "reason": "none own"}
-    assert privacy_row(setting).composed.endswith("; check consistent: recomputed from the run, ε = 0.06526")

@@ -8,9 +8,11 @@ import pytest
 from auditkit import mechanisms, results
 from auditkit.attacks.one_run import one_run_bound
 from auditkit.mechanisms.tradeoff import GaussianTradeOff
-from auditkit.reports import content, render_report
+from auditkit.reports import render_report
 from auditkit.results import validate_results
 from auditkit.reports.figures import has_data
+from auditkit.reports.sections.canary import canary_heading, canary_rows
+from auditkit.reports.sections.glossary import GLOSSARY
 
 
 def document(kind: str, mu_true: float, curve, *, claim_epsilon=None):
@@ -32,18 +34,18 @@ def document(kind: str, mu_true: float, curve, *, claim_epsilon=None):
 def test_a_true_claim_is_consistent_and_its_row_says_so():
     doc = document("idealized", 1.0, GaussianTradeOff(1.0))
     validate_results(doc)
-    (cells, css), = content.canary_rows(doc["settings"])
+    (cells, css), = canary_rows(doc["settings"])
     assert cells[1] == "ε = 4.377 at δ = 1e-05, GDP μ = 1" and cells[2] == "idealized" and cells[-1] == "consistent"
     assert css == "consistent" and cells[6].startswith("≥ ") and "(fdp); refutes GDP μ = " in cells[6]
     assert doc["settings"][0]["verdict"]["decided_by"]["name"] == "one-run canary audit (idealized, fdp)"
     assert doc["settings"][0]["verdict"]["decided_by"]["kind"] == "canary"
     assert doc["settings"][0]["verdict"]["bound"]["test"]["name"] == "one-run canary audit (idealized, fdp)"
-    assert content.canary_heading(doc["settings"])[0] == "One-run canary audit"
+    assert canary_heading(doc["settings"])[0] == "One-run canary audit"
 
 
 def test_a_false_whole_run_claim_is_violated_and_reported_in_its_own_section(tmp_path):
     doc = document("fl", 2.0, GaussianTradeOff(0.5))
-    heading = content.canary_heading(doc["settings"])[0]
+    heading = canary_heading(doc["settings"])[0]
     assert heading == "Whole run: canary clients against the composed claim"
     headline = doc["settings"][0]["verdict"]
     assert headline["verdict"] == "violated" and headline["decided_by"]["name"].endswith("against the whole run's claim")
@@ -65,4 +67,4 @@ def test_an_infinite_claim_is_written_as_null():
 
 @pytest.mark.parametrize("term", ["one-run canary audit", "trade-off curve (f-DP)"])
 def test_the_glossary_explains_the_section(term):
-    assert term in dict(content.GLOSSARY)
+    assert term in dict(GLOSSARY)

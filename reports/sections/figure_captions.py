@@ -1,0 +1,41 @@
+"""The summary figures, in report order, with their captions (``auditkit.reports.figures`` draws them)."""
+from __future__ import annotations
+
+# the summary figures, in report order, with their captions
+FIGURE_CAPTIONS = {
+    "accuracy_vs_round": "Test accuracy (%) by round, one line per setting.",
+    "ssim_vs_epsilon": "Inversion SSIM on the view each claim covers (the server's; the aggregate for noise the server "
+                       "adds) (defended, solid; clean attack, dashed) against the "
+                       "one-round claimed epsilon; settings without a finite claim or without inversion are left out.",
+    "ssim_vs_error_std": "Inversion SSIM against the standard deviation of the error in the server's view, one line "
+                         "per mechanism; dashed: the clean attack.",
+    "lower_bound_vs_epsilon": "Each setting's strongest certified epsilon lower bound (over all its distinguishing "
+                              "and adaptive tests, or its idealized one-run canary audit) against its claimed "
+                              "one-round epsilon, coloured by the setting's headline "
+                              "verdict; points above the line y = x refute the claim; dotted: the most a test with "
+                              "these trials could certify (the cap). A claim refuted by computation (analytic) or by "
+                              "the whole-run canary audit (hollow markers) can sit below the line: no per-round test "
+                              "reached it, the accounting or the composed claim's test did.",
+    "bits_vs_accuracy": "Uplink bits per coordinate against final test accuracy (%), one point per setting.",
+    "identification_vs_epsilon": "Identification success (the informed adversary picks the target among M real "
+                                 "candidates; 95 % Clopper-Pearson bars) against the claimed one-round epsilon, one "
+                                 "series per mechanism and M; dashed, same colour: the success the claim allows (its "
+                                 "reconstruction-robustness bound); dotted: guessing, 1/M. A point whose bar lies above "
+                                 "its bound exceeds the claim.",
+    "probe_ssim_vs_epsilon": "Inversion probe (the claim's worst case: single-example updates at the checkpoint "
+                             "model) mean SSIM on the view the claim covers against the claimed one-round epsilon, one "
+                             "line per mechanism; dashed: the same attack on the clean updates.",
+    "reconstruction_vs_epsilon": "Where reconstruction begins: the probe's attack on the same clip-scaled updates, "
+                                 "the mechanism recalibrated to each epsilon (one panel per mechanism); solid: mean "
+                                 "SSIM of the defended reconstructions with its 95 % interval; dashed: the clean "
+                                 "attack; dotted: the identification success the claim allows at that epsilon "
+                                 "(its reconstruction-robustness bound, M candidates); grey bands: the audited claims.",
+    "tradeoff_vs_claim": "One-run canary audit: the canary guesses' empirical trade-off (solid: the share of included "
+                         "canaries scored above a threshold, TPR, against the share of excluded ones above it, FPR; "
+                         "both axes logarithmic), one panel per setting and a line per view (views with the same "
+                         "scores share one: \"aggregate = public\"), against the most the claim allows at each FPR "
+                         "(dashed: 1 - f(FPR), f the claim's trade-off curve: for an FL run, the "
+                         "whole run's composed claim). A solid line above its dashed one in the low-FPR corner is what "
+                         "a refutation looks like; the verdict is the certified test of the table, not this picture "
+                         "(the curve's points are not corrected for noise).",
+}
