@@ -1,9 +1,7 @@
-"""A setting's headline verdict (auditkit.results): the worst of its tests, the claim refuted by computation,
+"""A setting's headline verdict (auditkit.attacks.headline): the worst of its tests, the claim refuted by computation,
 "no claim", and the strongest certified bound."""
 import pytest
 
-from auditkit import mechanisms
-from auditkit import results
 from auditkit.attacks.headline import TestKind, decided_by, overall_verdict, strongest_bound
 
 
@@ -60,15 +58,6 @@ def test_the_strongest_bound_names_its_test_and_the_black_box_test_wins_ties():
     tied = strongest_bound(_distinguish(bound=3.5, adaptive=adaptive))
     assert tied["test"]["kind"] == "distinguishing" and tied["max_certifiable"] == 9.46
     assert strongest_bound(None) is None
-
-
-def test_a_setting_records_the_epsilon_its_mechanism_really_adds():
-    jopeq = mechanisms.create("jopeq-laplace", eps=10.0, bits=2)
-    entry = results.setting("s00", "jopeq", jopeq, distinguish=_distinguish("inconclusive", 6.0, p=1.0))
-    assert entry["mechanism"]["true_epsilon"] == pytest.approx(jopeq.true_epsilon()) and jopeq.true_epsilon() > 10
-    assert entry["verdict"]["evidence"] == "analytic"
-    gaussian = results.setting("s01", "gaussian", mechanisms.create("gaussian"), distinguish=_distinguish())
-    assert gaussian["mechanism"]["true_epsilon"] is None and gaussian["verdict"]["verdict"] == "consistent"
 
 
 def test_an_accounting_check_found_understated_refutes_the_claim_analytically():
