@@ -75,7 +75,7 @@ from torch import Tensor, nn
 from torch.func import functional_call
 from torch.nn.modules.utils import _pair
 
-from auditkit.attacks import gradient_inversion as gi
+from auditkit.attacks import inversion_common as gi
 from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, total_variation
 from auditkit.attacks.observations import Observation, split_observation
 

@@ -71,30 +71,42 @@ model itself is not moved or modified. Results are returned on the CPU.
 """
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-from torch.func import functional_call
 
+from auditkit.attacks.analytic_inversion import analytic, preset as analytic_preset
 from auditkit.attacks.batched_lbfgs import BatchedLBFGS
 from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching
 from auditkit.attacks.label_extraction import extract_labels
-from auditkit.attacks.observations import Observation, observation_matrix, split_observation
+from auditkit.attacks.inversion_common import (  # noqa: F401 (shared with analytic_inversion; gi's names too)
+    INITS,
+    LR_DECAY_AT,
+    LR_DECAY_GAMMA,
+    InversionResult,
+    _check_input_shape,
+    _choice,
+    _device,
+    _flag,
+    _integer,
+    _labels,
+    _num_classes,
+    _number,
+    _seed,
+    observed_on_device,
+    start_seeds,
+)
+from auditkit.attacks.observations import Observation
 from auditkit.mechanisms.randomness import derive_seed
 
 INVERSION_ATTACKS = ("dlg", "idlg", "inverting_gradients", "analytic")  # analytic: attacks.analytic_inversion
 OPTIMIZERS = ("lbfgs", "adam")
 LABEL_STRATEGIES = ("optimise", "extract")
-INITS = ("randn", "rand")
 MODES = ("batched", "sequential")
-LR_DECAY_AT = (3 / 8, 5 / 8, 7 / 8)  # fractions of the iterations (Geiping et al.'s MultiStepLR milestones)
-LR_DECAY_GAMMA = 0.1
 
 _COMMON: dict[str, Any] = {
     "seed": 0,  # seeds the dummy initialisation (drawn on the CPU, so identical on every device)
@@ -143,39 +155,6 @@ _PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
-@dataclass(frozen=True, repr=False)
-class InversionResult:
-    """What a gradient inversion attack recovered, for N attacked images.
-
-    ``images``: N x C x H x W float32 in [0, 1] (the optimised dummies, clamped; NaN from a diverged run
-    becomes 0); ``labels``: LongTensor N; ``loss``: the final matching loss per image (the distance only,
-    without the TV prior, at the kept start's final iterate; inf for a diverged run); ``steps``: optimiser steps
-    taken per image (fewer than ``iterations`` when it stopped early); ``settings``: every setting used
-    (JSON-friendly); ``wall_time``: seconds; ``label_source``: "given", "extracted" or "optimised".
-    ``start_loss``: N x restarts, every start's final matching loss (``loss`` is its row minimum); ``start``: the
-    kept start per image (the first of equal losses); ``start_seeds``: the seed each start drew its dummies from
-    (:func:`start_seeds`). The analytic attack leaves the three empty.
-    """
-
-    images: Tensor
-    labels: Tensor
-    loss: Tensor
-    steps: Tensor
-    settings: dict[str, Any]
-    wall_time: float
-    label_source: str
-    start_loss: Tensor | None = None
-    start_seeds: tuple[int, ...] = ()
-    start: Tensor | None = None
-
-    def __repr__(self) -> str:
-        return (
-            f"InversionResult({self.settings['attack']}, images={tuple(self.images.shape)}, "
-            f"labels={self.labels.tolist()} ({self.label_source}), mean loss={self.loss.mean().item():.3g}, "
-            f"wall_time={self.wall_time:.2f}s)"
-        )
-
-
 def iteration_settings(attack: str, iterations: int) -> dict[str, int]:
     """The settings of ``attack`` that one iteration budget bounds: the analytic attack's feature inversion and
     gradient-matching refinement (both run only for the layers before the first fully-connected one), or the
@@ -188,10 +167,7 @@ def iteration_settings(attack: str, iterations: int) -> dict[str, int]:
 def preset_settings(attack: str) -> dict[str, Any]:
     """A copy of the default settings of ``attack`` (one of :data:`INVERSION_ATTACKS`)."""
     if attack == "analytic":
-        # imported here: attacks.analytic_inversion imports this module
-        from auditkit.attacks.analytic_inversion import preset
-
-        return preset()
+        return analytic_preset()
     if attack not in _PRESETS:
         raise ValueError(f"attack must be one of {', '.join(INVERSION_ATTACKS)}, got {attack!r}")
     return dict(_PRESETS[attack])
@@ -236,9 +212,6 @@ def invert(
     one image, or N ints) handed to the attacker. ``"analytic"`` runs :func:`auditkit.attacks.analytic_inversion.analytic`.
     """
     if attack == "analytic":
-        # imported here: attacks.analytic_inversion imports this module
-        from auditkit.attacks.analytic_inversion import analytic
-
         return analytic(model, observed, input_shape=input_shape, label=label, **settings)
     config = _resolve_settings(attack, settings)
     input_shape = _check_input_shape(input_shape)
@@ -286,13 +259,6 @@ def invert(
     )
 
 
-def start_seeds(seed: int, restarts: int) -> tuple[int, ...]:
-    """The seed of each start: start r draws its dummies from ``torch.Generator().manual_seed(s_r)`` with
-    s_r = ``derive_seed(seed, "inversion-start", r)`` (SHA-256 keyed, :func:`auditkit.mechanisms.randomness.derive_seed`),
-    so start r is the same whatever the number of restarts, the device or the mode."""
-    return tuple(derive_seed(seed, "inversion-start", r) for r in range(restarts))
-
-
 def _starts(seeds: Sequence[int], count: int, input_shape: tuple[int, int, int], num_classes: int | None,
             init: str) -> tuple[Tensor, Tensor | None]:
     """Stacked initial dummies, start-major (row r * count + i: start r of image i), drawn on the CPU: per start,
@@ -305,19 +271,6 @@ def _starts(seeds: Sequence[int], count: int, input_shape: tuple[int, int, int],
         if num_classes is not None:
             zs.append(torch.randn((count, num_classes), generator=generator))
     return torch.cat(xs), (torch.cat(zs) if zs else None)
-
-
-def observed_on_device(model: nn.Module, observed: Observation,
-                       device: Any) -> tuple[torch.device, torch.dtype, list[torch.Size], Tensor]:
-    """Where an attack runs (``device``, default: the model's parameters' device) and in which dtype, the
-    parameters' shapes, and the observation as an N x P matrix there."""
-    parameters = list(model.parameters())
-    if not parameters:
-        raise ValueError("model must have parameters to invert gradients of")
-    where = torch.device(device) if device is not None else parameters[0].device
-    dtype = parameters[0].dtype
-    shapes = [p.shape for p in parameters]
-    return where, dtype, shapes, observation_matrix(observed, shapes).to(device=where, dtype=dtype)
 
 
 # --- the two paths --------------------------------------------------------------------------------------
@@ -563,62 +516,6 @@ def _resolve_settings(attack: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def _choice(*allowed: str) -> Callable[[str, Any], str]:
-    def check(name: str, value: Any) -> str:
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-        return value
-
-    return check
-
-
-def _integer(minimum: int) -> Callable[[str, Any], int]:
-    def check(name: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        return value
-
-    return check
-
-
-def _number(*, positive: bool, optional: bool = False) -> Callable[[str, Any], float | None]:
-    def check(name: str, value: Any) -> float | None:
-        if value is None and optional:
-            return None
-        number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-        if not number or (value <= 0 if positive else value < 0):
-            bound = "> 0" if positive else ">= 0"
-            suffix = " or None" if optional else ""
-            raise ValueError(f"{name} must be a finite number {bound}{suffix}, got {value!r}")
-        return float(value)
-
-    return check
-
-
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def _device(name: str, value: Any) -> str | None:
-    if value is None:
-        return None
-    try:
-        device = torch.device(value)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"{name} must be None or a torch device such as 'cpu' or 'cuda', got {value!r}") from error
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{name} {value!r} is not available here (no CUDA device); use 'cpu' or None")
-    return str(device)
-
-
-def _seed(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return value
-
-
 _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "optimizer": _choice(*OPTIMIZERS),
     "lr": _number(positive=True),
@@ -643,57 +540,6 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "lbfgs_tolerance_grad": _number(positive=False),
     "lbfgs_tolerance_change": _number(positive=False),
 }
-
-
-def _check_input_shape(input_shape: Any) -> tuple[int, int, int]:
-    ok = isinstance(input_shape, (tuple, list, torch.Size)) and len(input_shape) == 3
-    if ok:
-        ok = all(not isinstance(v, bool) and isinstance(v, int) and v >= 1 for v in input_shape)
-    if not ok:
-        raise ValueError(f"input_shape must be (C, H, W), three positive integers, got {input_shape!r}")
-    return tuple(input_shape)
-
-
-def _num_classes(simulator: ClientSimulator, input_shape: tuple[int, int, int]) -> int:
-    probe = torch.zeros(1, *input_shape, device=next(iter(simulator.params.values())).device,
-                        dtype=next(iter(simulator.params.values())).dtype)
-    try:
-        with torch.no_grad():
-            logits = functional_call(simulator.model, (simulator.params, simulator.buffers), (probe,))
-    except RuntimeError as error:
-        raise ValueError(f"input_shape {input_shape} does not fit the model: {error}") from error
-    if logits.dim() != 2 or logits.shape[0] != 1:
-        raise ValueError(f"the model must map 1 x {input_shape} to 1 x K logits, got {tuple(logits.shape)}")
-    return int(logits.shape[1])
-
-
-def _labels(
-    label: Any, config: dict, observed: Tensor, shapes: list[torch.Size], num_classes: int
-) -> tuple[Tensor | None, str]:
-    """(labels on the observation's device or None when optimised, label source)."""
-    count = observed.shape[0]
-    if label is not None:
-        try:
-            given = torch.as_tensor(label).reshape(-1)
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise ValueError(f"label must be an int or a sequence of {count} ints, got {label!r}") from error
-        if given.is_floating_point() or given.is_complex() or given.dtype == torch.bool or given.numel() != count:
-            raise ValueError(f"label must be an int or a sequence of {count} ints (one per image), got {label!r}")
-        if bool(((given < 0) | (given >= num_classes)).any()):
-            raise ValueError(f"label must lie in [0, {num_classes}) (the model's classes), got {given.tolist()}")
-        return given.long().to(observed.device), "given"
-    if config["label_strategy"] == "optimise":
-        return None, "optimised"
-    matrices = [i for i, s in enumerate(shapes) if len(s) == 2]
-    if not matrices or shapes[matrices[-1]][0] != num_classes:
-        raise ValueError(
-            "label_strategy='extract' needs the model's last 2-D parameter to be the output layer's weight "
-            f"({num_classes} x features); pass label= or label_strategy='optimise'"
-        )
-    last_weight = split_observation(observed, shapes)[matrices[-1]]
-    if config["observation"] == "update":
-        last_weight = -last_weight  # an update points against the gradient
-    return extract_labels(last_weight), "extracted"
 
 
 def _detach(t: Tensor | None) -> Tensor | None:

@@ -4,12 +4,7 @@ One import namespace: the harness (config, data, models, FL simulation, the audi
 ``auditkit.mechanisms``, ``auditkit.attacks`` and ``auditkit.reports``, which live in the repository's
 ``mechanisms/``, ``attacks/`` and ``reports/`` folders.
 """
-from importlib.metadata import PackageNotFoundError, version
-
-try:
-    __version__ = version("auditkit")
-except PackageNotFoundError:  # running from a source tree that was not installed
-    __version__ = "0.0.0+unknown"
+from auditkit.version import __version__
 
 
 def run_audit(config, **kwargs):

@@ -38,14 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from auditkit import mechanisms
-from auditkit import __version__, results
+from auditkit import results
+from auditkit.version import __version__
 from auditkit.config import AuditConfig, ConfigError, MechanismConfig
 from auditkit.stages.account import account_rounds, with_example_level
 from auditkit.stages.distinguish import attacks_confidence, distinguish_family, run_distinguish
 from auditkit.stages.probe import check_probe_inputs
 from auditkit.stages.train import Experiment, build_mechanism, data_provenance
 from auditkit.output_folder import Mode, OutputFolder
-from auditkit.output_folder import replace_atomically
+from auditkit.figure_files import write_grid
 from auditkit.stage_store import StageStore, stage_key
 
 STAGES = ("train", "account", "inversion", "probe", "distinguish")  # every setting's; "canary" where enabled
@@ -283,36 +284,11 @@ class Audit:
         return with_example_level(entry, plan.config, rounds, trained["provenance"]["data"])
 
     def _invert(self, plan: SettingPlan, train_key: str) -> dict[str, Any]:
-        from auditkit.stages.inversion import RecordedView, invert_recorded_view
-        from auditkit.reports.figures import image_grid
+        from auditkit.stages.inversion import RecordedView, inversion_stage
 
-        inv = plan.config.inversion
         view = RecordedView.from_tensors(self.store.load_tensors(plan.id, "train", train_key)["view"])
-        done = invert_recorded_view(view, plan.config.training.model, inv, plan.config.seed)
-        figure = f"figures/reconstruction-{plan.id}.png"
-        rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
-                "defended": done["defended"]["reconstructions"].numpy()}
-        for name in done["extra"]:
-            rows[name] = done[name]["reconstructions"].numpy()
-        captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]]
-                    for run in ("clean", "defended", *done["extra"])}
-        replace_atomically(self.work / figure, lambda tmp: image_grid(
-            rows, tmp, captions=captions, title=f"{inv.attack}, {done['view']} view, round {done['round']}: {plan.label}"))
-        keep = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr")
-        document = {
-            "attack": inv.attack, "view": done["view"], "round": done["round"], "observation": done["observation"],
-            "clients": done["clients"], "model": plan.config.training.model,
-            "ssim_variant": done["clean"]["scores"]["ssim_variant"],
-            "clean": {k: done["clean"]["scores"][k] for k in keep},
-            "defended": {k: done["defended"]["scores"][k] for k in keep},
-            "figure": figure,
-        }
-        if done["extra"]:  # "defended" is the claim's view; further estimates or views beside it
-            document["views"] = [
-                {"name": name, "observation": view.observations[name],
-                 "defended": {k: done[name]["scores"][k] for k in keep}}
-                for name in done["extra"]
-            ]
+        document, figure = inversion_stage(plan.config, view, figure_id=plan.id, label=plan.label)
+        write_grid(figure, self.work)
         return document
 
     def _probe(self, plan: SettingPlan, train_key: str) -> dict[str, Any]:
@@ -323,9 +299,12 @@ class Audit:
             return {"probe": None, "identification": None}
         config = plan.config
         per_test = attacks_confidence(config.distinguish.confidence, self.family)
-        return probe_stage(config, build_mechanism(config), saved, out=self.work, figure_id=plan.id,
-                           label=plan.label, per_test_confidence=per_test, sweep_start=self._sweep_start(plan),
-                           sweeps=self._sweeps)
+        section, figures = probe_stage(config, build_mechanism(config), saved, figure_id=plan.id,
+                                       label=plan.label, per_test_confidence=per_test,
+                                       sweep_start=self._sweep_start(plan), sweeps=self._sweeps)
+        for figure in figures:
+            write_grid(figure, self.work)
+        return section
 
     def _sweep_start(self, plan: SettingPlan) -> float | None:
         """Where the plan's reconstruction sweep starts: the smallest claim among the settings that share it."""

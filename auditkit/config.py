@@ -71,6 +71,7 @@ from auditkit.data import DATASETS, PARTITION_SCHEMES, DataNotFoundError, datase
 from auditkit.data.catalog import EMBEDDED
 from auditkit.fl.schedule import LR_SCHEDULES
 from auditkit.fl.sampling import PARTICIPATION
+from auditkit.flower.settings import FlowerConfig, check_training
 from auditkit.models import MODEL_NAMES
 
 # the bundled presets: the TOML files of auditkit/presets, the default first
@@ -114,17 +115,6 @@ class TrainingConfig:
     checkpoints: tuple[int, ...] = (1,)
     batched: bool = True
     backend: str = "builtin"  # builtin (the batched simulator in this process) | flower (Flower's Simulation Engine)
-
-
-@dataclass(frozen=True)
-class FlowerConfig:
-    """Flower's Simulation Engine, for ``training.backend = "flower"`` (``auditkit.flower.backend``): the Ray
-    resources each client's ``ClientApp`` gets (Flower's ``client_resources``), and the address of an existing Ray
-    cluster to run on (``host:port`` of its head node, or ``ray://host:port``; unset: start Ray on this machine)."""
-
-    num_cpus: float = 1.0
-    num_gpus: float = 0.0
-    ray_address: str | None = None
 
 
 @dataclass(frozen=True)
@@ -707,7 +697,7 @@ def _check_backend(config: AuditConfig) -> None:
 def _check_protocols(config: AuditConfig) -> None:
     """Each round protocol's table must fit the run (``check_table``), the run's participation its claim
     (``check_participation``), the ``[training]`` table its Flower counterpart on ``backend = "flower"``
-    (``auditkit.flower.backend.check_training``), and each setting's protocol options the table (``check_options``)."""
+    (``auditkit.flower.settings.check_training``), and each setting's protocol options the table (``check_options``)."""
     for name, table in config.tables.items():
         try:
             mechanisms.protocol_tables()[name].check_table(table, config.training.clients)
@@ -722,8 +712,6 @@ def _check_protocols(config: AuditConfig) -> None:
             except ValueError as err:
                 raise ConfigError(f"mechanisms[{i}] ({m.name}): {err}") from None
         if protocol is not None and config.training.backend == "flower":
-            from auditkit.flower.backend import check_training  # a protocol's Flower counterpart may need more
-
             try:
                 check_training(protocol.name, config.training)
             except ValueError as err:

@@ -22,9 +22,7 @@ from auditkit.mechanisms.capabilities import (
     SideValues,
     LogDensity,
     Tiling,
-    capability,
     claim_event,
-    declared,
     pure_epsilon_event,
     refused,
 )
@@ -42,6 +40,8 @@ from auditkit.mechanisms.protocol import (
 )
 from auditkit.mechanisms.randomness import derive_seed, generator, private_generator, reproducible
 from auditkit.mechanisms.registry import (
+    capability,
+    declared,
     MechanismInfo,
     PluginCodeError,
     PluginError,

@@ -35,7 +35,7 @@ import enum
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import attr
 import dp_accounting
@@ -44,8 +44,19 @@ import numpy as np
 if TYPE_CHECKING:
     import torch
 
-    from auditkit.mechanisms.base import Mechanism
     from auditkit.mechanisms.guarantee import PrivacyGuarantee
+
+
+class Rescalable(Protocol):
+    """What ``rescaled_clip`` needs of a mechanism (``auditkit.mechanisms.base.Mechanism`` has it; this module sits
+    below ``base``, which builds on its capability types): its parameters and a copy with some of them changed."""
+
+    params: dict[str, Any]
+
+    def with_params(self, **params: Any) -> Any: ...
+
+
+M = TypeVar("M", bound=Rescalable)
 
 __all__ = [
     "CAPABILITIES",
@@ -57,9 +68,7 @@ __all__ = [
     "LogDensity",
     "RefusedDpEvent",
     "Tiling",
-    "capability",
     "claim_event",
-    "declared",
     "pure_epsilon_event",
     "refused",
     "rescaled_clip",
@@ -112,7 +121,7 @@ class Tiling:
     block: int
     why: str
     max_copies: int | None = None
-    for_copies: Callable[[int], Mechanism] | None = None
+    for_copies: Callable[[int], Any] | None = None  # -> the Mechanism to call on that many copies
 
 
 @dataclass(frozen=True)
@@ -218,43 +227,18 @@ def claim_event(claim: PrivacyGuarantee) -> dp_accounting.DpEvent:
     )
 
 
-def declared(mechanism: Mechanism, capability: str) -> bool:
-    """Whether ``mechanism`` declares ``capability``: its class or a private base defines it, not ``Mechanism``'s
-    generic default and not another registered mechanism it subclasses (module docstring)."""
-    from auditkit.mechanisms.base import Mechanism
-    from auditkit.mechanisms.registry import registered_classes
-
-    if capability not in CAPABILITIES:
-        raise ValueError(f"capability must be one of {', '.join(CAPABILITIES)}, got {capability!r}")
-    mro = type(mechanism).__mro__
-    owner = next(cls for cls in mro if capability in cls.__dict__)
-    if owner is Mechanism:
-        return False
-    others = registered_classes() - {type(mechanism)}
-    return not any(cls in others for cls in mro[1 : mro.index(owner) + 1])
-
-
-def capability(mechanism: Mechanism, name: str) -> Any:
-    """What ``mechanism`` declares for capability ``name`` (calling its method), or the generic default when it
-    declares nothing (``declared``)."""
-    from auditkit.mechanisms.base import Mechanism
-
-    method = getattr(type(mechanism) if declared(mechanism, name) else Mechanism, name)
-    return method(mechanism)
-
-
 def rescaled_clip(
-    mechanism: Mechanism, p: int, *, clip: float | None = None, **pinned: Any
-) -> Callable[[int], Mechanism]:
+    mechanism: M, p: int, *, clip: float | None = None, **pinned: Any
+) -> Callable[[int], M]:
     """``Tiling.for_copies`` for a mechanism that clips the whole update in the lp norm: B copies laid end to end
     have ||tile_B(x)||_p = B^(1/p) ||x||_p, so a copy of the mechanism with clip' = B^(1/p) clip scales every
     copy exactly as one call would scale it (to rounding in the last bit). ``clip``: the clipping norm in force
     (default ``params["clip"]``); ``pinned``: derived parameters that depend on clip and must keep the original's
     values (e.g. the t noise's nu and s2). Copies are cached."""
-    cache: dict[int, Mechanism] = {}
+    cache: dict[int, M] = {}
     base = mechanism.params["clip"] if clip is None else clip
 
-    def for_copies(copies: int) -> Mechanism:
+    def for_copies(copies: int) -> M:
         if copies == 1:
             return mechanism
         if copies not in cache:

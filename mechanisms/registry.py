@@ -56,14 +56,14 @@ from auditkit.mechanisms.capabilities import (
     BatchSampling,
     SideValues,
     Tiling,
-    capability,
-    declared,
 )
 from auditkit.mechanisms.guarantee import PrivacyGuarantee
 from auditkit.mechanisms.message import Message
 from auditkit.mechanisms.tradeoff import TradeOff
 
 __all__ = [
+    "capability",
+    "declared",
     "ENTRY_POINT_GROUP",
     "GUARDED_METHODS",
     "MechanismInfo",
@@ -496,6 +496,26 @@ def load_entry_points() -> list[str]:
 def origin(name: str) -> str:
     """"built-in", or the plugin (module name, or "entry point NAME = VALUE") that registered ``name``."""
     return _ORIGIN.get(name, "built-in")
+
+
+def declared(mechanism: Mechanism, capability: str) -> bool:
+    """Whether ``mechanism`` declares ``capability``: its class or a private base defines it, not ``Mechanism``'s
+    generic default and not another registered mechanism it subclasses (module docstring)."""
+    if capability not in CAPABILITIES:
+        raise ValueError(f"capability must be one of {', '.join(CAPABILITIES)}, got {capability!r}")
+    mro = type(mechanism).__mro__
+    owner = next(cls for cls in mro if capability in cls.__dict__)
+    if owner is Mechanism:
+        return False
+    others = registered_classes() - {type(mechanism)}
+    return not any(cls in others for cls in mro[1 : mro.index(owner) + 1])
+
+
+def capability(mechanism: Mechanism, name: str) -> Any:
+    """What ``mechanism`` declares for capability ``name`` (calling its method), or the generic default when it
+    declares nothing (``declared``)."""
+    method = getattr(type(mechanism) if declared(mechanism, name) else Mechanism, name)
+    return method(mechanism)
 
 
 def registered_classes() -> set[type[Mechanism]]:

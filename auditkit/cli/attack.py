@@ -19,6 +19,7 @@ from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import HelpArgument, choice, out_option, plugin_option
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
+from auditkit.figure_files import write_grid
 from auditkit.models import MODEL_NAMES
 from auditkit.stages import inversion
 
@@ -100,7 +101,7 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings: dic
                   f"SSIM: {run['clean']['scores']['ssim_variant']}", highlight=False)
     write_document(inversion.attack_document(run, config=config, title=f"{attack} against {mechanism}"), out,
                    overwrite=overwrite, command="auditkit attack",
-                   write_first=lambda folder: [inversion.write_inversion_figure(run, folder)])
+                   write_first=lambda folder: [write_grid(inversion.inversion_figure(run), folder)])
 
 
 def _attack_curve(attack: str, *, settings: dict[str, Any], images: int, source: str, model: str, seed: int,

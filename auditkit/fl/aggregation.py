@@ -13,13 +13,14 @@ code on each side of the wire.
 """
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 
 from auditkit.mechanisms.message import Message
 from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, RoundProtocol, protocol_class
-from auditkit.mechanisms.randomness import shared_seed
+from auditkit import mechanisms
+from auditkit.mechanisms.randomness import derive_seed, shared_seed
 
 
 class Aggregator(Protocol):
@@ -89,6 +90,13 @@ class UplinkProtocol:
     ) -> RoundOutcome:
         payloads = [self.encode(update, client, round_) for update, client in zip(updates, clients)]
         return self.receive(payloads, clients, weights, round_, like=updates)
+
+
+def client_mechanism(name: str, seed: int, params: dict[str, Any]) -> mechanisms.Mechanism:
+    """The registered mechanism ``name`` with ``params``, its client-private randomness keyed by the run's ``seed``
+    (``derive_seed(seed, "client-private")``): the one keying of every run, auditkit's own and a Flower app's, so
+    that the same seed sends the same bits."""
+    return mechanisms.create(name, private_seed=derive_seed(seed, "client-private"), **params)
 
 
 def build_protocol(mechanism, context: ProtocolContext) -> RoundProtocol:

@@ -25,10 +25,10 @@ import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
-from auditkit.config import DPSGDConfig
 from auditkit.fl.dp_sgd import DPSGD, clipped_gradient_sums, noisy_step_gradient, step_noise
 from auditkit.fl.params import ParamLayout
 from auditkit.fl.sampling import draw_batches, draw_poisson_batches
+from auditkit.fl.spec import DPSGDSpec
 from auditkit.mechanisms.randomness import generator
 
 
@@ -49,7 +49,7 @@ def local_batches(
     seed: int,
     tau: int,
     batch_size: int,
-    dp_sgd: DPSGDConfig | None = None,
+    dp_sgd: DPSGDSpec | None = None,
 ) -> tuple[torch.Tensor, DPSGD | None]:
     """The dataset indices (S, tau, B) every local step of ``clients`` trains on in round ``round_``, and DP-SGD's
     settings for them: ``batch_size`` samples drawn with replacement (``draw_batches``) and None, or, with

@@ -22,7 +22,6 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from auditkit.config import DPSGDConfig, TrainingConfig
 from auditkit.data import Split
 from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol
 from auditkit.fl.dp_sgd import DPSGD
@@ -31,6 +30,7 @@ from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.fl.sampling import select_clients
 from auditkit.fl.schedule import make_schedule
 from auditkit.fl.snr import snr
+from auditkit.fl.spec import DPSGDSpec, TrainingSpec
 from auditkit.mechanisms.randomness import derive_seed
 
 VIEWS = ("server", "eavesdropper", "peer", "public")
@@ -114,7 +114,7 @@ class FederatedSimulation:
         model: the architecture; its initial weights are re-drawn from the seed.
         data: the federated data (see `FederatedData`).
         protocol: client -> server communication (e.g. `UplinkProtocol(mechanism, seed)`).
-        training: the training configuration.
+        training: the run's specification (``auditkit.fl.spec.TrainingSpec``; an object with its fields converts).
         seed: the experiment seed.
         device: where the tensors live.
         dp_sgd: the clients train with example-level DP-SGD (``auditkit.fl.dp_sgd``) on Poisson batches of
@@ -126,16 +126,16 @@ class FederatedSimulation:
         model: nn.Module,
         data: FederatedData,
         protocol: RoundProtocol,
-        training: TrainingConfig,
+        training: TrainingSpec,
         *,
         seed: int,
         device: torch.device | str = "cpu",
-        dp_sgd: DPSGDConfig | None = None,
+        dp_sgd: DPSGDSpec | None = None,
     ) -> None:
         self.device = torch.device(device)
-        self.dp_sgd = dp_sgd
+        self.dp_sgd = DPSGDSpec.of(dp_sgd)
         self._private: DPSGD | None = None  # the DP-SGD settings of the round's batches (``_draw_batches``)
-        self.training = training
+        self.training = TrainingSpec.of(training)
         self.seed = seed
         self.protocol = protocol
         self.data = data.to(self.device)

@@ -29,7 +29,6 @@ and the wrapper's ``aggregate_train`` makes the round's release.
 """
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import os
@@ -37,15 +36,18 @@ import socket
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from auditkit.config import ConfigError, FlowerConfig, TrainingConfig
+from auditkit.config_bounds import ConfigError
+from auditkit.fl.spec import DPSGDSpec, TrainingSpec
 from auditkit.mechanisms.protocol import RoundOutcome
 from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult, check_finite
 from auditkit.flower.install import require_flower
+from auditkit.flower.settings import FLOWER_COUNTERPARTS, FlowerConfig, check_training, flower_counterpart  # noqa: F401
 from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = ["FLOWER_COUNTERPARTS", "FlowerSimulation", "check_protocol", "check_resources", "check_training",
@@ -53,12 +55,6 @@ __all__ = ["FLOWER_COUNTERPARTS", "FlowerSimulation", "check_protocol", "check_r
 
 MOMENTUM = "auditkit.momentum"  # the node's momentum buffer in context.state
 NODE_WAIT_S = 120.0  # how long the server waits for the simulated nodes to register
-# auditkit round protocols that run on Flower as Flower's own strategies: protocol name -> "module:class" of the
-# counterpart (imported when used: it imports Flower). The class has check_training(training) (the config's check)
-# and for_run(mechanism, training, seed) (the backend's protocol: configure, aggregate, communicate for an empty
-# round, client_mods), and mechanism_params(strategy, given) and release(strategy, round, replies, before) for
-# AuditStrategy around a user's strategy.
-FLOWER_COUNTERPARTS = {"central-noise": "auditkit.flower.central_dp:CentralNoiseOnFlower"}
 
 
 # ------------------------------------------------------------------ Ray
@@ -123,24 +119,6 @@ def _quiet_flower() -> None:
     logging.getLogger("flwr").setLevel(logging.ERROR)
 
 
-def flower_counterpart(protocol: str | None) -> type | None:
-    """The class that runs the auditkit round protocol named ``protocol`` as Flower's own strategies
-    (:data:`FLOWER_COUNTERPARTS`); None when it has none."""
-    path = FLOWER_COUNTERPARTS.get(protocol) if protocol is not None else None
-    if path is None:
-        return None
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
-
-
-def check_training(protocol: str | None, training: TrainingConfig) -> None:
-    """The ``[training]`` table fits the Flower counterpart of the round protocol named ``protocol``, if it has one
-    (dp-fedavg: q K a whole number of clients, ``central_dp.sampled_clients``); ``ValueError`` naming the keys."""
-    counterpart = flower_counterpart(protocol)
-    if counterpart is not None:
-        counterpart.check_training(training)
-
-
 def check_protocol(protocol: Any) -> None:
     """The Flower backend carries one encoded upload per client (a protocol with ``encode`` and ``receive``), or
     runs a protocol's Flower counterpart (:data:`FLOWER_COUNTERPARTS`); a ConfigError names the protocol otherwise."""
@@ -156,48 +134,60 @@ def check_protocol(protocol: Any) -> None:
 _RUNTIMES: dict[str, Any] = {}  # one rebuilt client side per actor process and config
 
 
+@dataclass(frozen=True)
+class ClientSetup:
+    """What a client process rebuilds from a run's ``spec`` (``FlowerSimulation``'s ``client_setup``, given by the
+    stages layer: ``auditkit.stages.setting.flower_client_setup``): the run's training and DP-SGD specs, seed, data,
+    model and the mechanism its updates are encoded with."""
+
+    training: TrainingSpec
+    dp_sgd: DPSGDSpec | None
+    seed: int
+    data: Any  # auditkit.fl.simulation.FederatedData
+    model: torch.nn.Module
+    mechanism: Any
+
+
 class _ClientRuntime:
     """What every client of one config shares inside a Ray actor: data, model, the protocol's client half (None
     when a Flower counterpart runs the round: the client then replies with its trained model)."""
 
-    def __init__(self, spec: dict[str, Any], num_cpus: float) -> None:
-        from auditkit.config import from_dict
+    def __init__(self, spec: dict[str, Any], num_cpus: float, client_setup: Callable[[dict[str, Any]], ClientSetup]) -> None:
         from auditkit.fl.aggregation import UplinkProtocol
-        from auditkit.models import create_model
-        from auditkit.stages.train import build_mechanism, prepare_data
 
         torch.set_num_threads(max(1, int(num_cpus)))
-        self.config = from_dict(spec)
-        self.data, input_shape, num_classes, _ = prepare_data(self.config)
-        self.model = create_model(self.config.training.model, input_shape=input_shape, num_classes=num_classes)
-        mechanism = build_mechanism(self.config)
-        self.protocol = (UplinkProtocol(mechanism, self.config.seed) if flower_counterpart(mechanism.protocol) is None
+        setup = client_setup(spec)
+        self.training, self.dp_sgd, self.seed = setup.training, setup.dp_sgd, setup.seed
+        self.data, self.model = setup.data, setup.model
+        mechanism = setup.mechanism
+        self.protocol = (UplinkProtocol(mechanism, self.seed) if flower_counterpart(mechanism.protocol) is None
                          else None)
 
 
-def _runtime(spec: dict[str, Any], num_cpus: float) -> _ClientRuntime:
+def _runtime(spec: dict[str, Any], num_cpus: float, client_setup: Callable[[dict[str, Any]], ClientSetup]) -> _ClientRuntime:
     key = json.dumps(spec, sort_keys=True)
     if key not in _RUNTIMES:
-        _RUNTIMES[key] = _ClientRuntime(spec, num_cpus)
+        _RUNTIMES[key] = _ClientRuntime(spec, num_cpus, client_setup)
     return _RUNTIMES[key]
 
 
-def train_client(spec: dict[str, Any], num_cpus: float, message: Any, context: Any) -> Any:
+def train_client(spec: dict[str, Any], num_cpus: float, client_setup: Callable[[dict[str, Any]], ClientSetup],
+                 message: Any, context: Any) -> Any:
     """The ``ClientApp``'s train handler: local training from the received global model, then the encoded update,
     or, when a Flower counterpart runs the round, the trained model with FedAvg weight ``num-examples`` 1."""
     from flwr.app import Message, MetricRecord, RecordDict
 
     from auditkit.flower.records import PAYLOAD, TRUTH, flat_record, flatten_record, payload_record, truth_record
 
-    rt = _runtime(spec, num_cpus)
-    t, seed = rt.config.training, rt.config.seed
+    rt = _runtime(spec, num_cpus, client_setup)
+    t, seed = rt.training, rt.seed
     config = message.content["config"]
     client, round_, lr = int(config["client"]), int(config["round"]), float(config["lr"])
     start = flatten_record(message.content["arrays"])
     momentum = (flatten_record(context.state[MOMENTUM]) if MOMENTUM in context.state.array_records
                 else torch.zeros_like(start))
     batches, dp_sgd = local_batches(rt.data.client_indices, [client], round_, seed=seed, tau=t.tau,
-                                    batch_size=t.batch_size, dp_sgd=rt.config.dp_sgd)
+                                    batch_size=t.batch_size, dp_sgd=rt.dp_sgd)
     train = train_clients_batched if t.batched else train_clients_sequential
     rt.model.train()
     with torch.random.fork_rng(devices=[]):
@@ -218,7 +208,8 @@ def train_client(spec: dict[str, Any], num_cpus: float, message: Any, context: A
     return Message(content, reply_to=message)
 
 
-def client_app(spec: dict[str, Any], num_cpus: float, mods: list[Callable[..., Any]]) -> Any:
+def client_app(spec: dict[str, Any], num_cpus: float, mods: list[Callable[..., Any]],
+               client_setup: Callable[[dict[str, Any]], ClientSetup]) -> Any:
     """A Flower ``ClientApp`` training as auditkit's clients do, for the config ``spec`` (plain data, so the app
     pickles small into every Ray actor), with Flower client ``mods`` on its train handler (a counterpart's, e.g.
     ``fixedclipping_mod``)."""
@@ -228,7 +219,7 @@ def client_app(spec: dict[str, Any], num_cpus: float, mods: list[Callable[..., A
 
     @app.train(mods=mods)
     def _train(message, context):
-        return train_client(spec, num_cpus, message, context)
+        return train_client(spec, num_cpus, client_setup, message, context)
 
     return app
 
@@ -245,9 +236,11 @@ class FlowerSimulation(FederatedSimulation):
     Args (beyond ``FederatedSimulation``'s):
         flower: the ``[flower]`` table (client resources, Ray address).
         spec: the run's config as plain data; each client process rebuilds its side from it.
+        client_setup: how a client process rebuilds it (a module-level function, pickled by reference).
     """
 
-    def __init__(self, *args: Any, flower: FlowerConfig, spec: dict[str, Any], **kwargs: Any) -> None:
+    def __init__(self, *args: Any, flower: FlowerConfig, spec: dict[str, Any],
+                 client_setup: Callable[[dict[str, Any]], ClientSetup], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         check_protocol(self.protocol)
         counterpart = flower_counterpart(self.protocol.name)
@@ -256,6 +249,7 @@ class FlowerSimulation(FederatedSimulation):
             self.protocol = counterpart.for_run(self.protocol.mechanism, self.training, self.seed)
         self.flower = flower
         self.spec = spec
+        self.client_setup = client_setup
         self.momentum = None  # the clients keep their own, in their nodes' context.state
         self._grid: Any = None
         self._nodes: list[int] = []  # client k is node self._nodes[k]
@@ -283,7 +277,7 @@ class FlowerSimulation(FederatedSimulation):
         # Ray is already up (connect_ray), so Flower reuses it; the address is passed on for the record
         init_args = {} if self.flower.ray_address is None else {"address": self.flower.ray_address}
         mods = self.protocol.client_mods if self.on_counterpart else []
-        run_simulation(server, client_app(self.spec, self.flower.num_cpus, mods), num_supernodes=self.training.clients,
+        run_simulation(server, client_app(self.spec, self.flower.num_cpus, mods, self.client_setup), num_supernodes=self.training.clients,
                        backend_config={"client_resources": resources, "init_args": init_args})
         if "result" not in done:
             raise RuntimeError("Flower's simulation ended without running the ServerApp")

@@ -58,7 +58,7 @@ from flwr.serverapp.strategy import (DifferentialPrivacyClientSideFixedClipping,
                                      DifferentialPrivacyServerSideFixedClipping, FedAvg, Strategy)
 from flwr.supercore.differential_privacy import add_gaussian_noise_inplace, compute_stdv  # noqa: E402
 
-from auditkit.config import TrainingConfig  # noqa: E402
+from auditkit.fl.spec import TrainingSpec  # noqa: E402
 from auditkit.flower.records import flatten_record  # noqa: E402
 from auditkit.mechanisms.base import Mechanism  # noqa: E402
 from auditkit.mechanisms.protocol import RoundOutcome, informed_aggregate  # noqa: E402
@@ -71,7 +71,7 @@ DP_WRAPPERS = (DifferentialPrivacyServerSideFixedClipping, DifferentialPrivacyCl
 DPWrapper = DifferentialPrivacyServerSideFixedClipping | DifferentialPrivacyClientSideFixedClipping
 
 
-def sampled_clients(training: TrainingConfig) -> int:
+def sampled_clients(training: TrainingSpec) -> int:
     """Flower's ``num_sampled_clients`` for a run: m = q K (``participation = "poisson"``) or K (``"full"``).
 
     Flower's noise std is z C / num_sampled_clients with an int count, so a fractional q K has no Flower
@@ -213,12 +213,12 @@ class CentralNoiseOnFlower:
         self.client_mods = client_mods(mechanism)
 
     @classmethod
-    def check_training(cls, training: TrainingConfig) -> None:
+    def check_training(cls, training: TrainingSpec) -> None:
         """The run's ``[training]`` has a Flower counterpart: m = q K is an int (:func:`sampled_clients`)."""
         sampled_clients(training)
 
     @classmethod
-    def for_run(cls, mechanism: Mechanism, training: TrainingConfig, seed: int) -> "CentralNoiseOnFlower":
+    def for_run(cls, mechanism: Mechanism, training: TrainingSpec, seed: int) -> "CentralNoiseOnFlower":
         """The counterpart of a run of ``mechanism`` with ``training`` and ``seed``."""
         return cls(mechanism, sampled_clients(training), seed)
 

@@ -37,7 +37,7 @@ from flwr.app import Array, ArrayRecord, Context, Message, MessageType, RecordDi
 from auditkit.fl.aggregation import UplinkProtocol  # noqa: E402
 from auditkit.flower.recording import write_truth  # noqa: E402
 from auditkit.flower.records import PAYLOAD, TRUTH, flatten_record, payload_record  # noqa: E402
-from auditkit.stages.train import client_mechanism  # noqa: E402
+from auditkit.fl.aggregation import client_mechanism  # noqa: E402
 
 __all__ = ["attach_training_images", "ground_truth_mod", "mechanism_mod"]
 

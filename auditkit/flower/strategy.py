@@ -37,7 +37,7 @@ from flwr.serverapp.strategy import Strategy  # noqa: E402
 from auditkit import mechanisms  # noqa: E402
 from auditkit.config import ConfigError, from_dict, merge  # noqa: E402
 from auditkit.fl.aggregation import UplinkProtocol  # noqa: E402
-from auditkit.stages.train import client_mechanism  # noqa: E402
+from auditkit.fl.aggregation import client_mechanism  # noqa: E402
 from auditkit.flower.backend import flower_counterpart  # noqa: E402
 from auditkit.flower.recording import write_manifest, write_server_round  # noqa: E402
 from auditkit.flower.records import PAYLOAD, flatten_record, read_payload, unflatten_like  # noqa: E402

@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from auditkit import __version__, mechanisms
+from auditkit import mechanisms
+from auditkit.version import __version__
 from auditkit.accounting import account
 from auditkit.attacks.headline import overall_verdict
 from auditkit.attacks.one_run import claim_roc, empirical_roc

@@ -23,7 +23,6 @@ import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -36,8 +35,9 @@ from auditkit.attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
 from auditkit.models import MODEL_NAMES, create_model
-from auditkit.output_folder import replace_atomically
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.config import AuditConfig
+from auditkit.stages.base import GridFigure
 
 SOURCES = ("patches", "digits")
 PATCH_CLASSES = 10  # the patches carry no class: image i is given class i mod 10 (the attack must recover it)
@@ -397,11 +397,9 @@ def _provenance(run: Mapping[str, Any], settings: list[dict[str, Any]], seed: in
 INVERSION_FIGURE = "figures/inversion.png"
 
 
-def write_inversion_figure(run: dict[str, Any], out: str | Path) -> Path:
-    """``out/figures/inversion.png``: rows ground truth, clean reconstruction, defended reconstruction, each with
-    its SSIM."""
-    from auditkit.reports.figures import image_grid
-
+def inversion_figure(run: dict[str, Any]) -> GridFigure:
+    """The attack's grid, ``figures/inversion.png`` (drawn by ``auditkit.figure_files.write_grid``): rows ground
+    truth, clean reconstruction, defended reconstruction, each with its SSIM."""
     mechanism = run["mechanism"]
     tensors = run["tensors"]
     rows = {name: tensors[key].numpy() for name, key in
@@ -410,13 +408,12 @@ def write_inversion_figure(run: dict[str, Any], out: str | Path) -> Path:
                 mechanism.name: [f"SSIM {v:.2f}" for v in run["defended"]["scores"]["ssim"]]}
     title_line = (f"{run['attack']} on {run['model']['name']}, server view after {mechanism.name} "
                   f"({mechanism.guarantee().summary()})")
-    return replace_atomically(Path(out) / INVERSION_FIGURE,
-                              lambda p: image_grid(rows, p, captions=captions, title=title_line))
+    return GridFigure(INVERSION_FIGURE, rows, captions, title_line)
 
 
 def attack_document(run: dict[str, Any], *, config: dict[str, Any], title: str) -> dict[str, Any]:
     """The results document of one attack (command ``attack``, one setting); its grid is
-    :func:`write_inversion_figure`'s."""
+    :func:`inversion_figure`'s."""
     from auditkit import results
 
     mechanism = run["mechanism"]
@@ -440,3 +437,36 @@ def curve_document(curve: dict[str, Any], *, config: dict[str, Any], title: str)
                                        inversion=inversion_section(run, clean={"scores": clean["scores"]},
                                                                    figure=None)))
     return results.document("attack", title, config, _provenance(curve["clean"], entries, config["seed"]), entries)
+
+
+def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
+                    label: str) -> tuple[dict[str, Any], GridFigure]:
+    """What the audit's ``inversion`` stage stores for one setting (its ``inversion`` section), and its
+    reconstruction grid for ``figures/reconstruction-{figure_id}.png`` (the caller draws it:
+    ``auditkit.figure_files.write_grid``)."""
+    inv = config.inversion
+    done = invert_recorded_view(view, config.training.model, inv, config.seed)
+    figure = f"figures/reconstruction-{figure_id}.png"
+    rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
+            "defended": done["defended"]["reconstructions"].numpy()}
+    for name in done["extra"]:
+        rows[name] = done[name]["reconstructions"].numpy()
+    captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]]
+                for run in ("clean", "defended", *done["extra"])}
+    grid = GridFigure(figure, rows, captions, f"{inv.attack}, {done['view']} view, round {done['round']}: {label}")
+    keep = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr")
+    document = {
+        "attack": inv.attack, "view": done["view"], "round": done["round"], "observation": done["observation"],
+        "clients": done["clients"], "model": config.training.model,
+        "ssim_variant": done["clean"]["scores"]["ssim_variant"],
+        "clean": {k: done["clean"]["scores"][k] for k in keep},
+        "defended": {k: done["defended"]["scores"][k] for k in keep},
+        "figure": figure,
+    }
+    if done["extra"]:  # "defended" is the claim's view; further estimates or views beside it
+        document["views"] = [
+            {"name": name, "observation": view.observations[name],
+             "defended": {k: done[name]["scores"][k] for k in keep}}
+            for name in done["extra"]
+        ]
+    return document, grid

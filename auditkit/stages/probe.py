@@ -35,7 +35,9 @@ from auditkit.attacks import metrics
 from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.fl.local_training import train_clients_batched
 from auditkit.fl.simulation import FederatedData
+from auditkit.config import AuditConfig
 from auditkit.stage_store import stage_key
+from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = ["ProbeClients", "SWEEP_GRID", "check_probe_inputs", "defended_updates", "identification_pool",
@@ -52,7 +54,7 @@ class ProbeClients:
     indices: torch.Tensor
 
 
-def check_probe_inputs(config: Any, data: FederatedData) -> None:
+def check_probe_inputs(config: AuditConfig, data: FederatedData) -> None:
     """Raise ValueError (one line naming the key) when the probe or the identification test cannot run on ``data``:
     a probe batch larger than a client's data, more candidates than training examples."""
     smallest = min(len(ix) for ix in data.client_indices)
@@ -291,17 +293,18 @@ def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weig
 _KEEP = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr", "label_accuracy")
 
 
-def probe_stage(config: Any, mechanism: mechanisms.Mechanism, saved: dict[str, Any], *, out: Any, figure_id: str,
+def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dict[str, Any], *, figure_id: str,
                 label: str, per_test_confidence: float, sweep_start: float | None = None,
-                sweeps: dict[str, Any] | None = None) -> dict[str, Any]:
+                sweeps: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[GridFigure]]:
     """What the audit's ``probe`` stage stores for one setting: its ``probe`` and ``identification`` sections
-    (either null when disabled), and the probe's reconstruction grid written to ``out/figures/``. With
+    (either null when disabled), and the probe's reconstruction grid for ``figures/`` (the caller draws it:
+    ``auditkit.figure_files.write_grid``). With
     ``probe.sweep`` and a claim, the probe section carries the reconstruction sweep from ``sweep_start`` (the
     smallest claim audited for this mechanism; default its own); ``sweeps`` caches sweeps by their inputs, so
     settings that differ only in their epsilon compute one."""
     from auditkit.stages.identification import identification_tests
     from auditkit.models import create_model
-    from auditkit.stages.train import prepare_data
+    from auditkit.stages.setting import prepare_data
 
     probe, ident, seed = config.probe, config.identification, config.seed
     data, shape, classes, _ = prepare_data(config)
@@ -325,10 +328,11 @@ def probe_stage(config: Any, mechanism: mechanisms.Mechanism, saved: dict[str, A
         identification = identification_tests(mechanism, pool_updates, candidates=ident.candidates,
                                               trials=ident.trials, per_test_confidence=per_test_confidence,
                                               confidence=config.distinguish.confidence, seed=seed)
-    section = None
+    section, figures = None, []
     if probe.enabled:
-        section, run = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates, data,
-                                      lr=lr, momentum=momentum, out=out, figure_id=figure_id, label=label)
+        section, run, figure = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates,
+                                              data, lr=lr, momentum=momentum, figure_id=figure_id, label=label)
+        figures.append(figure)
         claimed = mechanism.guarantee().epsilon
         if probe.sweep and claimed is not None:
             start = claimed if sweep_start is None else sweep_start
@@ -343,17 +347,15 @@ def probe_stage(config: Any, mechanism: mechanisms.Mechanism, saved: dict[str, A
                     lr=lr, local_steps=probe.local_steps, start=start, candidates=ident.candidates)
             if cache[key] is not None:
                 section["sweep"] = cache[key]
-    return {"probe": section, "identification": identification}
+    return {"probe": section, "identification": identification}, figures
 
 
-def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
+def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
                    clients: ProbeClients, pool_rows: torch.Tensor, pool_updates: torch.Tensor, data: FederatedData,
-                   *, lr: float, momentum: float, out: Any, figure_id: str,
-                   label: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The probe section and the probe's run (its clip-scaled updates, for the sweep)."""
+                   *, lr: float, momentum: float, figure_id: str,
+                   label: str) -> tuple[dict[str, Any], dict[str, Any], GridFigure]:
+    """The probe section, the probe's run (its clip-scaled updates, for the sweep) and its reconstruction grid."""
     from auditkit.stages.identification import matched_entry
-    from auditkit.output_folder import replace_atomically
-    from auditkit.reports.figures import image_grid
 
     probe, seed = config.probe, config.seed
     candidates = list(config.identification.candidates)
@@ -376,7 +378,6 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
     figure = f"figures/probe-{figure_id}.png"
     title = (f"probe: {probe.attack}, {probe.targets} clients x {probe.batch_size} example(s), "
              f"{probe.local_steps} step(s), round {config.probe_round}: {label}")
-    replace_atomically(out / figure, lambda tmp: image_grid(rows, tmp, captions=captions, title=title))
     bits = float(np.mean(run["bits"])) / run["updates"].shape[1]
     return {
         "attack": probe.attack, "round": config.probe_round, "clients": probe.targets,
@@ -391,7 +392,7 @@ def _probe_section(config: Any, mechanism: mechanisms.Mechanism, model: nn.Modul
         "matched": {name: matched_entry(mechanism, matched[name], probe.targets, confidence, run["updates"].shape[1])
                     for name in matched},
         "figure": figure,
-    }, run
+    }, run, GridFigure(figure, rows, captions, title)
 
 
 def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,

@@ -13,6 +13,7 @@ from auditkit.config import from_dict
 from auditkit.models import create_model
 from auditkit.strict_json import dumps_strict
 from auditkit.stages.train import Experiment
+from auditkit.figure_files import write_grid
 
 FAST = {"iterations": 3}
 
@@ -50,7 +51,7 @@ def test_run_inversion_reports_clean_and_defended_with_every_setting(tmp_path):
     assert doc["clean"]["scores"]["label_accuracy"] == 1.0  # iDLG's analytic labels, before any optimisation
     assert doc["distortion"]["error_std"] == pytest.approx(0.1, rel=0.05)  # the noise the server view carries
     assert doc["bits_per_coordinate"] == pytest.approx(32, abs=0.1)
-    figure = inversion_stage.write_inversion_figure(doc, tmp_path)
+    figure = write_grid(inversion_stage.inversion_figure(doc), tmp_path)
     assert figure.relative_to(tmp_path).as_posix() == "figures/inversion.png"
     document = inversion_stage.attack_document(doc, config={"seed": 0}, title="t")
     body = json.loads(dumps_strict(document))
