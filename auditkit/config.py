@@ -73,6 +73,7 @@ from auditkit.fl.schedule import LR_SCHEDULES
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.flower.settings import FlowerConfig, check_training
 from auditkit.models import MODEL_NAMES
+from auditkit.mechanisms.views import View
 
 # the bundled presets: the TOML files of auditkit/presets, the default first
 PRESETS = ("quickstart", *sorted(entry.name.removesuffix(".toml") for entry in resources.files("auditkit.presets").iterdir()
@@ -268,7 +269,7 @@ class DistinguishConfig:
     search: bool = True
 
 
-CANARY_VIEWS = ("server", "aggregate", "public")
+CANARY_VIEWS = (View.SERVER, View.AGGREGATE, View.PUBLIC)
 
 
 @dataclass(frozen=True)

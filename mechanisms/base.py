@@ -25,6 +25,7 @@ from auditkit.mechanisms.capabilities import AuditSetting, BatchSampling, LogDen
 from auditkit.mechanisms.guarantee import PrivacyGuarantee
 from auditkit.mechanisms.message import MAX_LENGTH, Message, reports_decode_errors
 from auditkit.mechanisms.tradeoff import TradeOff
+from auditkit.mechanisms.views import View
 
 __all__ = [
     "Param",
@@ -158,7 +159,7 @@ class Mechanism(abc.ABC):
     protocol: ClassVar[str | None] = None
     """The registered round protocol an FL round with this mechanism runs (``auditkit.mechanisms.protocol``);
     None: each client sends one encoded message per round and the server averages the decoded updates."""
-    view: ClassVar[str] = "server"
+    view: ClassVar[str] = View.SERVER
     """The adversary's view whose law ``encode``/``decode`` sample, i.e. what the claim covers and the
     mechanism-level audits test: "server" (the server's decoded message of one client) or "aggregate" (one
     client's update as the round's noisy sum reveals it to an adversary who knows the other summands, for a

@@ -45,6 +45,7 @@ from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, informed
 from auditkit.mechanisms.randomness import generator, private_generator
 from auditkit.mechanisms.registry import register
 from auditkit.mechanisms.tradeoff import GaussianTradeOff
+from auditkit.mechanisms.views import View
 
 __all__ = ["CLIPPING", "INFORMED_VIEW", "SAMPLED_PARTICIPATION", "CentralNoiseProtocol", "DPFedAvg"]
 
@@ -65,7 +66,7 @@ class DPFedAvg(Mechanism):
 
     name = "dp-fedavg"
     protocol = "central-noise"
-    view = "aggregate"
+    view = View.AGGREGATE
     noise_param = "noise_multiplier"
     clip_norm = "l2"
     message_type = FloatMessage
@@ -220,7 +221,7 @@ class CentralNoiseProtocol:
         return RoundOutcome(
             aggregate=(noisy_sum / self.denominator).to(**like),
             bits=[8 * len(p) for p in payloads],
-            views={"server": server.to(**like), "eavesdropper": payloads, "aggregate": noisy_sum.to(**like),
+            views={View.SERVER: server.to(**like), View.EAVESDROPPER: payloads, View.AGGREGATE: noisy_sum.to(**like),
                    # row k: the noisy sum minus the others' clipped updates, clip(update_k) + noise
                    INFORMED_VIEW: informed_aggregate(noisy_sum, clipped).to(**like)},
             stats={"sampled": float(len(clients)), "noise_std_aggregate": self.mechanism.sigma / self.denominator},

@@ -34,6 +34,7 @@ from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, register
 from auditkit.mechanisms.registry import create, mechanism_class, names
 from auditkit.mechanisms.randomness import shared_seed
 from auditkit.mechanisms.randomness import derive_seed, generator
+from auditkit.mechanisms.views import View
 
 __all__ = [
     "GroupsTable",
@@ -486,6 +487,6 @@ class DeviceGroupProtocol:
         return RoundOutcome(
             aggregate=(omega @ server_view).to(updates.device, updates.dtype),
             bits=[8 * len(p) for p in payloads],
-            views={"server": server_view.to(updates.device, updates.dtype), "eavesdropper": payloads},
+            views={View.SERVER: server_view.to(updates.device, updates.dtype), View.EAVESDROPPER: payloads},
             stats=stats,
         )

@@ -18,6 +18,7 @@ import torch
 from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, register_protocol
 from auditkit.mechanisms.msp import MSPHidden, consensus_limit
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.mechanisms.views import View
 
 __all__ = ["ConsensusProtocol"]
 
@@ -80,7 +81,7 @@ class ConsensusProtocol:
         return RoundOutcome(
             aggregate=(transcript.aggregate - base).to(updates.device, updates.dtype),
             bits=transcript.bits,
-            views={"server": public, "eavesdropper": public},
+            views={View.SERVER: public, View.EAVESDROPPER: public},
             stats={
                 "uploads": float(transcript.uploads),
                 "consensus_gap": _relative(transcript.aggregate - limit, limit - base),

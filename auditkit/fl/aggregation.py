@@ -21,6 +21,7 @@ from auditkit.mechanisms.message import Message
 from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, RoundProtocol, protocol_class
 from auditkit import mechanisms
 from auditkit.mechanisms.randomness import derive_seed, shared_seed
+from auditkit.mechanisms.views import View
 
 
 class Aggregator(Protocol):
@@ -80,7 +81,7 @@ class UplinkProtocol:
         return RoundOutcome(
             aggregate=self.aggregator.aggregate(decoded_updates, weights.to(like.device)),
             bits=[8 * len(p) for p in payloads],
-            views={"server": decoded_updates, "eavesdropper": list(payloads)},
+            views={View.SERVER: decoded_updates, View.EAVESDROPPER: list(payloads)},
             stats={"overloads": float(overloads)},
         )
 

@@ -32,8 +32,9 @@ from auditkit.fl.schedule import make_schedule
 from auditkit.fl.snr import snr
 from auditkit.fl.spec import DPSGDSpec, TrainingSpec
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.mechanisms.views import View
 
-VIEWS = ("server", "eavesdropper", "peer", "public")
+VIEWS = (View.SERVER, View.EAVESDROPPER, View.PEER, View.PUBLIC)
 
 
 class TrainingDiverged(ValueError):
@@ -193,7 +194,7 @@ class FederatedSimulation:
             updates, losses, outcome = self._exchange(clients, batches, lr, round_, before)
             self.params = before + outcome.aggregate.to(self.device, before.dtype)
             bits, stats = outcome.bits, dict(outcome.stats)
-            server = outcome.views.get("server")
+            server = outcome.views.get(View.SERVER)
             if isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
                 # the signal is what the mechanism receives (after its clipping): its noise, not the clip, is measured
                 received = getattr(self.protocol, "received", None)
@@ -202,7 +203,7 @@ class FederatedSimulation:
             train_loss = float(losses.mean())
             if record_views:
                 views = dict(outcome.views)
-                views["peer"] = self.params.detach().cpu().clone()
+                views[View.PEER] = self.params.detach().cpu().clone()
                 observation = Observation(
                     round=round_, clients=clients, global_before=before.cpu(), lr=lr, tau=t.tau,
                     batch_size=t.batch_size, views=views,

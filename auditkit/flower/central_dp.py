@@ -63,6 +63,7 @@ from auditkit.flower.records import flatten_record  # noqa: E402
 from auditkit.mechanisms.base import Mechanism  # noqa: E402
 from auditkit.mechanisms.protocol import RoundOutcome, informed_aggregate  # noqa: E402
 from auditkit.mechanisms.randomness import derive_seed  # noqa: E402
+from auditkit.mechanisms.views import View
 
 __all__ = ["DP_WRAPPERS", "CentralNoiseOnFlower", "DPWrapper", "SampledNodes", "client_mods", "mechanism_params",
            "release", "round_stats", "sampled_clients", "seeded_numpy", "server_wrapper"]
@@ -160,7 +161,7 @@ def release(wrapper: DPWrapper, round_: int, replies: list[Message],
     outcome = RoundOutcome(
         aggregate=update.to(**like),
         bits=[8 * len(p) for p in payloads],
-        views={"server": server.to(**like), "eavesdropper": payloads, "aggregate": noisy_sum.to(**like),
+        views={View.SERVER: server.to(**like), View.EAVESDROPPER: payloads, View.AGGREGATE: noisy_sum.to(**like),
                "aggregate-informed": informed_aggregate(noisy_sum, clipped).to(**like)},
         stats=round_stats(wrapper, len(replies)),
     )

@@ -41,6 +41,7 @@ from auditkit.fl.aggregation import client_mechanism  # noqa: E402
 from auditkit.flower.backend import flower_counterpart  # noqa: E402
 from auditkit.flower.recording import write_manifest, write_server_round  # noqa: E402
 from auditkit.flower.records import PAYLOAD, flatten_record, read_payload, unflatten_like  # noqa: E402
+from auditkit.mechanisms.views import View
 
 __all__ = ["AuditStrategy"]
 
@@ -127,8 +128,8 @@ class AuditStrategy(Strategy):
             self._record(server_round, start, [], None, [], metrics)
             return arrays, metrics
         arrays, metrics, outcome = self.counterpart.release(self.strategy, server_round, replies, start)
-        self._record(server_round, start, [int(r.metadata.src_node_id) for r in replies], outcome.views["server"],
-                     outcome.bits, metrics, aggregate=outcome.views["aggregate"], stats=outcome.stats)
+        self._record(server_round, start, [int(r.metadata.src_node_id) for r in replies], outcome.views[View.SERVER],
+                     outcome.bits, metrics, aggregate=outcome.views[View.AGGREGATE], stats=outcome.stats)
         return arrays, metrics
 
     def _record(self, server_round: int, start: torch.Tensor, clients: list[int], server: torch.Tensor | None,

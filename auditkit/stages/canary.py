@@ -73,6 +73,7 @@ from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol
 from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.models import create_model
 from auditkit.stages.train import Experiment, build_mechanism, prepare_data, resolve_device
+from auditkit.mechanisms.views import View
 
 __all__ = [
     "CHUNK",
@@ -92,7 +93,7 @@ __all__ = [
 ]
 
 PAIRS = ("replace", "add")
-VIEWS = ("public", "server")
+VIEWS = (View.PUBLIC, View.SERVER)
 CHUNK = 256  # canary directions are drawn, and regenerated, this many at a time
 RELATIONS = (NeighboringRelation.REPLACE_ONE, NeighboringRelation.ADD_OR_REMOVE_ONE)  # the pair shapes served
 
@@ -219,12 +220,12 @@ class CanaryClients(_AddedClients):
 
     def _score(self, outcome: RoundOutcome, real: int, sent: torch.Tensor, rows: torch.Tensor,
                sign: torch.Tensor) -> None:
-        aggregate = outcome.views.get("aggregate")
+        aggregate = outcome.views.get(View.AGGREGATE)
         aggregate = outcome.aggregate if not isinstance(aggregate, torch.Tensor) else aggregate
         self.aggregate_sum += aggregate.detach().cpu().to(torch.float64)
         self.rounds_sent[sent] += 1
         self.rounds += 1
-        server = outcome.views.get("server")
+        server = outcome.views.get(View.SERVER)
         if not (isinstance(server, torch.Tensor) and server.dim() == 2 and server.shape[0] == real + len(sent)):
             self._server = None  # e.g. MSP's transcript: no decoded row per message
         if self._server is not None and len(sent):
@@ -348,9 +349,9 @@ def canary_run(config: AuditConfig, canaries: int, *, canary_norm: float | None 
     result = simulation.run(on_round)
     moved = result.final_params.to(torch.float64) - initial
     aggregate, public = wrapper.project(torch.stack([wrapper.aggregate_sum, moved])).unbind(1)
-    scores = {"aggregate": aggregate, "public": public}
+    scores = {View.AGGREGATE: aggregate, View.PUBLIC: public}
     if wrapper.server_scores is not None:
-        scores["server"] = wrapper.server_scores
+        scores[View.SERVER] = wrapper.server_scores
     return CanaryRun(
         inserted=_frozen(wrapper.inserted, bool),
         scores={view: _frozen(s, np.float64) for view, s in scores.items()},
@@ -380,7 +381,7 @@ class _OneCanary(_AddedClients):
         outcome = self._with(self.update if here else self.update[:0], [self.first] if here else [], updates,
                              clients, weights, round_, global_params)
         if here:
-            self.decoded = outcome.views["server"][len(clients)].detach().cpu()
+            self.decoded = outcome.views[View.SERVER][len(clients)].detach().cpu()
         return outcome
 
 
@@ -427,7 +428,7 @@ def repeated_training_audit(
     config: AuditConfig | None = None,
     *,
     trials: int,
-    view: str = "public",
+    view: str = View.PUBLIC,
     canary_round: int | None = None,
     confidence: float = 0.95,
     delta: float | None = None,
@@ -471,7 +472,7 @@ def repeated_training_audit(
                                   row.to(torch.float32).view(1, -1), canary_round)
             model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
             result = FederatedSimulation(model, data, protocol, config.training, seed=trial, device=device).run()
-            rows.append(result.final_params if view == "public" else protocol.decoded)
+            rows.append(result.final_params if view == View.PUBLIC else protocol.decoded)
         return torch.stack(rows).to(torch.float64)
 
     train.__name__ = f"FL training ({config.training.model}, {rounds} rounds), {view} view"
@@ -498,9 +499,9 @@ def repeated_training_audit(
 # ---------------------------------------------------------------- the audit's canary stage: the whole run's claim
 
 SCORING = {
-    "aggregate": "projection on the canary's direction, summed over every round",
-    "server": "projection of its decoded messages, summed over the rounds it sent",
-    "public": "projection of the final model's move",
+    View.AGGREGATE: "projection on the canary's direction, summed over every round",
+    View.SERVER: "projection of its decoded messages, summed over the rounds it sent",
+    View.PUBLIC: "projection of the final model's move",
 }
 
 
@@ -511,10 +512,10 @@ def judged_views(mechanism: Any, config: AuditConfig) -> tuple[str, ...]:
     messages in clear) or a protocol without one decoded message per client."""
     from auditkit.config import ConfigError
 
-    covered = "server" if mechanism.view == "server" and mechanism.protocol is None else "aggregate"
+    covered = View.SERVER if mechanism.view == View.SERVER and mechanism.protocol is None else View.AGGREGATE
     if config.canary.view is None:
-        return (covered, "public")
-    if config.canary.view == "server" and covered != "server":
+        return (covered, View.PUBLIC)
+    if config.canary.view == View.SERVER and covered != View.SERVER:
         raise ConfigError(f"canary.view = 'server' is not covered by {mechanism.name}'s claim (its view is "
                           f"{mechanism.view!r}, protocol {mechanism.protocol or 'uplink'}); use 'aggregate' or 'public'")
     return (config.canary.view,)

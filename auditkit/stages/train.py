@@ -125,7 +125,7 @@ def data_provenance(run: TrainingRun) -> dict[str, Any]:
 
 
 def results_document(run: TrainingRun, title: str) -> dict[str, Any]:
-    """What ``auditkit train`` writes: one setting with its training and accounting sections (schema v3)."""
+    """What ``auditkit train`` writes: one setting with its training and accounting sections (``auditkit.results.model``)."""
     entry = results.setting("s00", run.config.mechanism.display, run.mechanism,
                             training=results.training_entry(run.result, run.protocol), accounting=account_run(run))
     provenance = results.provenance(seed=run.config.seed, device=str(run.device), settings=[entry],
