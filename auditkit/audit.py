@@ -33,7 +33,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,7 @@ from auditkit.stages.train import Experiment, build_mechanism, data_provenance
 from auditkit.output_folder import Mode, OutputFolder
 from auditkit.figure_files import write_grid
 from auditkit.stage_store import StageStore, stage_key
+from auditkit.stages.base import Stage
 
 STAGES = ("train", "account", "inversion", "probe", "distinguish")  # every setting's; "canary" where enabled
 
@@ -102,26 +103,27 @@ def canary_family(mechanism: mechanisms.Mechanism, config: AuditConfig) -> int:
     return len(judged_views(mechanism, config)) if config.canary.enabled else 0
 
 
-def family_size(plans: list[SettingPlan]) -> int:
+def family_size(plans: list[SettingPlan], built: dict[str, mechanisms.Mechanism] | None = None) -> int:
     """The number of tests the whole audit runs: the Bonferroni family of every verdict it reports
-    (distinguishing pairs, adaptive tests, identification tests, the canary stage's views)."""
+    (distinguishing pairs, adaptive tests, identification tests, the canary stage's views). ``built``: each plan's
+    mechanism by plan id (built here when absent)."""
     total = 0
     for p in plans:
-        mechanism = build_mechanism(p.config)
+        mechanism = built[p.id] if built is not None else build_mechanism(p.config)
         if p.config.distinguish.enabled:
             total += distinguish_family(mechanism, p.config.distinguish.adaptive, p.config.distinguish.search)
         total += identification_family(mechanism, p.config) + canary_family(mechanism, p.config)
     return total
 
 
-def sweep_starts(plans: list[SettingPlan]) -> dict[str, float]:
+def sweep_starts(plans: list[SettingPlan], built: dict[str, mechanisms.Mechanism] | None = None) -> dict[str, float]:
     """Sweep group (``auditkit.stages.probe.sweep_group``) -> the smallest claimed epsilon among its settings, where the
-    reconstruction sweep those settings share starts."""
+    reconstruction sweep those settings share starts. ``built``: as for ``family_size``."""
     from auditkit.stages.probe import sweep_group
 
     starts: dict[str, float] = {}
     for plan in plans:
-        mechanism = build_mechanism(plan.config)
+        mechanism = built[plan.id] if built is not None else build_mechanism(plan.config)
         claimed = mechanism.guarantee().epsilon
         if claimed is not None:
             group = sweep_group(mechanism)
@@ -143,7 +145,8 @@ class Audit:
         self.finished = 0  # stages finished or resumed in this run
         self.title = title or config.title or "auditkit audit"
         self.plans = plan_audit(config)
-        self.family = family_size(self.plans)
+        self.mechanisms = {plan.id: build_mechanism(plan.config) for plan in self.plans}  # once per setting
+        self.family = family_size(self.plans, self.mechanisms)
         self.recorded = recorded  # an auditkit.flower.recording.Recording: the train stage reads it, trains nothing
         experiment = Experiment(self.plans[0].config)  # data files, device: every input checked before any stage runs
         self._data_summary = experiment.data_summary
@@ -156,17 +159,19 @@ class Audit:
             from auditkit.stages.train import build_protocol
 
             for plan in self.plans:
-                check_protocol(build_protocol(build_mechanism(plan.config), plan.config))
+                check_protocol(build_protocol(self.mechanisms[plan.id], plan.config))
         if recorded is not None:
             from auditkit.stages.recorded import check_recording
 
             check_recording(recorded, config)
         # whether each setting's mechanism is determined by its seeds (two encodes; results.json and the report
         # say when it is not: its results will not reproduce)
-        self.reproducible = {plan.id: mechanisms.reproducible(build_mechanism(plan.config)) for plan in self.plans}
+        self.reproducible = {plan.id: mechanisms.reproducible(self.mechanisms[plan.id]) for plan in self.plans}
         self.code = results.code_fingerprint(config.plugins)
-        self._sweep_starts = sweep_starts(self.plans)
+        self._sweep_starts = sweep_starts(self.plans, self.mechanisms)
         self._sweeps: dict[str, Any] = {}  # reconstruction sweeps by their inputs: settings share them
+        self.stages: tuple[Stage, ...] = (TrainStage(self), AccountStage(self), InversionStage(self),
+                                          ProbeStage(self), DistinguishStage(self), CanaryStage(self))
 
     @property
     def stage_count(self) -> int:
@@ -190,67 +195,33 @@ class Audit:
 
     # ---------------------------------------------------------------- stages
 
-    def _stage(self, plan: SettingPlan, stage: str, inputs: Any, compute: Callable[[str], dict[str, Any]],
-               notify: Event) -> tuple[dict[str, Any], str]:
-        """The stage's stored result, or ``compute(key)``'s, stored under its key."""
-        key = stage_key({"auditkit": __version__, "code": self.code, "stage": stage, "inputs": inputs})
-        stored, note = self.store.load(plan.id, stage, key)
+    def _stage(self, setting: SettingRun, stage: Stage) -> dict[str, Any]:
+        """The stage's stored result, or ``stage.run``'s, stored under its key (``setting.keys[stage.name]``)."""
+        plan, notify = setting.plan, setting.notify
+        key = stage_key({"auditkit": __version__, "code": self.code, "stage": stage.name,
+                         "inputs": stage.key_inputs(setting)})
+        setting.keys[stage.name] = key
+        stored, note = self.store.load(plan.id, stage.name, key)
         if note is not None:
-            notify("note", setting=plan, stage=stage, text=note)
+            notify("note", setting=plan, stage=stage.name, text=note)
         if stored is not None:
             self.finished += 1
-            notify("stage", setting=plan, stage=stage, status="resumed")
-            return stored, key
-        notify("stage", setting=plan, stage=stage, status="start")
+            notify("stage", setting=plan, stage=stage.name, status="resumed")
+            return stored
+        notify("stage", setting=plan, stage=stage.name, status="start")
         start = time.perf_counter()
-        result = compute(key)
-        self.store.save(plan.id, stage, key, result, time.perf_counter() - start)
+        result = stage.run(setting)
+        self.store.save(plan.id, stage.name, key, result, time.perf_counter() - start)
         self.finished += 1
-        notify("stage", setting=plan, stage=stage, status="done")
-        return result, key
+        notify("stage", setting=plan, stage=stage.name, status="done")
+        return result
 
     def _run_setting(self, plan: SettingPlan, notify: Event) -> dict[str, Any]:
-        config = plan.config
-        training_inputs = {k: v for k, v in config.to_dict().items()
-                           if k not in ("accounting", "inversion", "distinguish", "title")}
-        inversion_round = config.checkpoint_round
-        train_inputs = {"config": training_inputs, "inversion_round": inversion_round,
-                        "inversion_targets": config.inversion.targets, "probe_round": config.probe_round}
-        if self.recorded is not None:
-            from auditkit.stages.recorded import recording_fingerprint, train_from_recording
-
-            train_inputs["recording"] = recording_fingerprint(self.recorded)
-            compute = lambda key: train_from_recording(  # noqa: E731
-                self.recorded, plan.config, self._data_summary,
-                lambda tensors: self.store.save_tensors(plan.id, "train", key, tensors))
-        else:
-            compute = lambda key: self._train(plan, key, inversion_round, notify)  # noqa: E731
-        trained, train_key = self._stage(plan, "train", train_inputs, compute, notify)
-        accounted, _ = self._stage(plan, "account", {"train": train_key, "accounting": dataclasses.asdict(config.accounting)},
-                                   lambda _: self._account(plan, trained), notify)
-        inverted = None
-        if config.inversion.enabled:
-            inverted, _ = self._stage(plan, "inversion", {"train": train_key, "inversion": dataclasses.asdict(config.inversion)},
-                                      lambda _: self._invert(plan, train_key), notify)
-        probed = None
-        if config.probe.enabled or config.identification.enabled:
-            inputs = {"train": train_key, "probe": dataclasses.asdict(config.probe), "family": self.family,
-                      "identification": dataclasses.asdict(config.identification),
-                      "confidence": config.distinguish.confidence, "sweep_start": self._sweep_start(plan)}
-            probed, _ = self._stage(plan, "probe", inputs, lambda _: self._probe(plan, train_key), notify)
-        distinguished = None
-        if config.distinguish.enabled:
-            inputs = {"mechanism": training_inputs["mechanisms"], "seed": config.seed, "family": self.family,
-                      "distinguish": dataclasses.asdict(config.distinguish)}
-            distinguished, _ = self._stage(plan, "distinguish", inputs, lambda _: self._distinguish(plan), notify)
-        canary = None
-        if config.canary.enabled:
-            inputs = {"config": training_inputs, "canary": dataclasses.asdict(config.canary), "family": self.family,
-                      "confidence": config.distinguish.confidence,
-                      "accounting": dataclasses.asdict(config.accounting)}
-            canary, _ = self._stage(plan, "canary", inputs, lambda _: self._canary(plan, notify), notify)
-        return {"plan": plan, "train": trained, "account": accounted, "inversion": inverted, "probe": probed,
-                "distinguish": distinguished, "canary": canary}
+        """Every stage of one setting, in order: a stage that does not run for it has the result None."""
+        setting = SettingRun(plan, self.mechanisms[plan.id], notify)
+        for stage in self.stages:
+            setting.results[stage.name] = self._stage(setting, stage) if stage.runs(plan) else None
+        return {"plan": plan, **setting.results}
 
     def _train(self, plan: SettingPlan, key: str, inversion_round: int | None, notify: Event) -> dict[str, Any]:
         from auditkit.stages.inversion import RecordedView
@@ -276,10 +247,9 @@ class Audit:
             "inversion_round": inversion_round if observed else None,
         }
 
-    @staticmethod
-    def _account(plan: SettingPlan, trained: dict[str, Any]) -> dict[str, Any]:
+    def _account(self, plan: SettingPlan, trained: dict[str, Any]) -> dict[str, Any]:
         rounds = trained["training"]["final"]["round"]
-        entry = account_rounds(build_mechanism(plan.config), rounds, plan.config.accounting,
+        entry = account_rounds(self.mechanisms[plan.id], rounds, plan.config.accounting,
                                plan.config.training)
         return with_example_level(entry, plan.config, rounds, trained["provenance"]["data"])
 
@@ -299,7 +269,7 @@ class Audit:
             return {"probe": None, "identification": None}
         config = plan.config
         per_test = attacks_confidence(config.distinguish.confidence, self.family)
-        section, figures = probe_stage(config, build_mechanism(config), saved, figure_id=plan.id,
+        section, figures = probe_stage(config, self.mechanisms[plan.id], saved, figure_id=plan.id,
                                        label=plan.label, per_test_confidence=per_test,
                                        sweep_start=self._sweep_start(plan), sweeps=self._sweeps)
         for figure in figures:
@@ -310,11 +280,11 @@ class Audit:
         """Where the plan's reconstruction sweep starts: the smallest claim among the settings that share it."""
         from auditkit.stages.probe import sweep_group
 
-        return self._sweep_starts.get(sweep_group(build_mechanism(plan.config)))
+        return self._sweep_starts.get(sweep_group(self.mechanisms[plan.id]))
 
     def _distinguish(self, plan: SettingPlan) -> dict[str, Any]:
         d, seed = plan.config.distinguish, plan.config.seed
-        audit, adaptive = run_distinguish(build_mechanism(plan.config), trials=d.trials, confidence=d.confidence,
+        audit, adaptive = run_distinguish(self.mechanisms[plan.id], trials=d.trials, confidence=d.confidence,
                                           family=self.family, adaptive=d.adaptive, search=d.search, seed=seed)
         return results.distinguish_entry(audit, adaptive, trials=d.trials, confidence=d.confidence, tests=self.family)
 
@@ -342,11 +312,150 @@ class Audit:
     def _setting_entry(self, s: dict[str, Any]) -> dict[str, Any]:
         plan = s["plan"]
         probed = s["probe"] or {"probe": None, "identification": None}
-        return results.setting(plan.id, plan.label, build_mechanism(plan.config), sweep=plan.sweep,
+        return results.setting(plan.id, plan.label, self.mechanisms[plan.id], sweep=plan.sweep,
                                training=s["train"]["training"], accounting=s["account"], inversion=s["inversion"],
                                probe=probed["probe"], identification=probed["identification"],
                                distinguish=s["distinguish"], canary=s["canary"],
                                reproducible=self.reproducible[plan.id])
+
+
+def training_inputs(config: AuditConfig) -> dict[str, Any]:
+    """The config as the train stage's key sees it: all but the tables that only later stages read."""
+    return {k: v for k, v in config.to_dict().items() if k not in ("accounting", "inversion", "distinguish", "title")}
+
+
+@dataclass
+class SettingRun:
+    """One setting of a running audit, what its stages share (``auditkit.stages.base.Stage``): its plan, its
+    mechanism (built once per setting), the progress callback, and the key and result of every stage run so far."""
+
+    plan: SettingPlan
+    mechanism: mechanisms.Mechanism
+    notify: Event
+    keys: dict[str, str] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def config(self) -> AuditConfig:
+        return self.plan.config
+
+
+class _AuditStage:
+    """A stage of one ``Audit`` (``auditkit.stages.base.Stage``): it reads the audit's store, family and caches."""
+
+    name = ""
+
+    def __init__(self, audit: Audit) -> None:
+        self.audit = audit
+
+    def runs(self, plan: SettingPlan) -> bool:
+        return True
+
+
+class TrainStage(_AuditStage):
+    """FedAvg with the mechanism (``auditkit.stages.train``), or the recording of a Flower app
+    (``auditkit.stages.recorded``); keeps the views the inversion and probe stages read."""
+
+    name = "train"
+
+    def key_inputs(self, setting: SettingRun) -> dict[str, Any]:
+        config = setting.config
+        inputs = {"config": training_inputs(config), "inversion_round": config.checkpoint_round,
+                  "inversion_targets": config.inversion.targets, "probe_round": config.probe_round}
+        if self.audit.recorded is not None:
+            from auditkit.stages.recorded import recording_fingerprint
+
+            inputs["recording"] = recording_fingerprint(self.audit.recorded)
+        return inputs
+
+    def run(self, setting: SettingRun) -> dict[str, Any]:
+        audit, plan, key = self.audit, setting.plan, setting.keys[self.name]
+        if audit.recorded is not None:
+            from auditkit.stages.recorded import train_from_recording
+
+            return train_from_recording(audit.recorded, plan.config, audit._data_summary,
+                                        lambda tensors: audit.store.save_tensors(plan.id, "train", key, tensors))
+        return audit._train(plan, key, plan.config.checkpoint_round, setting.notify)
+
+
+class AccountStage(_AuditStage):
+    """The mechanism's claim composed over the rounds trained (``auditkit.stages.account``)."""
+
+    name = "account"
+
+    def key_inputs(self, setting: SettingRun) -> dict[str, Any]:
+        return {"train": setting.keys["train"], "accounting": dataclasses.asdict(setting.config.accounting)}
+
+    def run(self, setting: SettingRun) -> dict[str, Any]:
+        return self.audit._account(setting.plan, setting.results["train"])
+
+
+class InversionStage(_AuditStage):
+    """The recorded server view inverted (``auditkit.stages.inversion``), with its reconstruction grid."""
+
+    name = "inversion"
+
+    def runs(self, plan: SettingPlan) -> bool:
+        return plan.config.inversion.enabled
+
+    def key_inputs(self, setting: SettingRun) -> dict[str, Any]:
+        return {"train": setting.keys["train"], "inversion": dataclasses.asdict(setting.config.inversion)}
+
+    def run(self, setting: SettingRun) -> dict[str, Any]:
+        return self.audit._invert(setting.plan, setting.keys["train"])
+
+
+class ProbeStage(_AuditStage):
+    """The claim's worst case at the checkpoint model and the identification tests (``auditkit.stages.probe``)."""
+
+    name = "probe"
+
+    def runs(self, plan: SettingPlan) -> bool:
+        return plan.config.probe.enabled or plan.config.identification.enabled
+
+    def key_inputs(self, setting: SettingRun) -> dict[str, Any]:
+        config = setting.config
+        return {"train": setting.keys["train"], "probe": dataclasses.asdict(config.probe),
+                "family": self.audit.family, "identification": dataclasses.asdict(config.identification),
+                "confidence": config.distinguish.confidence, "sweep_start": self.audit._sweep_start(setting.plan)}
+
+    def run(self, setting: SettingRun) -> dict[str, Any]:
+        return self.audit._probe(setting.plan, setting.keys["train"])
+
+
+class DistinguishStage(_AuditStage):
+    """Black-box distinguishing tests on the mechanism and its adaptive tests (``auditkit.stages.distinguish``)."""
+
+    name = "distinguish"
+
+    def runs(self, plan: SettingPlan) -> bool:
+        return plan.config.distinguish.enabled
+
+    def key_inputs(self, setting: SettingRun) -> dict[str, Any]:
+        config = setting.config
+        return {"mechanism": training_inputs(config)["mechanisms"], "seed": config.seed, "family": self.audit.family,
+                "distinguish": dataclasses.asdict(config.distinguish)}
+
+    def run(self, setting: SettingRun) -> dict[str, Any]:
+        return self.audit._distinguish(setting.plan)
+
+
+class CanaryStage(_AuditStage):
+    """The one-run canary audit of the whole training run (``auditkit.stages.canary``), where enabled."""
+
+    name = "canary"
+
+    def runs(self, plan: SettingPlan) -> bool:
+        return plan.config.canary.enabled
+
+    def key_inputs(self, setting: SettingRun) -> dict[str, Any]:
+        config = setting.config
+        return {"config": training_inputs(config), "canary": dataclasses.asdict(config.canary),
+                "family": self.audit.family, "confidence": config.distinguish.confidence,
+                "accounting": dataclasses.asdict(config.accounting)}
+
+    def run(self, setting: SettingRun) -> dict[str, Any]:
+        return self.audit._canary(setting.plan, setting.notify)
 
 
 def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: bool = False,
@@ -359,4 +468,4 @@ def run_audit(config: AuditConfig, *, out: str | Path = "auditkit-out", resume: 
     return Audit(config, out=out, resume=resume, overwrite=overwrite, recorded=recorded).run(on_event)
 
 
-__all__ = ["Audit", "STAGES", "SettingPlan", "family_size", "plan_audit", "run_audit"]
+__all__ = ["Audit", "STAGES", "SettingPlan", "SettingRun", "family_size", "plan_audit", "run_audit"]

@@ -72,6 +72,7 @@ from auditkit.data.catalog import EMBEDDED
 from auditkit.fl.schedule import LR_SCHEDULES
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.flower.settings import FlowerConfig, check_training
+from auditkit.mechanisms.protocol import selects_clients
 from auditkit.models import MODEL_NAMES
 from auditkit.mechanisms.views import View
 
@@ -773,6 +774,6 @@ def _check_canary(config: AuditConfig) -> None:
                           f"simulation, got {config.training.backend!r}")
     for i, m in enumerate(config.mechanisms):
         protocol = _protocol_class(m.name)
-        if protocol is not None and hasattr(protocol, "select_clients"):
+        if protocol is not None and selects_clients(protocol):
             raise ConfigError(f"mechanisms[{i}] ({m.name}): canary.enabled needs a round protocol whose clients the "
                               f"training loop samples; {protocol.name} chooses its own (set canary.enabled = false)")

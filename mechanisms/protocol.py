@@ -28,7 +28,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 
@@ -39,6 +39,9 @@ __all__ = [
     "informed_aggregate",
     "RoundOutcome",
     "RoundProtocol",
+    "SelectsClients",
+    "SendsUploads",
+    "selects_clients",
     "protocol_class",
     "protocol_names",
     "protocol_tables",
@@ -75,6 +78,31 @@ class RoundProtocol(Protocol):
         self, updates: torch.Tensor, clients: list[int], weights: torch.Tensor, round_: int,
         *, global_params: torch.Tensor,
     ) -> RoundOutcome: ...
+
+
+@runtime_checkable
+class SelectsClients(Protocol):
+    """The capability of a round protocol that decides who takes part (DP-SQ's per-group clusters): the training
+    loop calls ``select_clients(round_)`` instead of its own participation rule (``selects_clients``)."""
+
+    def select_clients(self, round_: int) -> list[int]: ...
+
+
+@runtime_checkable
+class SendsUploads(Protocol):
+    """The capability of a round protocol that carries one encoded upload per client (``auditkit.fl.aggregation``'s
+    uplink): each client ``encode``s its update, the server ``receive``s the payloads (what the Flower backend runs)."""
+
+    def encode(self, update: torch.Tensor, client: int, round_: int) -> Any: ...
+
+    def receive(self, payloads: Any, clients: list[int], weights: torch.Tensor, round_: int, *, like: torch.Tensor) -> Any: ...
+
+
+def selects_clients(protocol: Any) -> bool:
+    """Whether ``protocol``, a round protocol or its registered class, chooses who takes part (``SelectsClients``)."""
+    if isinstance(protocol, type):
+        return issubclass(protocol, SelectsClients)
+    return isinstance(protocol, SelectsClients)
 
 
 @dataclass(frozen=True)

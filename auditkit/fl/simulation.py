@@ -23,7 +23,7 @@ from torch import nn
 from torch.func import functional_call
 
 from auditkit.data import Split
-from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol
+from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol, selects_clients
 from auditkit.fl.dp_sgd import DPSGD
 from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
 from auditkit.fl.params import ParamLayout, flat_parameters
@@ -170,7 +170,7 @@ class FederatedSimulation:
         """One FL round; returns its metrics and, at a checkpoint, the observation."""
         t = self.training
         lr = self.schedule.lr
-        if hasattr(self.protocol, "select_clients"):  # a protocol that chooses who takes part
+        if selects_clients(self.protocol):  # a protocol that chooses who takes part
             clients = self.protocol.select_clients(round_)
         else:
             clients = select_clients(

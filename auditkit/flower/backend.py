@@ -43,7 +43,7 @@ import torch
 
 from auditkit.config_bounds import ConfigError
 from auditkit.fl.spec import DPSGDSpec, TrainingSpec
-from auditkit.mechanisms.protocol import RoundOutcome
+from auditkit.mechanisms.protocol import RoundOutcome, SendsUploads
 from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult, check_finite
 from auditkit.flower.install import require_flower
@@ -122,7 +122,7 @@ def _quiet_flower() -> None:
 def check_protocol(protocol: Any) -> None:
     """The Flower backend carries one encoded upload per client (a protocol with ``encode`` and ``receive``), or
     runs a protocol's Flower counterpart (:data:`FLOWER_COUNTERPARTS`); a ConfigError names the protocol otherwise."""
-    uploads = hasattr(protocol, "encode") and hasattr(protocol, "receive")
+    uploads = isinstance(protocol, SendsUploads)
     if not uploads and flower_counterpart(protocol.name) is None:
         raise ConfigError(
             f"training.backend = 'flower' runs mechanisms that send one encoded upload per client, and dp-fedavg on "

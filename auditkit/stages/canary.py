@@ -69,7 +69,7 @@ from auditkit.config import AuditConfig, from_dict, preset_dict
 from auditkit.fl.aggregation import UplinkProtocol
 from auditkit.fl.simulation import FederatedSimulation
 from auditkit.mechanisms.guarantee import NeighboringRelation, PrivacyGuarantee
-from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol
+from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol, selects_clients
 from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.models import create_model
 from auditkit.stages.train import Experiment, build_mechanism, prepare_data, resolve_device
@@ -332,7 +332,7 @@ def canary_run(config: AuditConfig, canaries: int, *, canary_norm: float | None 
     config = _without_checkpoints(config)
     experiment = Experiment(config)
     simulation, mechanism, t = experiment.simulation, experiment.mechanism, config.training
-    if hasattr(simulation.protocol, "select_clients"):
+    if selects_clients(simulation.protocol):
         raise ValueError(f"mechanism must be one whose round protocol leaves the clients to training.participation "
                          f"for canary clients; {mechanism.name!r}'s protocol {simulation.protocol.name!r} chooses them")
     claimed = mechanism.guarantee().relation
