@@ -74,7 +74,7 @@ from auditkit.fl.sampling import PARTICIPATION
 from auditkit.flower.settings import FlowerConfig, check_training
 from auditkit.mechanisms.protocol import selects_clients
 from auditkit.models import MODEL_NAMES
-from auditkit.mechanisms.views import View
+from auditkit.mechanisms import View
 
 # the bundled presets: the TOML files of auditkit/presets, the default first
 PRESETS = ("quickstart", *sorted(entry.name.removesuffix(".toml") for entry in resources.files("auditkit.presets").iterdir()

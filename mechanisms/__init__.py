@@ -27,6 +27,7 @@ from auditkit.mechanisms.capabilities import (
     refused,
 )
 from auditkit.mechanisms.guarantee import PrivacyGuarantee
+from auditkit.mechanisms.views import View
 from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, GaussianTradeOff, LaplaceTradeOff, ProfileTradeOff, TradeOff
 from auditkit.mechanisms.message import FloatMessage, Message
 from auditkit.mechanisms.protocol import (
@@ -62,6 +63,7 @@ for _module in pkgutil.iter_modules(__path__):  # importing a module registers i
     importlib.import_module(f"{__name__}.{_module.name}")
 
 __all__ = [
+    "View",
     "EpsDeltaTradeOff",
     "GaussianTradeOff",
     "LaplaceTradeOff",

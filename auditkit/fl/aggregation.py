@@ -21,7 +21,7 @@ from auditkit.mechanisms.message import Message
 from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, RoundProtocol, protocol_class
 from auditkit import mechanisms
 from auditkit.mechanisms.randomness import derive_seed, shared_seed
-from auditkit.mechanisms.views import View
+from auditkit.mechanisms import View
 
 
 class Aggregator(Protocol):

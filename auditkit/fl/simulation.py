@@ -32,7 +32,7 @@ from auditkit.fl.schedule import make_schedule
 from auditkit.fl.snr import snr
 from auditkit.fl.spec import DPSGDSpec, TrainingSpec
 from auditkit.mechanisms.randomness import derive_seed
-from auditkit.mechanisms.views import View
+from auditkit.mechanisms import View
 
 VIEWS = (View.SERVER, View.EAVESDROPPER, View.PEER, View.PUBLIC)
 
