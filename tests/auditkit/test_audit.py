@@ -116,7 +116,7 @@ def test_every_setting_is_trained_accounted_attacked_and_tested(reference):
     bound = jopeq["verdict"]["bound"]
     strongest = max([jopeq["distinguish"]["epsilon_lower_bound"],
                      *(a["epsilon_lower_bound"] for a in jopeq["distinguish"]["adaptive"])])
-    assert bound["epsilon_lower_bound"] == strongest and bound["test"].startswith("adaptive test jopeq-")
+    assert bound["epsilon_lower_bound"] == strongest and bound["test"]["name"].startswith("adaptive test jopeq-")
     # one reconstruction sweep shared by the two JoPEQ settings, from the smaller claim (eps 1) upwards
     sweeps = [s["probe"]["sweep"] for s in settings[1:]]
     assert sweeps[0] == sweeps[1] and sweeps[0]["points"][0]["eps"] == 1.0
