@@ -15,6 +15,10 @@ from typing import Any
 
 import numpy as np
 
+from auditkit.results.model import (CanaryView, Headline, IdentificationTest, ReconstructionSweep, ResultsDocument,
+                                    Setting)
+from auditkit.results.reproduction import Reproduction, Row
+
 # marker and colour of each verdict in the lower-bound figure
 _VERDICT_STYLES = {"consistent": ("o", "tab:green"), "violated": ("X", "tab:red"),
                    "claim holds only cell-locally": ("X", "tab:red"), "vacuous claim": ("s", "tab:orange"),
@@ -42,7 +46,7 @@ _FAMILY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _WITH_LEGEND = (9.0, 4.2)  # inches: 6 for the axes, the rest for the legend beside them
 
 
-def setting_styles(settings: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, Any]]:
+def setting_styles(settings: Sequence[Setting]) -> dict[str, dict[str, Any]]:
     """Setting id -> matplotlib style (color, marker, linestyle), distinct for every setting: each mechanism
     (in order of first appearance) gets its own colour map and marker, its settings evenly spaced shades of
     it (a lone setting the map's strong shade); families past the tenth repeat the maps with dashed lines."""
@@ -50,7 +54,7 @@ def setting_styles(settings: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
 
     families: dict[str, list[str]] = {}
     for s in settings:
-        families.setdefault(s["mechanism"]["name"], []).append(s["id"])
+        families.setdefault(s.mechanism.name, []).append(s.id)
     styles = {}
     for f, (name, ids) in enumerate(families.items()):
         colours = matplotlib.colormaps[_FAMILY_MAPS[f % len(_FAMILY_MAPS)]]
@@ -61,11 +65,11 @@ def setting_styles(settings: Sequence[Mapping[str, Any]]) -> dict[str, dict[str,
     return styles
 
 
-def _mechanism_colours(results: Mapping[str, Any]) -> dict[str, Any]:
+def _mechanism_colours(results: ResultsDocument) -> dict[str, Any]:
     """Mechanism name -> one strong colour of its family (for figures with one series per mechanism)."""
     import matplotlib
 
-    names = list(dict.fromkeys(s["mechanism"]["name"] for s in results["settings"]))
+    names = list(dict.fromkeys(s.mechanism.name for s in results.settings))
     return {name: matplotlib.colormaps[_FAMILY_MAPS[i % len(_FAMILY_MAPS)]](0.75) for i, name in enumerate(names)}
 
 
@@ -194,12 +198,12 @@ def _note(axis: Any, text: str) -> None:
               transform=axis.transAxes)
 
 
-def _trained(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _trained(results: ResultsDocument) -> list[Setting]:
     """The settings that trained (and recorded at least one round)."""
-    return [s for s in results["settings"] if s["training"] is not None and s["training"]["rounds"]]
+    return [s for s in results.settings if s.training is not None and s.training.rounds]
 
 
-def accuracy_vs_round(results: Mapping[str, Any], path: str | Path) -> Path:
+def accuracy_vs_round(results: ResultsDocument, path: str | Path) -> Path:
     """Test accuracy (%) by round, one line per setting that trained, labelled with the setting's label.
     Returns ``path``."""
     plt = _pyplot()
@@ -207,11 +211,11 @@ def accuracy_vs_round(results: Mapping[str, Any], path: str | Path) -> Path:
     trained = _trained(results)
     if not trained:
         _note(axis, "no setting trained")
-    styles = setting_styles(results["settings"])
+    styles = setting_styles(results.settings)
     for setting in trained:
-        rounds = setting["training"]["rounds"]
-        axis.plot([r["round"] for r in rounds], [100 * r["test_accuracy"] for r in rounds], markersize=3,
-                  label=_literal(setting["label"]), **styles[setting["id"]])
+        rounds = setting.training.rounds
+        axis.plot([r.round for r in rounds], [100 * r.test_accuracy for r in rounds], markersize=3,
+                  label=_literal(setting.label), **styles[setting.id])
     axis.set_xlabel("round")
     axis.set_ylabel("test accuracy (%)")
     if trained:
@@ -220,20 +224,20 @@ def accuracy_vs_round(results: Mapping[str, Any], path: str | Path) -> Path:
     return _save(figure, path)
 
 
-def _ssim_series(results: Mapping[str, Any]) -> dict[str, list[tuple[float, float, float | None]]]:
+def _ssim_series(results: ResultsDocument) -> dict[str, list[tuple[float, float, float | None]]]:
     """mechanism name -> [(claimed epsilon, defended SSIM, clean SSIM or None)] of the settings with a finite
     positive claim and an inversion result."""
     series: dict[str, list[tuple[float, float, float | None]]] = {}
-    for setting in results["settings"]:
-        epsilon, inversion = setting["mechanism"]["guarantee"]["epsilon"], setting["inversion"]
+    for setting in results.settings:
+        epsilon, inversion = setting.mechanism.guarantee.epsilon, setting.inversion
         if inversion is not None and _finite(epsilon) and epsilon > 0:
-            clean = None if inversion["clean"] is None else inversion["clean"]["ssim_mean"]
-            series.setdefault(setting["mechanism"]["name"], []).append(
-                (epsilon, inversion["defended"]["ssim_mean"], clean))
+            clean = None if inversion.clean is None else inversion.clean.ssim_mean
+            series.setdefault(setting.mechanism.name, []).append(
+                (epsilon, inversion.defended.ssim_mean, clean))
     return series
 
 
-def ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+def ssim_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     """Inversion SSIM against the one-round claimed epsilon (log x), one series per mechanism name: defended
     solid, clean attack dashed in the same colour (where a clean reference was run). Settings without a finite
     positive claim or without an inversion result are left out. Returns ``path``."""
@@ -261,20 +265,20 @@ def ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
     return _save(figure, path)
 
 
-def _defence_points(results: Mapping[str, Any]) -> dict[str, list[tuple[float, float, float | None]]]:
+def _defence_points(results: ResultsDocument) -> dict[str, list[tuple[float, float, float | None]]]:
     """mechanism name -> [(error std, defended SSIM, clean SSIM or None)], sorted by error std, of the settings
     whose inversion recorded a finite ``error_std`` (``auditkit attack --curve``)."""
     series: dict[str, list[tuple[float, float, float | None]]] = {}
-    for setting in results["settings"]:
-        inversion = setting["inversion"]
-        if inversion is not None and _finite(inversion.get("error_std")):
-            clean = None if inversion["clean"] is None else inversion["clean"]["ssim_mean"]
-            series.setdefault(setting["mechanism"]["name"], []).append(
-                (inversion["error_std"], inversion["defended"]["ssim_mean"], clean))
+    for setting in results.settings:
+        inversion = setting.inversion
+        if inversion is not None and _finite(inversion.error_std):
+            clean = None if inversion.clean is None else inversion.clean.ssim_mean
+            series.setdefault(setting.mechanism.name, []).append(
+                (inversion.error_std, inversion.defended.ssim_mean, clean))
     return {name: sorted(points, key=lambda point: point[0]) for name, points in series.items()}
 
 
-def ssim_vs_error_std(results: Mapping[str, Any], path: str | Path) -> Path:
+def ssim_vs_error_std(results: ResultsDocument, path: str | Path) -> Path:
     """Inversion SSIM against the standard deviation of the error in the server's view, one line per mechanism
     name (a defence curve: the axis on which mechanisms of different kinds compare). The clean attack is dashed:
     one black line when every setting shares its score (one clean run for the whole curve), else a dashed line
@@ -305,23 +309,23 @@ def ssim_vs_error_std(results: Mapping[str, Any], path: str | Path) -> Path:
     return _save(figure, path)
 
 
-def _strongest(setting: Mapping[str, Any]) -> tuple[float, float] | None:
+def _strongest(setting: Setting) -> tuple[float, float] | None:
     """(bound, cap) of the setting's strongest certified bound: its headline's ``bound``, or (a file from before
     it) its black-box test's; None without a distinguishing stage."""
-    headline, test = setting["verdict"], setting["distinguish"]
-    if headline is not None and headline.get("bound") is not None:
-        return headline["bound"]["epsilon_lower_bound"], headline["bound"]["max_certifiable"]
-    return None if test is None else (test["epsilon_lower_bound"], test["max_certifiable"])
+    headline, test = setting.verdict, setting.distinguish
+    if headline is not None and headline.bound is not None:
+        return headline.bound.epsilon_lower_bound, headline.bound.max_certifiable
+    return None if test is None else (test.epsilon_lower_bound, test.max_certifiable)
 
 
-def _tested(results: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, float, float]]:
+def _tested(results: ResultsDocument) -> list[tuple[Setting, float, float, float]]:
     """(setting, claimed epsilon, strongest certified bound, its cap) of the settings with a finite claim, a
     finite bound and a headline verdict."""
     tested = []
-    for s in results["settings"]:
+    for s in results.settings:
         found = _strongest(s)
-        claimed = s["mechanism"]["guarantee"]["epsilon"]
-        if found is not None and s["verdict"] is not None and _finite(claimed, found[0]):
+        claimed = s.mechanism.guarantee.epsilon
+        if found is not None and s.verdict is not None and _finite(claimed, found[0]):
             tested.append((s, claimed, *found))
     return tested
 
@@ -329,18 +333,18 @@ def _tested(results: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, 
 _HOLLOW = ("(analytic)", "(whole run)")  # refuted, but not by the tests this figure plots
 
 
-def _verdict_style(headline: Mapping[str, Any]) -> tuple[str, str]:
+def _verdict_style(headline: Headline) -> tuple[str, str]:
     """(legend label, colour) of a headline verdict, a refutation with its evidence."""
-    verdict = headline["verdict"]
+    verdict = headline.verdict
     colour = _VERDICT_STYLES.get(verdict, _OTHER_VERDICT)[1]
-    evidence = headline.get("evidence")
-    decided = headline["decided_by"]
-    if decided["kind"] == "canary" and decided["whole_run"]:  # an FL canary audit: the whole run's claim
+    evidence = headline.evidence
+    decided = headline.decided_by
+    if decided.kind == "canary" and decided.whole_run:  # an FL canary audit: the whole run's claim
         evidence = "whole run"
     return (f"{verdict} ({evidence})" if evidence else verdict), colour
 
 
-def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+def lower_bound_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     """Each setting's strongest certified epsilon lower bound (over all its distinguishing and adaptive tests)
     against its claimed epsilon, coloured by the setting's headline verdict (the same verdict as the summary),
     one marker per mechanism; the line y = x and the caps (``max_certifiable``) as dotted horizontal lines. The x
@@ -351,18 +355,18 @@ def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path
     figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     if not tested:
         _note(axis, "no setting has both a finite claimed epsilon and a distinguishing result")
-    styles = setting_styles(results["settings"])
+    styles = setting_styles(results.settings)
     verdicts: dict[str, str] = {}
     mechanisms: dict[str, str] = {}
     for setting, claimed, bound, _ in tested:
-        label, colour = _verdict_style(setting["verdict"])
-        marker = styles[setting["id"]]["marker"]
+        label, colour = _verdict_style(setting.verdict)
+        marker = styles[setting.id]["marker"]
         # hollow: refuted by computation, or by the whole-run canary audit (the composed claim): not by these tests
         analytic = label.endswith(_HOLLOW)
         axis.scatter([claimed], [bound], marker=marker, s=55, zorder=3, facecolors="white" if analytic else colour,
                      edgecolors=colour if analytic else "black", linewidths=1.5 if analytic else 0.5)
         verdicts.setdefault(label, colour)
-        mechanisms.setdefault(setting["mechanism"]["name"], marker)
+        mechanisms.setdefault(setting.mechanism.name, marker)
     caps = sorted({cap for *_, cap in tested if _finite(cap)})
     for i, cap in enumerate(caps):
         axis.axhline(cap, color="black", linestyle=":", linewidth=1)
@@ -395,14 +399,14 @@ def lower_bound_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path
     return _save(figure, path)
 
 
-def _bits_points(results: Mapping[str, Any]) -> list[tuple[Mapping[str, Any], float, float]]:
+def _bits_points(results: ResultsDocument) -> list[tuple[Setting, float, float]]:
     """(setting, final bits per coordinate, final test accuracy in %) of each setting that trained, where finite."""
-    points = [(s, s["training"]["final"]["bits_per_coordinate"], s["training"]["final"]["test_accuracy"])
-              for s in results["settings"] if s["training"] is not None]
+    points = [(s, s.training.final.bits_per_coordinate, s.training.final.test_accuracy)
+              for s in results.settings if s.training is not None]
     return [(s, bits, 100 * accuracy) for s, bits, accuracy in points if _finite(bits, accuracy)]
 
 
-def bits_vs_accuracy(results: Mapping[str, Any], path: str | Path) -> Path:
+def bits_vs_accuracy(results: ResultsDocument, path: str | Path) -> Path:
     """Final uplink bits per coordinate against final test accuracy (%), a point per setting that trained, each
     in its setting's style and named in the legend (labels beside points overlap where settings share a rate).
     The x axis is logarithmic when the rates span more than a decade. Returns ``path``."""
@@ -411,11 +415,11 @@ def bits_vs_accuracy(results: Mapping[str, Any], path: str | Path) -> Path:
     points = _bits_points(results)
     if not points:
         _note(axis, "no setting has a finite rate and accuracy")
-    styles = setting_styles(results["settings"])
+    styles = setting_styles(results.settings)
     for setting, bits, accuracy in points:
-        style = styles[setting["id"]]
+        style = styles[setting.id]
         axis.scatter([bits], [accuracy], zorder=3, s=45, color=style["color"], marker=style["marker"],
-                     edgecolors="black", linewidths=0.5, label=_literal(setting["label"]))
+                     edgecolors="black", linewidths=0.5, label=_literal(setting.label))
     rates = [bits for _, bits, _ in points if bits > 0]
     if rates and max(rates) > 10 * min(rates):
         axis.set_xscale("log")
@@ -427,19 +431,19 @@ def bits_vs_accuracy(results: Mapping[str, Any], path: str | Path) -> Path:
     return _save(figure, path)
 
 
-def _identification_series(results: Mapping[str, Any]) -> dict[tuple[str, int], list[tuple[float, dict[str, Any]]]]:
+def _identification_series(results: ResultsDocument) -> dict[tuple[str, int], list[tuple[float, IdentificationTest]]]:
     """(mechanism name, M) -> [(claimed epsilon, identification test)] of the settings with a finite positive
     claim and identification tests, sorted by epsilon."""
-    series: dict[tuple[str, int], list[tuple[float, dict[str, Any]]]] = {}
-    for setting in results["settings"]:
-        epsilon, ident = setting["mechanism"]["guarantee"]["epsilon"], setting["identification"]
+    series: dict[tuple[str, int], list[tuple[float, IdentificationTest]]] = {}
+    for setting in results.settings:
+        epsilon, ident = setting.mechanism.guarantee.epsilon, setting.identification
         if ident is not None and _finite(epsilon) and epsilon > 0:
-            for test in ident["tests"]:
-                series.setdefault((setting["mechanism"]["name"], test["candidates"]), []).append((epsilon, test))
+            for test in ident.tests:
+                series.setdefault((setting.mechanism.name, test.candidates), []).append((epsilon, test))
     return {key: sorted(points, key=lambda p: p[0]) for key, points in series.items()}
 
 
-def identification_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+def identification_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     """Identification success with its Clopper-Pearson interval against the claimed epsilon (log x), one series per
     (mechanism, M), the claim's bound dashed in the same colour and guessing (1/M) dotted. Returns ``path``."""
     plt = _pyplot()
@@ -450,14 +454,14 @@ def identification_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> P
     colours = _mechanism_colours(results)
     for (name, m), points in series.items():
         eps = [p[0] for p in points]
-        rate = np.array([p[1]["rate"] for p in points])
-        low = np.array([p[1]["interval"][0] for p in points])
-        high = np.array([p[1]["interval"][1] for p in points])
+        rate = np.array([p[1].rate for p in points])
+        low = np.array([p[1].interval[0] for p in points])
+        high = np.array([p[1].interval[1] for p in points])
         marker = markers[sizes.index(m) % len(markers)]
         solid = "-" if sizes.index(m) == 0 else "-."
         axis.errorbar(eps, rate, yerr=[rate - low, high - rate], marker=marker, capsize=3, linestyle=solid,
                       color=colours[name], label=_literal(f"{name}, M = {m}"))
-        axis.plot(eps, [p[1]["bound"] for p in points], linestyle="--", color=colours[name], linewidth=1)
+        axis.plot(eps, [p[1].bound for p in points], linestyle="--", color=colours[name], linewidth=1)
     for m in sizes:
         axis.axhline(1 / m, color="gray", linestyle=":", linewidth=1)
     if series:
@@ -472,19 +476,19 @@ def identification_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> P
     return _save(figure, path)
 
 
-def _probe_series(results: Mapping[str, Any]) -> dict[str, list[tuple[float, float, float]]]:
+def _probe_series(results: ResultsDocument) -> dict[str, list[tuple[float, float, float]]]:
     """mechanism name -> [(claimed epsilon, defended probe SSIM, clean probe SSIM)] of the settings with a finite
     positive claim and a probe, sorted by epsilon."""
     series: dict[str, list[tuple[float, float, float]]] = {}
-    for setting in results["settings"]:
-        epsilon, probe = setting["mechanism"]["guarantee"]["epsilon"], setting["probe"]
+    for setting in results.settings:
+        epsilon, probe = setting.mechanism.guarantee.epsilon, setting.probe
         if probe is not None and _finite(epsilon) and epsilon > 0:
-            series.setdefault(setting["mechanism"]["name"], []).append(
-                (epsilon, probe["defended"]["ssim_mean"], probe["clean"]["ssim_mean"]))
+            series.setdefault(setting.mechanism.name, []).append(
+                (epsilon, probe.defended.ssim_mean, probe.clean.ssim_mean))
     return {name: sorted(points) for name, points in series.items()}
 
 
-def probe_ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+def probe_ssim_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     """The inversion probe's mean SSIM against the claimed epsilon (log x), one line per mechanism, its clean
     attack dashed in the same colour. Returns ``path``."""
     plt = _pyplot()
@@ -508,19 +512,19 @@ def probe_ssim_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
     return _save(figure, path)
 
 
-def _sweeps(results: Mapping[str, Any]) -> dict[str, tuple[Mapping[str, Any], list[float]]]:
+def _sweeps(results: ResultsDocument) -> dict[str, tuple[ReconstructionSweep, list[float]]]:
     """Sweep group -> (its reconstruction sweep, the claimed epsilons of the settings that share it), in setting
     order."""
-    groups: dict[str, tuple[Mapping[str, Any], list[float]]] = {}
-    for setting in results["settings"]:
-        sweep = (setting["probe"] or {}).get("sweep")
+    groups: dict[str, tuple[ReconstructionSweep, list[float]]] = {}
+    for setting in results.settings:
+        sweep = None if setting.probe is None else setting.probe.sweep
         if sweep is None:
             continue
-        groups.setdefault(sweep["group"], (sweep, []))[1].append(setting["mechanism"]["guarantee"]["epsilon"])
+        groups.setdefault(sweep.group, (sweep, []))[1].append(setting.mechanism.guarantee.epsilon)
     return groups
 
 
-def reconstruction_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> Path:
+def reconstruction_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     """Where reconstruction begins, one panel per sweep (``auditkit.stages.probe.reconstruction_sweep``): the defended
     mean SSIM against epsilon (log x) with its interval as a band, the clean attack's mean SSIM dashed, the ReRo
     bound of the claim at each epsilon (identification among M) dotted, the audited claims as grey vertical lines
@@ -535,21 +539,21 @@ def reconstruction_vs_epsilon(results: Mapping[str, Any], path: str | Path) -> P
     if not groups:
         _note(cells[0], "no setting has a reconstruction sweep")
     for axis, (group, (sweep, claims)) in zip(cells, groups.items()):
-        eps = [p["eps"] for p in sweep["points"]]
-        axis.fill_between(eps, [p["ssim_interval"][0] for p in sweep["points"]],
-                          [p["ssim_interval"][1] for p in sweep["points"]], color="tab:blue", alpha=0.2, linewidth=0)
-        axis.plot(eps, [p["ssim"] for p in sweep["points"]], color="tab:blue", marker="o", markersize=4,
+        eps = [p.eps for p in sweep.points]
+        axis.fill_between(eps, [p.ssim_interval[0] for p in sweep.points],
+                          [p.ssim_interval[1] for p in sweep.points], color="tab:blue", alpha=0.2, linewidth=0)
+        axis.plot(eps, [p.ssim for p in sweep.points], color="tab:blue", marker="o", markersize=4,
                   label="defended: mean SSIM, 95 % interval")
-        axis.axhline(sweep["clean_ssim"], color="black", linestyle="--", linewidth=1, label="clean attack")
-        sizes = sorted({int(m) for p in sweep["points"] for m in p["rero_bound"]})
+        axis.axhline(sweep.clean_ssim, color="black", linestyle="--", linewidth=1, label="clean attack")
+        sizes = sorted({int(m) for p in sweep.points for m in p.rero_bound})
         for m, shade in zip(sizes, ("tab:red", "tab:purple", "tab:brown", "tab:pink")):
-            axis.plot(eps, [p["rero_bound"][str(m)] for p in sweep["points"]], color=shade, linestyle=":",
+            axis.plot(eps, [p.rero_bound[str(m)] for p in sweep.points], color=shade, linestyle=":",
                       linewidth=1.5, label=f"identification the claim allows, M = {m} (ReRo bound)")
         for j, claimed in enumerate(sorted(c for c in set(claims) if c is not None)):
             axis.axvline(claimed, color="gray", alpha=0.5, linewidth=3, label="the audited claims" if j == 0 else None)
-        if sweep["crossing_eps"] is not None:
-            axis.plot([sweep["crossing_eps"]], [sweep["level"]], marker="*", markersize=13, color="tab:orange",
-                      linestyle="", label=f"mean SSIM reaches {sweep['level']:g}", zorder=4)
+        if sweep.crossing_eps is not None:
+            axis.plot([sweep.crossing_eps], [sweep.level], marker="*", markersize=13, color="tab:orange",
+                      linestyle="", label=f"mean SSIM reaches {sweep.level:g}", zorder=4)
         axis.set_xscale("log")
         axis.set_ylim(-0.05, 1.05)
         axis.set_title(textwrap.fill(_literal(group), 50), fontsize=10)
@@ -573,11 +577,11 @@ def _plottable(values: Sequence[float | None]) -> list[float]:
     return [v if _finite(v) else math.nan for v in values]
 
 
-def _method_colours(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def _method_colours(rows: Sequence[Row]) -> dict[str, Any]:
     """Method label -> one colour, the same in every panel of a table's figure."""
     import matplotlib
 
-    methods = list(dict.fromkeys(r["method"] for r in rows))
+    methods = list(dict.fromkeys(r.method for r in rows))
     palette = matplotlib.colormaps["tab10" if len(methods) <= 10 else "tab20"]
     return {method: palette(i % palette.N) for i, method in enumerate(methods)}
 
@@ -588,49 +592,49 @@ def _paper_star(axis: Any, x: Sequence[float], y: Sequence[float], colour: Any) 
               markeredgewidth=0.6, zorder=5)
 
 
-def _against_x(axis: Any, rows: Sequence[Mapping[str, Any]], colours: Mapping[str, Any], x_label: str) -> None:
+def _against_x(axis: Any, rows: Sequence[Row], colours: Mapping[str, Any], x_label: str) -> None:
     """Ours against the figure's x, one line per method with its interval as a band; the paper's points."""
-    for method in dict.fromkeys(r["method"] for r in rows):
-        mine = sorted((r for r in rows if r["method"] == method), key=lambda r: r["x"])
-        xs = [r["x"] for r in mine]
-        low = _plottable([r["mean"] if r["interval"] is None else r["interval"][0] for r in mine])
-        high = _plottable([r["mean"] if r["interval"] is None else r["interval"][1] for r in mine])
-        axis.plot(xs, _plottable([r["mean"] for r in mine]), marker="o", markersize=4, color=colours[method],
+    for method in dict.fromkeys(r.method for r in rows):
+        mine = sorted((r for r in rows if r.method == method), key=lambda r: r.x)
+        xs = [r.x for r in mine]
+        low = _plottable([r.mean if r.interval is None else r.interval[0] for r in mine])
+        high = _plottable([r.mean if r.interval is None else r.interval[1] for r in mine])
+        axis.plot(xs, _plottable([r.mean for r in mine]), marker="o", markersize=4, color=colours[method],
                   label=_literal(method))
         axis.fill_between(xs, low, high, color=colours[method], alpha=0.2)
-        stars = [(r["x"], r["paper_value"]) for r in mine if _finite(r["paper_value"])]
+        stars = [(r.x, r.paper_value) for r in mine if _finite(r.paper_value)]
         if stars:
             _paper_star(axis, *zip(*stars), colours[method])
     axis.set_xlabel(_literal(x_label or "x"))
 
 
-def _per_round(axis: Any, document: Mapping[str, Any], rows: Sequence[Mapping[str, Any]],
+def _per_round(axis: Any, document: Reproduction, rows: Sequence[Row],
                colours: Mapping[str, Any], metric: str) -> None:
     """Our mean curve per round over the seeds, one line per row; the paper's final number at the last round."""
     curve, scale = ("curve", 100.0) if metric == "test_accuracy" else ("snr_curve", 1.0)
     for row in rows:
-        seeds = document["runs"][row["setting"]]["seeds"]
-        mean = scale * np.mean([_plottable(seeds[str(s)][curve]) for s in document["budget"]["seeds"]], axis=0)
-        axis.plot(np.arange(1, len(mean) + 1), mean, color=colours[row["method"]], label=_literal(row["method"]))
-        if _finite(row["paper_value"]):
-            _paper_star(axis, [len(mean)], [row["paper_value"]], colours[row["method"]])
+        seeds = document.runs[row.setting].seeds
+        mean = scale * np.mean([_plottable(seeds[str(s)][curve]) for s in document.budget.seeds], axis=0)
+        axis.plot(np.arange(1, len(mean) + 1), mean, color=colours[row.method], label=_literal(row.method))
+        if _finite(row.paper_value):
+            _paper_star(axis, [len(mean)], [row.paper_value], colours[row.method])
     axis.set_xlabel("round")
     axis.xaxis.get_major_locator().set_params(integer=True)  # rounds are whole
 
 
-def _means(axis: Any, rows: Sequence[Mapping[str, Any]], colours: Mapping[str, Any]) -> None:
+def _means(axis: Any, rows: Sequence[Row], colours: Mapping[str, Any]) -> None:
     """Our mean per row with its interval as an error bar, the rows side by side; the paper's numbers."""
     for i, row in enumerate(rows):
-        mean = row["mean"] if _finite(row["mean"]) else math.nan
-        low, high = row["interval"] if row["interval"] is not None and _finite(*row["interval"]) else (mean, mean)
+        mean = row.mean if _finite(row.mean) else math.nan
+        low, high = row.interval if row.interval is not None and _finite(*row.interval) else (mean, mean)
         axis.errorbar([i], [mean], yerr=[[mean - low], [high - mean]], marker="o", capsize=4,
-                      color=colours[row["method"]], label=_literal(row["method"]))
-        if _finite(row["paper_value"]):
-            _paper_star(axis, [i], [row["paper_value"]], colours[row["method"]])
-    axis.set_xticks(range(len(rows)), [_literal(r["method"]) for r in rows], rotation=20, ha="right", fontsize=7)
+                      color=colours[row.method], label=_literal(row.method))
+        if _finite(row.paper_value):
+            _paper_star(axis, [i], [row.paper_value], colours[row.method])
+    axis.set_xticks(range(len(rows)), [_literal(r.method) for r in rows], rotation=20, ha="right", fontsize=7)
 
 
-def reproduction_table(document: Mapping[str, Any], index: int, path: str | Path) -> Path:
+def reproduction_table(document: Reproduction, index: int, path: str | Path) -> Path:
     """The reproduction's ``index``-th table (a ``reproduction.json`` document), one panel per column of the
     paper's table: ours against the figure's x with the interval as a band (rows with ``x``), our mean curve per
     round (training tables), or our means with their intervals (the rest); the paper's numbers as stars in the
@@ -638,21 +642,21 @@ def reproduction_table(document: Mapping[str, Any], index: int, path: str | Path
     plt = _pyplot()
     from matplotlib.lines import Line2D
 
-    table = document["tables"][index]
-    columns = list(dict.fromkeys(r["column"] for r in table["rows"]))
-    colours = _method_colours(table["rows"])
+    table = document.tables[index]
+    columns = list(dict.fromkeys(r.column for r in table.rows))
+    colours = _method_colours(table.rows)
     figure, axes = plt.subplots(1, len(columns), figsize=(min(5 * len(columns), 15) + 3, 4), squeeze=False)
-    by_x = any(r["x"] is not None for r in table["rows"])
+    by_x = any(r.x is not None for r in table.rows)
     for axis, column in zip(axes[0], columns, strict=True):
-        rows = [r for r in table["rows"] if r["column"] == column]
+        rows = [r for r in table.rows if r.column == column]
         if by_x:
-            _against_x(axis, rows, colours, table["x_label"])
-        elif table["kind"] == "train":
-            _per_round(axis, document, rows, colours, table["metric"])
+            _against_x(axis, rows, colours, table.x_label)
+        elif table.kind == "train":
+            _per_round(axis, document, rows, colours, table.metric)
         else:
             _means(axis, rows, colours)
-        axis.set_title(_literal(f"{table['id']}: {column}" if column else table["id"]), fontsize=10)
-        axis.set_ylabel(_literal(table["metric"].replace("_", " ")))
+        axis.set_title(_literal(f"{table.id}: {column}" if column else table.id), fontsize=10)
+        axis.set_ylabel(_literal(table.metric.replace("_", " ")))
         axis.grid(alpha=0.3)
     handles = {label: handle for axis in axes[0] for handle, label in zip(*axis.get_legend_handles_labels())}
     handles["the paper's number"] = Line2D([], [], linestyle="none", marker="*", markersize=12, color="white",
@@ -662,17 +666,17 @@ def reproduction_table(document: Mapping[str, Any], index: int, path: str | Path
     return _save(figure, path)
 
 
-def _canary_panels(results: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+def _canary_panels(results: ResultsDocument) -> list[Setting]:
     """The settings whose one-run canary audit has at least one view with an empirical ROC."""
-    return [s for s in results["settings"]
-            if s.get("canary") and any(v["roc"]["fpr"] for v in s["canary"]["views"])]
+    return [s for s in results.settings
+            if s.canary and any(v.roc.fpr for v in s.canary.views)]
 
 
 _VIEW_COLOURS = {"server": "tab:blue", "aggregate": "tab:orange", "public": "tab:green", "idealized": "tab:purple"}
 _CANARY_PANELS = 6  # at most this many settings are drawn (the table lists them all)
 
 
-def tradeoff_vs_claim(results: Mapping[str, Any], path: str | Path) -> Path:
+def tradeoff_vs_claim(results: ResultsDocument, path: str | Path) -> Path:
     """One panel per setting with a canary audit (at most six): each view's empirical TPR against FPR (log-log) of
     the canary scores, solid (views with the same ROC share a line: for FedAvg with central noise the final
     model's move is the sum of the aggregates over q K), and dashed black the TPR the claim's curve allows
@@ -687,20 +691,20 @@ def tradeoff_vs_claim(results: Mapping[str, Any], path: str | Path) -> Path:
     if not panels:
         _note(axes[0][0], "no setting ran a one-run canary audit")
     for axis, setting in zip(axes.flat, panels):
-        canary = setting["canary"]
+        canary = setting.canary
         low = 1.0
-        lines: dict[tuple, list[dict[str, Any]]] = {}  # views whose ROC is the same line share one
-        for view in canary["views"]:
-            if view["roc"]["fpr"]:
-                lines.setdefault((tuple(view["roc"]["fpr"]), tuple(view["roc"]["tpr"])), []).append(view)
+        lines: dict[tuple, list[CanaryView]] = {}  # views whose ROC is the same line share one
+        for view in canary.views:
+            if view.roc.fpr:
+                lines.setdefault((tuple(view.roc.fpr), tuple(view.roc.tpr)), []).append(view)
         claim_drawn = False
         for (fpr, tpr), views in lines.items():
-            colour = _VIEW_COLOURS.get(views[0]["view"], "tab:gray")
-            names = " = ".join(v["view"] for v in views)
-            verdicts = ", ".join(dict.fromkeys(v["result"]["verdict"] for v in views))
+            colour = _VIEW_COLOURS.get(views[0].view, "tab:gray")
+            names = " = ".join(v.view for v in views)
+            verdicts = ", ".join(dict.fromkeys(v.result.verdict for v in views))
             axis.plot(fpr, tpr, color=colour, linewidth=1.6, label=_literal(f"{names}: {verdicts}"))
-            if views[0]["claim_tpr"] and not claim_drawn:  # one claim per setting: every view judges the same
-                axis.plot(fpr, views[0]["claim_tpr"], color="black", linestyle="--", linewidth=1.2)
+            if views[0].claim_tpr and not claim_drawn:  # one claim per setting: every view judges the same
+                axis.plot(fpr, views[0].claim_tpr, color="black", linestyle="--", linewidth=1.2)
                 claim_drawn = True
             low = min(low, fpr[0])
         xs = np.geomspace(low, 1.0, 50)
@@ -709,9 +713,9 @@ def tradeoff_vs_claim(results: Mapping[str, Any], path: str | Path) -> Path:
         axis.set_yscale("log")  # the low-FPR corner is where one-run audits certify (Carlini et al. 2022)
         axis.set_xlim(low, 1.0)
         axis.set_ylim(low, 1.05)
-        claim = canary["claim"]
-        judged = "no claim" if claim["epsilon"] is None else f"claim ε {claim['epsilon']:.3g}"
-        axis.set_title(_literal(f"{setting['label']} ({judged})"), fontsize=9)
+        claim = canary.claim
+        judged = "no claim" if claim.epsilon is None else f"claim ε {claim.epsilon:.3g}"
+        axis.set_title(_literal(f"{setting.label} ({judged})"), fontsize=9)
         axis.set_xlabel("FPR (excluded canaries guessed in)")
         axis.set_ylabel("TPR (included canaries guessed in)")
         axis.grid(alpha=0.3)
@@ -727,7 +731,7 @@ def tradeoff_vs_claim(results: Mapping[str, Any], path: str | Path) -> Path:
 
 
 # what each report figure plots: the report draws a figure only when this selects something
-_PLOTTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+_PLOTTED: dict[str, Callable[[ResultsDocument], Any]] = {
     "accuracy_vs_round": _trained,
     "ssim_vs_epsilon": _ssim_series,
     "ssim_vs_error_std": _defence_points,
@@ -740,7 +744,7 @@ _PLOTTED: dict[str, Callable[[Mapping[str, Any]], Any]] = {
 }
 
 
-def has_data(name: str, results: Mapping[str, Any]) -> bool:
+def has_data(name: str, results: ResultsDocument) -> bool:
     """Whether the report figure ``name`` would plot anything for ``results`` (figures without data are not
     drawn into a report). A curve against the error's std needs two points: one attack is one point, which the
     summary table already shows."""

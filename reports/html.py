@@ -5,11 +5,11 @@ import base64
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import jinja2
 
-from auditkit.results.model import Command
+from auditkit.results.model import ResultsDocument
+from auditkit.results.reproduction import Reproduction
 from auditkit.reports.sections.adaptive import ADAPTIVE_COLUMNS, adaptive_rows
 from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
 from auditkit.reports.sections.details import ESTIMATE_COLUMNS, details
@@ -51,20 +51,20 @@ def png_data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], results_dir: Path) -> str:
+def render_html(results: ResultsDocument | Reproduction, figure_paths: Mapping[str, Path], results_dir: Path) -> str:
     """The report as HTML, from the template of the document's kind (both extend ``base.html.j2``: one header,
     style and footer). A results document: ``figure_paths`` maps summary figure names (see
     ``FIGURE_CAPTIONS``) to PNG files, and each reconstruction grid is read from ``results_dir`` (the
     folder of ``results.json``). A reproduction: ``figure_paths`` maps each table's figure name
     (``sections.reproduction.reproduction_figure``) to its PNG."""
-    if results["command"] == Command.REPRODUCE:
+    if isinstance(results, Reproduction):
         return _reproduction_html(results, figure_paths)
-    settings = results["settings"]
-    recorded = results["provenance"]
+    settings = results.settings
+    recorded = results.provenance
     return _ENVIRONMENT.get_template("report.html.j2").render(
         heading="auditkit report",
         footer=footer(results),
-        title=results["title"],
+        title=results.title,
         intro=intro(results),
         findings=findings(settings, class_count(results)),
         glossary=GLOSSARY,
@@ -85,18 +85,18 @@ def render_html(results: dict[str, Any], figure_paths: Mapping[str, Path], resul
         details_open=len(settings) == 1,  # one setting: its details are the report's body
         estimate_columns=ESTIMATE_COLUMNS,
         provenance=provenance(results),
-        versions=pairs(recorded["versions"]),
-        threat_models=pairs(recorded["threat_models"]),
+        versions=pairs(recorded.versions),
+        threat_models=pairs(recorded.threat_models),
         config=config_json(results),
     )
 
 
-def _reproduction_html(document: dict[str, Any], figure_paths: Mapping[str, Path]) -> str:
+def _reproduction_html(document: Reproduction, figure_paths: Mapping[str, Path]) -> str:
     """A reproduction's report as HTML: each table of the paper with our numbers, its verdicts and its figure."""
     return _ENVIRONMENT.get_template("reproduction.html.j2").render(
         heading="auditkit reproduction",
         footer=footer(document),
-        title=document["title"],
+        title=document.title,
         intro=reproduction_intro(document),
         glossary=REPRODUCTION_GLOSSARY,
         summary_columns=REPRODUCTION_SUMMARY_COLUMNS,
@@ -109,6 +109,6 @@ def _reproduction_html(document: dict[str, Any], figure_paths: Mapping[str, Path
         quotes=ordering_quotes(document),
         runs=settings_run(document),
         provenance=reproduction_provenance(document),
-        versions=pairs(document["provenance"]["versions"]),
+        versions=pairs(document.provenance.versions),
         config=config_json(document),
     )

@@ -4,10 +4,10 @@ from __future__ import annotations
 import posixpath
 import re
 from collections.abc import Mapping
-from typing import Any
 from urllib.parse import quote
 
-from auditkit.results.model import Command
+from auditkit.results.model import ResultsDocument
+from auditkit.results.reproduction import Reproduction
 from auditkit.reports.sections.adaptive import ADAPTIVE_COLUMNS, AdaptiveRow, adaptive_rows
 from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
 from auditkit.reports.sections.details import Details, ESTIMATE_COLUMNS, details
@@ -88,17 +88,18 @@ def _code_block(text: str, language: str) -> list[str]:
     return [fence + language, text, fence]
 
 
-def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, results_dir: str = ".") -> str:
+def render_markdown(results: ResultsDocument | Reproduction, figures: Mapping[str, str], *,
+                    results_dir: str = ".") -> str:
     """The report as markdown, laid out as the HTML report of the document's kind. A results document:
     ``figures`` maps summary figure names (see ``FIGURE_CAPTIONS``) to paths relative to the report, and
     each reconstruction grid is linked by its path in the results folder, ``results_dir`` (relative to the
     report, "/"-separated). A reproduction: ``figures`` maps each table's figure name
     (``sections.reproduction.reproduction_figure``) to its path relative to the report."""
-    if results["command"] == Command.REPRODUCE:
+    if isinstance(results, Reproduction):
         return _reproduction_markdown(results, figures)
-    settings = results["settings"]
+    settings = results.settings
     adaptive = adaptive_rows(settings)
-    lines = [f"# auditkit report: {escape(results['title'])}", "", escape(intro(results)), ""]
+    lines = [f"# auditkit report: {escape(results.title)}", "", escape(intro(results)), ""]
     found = findings(settings, class_count(results))
     if found:
         lines += ["## Findings", ""]
@@ -138,20 +139,20 @@ def render_markdown(results: dict[str, Any], figures: Mapping[str, str], *, resu
     lines += ["## Claim details", ""]
     for setting in settings:
         lines += _details(details(setting))
-    p = results["provenance"]
+    p = results.provenance
     lines += [
         "## Provenance", "",
         *(f"- **{escape(name)}**: {escape(text)}" for name, text in provenance(results)), "",
-        "### Versions", "", *_table(("package", "version"), pairs(p["versions"])), "",
+        "### Versions", "", *_table(("package", "version"), pairs(p.versions)), "",
         "### Threat models (who sees what)", "",
-        *_table(("view", "what it sees"), pairs(p["threat_models"])), "",
+        *_table(("view", "what it sees"), pairs(p.threat_models)), "",
         "### Config", "", *_code_block(config_json(results), "json"), "",
         *_footer(results),
     ]
     return "\n".join(lines)
 
 
-def _footer(document: dict[str, Any]) -> list[str]:
+def _footer(document: ResultsDocument | Reproduction) -> list[str]:
     return ["---", "", escape(footer(document)), ""]
 
 
@@ -164,9 +165,9 @@ def _badges(counts: list[tuple[str, str]]) -> str:
     return ", ".join(text for text, _ in counts)
 
 
-def _reproduction_markdown(document: dict[str, Any], figures: Mapping[str, str]) -> str:
+def _reproduction_markdown(document: Reproduction, figures: Mapping[str, str]) -> str:
     """A reproduction's report as markdown: the HTML report's sections, each table's figure linked as a file."""
-    lines = [f"# auditkit reproduction: {escape(document['title'])}", ""]
+    lines = [f"# auditkit reproduction: {escape(document.title)}", ""]
     lines += [*(f"- {escape(line)}" for line in reproduction_intro(document)), ""]
     lines += _glossary(REPRODUCTION_GLOSSARY)
     summary = [(heading, metric, _badges(rows), _badges(pairs) or "none claimed")
@@ -193,6 +194,6 @@ def _reproduction_markdown(document: dict[str, Any], figures: Mapping[str, str])
                   *_table(("measured", *run.seeds), run.measured), "", *_code_block(run.config, "json"), ""]
     lines += ["## Provenance", "",
               *(f"- **{escape(name)}**: {escape(text)}" for name, text in reproduction_provenance(document)),
-              "", "### Versions", "", *_table(("package", "version"), pairs(document["provenance"]["versions"])),
+              "", "### Versions", "", *_table(("package", "version"), pairs(document.provenance.versions)),
               "", "### Config", "", *_code_block(config_json(document), "json"), "", *_footer(document)]
     return "\n".join(lines)

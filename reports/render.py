@@ -13,11 +13,11 @@ from auditkit.reports.html import render_html
 from auditkit.reports.markdown import render_markdown
 from auditkit.output_folder import Batch
 from auditkit.reports.sections.reproduction import reproduction_figure
-from auditkit.results import Command, file_name, validate_results
+from auditkit.results import Reproduction, ResultsDocument, as_dict, as_model, file_name
 from auditkit.strict_json import dumps_strict
 
 # the summary figures, drawn into out/figures/<name>.png when they have data (figures.has_data)
-FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
+FIGURES: dict[str, Callable[[ResultsDocument, Path], Path]] = {
     "accuracy_vs_round": figures.accuracy_vs_round,
     "ssim_vs_epsilon": figures.ssim_vs_epsilon,
     "ssim_vs_error_std": figures.ssim_vs_error_std,
@@ -31,26 +31,27 @@ FIGURES: dict[str, Callable[[dict[str, Any], Path], Path]] = {
 FORMATS = ("html", "md")
 
 
-def _check_reconstructions(results: dict[str, Any], results_dir: Path) -> None:
+def _check_reconstructions(results: ResultsDocument, results_dir: Path) -> None:
     """Every reconstruction grid the results name must be a file in ``results_dir``."""
-    for i, setting in enumerate(results["settings"]):
+    for i, setting in enumerate(results.settings):
         for section in ("inversion", "probe"):
-            figure = None if setting[section] is None else setting[section]["figure"]
+            found = getattr(setting, section)
+            figure = None if found is None else found.figure
             if figure is not None and not (results_dir / figure).is_file():
                 raise ValueError(f"results.settings[{i}].{section}.figure: {figure} is not a file in {results_dir}")
 
 
-def _drawn(results: dict[str, Any]) -> dict[str, Callable[[Path], Path]]:
+def _drawn(results: ResultsDocument | Reproduction) -> dict[str, Callable[[Path], Path]]:
     """The figures of a document, name -> a function drawing it into a path: a results document's summary figures
     that have data (``FIGURES``), or one figure per table of a reproduction (``figures.reproduction_table``)."""
-    if results["command"] == Command.REPRODUCE:
+    if isinstance(results, Reproduction):
         return {reproduction_figure(i): functools.partial(figures.reproduction_table, results, i)
-                for i in range(len(results["tables"]))}
+                for i in range(len(results.tables))}
     return {name: functools.partial(draw, results) for name, draw in FIGURES.items() if figures.has_data(name, results)}
 
 
 def render_report(
-    results: dict[str, Any], out: str | Path, formats: Iterable[str] = FORMATS, *,
+    results: dict[str, Any] | ResultsDocument | Reproduction, out: str | Path, formats: Iterable[str] = FORMATS, *,
     results_dir: str | Path | None = None, with_results: bool = False,
 ) -> list[Path]:
     """Validate ``results`` (any command's document: a results document, or a reproduction, which is laid out
@@ -59,27 +60,28 @@ def render_report(
     the paths written. Reconstruction grids are read from ``results_dir``, the folder of ``results.json`` (default:
     ``out``). The files are replaced together, or none is (``auditkit.output_folder.Batch``)."""
     formats = tuple(formats)
-    validate_results(results)
+    document = as_model(results)
     unknown = sorted(set(formats) - set(FORMATS))
     if unknown:
         raise ValueError(f"unknown report format {unknown[0]!r}; choose from {', '.join(FORMATS)}")
     out = Path(out)
     results_dir = out if results_dir is None else Path(results_dir)
-    if results["command"] != Command.REPRODUCE:
-        _check_reconstructions(results, results_dir)
+    if isinstance(document, ResultsDocument):
+        _check_reconstructions(document, results_dir)
     (out / "figures").mkdir(parents=True, exist_ok=True)
     staging = Batch(out)
     try:
         if with_results:
-            staging.write_text(out / file_name(results), dumps_strict(results, indent=2) + "\n")
+            written = results if isinstance(results, dict) else as_dict(document)
+            staging.write_text(out / file_name(written), dumps_strict(written, indent=2) + "\n")
         drawn = {name: staging.write(out / "figures" / f"{name}.png", draw)
-                 for name, draw in _drawn(results).items()}
+                 for name, draw in _drawn(document).items()}
         if "md" in formats:
             links = {name: f"figures/{name}.png" for name in drawn}
             grids = Path(os.path.relpath(results_dir, out)).as_posix()
-            staging.write_text(out / "report.md", render_markdown(results, links, results_dir=grids))
+            staging.write_text(out / "report.md", render_markdown(document, links, results_dir=grids))
         if "html" in formats:
-            staging.write_text(out / "report.html", render_html(results, drawn, results_dir))
+            staging.write_text(out / "report.html", render_html(document, drawn, results_dir))
     except BaseException:
         staging.discard()
         raise

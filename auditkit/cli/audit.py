@@ -23,6 +23,7 @@ from auditkit.flower.recording import RecordingError, load_recording
 from auditkit.output_folder import Mode
 from auditkit.reports.sections.summary import certified_bound, test_name
 from auditkit.reports.sections.text import number
+from auditkit.results.model import Setting
 from auditkit.stages.identification import above_bound
 from auditkit.stages.recorded import recorded_config
 
@@ -136,7 +137,7 @@ def _rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
     for s in document["settings"]:
         claim, probe, ident, headline = s["mechanism"]["guarantee"], s["probe"], s["identification"], s["verdict"]
         flags = f" [{', '.join(claim['flags'])}]" if claim["flags"] else ""
-        bound = certified_bound(s)
+        bound = certified_bound(Setting.model_validate(s))
         identified = "-" if ident is None else "; ".join(
             f"M={t['candidates']}: {t['rate']:.2f} {'>' if above_bound(t) else '<='} {t['bound']:.2f}"
             for t in ident["tests"])
@@ -146,7 +147,7 @@ def _rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
             ("none" if claim["epsilon"] is None else f"{claim['epsilon']:.4g}") + flags,
             "-" if headline is None else headline["verdict"] + (
                 f" ({headline['evidence']})" if headline.get("evidence") else ""),
-            "-" if bound is None else f"{number(bound['epsilon_lower_bound'])} ({test_name(bound['test'])})",
+            "-" if bound is None else f"{number(bound.epsilon_lower_bound)} ({test_name(bound.test)})",
             identified,
             "-" if probe is None else f"{probe['clean']['ssim_mean']:.3f} -> {probe['defended']['ssim_mean']:.3f}",
         ))

@@ -17,6 +17,7 @@ from auditkit.cli.outputs import check_output, overwrite_option
 from auditkit.cli.terminal import Reporter, console, print_written
 from auditkit.reports.sections.reproduction import ours
 from auditkit.reproduction.paper import BUDGETS
+from auditkit.results.reproduction import Row
 
 __all__ = ["command"]
 
@@ -93,6 +94,6 @@ def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, d
         for row in t["rows"]:
             column = row["column"] if row["x"] is None else f"{row['column']} {t['x_label']} = {row['x']:g}".strip()
             summary.add_row(escape(t["id"]), escape(row["method"]), escape(column), escape(row["paper"] or "(plot)"),
-                            ours(row), row["verdict"])
+                            ours(Row.model_validate(row)), row["verdict"])
     console.print(summary)
     print_written(out / name for name in ("reproduction.json", "report.html", "report.md"))

@@ -19,8 +19,8 @@ from auditkit.results.types import Section, short
 from auditkit.results.upgrade import REPRODUCTION_V2_SCHEMA, upgrade
 from auditkit.strict_json import dumps_strict, read_bounded
 
-__all__ = ["RESULTS_FILE", "REPRODUCTION_FILE", "document_path", "file_name", "load_results", "upgrade_results",
-           "validate_results", "write_results"]
+__all__ = ["RESULTS_FILE", "REPRODUCTION_FILE", "as_dict", "as_model", "document_path", "file_name", "load_results",
+           "upgrade_results", "validate_results", "write_results"]
 
 RESULTS_FILE, REPRODUCTION_FILE = "results.json", "reproduction.json"
 FIRST_VERSION = 2  # the oldest version read
@@ -31,9 +31,8 @@ _MODELS: dict[tuple[int, bool], type[Section]] = {  # (version, a reproduction?)
 }
 
 
-def _check(doc: Any, version: int) -> dict[str, Any]:
-    """``doc`` checked as a document of ``version``: the same document with its non-finite numbers decoded where
-    the schema has a number (ValueError in one line naming the key)."""
+def _validated(doc: Any, version: int) -> Section:
+    """``doc`` checked as a document of ``version``, as its model (ValueError in one line naming the key)."""
     if not isinstance(doc, dict):
         raise ValueError(f"results must be a JSON object, got {type(doc).__name__}")
     if doc.get("schema") != SCHEMA:
@@ -46,10 +45,20 @@ def _check(doc: Any, version: int) -> dict[str, Any]:
     reproduction = command == Command.REPRODUCE
     model = _MODELS.get((version, reproduction), ResultsDocument)
     try:
-        checked = model.model_validate(doc)
+        return model.model_validate(doc)
     except ValidationError as err:
         raise ValueError(message(err, "reproduction" if reproduction else "results")) from None
-    return _plain(checked.model_dump(exclude_unset=True, by_alias=True))
+
+
+def _check(doc: Any, version: int) -> dict[str, Any]:
+    """``doc`` checked as a document of ``version``: the same document with its non-finite numbers decoded where
+    the schema has a number (ValueError in one line naming the key)."""
+    return as_dict(_validated(doc, version))
+
+
+def as_dict(model: Section) -> dict[str, Any]:
+    """A checked document (or section) as parsed JSON holds it: the keys written, vocabularies as strings."""
+    return _plain(model.model_dump(exclude_unset=True, by_alias=True))
 
 
 def _plain(value: Any) -> Any:
@@ -67,6 +76,14 @@ def validate_results(doc: Any) -> None:
     """Raise ValueError (one line, naming the offending key) unless ``doc`` is a document of the current version:
     a ``ResultsDocument`` or, with ``command`` "reproduce", a ``Reproduction``."""
     _check(doc, SCHEMA_VERSION)
+
+
+def as_model(doc: Any) -> ResultsDocument | Reproduction:
+    """``doc`` as the model of its kind, checked as ``validate_results`` checks it (the same ValueError); a model
+    is returned as it is."""
+    if isinstance(doc, ResultsDocument | Reproduction):
+        return doc
+    return _validated(doc, SCHEMA_VERSION)
 
 
 def _check_reproduction_v2(doc: dict[str, Any]) -> dict[str, Any]:

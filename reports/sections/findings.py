@@ -3,12 +3,11 @@ whole run's claim; utility; where reconstruction from one update begins."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 from auditkit.attacks.headline import canary_test
 from auditkit.reports.sections.canary import judged_claim
 from auditkit.reports.sections.summary import adjusted, baseline, certified_bound, versus
 from auditkit.reports.sections.text import claim, epsilon, number, percent, plural, rough
+from auditkit.results.model import Canary, CanaryView, DecisiveTest, ReconstructionSweep, ResultsDocument, Setting
 
 
 @dataclass(frozen=True)
@@ -39,125 +38,131 @@ class Findings:
         return [part for part in parts if part[2]]
 
 
-def findings(settings: list[dict[str, Any]], classes: int | None = None) -> Findings:
+def findings(settings: list[Setting], classes: int | None = None) -> Findings:
     """Refuted, consistent, no-claim and unresolved settings (by their headline verdict), each with its evidence;
     utility against the run without a mechanism (``classes``: for the chance level); the reconstruction sweep."""
     refuted, consistent, no_claim, unresolved = [], [], [], []
     for s in settings:
-        headline = s["verdict"]
+        headline = s.verdict
         if headline is None:
             continue
-        claimed = claim(s["mechanism"]["guarantee"]["epsilon"], s["mechanism"]["guarantee"]["delta"])
-        p = f" ({adjusted(headline)})" if headline["p_value"] is not None else ""
-        if headline["verdict"] in ("violated", "claim holds only cell-locally"):
-            strength = f" ({headline['evidence']} refutation)" if headline.get("evidence") else ""
-            also = _analytic(s) if headline.get("evidence") != "analytic" else ""
-            refuted.append(f"{s['label']}: {headline['verdict']}{strength}: claim {claimed}; {_evidence(s)}{p}"
+        claimed = claim(s.mechanism.guarantee.epsilon, s.mechanism.guarantee.delta)
+        p = f" ({adjusted(headline)})" if headline.p_value is not None else ""
+        if headline.verdict in ("violated", "claim holds only cell-locally"):
+            strength = f" ({headline.evidence} refutation)" if headline.evidence else ""
+            also = _analytic(s) if headline.evidence != "analytic" else ""
+            refuted.append(f"{s.label}: {headline.verdict}{strength}: claim {claimed}; {_evidence(s)}{p}"
                            + (f". Also by computation: {also}" if also else "") + ".")
-        elif headline["verdict"] == "consistent":
+        elif headline.verdict == "consistent":
             bound = certified_bound(s)
-            strongest = "" if bound is None else f"; strongest certified ε ≥ {number(bound['epsilon_lower_bound'])}"
-            consistent.append(f"{s['label']} ({claimed}): {plural(headline['tests'], 'test')}, none refuted it"
+            strongest = "" if bound is None else f"; strongest certified ε ≥ {number(bound.epsilon_lower_bound)}"
+            consistent.append(f"{s.label} ({claimed}): {plural(headline.tests, 'test')}, none refuted it"
                               f"{strongest}.")
-        elif headline["verdict"] == "no claim":
+        elif headline.verdict == "no claim":
             leaked = _leaked(s)
-            no_claim.append(f"{s['label']}: makes no privacy claim" + (f"; measured: {leaked}" if leaked else "") + ".")
+            no_claim.append(f"{s.label}: makes no privacy claim" + (f"; measured: {leaked}" if leaked else "") + ".")
         else:
-            unresolved.append(f"{s['label']} ({claimed}): {headline['verdict']}: {_why_unresolved(s)}.")
+            unresolved.append(f"{s.label} ({claimed}): {headline.verdict}: {_why_unresolved(s)}.")
     return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings),
                     _whole_run(settings))
 
 
-def class_count(results: dict[str, Any]) -> int | None:
+def class_count(results: ResultsDocument) -> int | None:
     """How many classes the data has (for the chance level), where the provenance records it."""
-    data = results["provenance"]["data"]
-    return None if data is None else data.get("classes")
+    data = results.provenance.data
+    return None if data is None else data.classes
 
 
-def _analytic(setting: dict[str, Any]) -> str:
+def _analytic(setting: Setting) -> str:
     """"the noise it really adds is ε = 16.5 per round, not 10 (claim-exceeded): it adds less noise than its
     claim assumes", the accounting check's reason when it is violated, or "" when no computation refutes the
     claim."""
-    mechanism, accounting = setting["mechanism"], setting["accounting"]
-    actual, claimed = mechanism.get("true_epsilon"), mechanism["guarantee"]["epsilon"]
+    mechanism, accounting = setting.mechanism, setting.accounting
+    actual, claimed = mechanism.true_epsilon, mechanism.guarantee.epsilon
     found = []
-    if actual is not None and claimed is not None and "claim-exceeded" in mechanism["guarantee"]["flags"]:
+    if actual is not None and claimed is not None and "claim-exceeded" in mechanism.guarantee.flags:
         found.append(f"the noise it really adds is ε = {number(actual)} per round, not {number(claimed)} (computed "
                      "from the noise's law; flag claim-exceeded): the mechanism adds less noise than its claim "
                      "assumes")
-    check = None if accounting is None else accounting.get("check")
-    if check is not None and check["verdict"] == "violated":
-        found.append(f"accounting check: {check['reason']}")
+    check = None if accounting is None else accounting.check
+    if check is not None and check.verdict == "violated":
+        found.append(f"accounting check: {check.reason}")
     return "; ".join(found)
 
 
-def _evidence(setting: dict[str, Any]) -> str:
+def _evidence(setting: Setting) -> str:
     """The deciding test's evidence, in words."""
-    headline, test, ident = setting["verdict"], setting["distinguish"], setting["identification"]
-    decided = headline["decided_by"]
-    kind = decided["kind"]
-    if headline.get("evidence") == "analytic":
+    headline, test, ident = setting.verdict, setting.distinguish, setting.identification
+    decided = headline.decided_by
+    kind = decided.kind
+    if headline.evidence == "analytic":
         bound = certified_bound(setting)
-        reach = "" if bound is None else (f"; the strongest test certified ε ≥ {number(bound['epsilon_lower_bound'])} "
-                                          f"(cap {number(bound['max_certifiable'])} at these trials)")
+        reach = "" if bound is None else (f"; the strongest test certified ε ≥ {number(bound.epsilon_lower_bound)} "
+                                          f"(cap {number(bound.max_certifiable)} at these trials)")
         return _analytic(setting) + reach
     if kind == "identification" and ident is not None:
-        m = decided["candidates"]
-        t = next(t for t in ident["tests"] if t["candidates"] == m)
-        return (f"the informed adversary identified the target among {m} candidates in {t['successes']} of "
-                f"{t['trials']} trials ({number(t['rate'], '.2f')}, lower limit {number(t['lower'])}) while "
-                f"the claim allows at most {number(t['bound'])} ({t['bound_form']})")
+        m = decided.candidates
+        t = next(t for t in ident.tests if t.candidates == m)
+        return (f"the informed adversary identified the target among {m} candidates in {t.successes} of "
+                f"{t.trials} trials ({number(t.rate, '.2f')}, lower limit {number(t.lower)}) while "
+                f"the claim allows at most {number(t.bound)} ({t.bound_form})")
     if kind == "distinguishing" and test is not None:
-        return (f"certified ε ≥ {number(test['epsilon_lower_bound'])} against the claimed "
-                f"{number(test['claimed_epsilon'])} ({test['worst_pair']})")
-    if kind == "canary" and setting.get("canary"):
-        canary = setting["canary"]
-        worst = next(v for v in canary["views"] if canary_test(canary, v) == decided)
-        r = worst["result"]
-        return (f"{r['correct']:,} of {r['guesses']:,} guesses on {r['canaries']:,} canaries were right: certified "
-                f"ε ≥ {number(r['epsilon_lower_bound'])} ({r['bound']}) against {judged_claim(canary['claim'])}")
+        return (f"certified ε ≥ {number(test.epsilon_lower_bound)} against the claimed "
+                f"{number(test.claimed_epsilon)} ({test.worst_pair})")
+    if kind == "canary" and setting.canary:
+        canary = setting.canary
+        worst = next(v for v in canary.views if _decides(canary, v, decided))
+        r = worst.result
+        return (f"{r.correct:,} of {r.guesses:,} guesses on {r.canaries:,} canaries were right: certified "
+                f"ε ≥ {number(r.epsilon_lower_bound)} ({r.bound}) against {judged_claim(canary.claim)}")
     if kind == "adaptive" and test is not None:
-        a = next((a for a in test["adaptive"] if a["test"] == decided["test"]), None)
+        a = next((a for a in test.adaptive if a.test == decided.test), None)
         if a is not None:
-            return (f"{a['test']}: certified ε ≥ {number(a['epsilon_lower_bound'])} against "
-                    f"{epsilon(a['claimed_epsilon'])} ({a['claim']})")
-    return decided["name"]
+            return (f"{a.test}: certified ε ≥ {number(a.epsilon_lower_bound)} against "
+                    f"{epsilon(a.claimed_epsilon)} ({a.claim})")
+    return decided.name
 
 
-def _why_unresolved(setting: dict[str, Any]) -> str:
-    headline, test = setting["verdict"], setting["distinguish"]
-    if headline["verdict"] == "vacuous claim":
+def _decides(canary: Canary, view: CanaryView, decided: DecisiveTest) -> bool:
+    """Whether ``view`` is the canary test that ``decided`` names (``canary_test`` reads the fields as a dict)."""
+    test = canary_test({"kind": canary.kind}, {"view": view.view, "result": {"bound": view.result.bound}})
+    return DecisiveTest.model_validate(test).model_dump() == decided.model_dump()
+
+
+def _why_unresolved(setting: Setting) -> str:
+    headline, test = setting.verdict, setting.distinguish
+    if headline.verdict == "vacuous claim":
         return "the claim bounds nothing these tests measure"
-    if test is not None and test["claimed_epsilon"] is not None and test["max_certifiable"] <= test["claimed_epsilon"]:
-        return (f"claim ε {number(test['claimed_epsilon'])} exceeds what {test['trials']:,} trials can certify "
-                f"({number(test['max_certifiable'])}), and the identification bound allows "
+    if test is not None and test.claimed_epsilon is not None and test.max_certifiable <= test.claimed_epsilon:
+        return (f"claim ε {number(test.claimed_epsilon)} exceeds what {test.trials:,} trials can certify "
+                f"({number(test.max_certifiable)}), and the identification bound allows "
                 f"{'certain identification' if _bound_is_one(setting) else 'more than these trials can exceed'}")
-    return f"no test could refute the claim ({headline['decided_by']['name']})"
+    return f"no test could refute the claim ({headline.decided_by.name})"
 
 
-def _bound_is_one(setting: dict[str, Any]) -> bool:
-    ident = setting["identification"]
-    return ident is None or all(t["bound"] >= 1 for t in ident["tests"])
+def _bound_is_one(setting: Setting) -> bool:
+    ident = setting.identification
+    return ident is None or all(t.bound >= 1 for t in ident.tests)
 
 
-def _leaked(setting: dict[str, Any]) -> str:
+def _leaked(setting: Setting) -> str:
     """What the tests measured of a mechanism that claims nothing: its certified bound, identification."""
     parts = []
     bound = certified_bound(setting)
     if bound is not None:
-        perfect = " (a perfect test: the cap at these trials)" if bound["epsilon_lower_bound"] >= 0.999 * bound[
-            "max_certifiable"] else ""
-        parts.append(f"certified ε ≥ {number(bound['epsilon_lower_bound'])}{perfect}")
-    probe = setting["probe"]
+        perfect = (" (a perfect test: the cap at these trials)"
+                   if bound.epsilon_lower_bound >= 0.999 * bound.max_certifiable else "")
+        parts.append(f"certified ε ≥ {number(bound.epsilon_lower_bound)}{perfect}")
+    probe = setting.probe
     if probe is not None:
-        parts.append(f"probe SSIM {number(probe['defended']['ssim_mean'], '.2f')} (clean "
-                     f"{number(probe['clean']['ssim_mean'], '.2f')})")
+        parts.append(f"probe SSIM {number(probe.defended.ssim_mean, '.2f')} (clean "
+                     f"{number(probe.clean.ssim_mean, '.2f')})")
     return "; ".join(parts)
 
 
-def _utility(settings: list[dict[str, Any]], classes: int | None) -> list[str]:
+def _utility(settings: list[Setting], classes: int | None) -> list[str]:
     """One line per trained setting: its final accuracy against the run without a mechanism."""
-    trained = [s for s in settings if s["training"] is not None]
+    trained = [s for s in settings if s.training is not None]
     if len(trained) < 2:
         return []
     reference = baseline(settings)
@@ -167,80 +172,80 @@ def _utility(settings: list[dict[str, Any]], classes: int | None) -> list[str]:
         lines.append("no run without a mechanism in this audit: accuracies below are absolute"
                      + ("" if chance is None else f" (chance: {percent(chance)})"))
     else:
-        lines.append(f"{reference['label']} (no mechanism): {percent(reference['training']['final']['test_accuracy'])}"
+        lines.append(f"{reference.label} (no mechanism): {percent(reference.training.final.test_accuracy)}"
                      + ("" if chance is None else f"; chance is {percent(chance)}"))
     for s in trained:
         if s is reference:
             continue
-        accuracy = s["training"]["final"]["test_accuracy"]
+        accuracy = s.training.final.test_accuracy
         near = chance is not None and accuracy < 1.5 * chance
-        lines.append(f"{s['label']}: {percent(accuracy)}"
+        lines.append(f"{s.label}: {percent(accuracy)}"
                      + ("" if reference is None else f" ({versus(s, reference)})")
                      + ("; near chance: the model learns almost nothing" if near else ""))
     return lines
 
 
-def _reconstruction(settings: list[dict[str, Any]]) -> list[str]:
+def _reconstruction(settings: list[Setting]) -> list[str]:
     """One line per swept mechanism: where mean SSIM reaches the sweep's level, against the audited claims."""
     lines = []
     for group, (sweep, members) in sweep_groups(settings).items():
-        claims = sorted({s["mechanism"]["guarantee"]["epsilon"] for s in members
-                         if s["mechanism"]["guarantee"]["epsilon"] is not None})
+        claims = sorted({s.mechanism.guarantee.epsilon for s in members
+                         if s.mechanism.guarantee.epsilon is not None})
         audited = f"ε {number(claims[0])}" + (f" to {number(claims[-1])}" if len(claims) > 1 else "")
-        crossing, top = sweep["crossing_eps"], sweep["points"][-1]
+        crossing, top = sweep.crossing_eps, sweep.points[-1]
         if crossing is None:
-            lines.append(f"{group}: no reconstruction from one update up to ε = {rough(top['eps'])} (mean SSIM "
-                         f"{number(top['ssim'], '.2f')} there" + (f"; {sweep['stopped']}" if sweep.get("stopped")
+            lines.append(f"{group}: no reconstruction from one update up to ε = {rough(top.eps)} (mean SSIM "
+                         f"{number(top.ssim, '.2f')} there" + (f"; {sweep.stopped}" if sweep.stopped
                                                                   else "") + f"); the audited claims are {audited}.")
             continue
         where = (f"reconstruction from one update starts near ε ≈ {rough(crossing)} (mean SSIM reaches "
-                 f"{number(sweep['level'])})")
-        matches = "" if sweep.get("reaches_clean_eps") is None else (
-            f", and matches the clean attack's ({number(sweep['clean_ssim'], '.2f')}) near ε ≈ "
-            f"{rough(sweep['reaches_clean_eps'])}")
+                 f"{number(sweep.level)})")
+        matches = "" if sweep.reaches_clean_eps is None else (
+            f", and matches the clean attack's ({number(sweep.clean_ssim, '.2f')}) near ε ≈ "
+            f"{rough(sweep.reaches_clean_eps)}")
         if crossing <= claims[-1]:
-            reached = max((s for s in members if s["probe"] is not None),
-                          key=lambda s: s["mechanism"]["guarantee"]["epsilon"])
+            reached = max((s for s in members if s.probe is not None),
+                          key=lambda s: s.mechanism.guarantee.epsilon)
             lines.append(f"{group}: {where}{matches}, inside the audited claims ({audited}): at ε "
-                         f"{number(reached['mechanism']['guarantee']['epsilon'])} the probe reconstructs with mean "
-                         f"SSIM {number(reached['probe']['defended']['ssim_mean'], '.2f')}.")
+                         f"{number(reached.mechanism.guarantee.epsilon)} the probe reconstructs with mean "
+                         f"SSIM {number(reached.probe.defended.ssim_mean, '.2f')}.")
             continue
-        best = max(members, key=lambda s: s["mechanism"]["guarantee"]["epsilon"] or 0)
-        ident = best["identification"]
+        best = max(members, key=lambda s: s.mechanism.guarantee.epsilon or 0)
+        ident = best.identification
         leak = ""
-        if ident is not None and ident["tests"]:
-            t = ident["tests"][0]
-            leak = (f"; below the start the leakage is identification (success {number(t['rate'], '.2f')} among "
-                    f"{t['candidates']} at ε {number(best['mechanism']['guarantee']['epsilon'])}, guessing "
-                    f"{number(1 / t['candidates'], '.2f')})")
+        if ident is not None and ident.tests:
+            t = ident.tests[0]
+            leak = (f"; below the start the leakage is identification (success {number(t.rate, '.2f')} among "
+                    f"{t.candidates} at ε {number(best.mechanism.guarantee.epsilon)}, guessing "
+                    f"{number(1 / t.candidates, '.2f')})")
         lines.append(f"{group}: {where}, {rough(crossing / claims[-1])} times the largest audited claim ({audited})"
                      f"{matches}{leak}.")
     return lines
 
 
-def sweep_groups(settings: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], list[dict[str, Any]]]]:
+def sweep_groups(settings: list[Setting]) -> dict[str, tuple[ReconstructionSweep, list[Setting]]]:
     """The reconstruction sweeps, one per distinct sweep (settings that differ only in the swept epsilon share
     it): group label -> (the sweep, the settings that share it), in setting order."""
-    groups: dict[str, tuple[dict[str, Any], list[dict[str, Any]]]] = {}
+    groups: dict[str, tuple[ReconstructionSweep, list[Setting]]] = {}
     for s in settings:
-        sweep = (s["probe"] or {}).get("sweep")
+        sweep = None if s.probe is None else s.probe.sweep
         if sweep is None:
             continue
-        label = sweep["group"]
+        label = sweep.group
         if label not in groups:
             groups[label] = (sweep, [])
         groups[label][1].append(s)
     return groups
 
 
-def _whole_run(settings: list[dict[str, Any]]) -> list[str]:
+def _whole_run(settings: list[Setting]) -> list[str]:
     """One line per setting whose canary clients tested the whole run's claim: the claim and each view's bound."""
     lines = []
     for s in settings:
-        canary = s.get("canary")
-        if not canary or canary["kind"] != "fl":
+        canary = s.canary
+        if not canary or canary.kind != "fl":
             continue
-        views = "; ".join(f"{v['view']} view: ε ≥ {number(v['result']['epsilon_lower_bound'])}, {v['result']['verdict']}"
-                          for v in canary["views"])
-        lines.append(f"{s['label']}: {judged_claim(canary['claim'])}, {canary['canaries']:,} canary clients: {views}.")
+        views = "; ".join(f"{v.view} view: ε ≥ {number(v.result.epsilon_lower_bound)}, {v.result.verdict}"
+                          for v in canary.views)
+        lines.append(f"{s.label}: {judged_claim(canary.claim)}, {canary.canaries:,} canary clients: {views}.")
     return lines

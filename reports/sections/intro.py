@@ -4,23 +4,24 @@ from __future__ import annotations
 from typing import Any
 
 from auditkit.reports.sections.text import number, plural
+from auditkit.results.model import ResultsDocument
 
 
-def intro(results: dict[str, Any]) -> str:
+def intro(results: ResultsDocument) -> str:
     """One paragraph: what was run (each command's own account), on what, and how; provenance sections that are
     null are not mentioned."""
-    p, command = results["provenance"], results["command"]
-    what = plural(len(results["settings"]), "mechanism setting")
-    tool = f"auditkit {p['auditkit_version']} (command: {command})"
+    p, command = results.provenance, results.command
+    what = plural(len(results.settings), "mechanism setting")
+    tool = f"auditkit {p.auditkit_version} (command: {command})"
     clauses = _context(results)
-    run = f"seed {p['seed']}, device {p['device']}."
+    run = f"seed {p.seed}, device {p.device}."
     if command in ("train", "audit"):
         head = f"{what} {'trained and accounted' if command == 'train' else 'audited'} with {tool}"
-        if clauses and p["data"] is not None:  # "... audited with auditkit 0.1.0 (command: audit) on the digits ..."
+        if clauses and p.data is not None:  # "... audited with auditkit 0.1.0 (command: audit) on the digits ..."
             head += " " + clauses.pop(0)
         return ", ".join([head, *clauses, run])
     if command == "attack":
-        if p["model"] is not None:  # named with the attack
+        if p.model is not None:  # named with the attack
             clauses = [c for c in clauses if not c.startswith("model ")]
         head = _attack_head(results, f"{what} attacked with {tool}")
     elif command == "distinguish":
@@ -32,21 +33,21 @@ def intro(results: dict[str, Any]) -> str:
     return "; ".join([", ".join([head, *clauses]), run])
 
 
-def _context(results: dict[str, Any]) -> list[str]:
+def _context(results: ResultsDocument) -> list[str]:
     """Clauses on the data, model and FL training, each only where the provenance records it."""
-    p = results["provenance"]
-    data, model, training = p["data"], p["model"], p["training"]
+    p = results.provenance
+    data, model, training = p.data, p.model, p.training
     clauses = []
     if data is not None:
-        split = data["partition"] + (f" split over {training['clients']} clients" if training is not None else " split")
-        clauses.append(f"on the {data['dataset']} dataset ({split}; {data['train']:,} training, "
-                       f"{data['validation']:,} validation and {data['test']:,} test examples)")
+        split = data.partition + (f" split over {training.clients} clients" if training is not None else " split")
+        clauses.append(f"on the {data.dataset} dataset ({split}; {data.train:,} training, "
+                       f"{data.validation:,} validation and {data.test:,} test examples)")
     if model is not None:
-        clauses.append(f"model {model['name']} ({model['num_params']:,} parameters)")
+        clauses.append(f"model {model.name} ({model.num_params:,} parameters)")
     if training is not None:
-        clauses.append(f"{training['rounds']} FedAvg rounds of τ = {training['tau']} local steps "
-                       f"(batch size {training['batch_size']}, learning rate {number(training['lr'], 'g')}, "
-                       f"participation: {training['participation']})")
+        clauses.append(f"{training.rounds} FedAvg rounds of τ = {training.tau} local steps "
+                       f"(batch size {training.batch_size}, learning rate {number(training.lr, 'g')}, "
+                       f"participation: {training.participation})")
     return clauses
 
 
@@ -55,30 +56,30 @@ def _same(values: list[Any]) -> Any:
     return values[0] if values and all(v == values[0] for v in values) else None
 
 
-def _attack_head(results: dict[str, Any], head: str) -> str:
+def _attack_head(results: ResultsDocument, head: str) -> str:
     """What ``auditkit attack`` did: which attack, on how many images from which source, through which model."""
-    inversions = [s["inversion"] for s in results["settings"] if s["inversion"] is not None]
-    attack = _same([i["attack"] for i in inversions]) or "gradient inversion"
-    images, source = _same([i.get("images") for i in inversions]), _same([i.get("source") for i in inversions])
+    inversions = [s.inversion for s in results.settings if s.inversion is not None]
+    attack = _same([i.attack for i in inversions]) or "gradient inversion"
+    images, source = _same([i.images for i in inversions]), _same([i.source for i in inversions])
     what = " ".join(str(x) for x in (images, source, "images") if x is not None)
-    recorded = results["provenance"]["model"]
-    model = (f"{recorded['name']} ({recorded['num_params']:,} parameters)" if recorded is not None else
-             _same([i["model"] for i in inversions]) or "(as recorded per setting)")
+    recorded = results.provenance.model
+    model = (f"{recorded.name} ({recorded.num_params:,} parameters)" if recorded is not None else
+             _same([i.model for i in inversions]) or "(as recorded per setting)")
     text = (f"{head}: {attack} inverts the gradients of {what}, each held by a single-image client (one local "
             f"step), through model {model}, once on the clean gradients and once on the server's view after the "
             f"mechanism")
-    given = _same([i.get("label_given") for i in inversions])
+    given = _same([i.label_given for i in inversions])
     if given is not None:
         text += ", the attacker given the true labels" if given else ", the labels inferred by the attack"
-    if len(inversions) > 1 and any("error_std" in i for i in inversions):
+    if len(inversions) > 1 and any(i.error_std is not None for i in inversions):
         text += "; a defence curve: each setting is one mechanism at one parameter value"
     return text
 
 
-def _distinguish_head(results: dict[str, Any], head: str) -> str:
+def _distinguish_head(results: ResultsDocument, head: str) -> str:
     """What ``auditkit distinguish`` did: the tests, their trials and confidence."""
-    tests = [s["distinguish"] for s in results["settings"] if s["distinguish"] is not None]
-    trials, count, confidence = (_same([t[key] for t in tests]) for key in ("trials", "tests", "confidence"))
+    tests = [s.distinguish for s in results.settings if s.distinguish is not None]
+    trials, count, confidence = (_same([getattr(t, key) for t in tests]) for key in ("trials", "tests", "confidence"))
     how = [text for value, text in ((trials, f"{trials or 0:,} outputs per neighbouring pair"),
                                     (count, f"{count} tests"),
                                     (confidence, f"{number(100 * (confidence or 0), 'g')} % family-wise confidence, "
@@ -88,19 +89,20 @@ def _distinguish_head(results: dict[str, Any], head: str) -> str:
             "the claim")
 
 
-def _canary_head(results: dict[str, Any], head: str) -> str:
+def _canary_head(results: ResultsDocument, head: str) -> str:
     """What ``auditkit canary`` did: the idealized one-run game, its canaries and bound."""
-    runs = [s["canary"] for s in results["settings"] if s.get("canary")]
-    canaries, bound = (_same([c[key] for c in runs]) for key in ("canaries", "bound"))
+    runs = [s.canary for s in results.settings if s.canary]
+    canaries, bound = (_same([getattr(c, key) for c in runs]) for key in ("canaries", "bound"))
     return (f"{head}: the idealized one-run game, each canary one call of the mechanism on the claim's neighbouring "
             "pair" + ("" if canaries is None else f", {canaries:,} canaries")
             + ("" if bound is None else f", {bound} bound") + "; nothing was trained")
 
 
-def _account_head(results: dict[str, Any], head: str) -> str:
+def _account_head(results: ResultsDocument, head: str) -> str:
     """What ``auditkit account`` did: the claims composed analytically, over how many rounds, how."""
-    runs = [s["accounting"] for s in results["settings"] if s["accounting"] is not None]
-    rounds, delta, backend = (_same([a[key] for a in runs]) for key in ("rounds", "composition_delta", "backend"))
+    runs = [s.accounting for s in results.settings if s.accounting is not None]
+    rounds, delta, backend = (_same([getattr(a, key) for a in runs])
+                              for key in ("rounds", "composition_delta", "backend"))
     return (f"{head}: analytic accounting, each one-round claim composed"
             + ("" if rounds is None else f" over {plural(rounds, 'round')}")
             + ("" if delta is None else f" at δ = {number(delta)}")

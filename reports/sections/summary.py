@@ -10,6 +10,8 @@ from auditkit.attacks.headline import distinguishing_test
 from auditkit.reports.sections.text import (
     NOT_RUN, VERDICT_CLASSES, claim, interval, number, origin, p_value, parameters, percent, plural,
 )
+from auditkit.results.model import (Accounting, DecisiveTest, FinalMetrics, Headline, Identification, Inversion,
+                                    Probe, Setting, StrongestBound)
 
 PRIVACY_COLUMNS = ("setting", "claimed per round", "claimed over the rounds run", "verdict (worst over all tests)",
                    "certified ε lower bound (strongest test)")
@@ -20,45 +22,45 @@ UTILITY_COLUMNS = ("setting", "mechanism", "final test accuracy", "vs no mechani
                    "compression vs float32", "uplink SNR (mean over rounds)")
 
 
-def _before_after(inversion: dict[str, Any] | None, key: str, spec: str = ".4g", unit: str = "") -> str:
+def _before_after(inversion: Inversion | Probe | None, key: str, spec: str = ".4g", unit: str = "") -> str:
     if inversion is None:
         return NOT_RUN
-    clean = "no clean run" if inversion["clean"] is None else number(inversion["clean"][key], spec, unit)
-    return f"{clean} → {number(inversion['defended'][key], spec, unit)}"
+    clean = "no clean run" if inversion.clean is None else number(getattr(inversion.clean, key), spec, unit)
+    return f"{clean} → {number(getattr(inversion.defended, key), spec, unit)}"
 
 
-def _composed(accounting: dict[str, Any] | None, epsilon: float | None) -> str:
+def _composed(accounting: Accounting | None, epsilon: float | None) -> str:
     """The claim composed over the rounds run (with its check against the run's client sampling), the refusal, or
     "-" when there is no claim to compose; then the paper's own FL claim when there is one, and the clients'
     DP-SGD claim about one example, labelled as such."""
     if accounting is None:
         return NOT_RUN
-    composed, actual = accounting["composed"], accounting["composed_actual"]
+    composed, actual = accounting.composed, accounting.composed_actual
     parts = []
     if composed is not None:
-        parts.append(f"{claim(composed['epsilon'], composed['delta'])} over {composed['rounds']} rounds "
-                     f"({composed['backend']})")
+        parts.append(f"{claim(composed.epsilon, composed.delta)} over {composed.rounds} rounds "
+                     f"({composed.backend})")
         if actual is not None:
-            parts.append(f"realised noise: {claim(actual['epsilon'], actual['delta'])}")
-    elif epsilon is not None and accounting["refusal"]:
-        parts.append(f"refused: {accounting['refusal']}")
-    check = accounting.get("check")
+            parts.append(f"realised noise: {claim(actual.epsilon, actual.delta)}")
+    elif epsilon is not None and accounting.refusal:
+        parts.append(f"refused: {accounting.refusal}")
+    check = accounting.check
     if check is not None:
-        parts.append(f"check {check['verdict']}: recomputed from the run, ε = {number(check['independent_epsilon'])}")
-    paper = accounting.get("paper_claim")
+        parts.append(f"check {check.verdict}: recomputed from the run, ε = {number(check.independent_epsilon)}")
+    paper = accounting.paper_claim
     if paper is not None:
-        parts.append(f"paper's FL claim: {claim(paper['epsilon'], paper['delta'])}")
-    example = accounting.get("example_level")
+        parts.append(f"paper's FL claim: {claim(paper.epsilon, paper.delta)}")
+    example = accounting.example_level
     if example is not None:
-        parts.append(f"example-level (DP-SGD): {claim(example['epsilon'], example['delta'])} over "
-                     f"{example['steps']} steps at q = {number(example['sample_rate'])} ({example['backend']})")
+        parts.append(f"example-level (DP-SGD): {claim(example.epsilon, example.delta)} over "
+                     f"{example.steps} steps at q = {number(example.sample_rate)} ({example.backend})")
     return "; ".join(parts) or "-"
 
 
-def _bits(final: dict[str, Any]) -> str:
+def _bits(final: FinalMetrics) -> str:
     """Bits per coordinate per round, with the uploads per round when a protocol sends more than one."""
-    text = number(final["bits_per_coordinate"], unit=" bits/coord")
-    uploads = final.get("uploads_per_round", 1.0)
+    text = number(final.bits_per_coordinate, unit=" bits/coord")
+    uploads = 1.0 if final.uploads_per_round is None else final.uploads_per_round
     return text if uploads <= 1 else f"{text} ({number(uploads)} uploads/round)"
 
 
@@ -79,63 +81,64 @@ class Verdict:
     decided_by: str
 
 
-def headline(setting: dict[str, Any]) -> Verdict:
+def headline(setting: Setting) -> Verdict:
     """The setting's headline verdict ("not run" when no test ran)."""
-    found = setting["verdict"]
+    found = setting.verdict
     if found is None:
         return Verdict(NOT_RUN, "none", "", "")
-    return Verdict(found["verdict"], VERDICT_CLASSES.get(found["verdict"], "other"), found.get("evidence") or "",
+    return Verdict(found.verdict, VERDICT_CLASSES.get(found.verdict, "other"), found.evidence or "",
                    _decided_by(found))
 
 
-def adjusted(headline: dict[str, Any]) -> str:
+def adjusted(headline: Headline) -> str:
     """"p = 3e-09, 4.2e-08 adjusted over the audit's 14 tests" for a graded refutation; the p-value alone
     otherwise (and in a file from before ``evidence``)."""
-    if headline["p_value"] is None:
+    if headline.p_value is None:
         return ""
-    if not headline.get("evidence"):
-        return p_value(headline["p_value"])
-    return (f"{p_value(headline['p_value'])}, {number(headline['adjusted_p_value'], '.2g')} adjusted over the "
-            f"audit's {plural(headline['family'], 'test')}")
+    if not headline.evidence:
+        return p_value(headline.p_value)
+    return (f"{p_value(headline.p_value)}, {number(headline.adjusted_p_value, '.2g')} adjusted over the "
+            f"audit's {plural(headline.family, 'test')}")
 
 
-def _decided_by(headline: dict[str, Any]) -> str:
+def _decided_by(headline: Headline) -> str:
     """"decided by: identification among 10 candidates, p = 3e-09, 4.2e-08 adjusted over the audit's 14 tests;
     12 tests" (for no claim: what the tests were for)."""
-    if headline["verdict"] == "no claim":
-        return f"nothing to refute; {plural(headline['tests'], 'test')} measured what it leaks"
-    p = f", {adjusted(headline)}" if headline["p_value"] is not None else ""
-    return f"decided by: {headline['decided_by']['name']}{p}; {plural(headline['tests'], 'test')}"
+    if headline.verdict == "no claim":
+        return f"nothing to refute; {plural(headline.tests, 'test')} measured what it leaks"
+    p = f", {adjusted(headline)}" if headline.p_value is not None else ""
+    return f"decided by: {headline.decided_by.name}{p}; {plural(headline.tests, 'test')}"
 
 
-def certified_bound(setting: dict[str, Any]) -> dict[str, Any] | None:
+def certified_bound(setting: Setting) -> StrongestBound | None:
     """The setting's strongest certified bound: the headline's ``bound``, or (a file from before it) the black-box
     distinguishing test's; None without a distinguishing stage."""
-    found, test = setting["verdict"], setting["distinguish"]
-    if found is not None and found.get("bound") is not None:
-        return found["bound"]
+    found, test = setting.verdict, setting.distinguish
+    if found is not None and found.bound is not None:
+        return found.bound
     if test is None:
         return None
-    return {"epsilon_lower_bound": test["epsilon_lower_bound"], "test": distinguishing_test(test),
-            "max_certifiable": test["max_certifiable"], "confidence": test["confidence"]}
+    decisive = DecisiveTest.model_validate(distinguishing_test({"worst_pair": test.worst_pair}))
+    return StrongestBound(epsilon_lower_bound=test.epsilon_lower_bound, test=decisive,
+                          max_certifiable=test.max_certifiable, confidence=test.confidence)
 
 
-def test_name(test: dict[str, Any]) -> str:
+def test_name(test: DecisiveTest) -> str:
     """"jopeq-scale-side-channel" for an adaptive test; "black-box test (worst pair: axis)"."""
-    if test["kind"] == "adaptive":
-        return test["test"]
-    if test["kind"] == "distinguishing":
-        return f"black-box test (worst pair: {test['pair']})"
-    return test["name"]
+    if test.kind == "adaptive":
+        return test.test
+    if test.kind == "distinguishing":
+        return f"black-box test (worst pair: {test.pair})"
+    return test.name
 
 
-def _bound_text(bound: dict[str, Any] | None) -> tuple[str, str]:
+def _bound_text(bound: StrongestBound | None) -> tuple[str, str]:
     """("≥ 6.98", "jopeq-scale-side-channel; 95 % family-wise; cap 9.46"), or NOT_RUN."""
     if bound is None:
         return NOT_RUN, ""
-    return (f"≥ {number(bound['epsilon_lower_bound'])}",
-            f"{test_name(bound['test'])}; {number(100 * bound['confidence'], 'g', ' %')} family-wise; "
-            f"cap {number(bound['max_certifiable'])}")
+    return (f"≥ {number(bound.epsilon_lower_bound)}",
+            f"{test_name(bound.test)}; {number(100 * bound.confidence, 'g', ' %')} family-wise; "
+            f"cap {number(bound.max_certifiable)}")
 
 
 @dataclass(frozen=True)
@@ -156,25 +159,25 @@ class PrivacyRow:
 VIEW_NOTES = {"aggregate": "tested on the aggregate view: the noisy sum, other clients' updates known"}
 
 
-def privacy_row(setting: dict[str, Any]) -> PrivacyRow:
-    guarantee = setting["mechanism"]["guarantee"]
+def privacy_row(setting: Setting) -> PrivacyRow:
+    guarantee = setting.mechanism.guarantee
     bound, note = _bound_text(certified_bound(setting))
-    return PrivacyRow(label=setting["label"], origin=origin(setting["mechanism"]),
-                      claim=claim(guarantee["epsilon"], guarantee["delta"]),
-                      flags=list(guarantee["flags"]), composed=_composed(setting["accounting"], guarantee["epsilon"]),
+    return PrivacyRow(label=setting.label, origin=origin(setting.mechanism),
+                      claim=claim(guarantee.epsilon, guarantee.delta),
+                      flags=list(guarantee.flags), composed=_composed(setting.accounting, guarantee.epsilon),
                       verdict=headline(setting), bound=bound, bound_note=note,
-                      view=VIEW_NOTES.get(setting["mechanism"].get("view", "server"), ""))
+                      view=VIEW_NOTES.get(setting.mechanism.view or "server", ""))
 
 
-def _identification_cell(identification: dict[str, Any] | None) -> str:
+def _identification_cell(identification: Identification | None) -> str:
     """"M=10: 0.31 [0.27, 0.36] ≤ 0.42; M=100: ..." (NOT_RUN without the test)."""
     if identification is None:
         return NOT_RUN
     parts = []
-    for t in identification["tests"]:
-        relation = ">" if t["rate"] > t["bound"] else "≤"
-        parts.append(f"M={t['candidates']}: {number(t['rate'], '.2f')} {interval(*t['interval'])} {relation} "
-                     f"{number(t['bound'])}")
+    for t in identification.tests:
+        relation = ">" if t.rate > t.bound else "≤"
+        parts.append(f"M={t.candidates}: {number(t.rate, '.2f')} {interval(*t.interval)} {relation} "
+                     f"{number(t.bound)}")
     return "; ".join(parts)
 
 
@@ -190,12 +193,12 @@ class AttackRow:
     psnr: str
 
 
-def attack_row(setting: dict[str, Any]) -> AttackRow:
-    return AttackRow(label=setting["label"], identification=_identification_cell(setting["identification"]),
-                     probe_ssim=_before_after(setting["probe"], "ssim_mean"),
-                     ssim=_before_after(setting["inversion"], "ssim_mean"),
-                     mse=_before_after(setting["inversion"], "mse_mean"),
-                     psnr=_before_after(setting["inversion"], "psnr_mean", ".4g", " dB"))
+def attack_row(setting: Setting) -> AttackRow:
+    return AttackRow(label=setting.label, identification=_identification_cell(setting.identification),
+                     probe_ssim=_before_after(setting.probe, "ssim_mean"),
+                     ssim=_before_after(setting.inversion, "ssim_mean"),
+                     mse=_before_after(setting.inversion, "mse_mean"),
+                     psnr=_before_after(setting.inversion, "psnr_mean", ".4g", " dB"))
 
 
 @dataclass(frozen=True)
@@ -213,36 +216,36 @@ class UtilityRow:
     snr: str
 
 
-def baseline(settings: list[dict[str, Any]]) -> dict[str, Any] | None:
+def baseline(settings: list[Setting]) -> Setting | None:
     """The audit's run without a mechanism (``none``) that trained, against which utility is read; None if none."""
-    return next((s for s in settings if s["mechanism"]["name"] == "none" and s["training"] is not None), None)
+    return next((s for s in settings if s.mechanism.name == "none" and s.training is not None), None)
 
 
-def versus(setting: dict[str, Any], reference: dict[str, Any] | None) -> str:
+def versus(setting: Setting, reference: Setting | None) -> str:
     """The accuracy difference to the run without a mechanism, in percentage points."""
-    if setting["training"] is None or reference is None or reference is setting:
+    if setting.training is None or reference is None or reference is setting:
         return "-"
-    difference = 100 * (setting["training"]["final"]["test_accuracy"] - reference["training"]["final"]["test_accuracy"])
+    difference = 100 * (setting.training.final.test_accuracy - reference.training.final.test_accuracy)
     return f"{difference:+.2f} points"
 
 
-def utility_row(setting: dict[str, Any], reference: dict[str, Any] | None = None) -> UtilityRow:
+def utility_row(setting: Setting, reference: Setting | None = None) -> UtilityRow:
     """The utility table's cells for one setting, each number with its unit; "not run" without training."""
-    mechanism, training = setting["mechanism"], setting["training"]
-    final = None if training is None else training["final"]
+    mechanism, training = setting.mechanism, setting.training
+    final = None if training is None else training.final
     return UtilityRow(
-        label=setting["label"], mechanism=mechanism["name"],
-        params=parameters(mechanism["params"], mechanism["clip_norm"]), origin=origin(mechanism),
-        accuracy=NOT_RUN if final is None else percent(final["test_accuracy"]),
+        label=setting.label, mechanism=mechanism.name,
+        params=parameters(mechanism.params, mechanism.clip_norm), origin=origin(mechanism),
+        accuracy=NOT_RUN if final is None else percent(final.test_accuracy),
         versus=versus(setting, reference),
         bits=NOT_RUN if final is None else _bits(final),
         compression=NOT_RUN if final is None else
-        "-" if final["compression_vs_float32"] is None else number(final["compression_vs_float32"], unit="x"),
-        snr=NOT_RUN if final is None else _snr(final.get("snr_db")),
+        "-" if final.compression_vs_float32 is None else number(final.compression_vs_float32, unit="x"),
+        snr=NOT_RUN if final is None else _snr(final.snr_db),
     )
 
 
-def summary_tables(settings: list[dict[str, Any]]) -> list[tuple[str, str, tuple[str, ...], list[Any]]]:
+def summary_tables(settings: list[Setting]) -> list[tuple[str, str, tuple[str, ...], list[Any]]]:
     """The summary's tables, (id, heading, columns, rows), leaving out a table where no setting has anything but
     "not run" (an account document has no attacks; an attack document trained nothing)."""
     reference = baseline(settings)

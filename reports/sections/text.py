@@ -3,7 +3,8 @@ verdicts' badge classes; it imports no section."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from auditkit.results.model import MechanismEntry
+from auditkit.results.types import JsonObject
 
 NOT_RUN = "not run"
 VERDICT_CLASSES = {"consistent": "consistent", "violated": "violated", "vacuous claim": "vacuous",
@@ -50,7 +51,7 @@ def rough(value: float) -> str:
     return f"{rounded:,.0f}" if rounded >= 100 else f"{rounded:g}"
 
 
-def parameters(params: dict[str, Any], clip_norm: str | None = None) -> str:
+def parameters(params: JsonObject, clip_norm: str | None = None) -> str:
     """``sigma=0.8, clip=1.0 (l2)``: the clip with the norm it is measured in; floats to 4 significant digits."""
     shown = {key: number(value) if isinstance(value, float) else value for key, value in params.items()}
     items = [f"{key}={value}" + (f" ({clip_norm})" if key == "clip" and clip_norm else "")
@@ -64,6 +65,6 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}{'s' if count != 1 else ''}"
 
 
-def origin(mechanism: dict[str, Any]) -> str:
+def origin(mechanism: MechanismEntry) -> str:
     """"" for a built-in mechanism, else the plugin that registered it."""
-    return "" if mechanism["origin"] == "built-in" else mechanism["origin"]
+    return "" if mechanism.origin == "built-in" else mechanism.origin

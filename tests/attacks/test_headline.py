@@ -2,7 +2,7 @@
 "no claim", and the strongest certified bound."""
 import pytest
 
-from auditkit.attacks.headline import TestKind, decided_by, overall_verdict, strongest_bound
+from auditkit.attacks.headline import TestKind as Kind, decided_by, overall_verdict, strongest_bound
 
 
 def _distinguish(verdict="consistent", bound=2.0, adaptive=(), p=0.4):
@@ -25,7 +25,7 @@ def test_a_claim_whose_noise_is_computed_to_exceed_it_is_refuted_analytically():
     assert headline["p_value"] is None and headline["adjusted_p_value"] is None
     assert headline["tests"] == 1  # the computation is evidence, not one of the audit's statistical tests
     assert headline["bound"] == {"epsilon_lower_bound": 6.78, "test": decided_by(
-        TestKind.DISTINGUISHING, "distinguishing test (worst pair: axis)", pair="axis"),
+        Kind.DISTINGUISHING, "distinguishing test (worst pair: axis)", pair="axis"),
                                  "max_certifiable": 9.46, "confidence": 0.95}
 
 

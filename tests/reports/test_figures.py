@@ -8,6 +8,8 @@ from PIL import Image
 from auditkit.reports import figures
 from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
 from auditkit.reports.render import FIGURES
+from auditkit.results import as_model
+from auditkit.results.model import MechanismEntry, Setting
 
 
 @pytest.fixture
@@ -34,13 +36,13 @@ def test_every_summary_figure_has_a_caption_in_report_order():
 @pytest.mark.parametrize("name", list(FIGURES))
 def test_each_figure_is_a_png_even_with_dollar_signs_in_labels(tmp_path, document, name):
     assert "$\\notacommand$" in document["settings"][2]["label"]  # broken mathtext, were it parsed
-    path = FIGURES[name](document, tmp_path / f"{name}.png")
+    path = FIGURES[name](as_model(document), tmp_path / f"{name}.png")
     with Image.open(path) as image:
         assert image.format == "PNG" and image.width > 300 and image.height > 200
 
 
 def test_accuracy_vs_round_draws_one_line_per_setting_in_percent(document, drawn):
-    figures.accuracy_vs_round(document, "unused.png")
+    figures.accuracy_vs_round(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert [list(line.get_ydata()) for line in axis.lines] == [
         pytest.approx([50, 80, 91.23]), pytest.approx([40, 70, 81.23]), pytest.approx([30, 60, 70])]
@@ -49,7 +51,7 @@ def test_accuracy_vs_round_draws_one_line_per_setting_in_percent(document, drawn
 
 
 def test_ssim_vs_epsilon_keeps_settings_with_a_finite_claim_and_an_inversion(document, drawn):
-    figures.ssim_vs_epsilon(document, "unused.png")
+    figures.ssim_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert [(list(line.get_xdata()), list(line.get_ydata()), line.get_linestyle()) for line in axis.lines] == [
         ([1.0], [0.0213], "-"), ([1.0], [0.412], "--")]
@@ -60,7 +62,7 @@ def test_ssim_vs_epsilon_keeps_settings_with_a_finite_claim_and_an_inversion(doc
 
 def test_ssim_vs_epsilon_without_anything_to_plot_draws_a_note(document, drawn):
     document["settings"] = document["settings"][:1]  # no claim
-    figures.ssim_vs_epsilon(document, "unused.png")
+    figures.ssim_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert not axis.lines
     assert [text.get_text() for text in axis.texts] == [
@@ -68,7 +70,7 @@ def test_ssim_vs_epsilon_without_anything_to_plot_draws_a_note(document, drawn):
 
 
 def test_lower_bound_vs_epsilon_plots_each_settings_strongest_bound_coloured_by_its_headline(document, drawn):
-    figures.lower_bound_vs_epsilon(document, "unused.png")
+    figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     # JoPEQ's strongest bound is its adaptive test's 2.2, not the black-box 1.83; x is the mechanism's claim
     assert _points(axis.collections) == [(1.0, 2.2), (2.5, 0.4)]
@@ -89,7 +91,7 @@ def test_the_bound_figure_colours_a_headline_that_a_test_did_not_decide_by_the_h
     """A setting whose black-box test says consistent but whose headline is violated is red, not green."""
     gaussian = document["settings"][2]
     gaussian["verdict"] = {**gaussian["verdict"], "verdict": "violated", "evidence": "analytic"}
-    figures.lower_bound_vs_epsilon(document, "unused.png")
+    figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     red = np.round(plt.matplotlib.colors.to_rgb("tab:red"), 3).tolist()
     jopeq, gaussian = axis.collections
@@ -102,7 +104,7 @@ def test_the_bound_figure_colours_a_headline_that_a_test_did_not_decide_by_the_h
 
 def test_lower_bound_vs_epsilon_goes_logarithmic_when_claims_span_decades(document, drawn):
     document["settings"][2]["mechanism"]["guarantee"]["epsilon"] = 2.0e4  # a vague claim beside a tight one
-    figures.lower_bound_vs_epsilon(document, "unused.png")
+    figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert axis.get_xscale() == "log" and axis.get_xlim()[1] == pytest.approx(4.0e4)
     assert axis.get_ylim()[1] == pytest.approx(1.15 * 4.61)  # the y axis stops above the cap, not at 2e4
@@ -111,7 +113,7 @@ def test_lower_bound_vs_epsilon_goes_logarithmic_when_claims_span_decades(docume
 def test_lower_bound_vs_epsilon_without_distinguishing_draws_a_note(document, drawn):
     for setting in document["settings"]:
         setting["distinguish"], setting["verdict"] = None, None
-    figures.lower_bound_vs_epsilon(document, "unused.png")
+    figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert not axis.collections and not axis.lines
     assert [text.get_text() for text in axis.texts] == [
@@ -119,7 +121,7 @@ def test_lower_bound_vs_epsilon_without_distinguishing_draws_a_note(document, dr
 
 
 def test_bits_vs_accuracy_puts_a_point_per_setting_named_in_a_legend_outside(document, drawn):
-    figures.bits_vs_accuracy(document, "unused.png")
+    figures.bits_vs_accuracy(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert _points(axis.collections) == [(32.0, 91.23), (2.75, 81.23), (32.0, 70.0)]
     assert not axis.texts
@@ -129,10 +131,11 @@ def test_bits_vs_accuracy_puts_a_point_per_setting_named_in_a_legend_outside(doc
 
 
 def test_every_setting_gets_its_own_colour_and_a_mechanisms_settings_share_a_marker():
-    settings = [{"id": f"s{i:02d}", "mechanism": {"name": name}} for i, name in enumerate(
-        ["none", "sdq", *["gaussian"] * 3, *["cepam-gaussian"] * 3, *["jopeq-laplace"] * 3])]
+    settings = [Setting.model_construct(id=f"s{i:02d}", mechanism=MechanismEntry.model_construct(name=name))
+                for i, name in enumerate(["none", "sdq", *["gaussian"] * 3, *["cepam-gaussian"] * 3,
+                                          *["jopeq-laplace"] * 3])]
     styles = figures.setting_styles(settings)
-    colours = [tuple(np.round(styles[s["id"]]["color"], 3)) for s in settings]
+    colours = [tuple(np.round(styles[s.id]["color"], 3)) for s in settings]
     assert len(set(colours)) == 11  # eleven settings, eleven colours (the default cycle repeats after ten)
     assert {styles[f"s0{i}"]["marker"] for i in (2, 3, 4)} == {styles["s02"]["marker"]}
     assert styles["s00"]["marker"] != styles["s02"]["marker"] != styles["s05"]["marker"]
@@ -140,7 +143,7 @@ def test_every_setting_gets_its_own_colour_and_a_mechanisms_settings_share_a_mar
 
 def test_the_reconstruction_sweep_figure_draws_one_panel_per_sweep_with_its_band_and_the_claims_bound(
         document, drawn):
-    figures.reconstruction_vs_epsilon(document, "unused.png")
+    figures.reconstruction_vs_epsilon(as_model(document), "unused.png")
     axis, legend_cell = drawn[0].axes  # one sweep, and the cell beside it for the legend
     assert not legend_cell.axison and legend_cell.get_legend() is not None
     defended = [line for line in axis.lines if line.get_label().startswith("defended")][0]
@@ -166,11 +169,11 @@ PLOTTED = {
 
 
 def test_each_document_has_data_for_the_figures_it_can_fill(documents):
-    assert {name: [f for f in FIGURES if figures.has_data(f, doc)] for name, doc in documents.items()} == PLOTTED
+    assert {name: [f for f in FIGURES if figures.has_data(f, as_model(doc))] for name, doc in documents.items()} == PLOTTED
 
 
 def test_ssim_vs_error_std_draws_a_line_per_mechanism_and_the_shared_clean_attack(documents, drawn):
-    figures.ssim_vs_error_std(documents["attack-curve"], "unused.png")
+    figures.ssim_vs_error_std(as_model(documents["attack-curve"]), "unused.png")
     axis = drawn[0].axes[0]
     gaussian, sdq, clean = axis.lines
     assert (list(gaussian.get_xdata()), list(gaussian.get_ydata())) == ([0.0009, 0.009, 0.09], [0.91, 0.62, 0.11])
@@ -185,7 +188,7 @@ def test_ssim_vs_error_std_dashes_each_mechanisms_own_clean_attack_when_they_dif
     document = documents["attack-curve"]
     document["settings"][3]["inversion"]["clean"]["ssim_mean"] = 0.5  # sdq's clean attack scored apart
     document["settings"][4]["inversion"]["clean"] = None  # and one point without a clean run
-    figures.ssim_vs_error_std(document, "unused.png")
+    figures.ssim_vs_error_std(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert [(list(line.get_ydata()), line.get_linestyle()) for line in axis.lines] == [
         ([0.91, 0.62, 0.11], "-"), ([0.934, 0.934, 0.934], "--"), ([0.85, 0.2], "-"), ([0.5], "--")]
@@ -194,7 +197,7 @@ def test_ssim_vs_error_std_dashes_each_mechanisms_own_clean_attack_when_they_dif
 
 
 def test_ssim_vs_error_std_without_errors_draws_a_note(document, drawn):
-    figures.ssim_vs_error_std(document, "unused.png")
+    figures.ssim_vs_error_std(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert not axis.lines
     assert [text.get_text() for text in axis.texts] == ["no setting recorded the error of the server's view"]
@@ -203,23 +206,23 @@ def test_ssim_vs_error_std_without_errors_draws_a_note(document, drawn):
 def test_ssim_vs_epsilon_leaves_out_the_clean_line_without_a_clean_run(documents, drawn):
     document = documents["attack"]
     document["settings"][0]["inversion"]["clean"] = None
-    figures.ssim_vs_epsilon(document, "unused.png")
+    figures.ssim_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     assert [(list(line.get_xdata()), list(line.get_ydata())) for line in axis.lines] == [([200.0], [0.183])]
 
 
 def test_training_figures_leave_out_settings_that_did_not_train(document, drawn):
     document["settings"][1]["training"] = None
-    figures.accuracy_vs_round(document, "unused.png")
-    figures.bits_vs_accuracy(document, "unused.png")
+    figures.accuracy_vs_round(as_model(document), "unused.png")
+    figures.bits_vs_accuracy(as_model(document), "unused.png")
     lines, points = drawn[0].axes[0], drawn[1].axes[0]
     assert [line.get_label() for line in lines.lines] == ["float32 (none)", SCRIPT_LABEL_DRAWN]
     assert _points(points.collections) == [(32.0, 91.23), (32.0, 70.0)]
 
 
 def test_a_figure_of_a_document_without_training_is_a_note_not_a_crash(documents, drawn):
-    figures.accuracy_vs_round(documents["distinguish"], "unused.png")
-    figures.bits_vs_accuracy(documents["distinguish"], "unused.png")
+    figures.accuracy_vs_round(as_model(documents["distinguish"]), "unused.png")
+    figures.bits_vs_accuracy(as_model(documents["distinguish"]), "unused.png")
     assert [[t.get_text() for t in figure.axes[0].texts] for figure in drawn] == [
         ["no setting trained"], ["no setting has a finite rate and accuracy"]]
 
@@ -232,7 +235,7 @@ def _stars(axis):
 
 def test_a_reproduction_table_against_x_draws_a_panel_per_column_with_bands(reproduction, drawn):
     table = reproduction["tables"][1]  # 001 Fig. 2a: distortion against eps1, one column per b, plot only
-    figures.reproduction_table(reproduction, 1, "unused.png")
+    figures.reproduction_table(as_model(reproduction), 1, "unused.png")
     axes = drawn[0].axes
     assert [axis.get_title() for axis in axes] == ["001 Fig. 2a: b = 4", "001 Fig. 2a: b = 5", "001 Fig. 2a: b = 6"]
     first = [r for r in table["rows"] if r["column"] == "b = 4"]
@@ -250,7 +253,7 @@ def test_a_reproduction_table_against_x_draws_a_panel_per_column_with_bands(repr
 
 def test_a_reproduction_training_table_draws_our_mean_curve_and_the_papers_final_number(reproduction, drawn):
     table = reproduction["tables"][0]  # 001 Fig. 4a: final test accuracy, two columns (range readings)
-    figures.reproduction_table(reproduction, 0, "unused.png")
+    figures.reproduction_table(as_model(reproduction), 0, "unused.png")
     axis = drawn[0].axes[0]
     rows = [r for r in table["rows"] if r["column"] == "range = literal"]
     seeds = reproduction["runs"][rows[0]["setting"]]["seeds"]
@@ -263,7 +266,7 @@ def test_a_reproduction_training_table_draws_our_mean_curve_and_the_papers_final
 
 def test_a_reproduction_table_of_means_draws_each_row_with_its_interval(reproduction, drawn):
     table = reproduction["tables"][2]  # 001 Fig. 2a (text): one mean per row, one column per reading of rho
-    figures.reproduction_table(reproduction, 2, "unused.png")
+    figures.reproduction_table(as_model(reproduction), 2, "unused.png")
     axis = drawn[0].axes[0]
     rows = [r for r in table["rows"] if r["column"] == table["rows"][0]["column"]]
     assert [t.get_text() for t in axis.get_xticklabels()] == [r["method"] for r in rows]
@@ -273,6 +276,6 @@ def test_a_reproduction_table_of_means_draws_each_row_with_its_interval(reproduc
 
 def test_a_reproduction_figure_draws_labels_as_given(reproduction, tmp_path):
     reproduction["tables"][2]["rows"][0]["method"] = "$\\notacommand$ LaplaceSQ"  # broken mathtext, were it parsed
-    path = figures.reproduction_table(reproduction, 2, tmp_path / "figure.png")
+    path = figures.reproduction_table(as_model(reproduction), 2, tmp_path / "figure.png")
     with Image.open(path) as image:
         assert image.format == "PNG" and image.width > 600

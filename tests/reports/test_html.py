@@ -6,6 +6,7 @@ import pytest
 
 from auditkit.reports.html import png_data_uri, render_html
 from auditkit.reports.render import FIGURES
+from auditkit.results import as_model
 from auditkit.reports.sections.glossary import GLOSSARY
 from auditkit.reports.sections.summary import ATTACK_COLUMNS, PRIVACY_COLUMNS, UTILITY_COLUMNS
 
@@ -29,7 +30,7 @@ class _Tags(HTMLParser):
 def page(results_folder):
     folder, document = results_folder
     figure_paths = {name: folder / "figures" / "reconstruction-s00.png" for name in FIGURES}  # any real PNG
-    return render_html(document, figure_paths, folder)
+    return render_html(as_model(document), figure_paths, folder)
 
 
 def test_nothing_runs_and_nothing_is_fetched(page):
@@ -218,9 +219,9 @@ def test_png_data_uri_refuses_other_files(tmp_path):
 def reproduction_page(reproduction, tmp_path):
     from auditkit.reports.figures import reproduction_table
 
-    paths = {f"reproduction-{i}": reproduction_table(reproduction, i, tmp_path / f"{i}.png")
+    paths = {f"reproduction-{i}": reproduction_table(as_model(reproduction), i, tmp_path / f"{i}.png")
              for i in range(len(reproduction["tables"]))}
-    return render_html(reproduction, paths, tmp_path)
+    return render_html(as_model(reproduction), paths, tmp_path)
 
 
 def test_a_reproduction_explains_its_terms_and_states_its_confidence(reproduction_page):

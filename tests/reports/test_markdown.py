@@ -2,8 +2,8 @@ import re
 
 import pytest
 
-from auditkit.attacks.headline import TestKind, decided_by
-from auditkit.results import validate_results
+from auditkit.attacks.headline import TestKind as Kind, decided_by
+from auditkit.results import as_model, validate_results
 from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
 from auditkit.reports.markdown import escape, render_markdown
 
@@ -12,7 +12,7 @@ FIGURES = {name: f"figures/{name}.png" for name in FIGURE_CAPTIONS}
 
 @pytest.fixture
 def text(document):
-    return render_markdown(document, FIGURES)
+    return render_markdown(as_model(document), FIGURES)
 
 
 def _outside_code(text):
@@ -95,10 +95,10 @@ def test_the_findings_open_the_report_with_the_refuted_claim_and_its_evidence(te
 
 
 def test_a_refutation_by_the_distinguishing_test_is_told_with_its_certified_bound(document):
-    decisive = decided_by(TestKind.DISTINGUISHING, "distinguishing test (worst pair: 0 vs clip)", pair="0 vs clip")
+    decisive = decided_by(Kind.DISTINGUISHING, "distinguishing test (worst pair: 0 vs clip)", pair="0 vs clip")
     document["settings"][1]["verdict"] = {"verdict": "violated", "decided_by": decisive, "p_value": 0.00012,
                                           "tests": 4}
-    text = render_markdown(document, FIGURES)
+    text = render_markdown(as_model(document), FIGURES)
     assert ("- JoPEQ \\| eps=1: violated: claim ε = 1, δ = 0; certified ε ≥ 1.83 against the claimed 1 (0 vs clip) "
             "(p = 0.00012).") in text
 
@@ -106,7 +106,7 @@ def test_a_refutation_by_the_distinguishing_test_is_told_with_its_certified_boun
 def test_the_findings_are_left_out_when_no_setting_has_a_headline_verdict(document):
     for setting in document["settings"]:
         setting["verdict"] = None
-    text = render_markdown(document, FIGURES)
+    text = render_markdown(as_model(document), FIGURES)
     assert "### Claims refuted" not in text and "### Claims consistent" not in text
     assert text.index("## Summary") > text.index("# auditkit report")
 
@@ -136,24 +136,24 @@ def test_the_identification_table_has_a_row_per_test_and_per_probe_match(documen
     # a probe match above the claim's bound says so, and is still not judged
     document["settings"][1]["probe"]["matched"]["defended"][0]["exceeds_bound"] = True
     assert ("| 0.27 ((eps, delta)-DP) | - | above the bound (reported, not judged) |"
-            in render_markdown(document, FIGURES))
+            in render_markdown(as_model(document), FIGURES))
 
 
 def test_the_identification_table_is_left_out_without_identification_tests_or_a_probe(document):
     document["settings"][1]["identification"] = document["settings"][2]["identification"] = None
-    text = render_markdown(document, FIGURES)  # the probe alone: its two matched rows
+    text = render_markdown(as_model(document), FIGURES)  # the probe alone: its two matched rows
     section = text[text.index("## Reconstruction against the claim"):text.index("## Figures")]
     assert [line.split(" | ")[-1] for line in section.splitlines() if line.startswith("| JoPEQ")] == [
         "reported, not judged |"] * 2
     document["settings"][1]["probe"] = None
-    assert "## Reconstruction against the claim" not in render_markdown(document, FIGURES)
+    assert "## Reconstruction against the claim" not in render_markdown(as_model(document), FIGURES)
 
 
 def test_adaptive_tests_are_listed_and_omitted_when_there_are_none(document, text):
     assert ("| JoPEQ \\| eps=1 | moment-matching excess | per round (ε = 1) | ≥ 2.2, cap 4.61 | violated "
             "| noise scale set from a moment match |") in text
     document["settings"][1]["distinguish"]["adaptive"] = []
-    assert "## Adaptive tests" not in render_markdown(document, FIGURES)
+    assert "## Adaptive tests" not in render_markdown(as_model(document), FIGURES)
 
 
 def test_figures_then_reconstruction_grids_are_linked_in_order(text):
@@ -166,14 +166,14 @@ def test_figures_then_reconstruction_grids_are_linked_in_order(text):
 
 def test_only_the_figures_given_are_linked_and_paths_are_url_quoted(document):
     document["settings"][1]["inversion"]["figure"] = "figures/grid (s01).png"
-    text = render_markdown(document, {"bits_vs_accuracy": "figures/bits_vs_accuracy.png"})
+    text = render_markdown(as_model(document), {"bits_vs_accuracy": "figures/bits_vs_accuracy.png"})
     assert re.findall(r"\]\(([^)]*)\)", text) == [
         "figures/bits_vs_accuracy.png", "figures/reconstruction-s00.png", "figures/grid%20%28s01%29.png",
         "figures/probe-s01.png"]
 
 
 def test_grids_are_linked_through_the_results_folder(document):
-    links = re.findall(r"\]\(([^)]*)\)", render_markdown(document, {}, results_dir="../run"))
+    links = re.findall(r"\]\(([^)]*)\)", render_markdown(as_model(document), {}, results_dir="../run"))
     assert links == ["../run/figures/reconstruction-s00.png", "../run/figures/reconstruction-s01.png",
                      "../run/figures/probe-s01.png"]
 
@@ -209,18 +209,18 @@ def test_a_distinguishing_test_shows_where_and_how_it_sampled_its_p_value_and_ev
 def test_a_pair_sampled_as_the_whole_test_says_so_once(document):
     test = document["settings"][1]["distinguish"]
     test["estimates"][0]["sampling"] = test["sampling"]
-    text = render_markdown(document, FIGURES)
+    text = render_markdown(as_model(document), FIGURES)
     assert "| 0 vs clip | likelihood ratio | ≥ 1.83 | 4.61 | 0.00012 | as above |" in text
     assert "| 0 vs -clip | threshold | ≥ 0.91 | 4.61 | 0.41 | tiled: blocks of n = 2 |" in text
 
 
 def test_a_generic_default_under_a_distinguishing_test_gets_a_note_under_the_summary(document):
-    assert "### Notes" not in render_markdown(document, FIGURES)
+    assert "### Notes" not in render_markdown(as_model(document), FIGURES)
     document["settings"][2]["mechanism"]["capabilities"]["tiling"] = "generic default"  # tiled nonetheless: no note
     document["settings"][0]["mechanism"]["capabilities"]["audit_setting"] = "generic default"  # no test: no note
-    assert "### Notes" not in render_markdown(document, FIGURES)
+    assert "### Notes" not in render_markdown(as_model(document), FIGURES)
     document["settings"][2]["distinguish"]["sampling"] = "per call: gaussian: one call of the real mechanism per output"
-    text = render_markdown(document, FIGURES)
+    text = render_markdown(as_model(document), FIGURES)
     assert text[text.index("### Notes"):text.index("## Adaptive tests")] == (
         "### Notes\n\n- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian: the distinguishing test "
         "drew its outputs per call, gaussian: one call of the real mechanism per output: exact, only slower than a "
@@ -236,7 +236,7 @@ def test_capabilities_and_the_clip_norm_are_in_the_details(text):
 
 def test_the_config_fence_outgrows_backticks_in_the_config(document):
     document["config"]["note"] = "```"
-    text = render_markdown(document, FIGURES)
+    text = render_markdown(as_model(document), FIGURES)
     config = text[text.index("### Config"):text.index("\n---\n")]  # the footer follows the config
     assert "\n````json\n" in config and config.rstrip().endswith("\n````")
 
@@ -269,7 +269,7 @@ def test_a_reproduction_in_markdown_counts_its_verdicts_and_explains_its_terms(r
     from auditkit.reports.sections.reproduction import REPRODUCTION_GLOSSARY
 
     rows = [r["verdict"] for t in reproduction["tables"] for r in t["rows"]]
-    text = render_markdown(reproduction, {f"reproduction-{i}": f"figures/reproduction-{i}.png" for i in range(3)})
+    text = render_markdown(as_model(reproduction), {f"reproduction-{i}": f"figures/reproduction-{i}.png" for i in range(3)})
     assert text.startswith("# auditkit reproduction: dpsq (quick budget)\n\n- "
                            f"{len(rows)} rows of the paper's tables: {rows.count('not comparable')} not comparable; ")
     glossary = text[text.index("## How to read this report"):text.index("## Summary")]
@@ -288,7 +288,7 @@ EXAMPLE_LEVEL = {"epsilon": 4.443, "delta": 1e-5, "noise_multiplier": 1.1, "max_
 def test_dp_sgds_example_level_claim_is_shown_beside_the_client_level_one_and_labelled(document):
     document["settings"][0]["accounting"]["example_level"] = EXAMPLE_LEVEL
     validate_results(document)
-    text = render_markdown(document, FIGURES)
+    text = render_markdown(as_model(document), FIGURES)
     none = _table_rows(text, "### Privacy: claims and verdicts")[0]
     assert none == ("| float32 (none) | no claim (flags: no-privacy) | example-level (DP-SGD): ε = 4.443, δ = 1e-05 "
                     "over 200 steps at q = 0.05 (opacus-rdp) | not run | not run |")

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from auditkit.results import write_results
-from auditkit.results import load_results, validate_results
+from auditkit.results import as_model, load_results, validate_results
 from auditkit.strict_json import decode_non_finite, dumps_strict
 from auditkit.reports.sections.provenance import config_json
 
@@ -132,5 +132,5 @@ def test_dumps_strict_writes_every_non_finite_float_as_its_string():
 
 def test_the_config_shown_in_reports_is_strict_json(document):
     document["config"].update(limit=-math.inf, label="NaN")
-    shown = strict_loads(config_json(document))
+    shown = strict_loads(config_json(as_model(document)))
     assert shown["limit"] == "-Infinity" and shown["label"] == "NaN" and shown["seed"] == 4

@@ -2,7 +2,7 @@
 headline can name, the name the builder writes parses back to the data it was made from."""
 import pytest
 
-from auditkit.attacks.headline import TestKind, canary_test, decided_by, overall_verdict
+from auditkit.attacks.headline import TestKind as Kind, canary_test, decided_by, overall_verdict
 from auditkit.results.upgrade import _decisive, v4_to_v5
 
 
@@ -12,15 +12,15 @@ def _canary(kind):
 
 
 DECISIVE = [
-    decided_by(TestKind.DISTINGUISHING, "distinguishing test (worst pair: 0 vs clip)", pair="0 vs clip"),
-    decided_by(TestKind.ADAPTIVE, "adaptive test jopeq-scale-side-channel", test="jopeq-scale-side-channel"),
-    decided_by(TestKind.IDENTIFICATION, "identification among 100 candidates", candidates=100),
+    decided_by(Kind.DISTINGUISHING, "distinguishing test (worst pair: 0 vs clip)", pair="0 vs clip"),
+    decided_by(Kind.ADAPTIVE, "adaptive test jopeq-scale-side-channel", test="jopeq-scale-side-channel"),
+    decided_by(Kind.IDENTIFICATION, "identification among 100 candidates", candidates=100),
     canary_test(_canary("idealized"), _canary("idealized")["views"][0]),
     canary_test(_canary("fl"), _canary("fl")["views"][0]),
-    decided_by(TestKind.ANALYTIC, "accounting: the noise it really adds is ε = 16.5 per round"),
-    decided_by(TestKind.ANALYTIC, "accounting: the composed claim is below its recomputation from the run, ε = 91.83",
+    decided_by(Kind.ANALYTIC, "accounting: the noise it really adds is ε = 16.5 per round"),
+    decided_by(Kind.ANALYTIC, "accounting: the composed claim is below its recomputation from the run, ε = 91.83",
                whole_run=True),
-    decided_by(TestKind.NO_CLAIM, "the mechanism (it makes no privacy claim)"),
+    decided_by(Kind.NO_CLAIM, "the mechanism (it makes no privacy claim)"),
 ]
 
 

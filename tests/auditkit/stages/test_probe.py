@@ -14,7 +14,7 @@ from auditkit.stages.probe import (
     probe_updates,
     scaled_to_clip,
 )
-from auditkit.attacks.headline import TestKind, decided_by, overall_verdict
+from auditkit.attacks.headline import TestKind as Kind, decided_by, overall_verdict
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +128,7 @@ def test_the_headline_is_the_worst_verdict_and_names_its_test():
                                 {"candidates": 100, "verdict": "consistent", "p_value": 0.3}]}
     headline = overall_verdict(distinguish, identification)
     assert headline == {"verdict": "violated",
-                        "decided_by": decided_by(TestKind.IDENTIFICATION, "identification among 10 candidates",
+                        "decided_by": decided_by(Kind.IDENTIFICATION, "identification among 10 candidates",
                                                  candidates=10),
                         "p_value": 1e-12, "tests": 4, "family": 14, "adjusted_p_value": pytest.approx(1.4e-11),
                         "evidence": "decisive"}

@@ -9,7 +9,7 @@ from auditkit import mechanisms, results
 from auditkit.attacks.one_run import one_run_bound
 from auditkit.mechanisms.tradeoff import GaussianTradeOff
 from auditkit.reports import render_report
-from auditkit.results import validate_results
+from auditkit.results import as_model, validate_results
 from auditkit.reports.figures import has_data
 from auditkit.reports.sections.canary import canary_heading, canary_rows
 from auditkit.reports.sections.glossary import GLOSSARY
@@ -34,24 +34,24 @@ def document(kind: str, mu_true: float, curve, *, claim_epsilon=None):
 def test_a_true_claim_is_consistent_and_its_row_says_so():
     doc = document("idealized", 1.0, GaussianTradeOff(1.0))
     validate_results(doc)
-    (cells, css), = canary_rows(doc["settings"])
+    (cells, css), = canary_rows(as_model(doc).settings)
     assert cells[1] == "ε = 4.377 at δ = 1e-05, GDP μ = 1" and cells[2] == "idealized" and cells[-1] == "consistent"
     assert css == "consistent" and cells[6].startswith("≥ ") and "(fdp); refutes GDP μ = " in cells[6]
     assert doc["settings"][0]["verdict"]["decided_by"]["name"] == "one-run canary audit (idealized, fdp)"
     assert doc["settings"][0]["verdict"]["decided_by"]["kind"] == "canary"
     assert doc["settings"][0]["verdict"]["bound"]["test"]["name"] == "one-run canary audit (idealized, fdp)"
-    assert canary_heading(doc["settings"])[0] == "One-run canary audit"
+    assert canary_heading(as_model(doc).settings)[0] == "One-run canary audit"
 
 
 def test_a_false_whole_run_claim_is_violated_and_reported_in_its_own_section(tmp_path):
     doc = document("fl", 2.0, GaussianTradeOff(0.5))
-    heading = canary_heading(doc["settings"])[0]
+    heading = canary_heading(as_model(doc).settings)[0]
     assert heading == "Whole run: canary clients against the composed claim"
     headline = doc["settings"][0]["verdict"]
     assert headline["verdict"] == "violated" and headline["decided_by"]["name"].endswith("against the whole run's claim")
     assert headline["decided_by"]["kind"] == "canary" and headline["decided_by"]["whole_run"]
     assert headline["bound"] is None  # an FL canary audit bounds the composed claim, not the per-round one
-    assert has_data("tradeoff_vs_claim", doc)
+    assert has_data("tradeoff_vs_claim", as_model(doc))
     written = {p.name for p in render_report(doc, tmp_path)}
     assert {"report.html", "report.md", "tradeoff_vs_claim.png"} <= written
     html, md = (tmp_path / "report.html").read_text(), (tmp_path / "report.md").read_text()

@@ -4,6 +4,11 @@ from auditkit.attacks.headline import overall_verdict
 from auditkit.reports.sections.details import details
 from auditkit.reports.sections.findings import findings
 from auditkit.reports.sections.summary import privacy_row
+from auditkit.results.model import Setting
+
+
+def _typed(setting):
+    return Setting.model_validate(setting)
 
 
 def test_an_accounting_check_shows_beside_the_composed_claim_and_in_the_findings(document):
@@ -17,11 +22,11 @@ def test_an_accounting_check_shows_beside_the_composed_claim_and_in_the_findings
                              "check": {"verdict": "violated", "independent_epsilon": 91.83, "reason": reason}}
     setting["verdict"] = overall_verdict(setting["distinguish"], setting["identification"], setting["mechanism"],
                                          setting["accounting"])
-    assert privacy_row(setting).composed == ("ε = 0.06526, δ = 1e-05 over 100 rounds (opacus-prv); check violated: "
+    assert privacy_row(_typed(setting)).composed == ("ε = 0.06526, δ = 1e-05 over 100 rounds (opacus-prv); check violated: "
                                              "recomputed from the run, ε = 91.83")
-    (refuted,) = findings([setting]).refuted
+    (refuted,) = findings([_typed(setting)]).refuted
     assert refuted.startswith(f"{setting['label']}: violated (analytic refutation): claim ε = 2.5, δ = 1e-05; "
                               f"accounting check: {reason}; the strongest test certified ε ≥ 0.4")
-    assert ("accounting check", f"violated: {reason}") in details(setting).facts
+    assert ("accounting check", f"violated: {reason}") in details(_typed(setting)).facts
     setting["accounting"]["check"] = {"verdict": "consistent", "independent_epsilon": 0.06526, "reason": "none own"}
-    assert privacy_row(setting).composed.endswith("; check consistent: recomputed from the run, ε = 0.06526")
+    assert privacy_row(_typed(setting)).composed.endswith("; check consistent: recomputed from the run, ε = 0.06526")

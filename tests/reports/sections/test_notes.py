@@ -1,5 +1,7 @@
 """The notes under the summary: by verdict, sampling path and reproducibility."""
+from auditkit.attacks.verdicts import Verdict
 from auditkit.reports.sections.notes import notes
+from auditkit.results.model import Capabilities, Distinguish, Guarantee, MechanismEntry, Setting
 
 
 GENERIC_L1 = ("generic default: the mechanism declares no audit setting: d = 2, the l1 ball of radius 0.5, pairs up to 1 "
@@ -11,9 +13,16 @@ PER_CALL = "per call: mine: one call of the real mechanism per output (generic d
 
 def _setting(verdict, where=GENERIC_L1, sampling="tiled: blocks of n = 1", sensitivity="l1 clip 0.5",
              audit_setting="generic default", **mechanism):
-    return {"label": "mine", "distinguish": {"verdict": verdict, "setting": where, "sampling": sampling},
-            "mechanism": {"guarantee": {"sensitivity": sensitivity},
-                          "capabilities": {"audit_setting": audit_setting}, **mechanism}}
+    return _partial("mine", Distinguish.model_construct(verdict=Verdict(verdict), setting=where, sampling=sampling),
+                    guarantee=Guarantee.model_construct(sensitivity=sensitivity),
+                    capabilities=Capabilities.model_construct(audit_setting=audit_setting), **mechanism)
+
+
+def _partial(label, distinguish, **mechanism):
+    """A setting holding only the fields the notes read (``model_construct``: the rest left unset)."""
+    mechanism.setdefault("capabilities", Capabilities.model_construct())
+    return Setting.model_construct(label=label, distinguish=distinguish, mechanism=MechanismEntry.model_construct(
+        **mechanism))
 
 
 def test_generic_pairs_weaken_a_consistent_verdict():
@@ -50,11 +59,11 @@ def test_a_violation_on_pairs_of_an_assumed_norm_holds_only_if_the_claim_covers_
 def test_declared_settings_and_verdicts_without_a_claim_to_weaken_get_no_note():
     assert notes([_setting("consistent", where="replace-one within the l2 ball", audit_setting="declared")]) == []
     assert notes([_setting("no claim"), _setting("inconclusive"), _setting("vacuous claim")]) == []
-    assert notes([{"label": "x", "distinguish": None, "mechanism": {"capabilities": {}}}]) == []
+    assert notes([_partial("x", None)]) == []
 
 
 def test_a_mechanism_not_determined_by_its_seeds_is_noted_even_without_a_distinguishing_test():
-    unseeded = {"label": "mine", "distinguish": None, "mechanism": {"capabilities": {}, "reproducible": False}}
+    unseeded = _partial("mine", None, reproducible=False)
     assert notes([unseeded]) == [
         "mine: the mechanism's output is not determined by its seeds (two encodes under the same seeds differed): "
         "these results will not reproduce, and a rerun may reach another verdict. Its noise should be drawn from "
