@@ -70,6 +70,7 @@ from auditkit.config_bounds import name_length, reject_unknown as _reject_unknow
 from auditkit.data import DATASETS, PARTITION_SCHEMES, DataNotFoundError, dataset_available, load_dataset
 from auditkit.data.catalog import EMBEDDED
 from auditkit.fl.schedule import LR_SCHEDULES
+from auditkit.fl.spec import DPSGDSpec, TrainingSpec
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.flower.settings import FlowerConfig, check_training
 from auditkit.mechanisms.protocol import selects_clients
@@ -97,25 +98,11 @@ class DataConfig:
 
 
 @dataclass(frozen=True)
-class TrainingConfig:
-    """FedAvg: model, clients, local steps, optimiser, learning-rate schedule, participation."""
+class TrainingConfig(TrainingSpec):
+    """The ``[training]`` table: the FL engine's run (``auditkit.fl.spec.TrainingSpec``: clients, local steps,
+    optimiser, schedule, participation, checkpoints) plus the model and the engine that runs it."""
 
     model: str = "cnn"
-    clients: int = 10
-    rounds: int = 60
-    tau: int = 15
-    batch_size: int = 1
-    lr: float = 0.01
-    momentum: float = 0.9
-    lr_patience: int = 10
-    lr_factor: float = 0.5
-    lr_schedule: str = "plateau"
-    participation: str = "full"
-    clients_per_round: int | None = None
-    sample_rate: float | None = None
-    client_weights: str = "data"
-    checkpoints: tuple[int, ...] = (1,)
-    batched: bool = True
     backend: str = "builtin"  # builtin (the batched simulator in this process) | flower (Flower's Simulation Engine)
 
 
@@ -168,27 +155,6 @@ def _describe(params: dict[str, Any]) -> str:
 
 
 PROBE_SCALES = ("clip", "none")
-
-
-@dataclass(frozen=True)
-class DPSGDConfig:
-    """Example-level DP-SGD inside every client's local training (Abadi et al. 2016, Alg. 1;
-    ``auditkit.fl.dp_sgd``): each local step samples a Poisson batch of rate q_k = B / n_k (B =
-    ``training.batch_size``, n_k the client's examples), clips each example's gradient to l2 norm C =
-    ``max_grad_norm``, and steps along (sum_i clip_C(g_i) + N(0, (z C)^2 I)) / B with z = ``noise_multiplier``.
-    Its claim (``accounting["example_level"]``) is about one example, composed over rounds x tau steps at the
-    worst client's q_k; it is reported beside the uplink mechanism's client-level claim, never combined with it.
-    ``noise_multiplier`` unset (or no ``[dp_sgd]`` table): DP-SGD is off."""
-
-    noise_multiplier: float | None = field(default=None, metadata={
-        "help": "DP-SGD in the clients: noise multiplier z, the Gaussian noise's std over max_grad_norm (unset: off)"})
-    max_grad_norm: float = field(default=1.0, metadata={
-        "help": "DP-SGD in the clients: the l2 norm C each example's gradient is clipped to"})
-
-    @property
-    def enabled(self) -> bool:
-        """Whether the clients train with DP-SGD."""
-        return self.noise_multiplier is not None
 
 
 @dataclass(frozen=True)
@@ -312,7 +278,7 @@ class AuditConfig:
     flower: FlowerConfig = field(default_factory=FlowerConfig)
     mechanisms: tuple[MechanismConfig, ...] = (MechanismConfig(),)
     accounting: AccountingConfig = field(default_factory=AccountingConfig)
-    dp_sgd: DPSGDConfig = field(default_factory=DPSGDConfig)
+    dp_sgd: DPSGDSpec = field(default_factory=DPSGDSpec)
     inversion: InversionConfig = field(default_factory=InversionConfig)
     probe: ProbeConfig = field(default_factory=ProbeConfig)
     identification: IdentificationConfig = field(default_factory=IdentificationConfig)
@@ -453,10 +419,10 @@ def from_dict(raw: dict[str, Any]) -> AuditConfig:
     return _resolve_preferred_dataset(config)
 
 
-def _dp_sgd(table: Any) -> DPSGDConfig:
+def _dp_sgd(table: Any) -> DPSGDSpec:
     """The ``[dp_sgd]`` table: a table that sets keys turns DP-SGD on only with ``noise_multiplier``, so a
     ``max_grad_norm`` alone is refused rather than ignored."""
-    dp_sgd = _section(table, DPSGDConfig, "dp_sgd")
+    dp_sgd = _section(table, DPSGDSpec, "dp_sgd")
     if table and not dp_sgd.enabled:
         raise ConfigError("dp_sgd.noise_multiplier must be given to turn DP-SGD on ([dp_sgd] sets "
                           f"{', '.join(sorted(table))} without it)")

@@ -169,10 +169,10 @@ def _default(field: dataclasses.Field) -> str:
 def _flags() -> dict[str, tuple[str, str]]:
     """``section.key`` -> (the ``audit`` command's flag that sets it, that flag's help): the options of
     ``auditkit.cli.audit.CONFIG_KEYS`` (option name -> config key) and the ``--dp-sgd-KEY`` flags, one per field of
-    ``auditkit.config.DPSGDConfig``, looked up in the click command itself."""
-    from auditkit import config
+    ``auditkit.fl.spec.DPSGDSpec``, looked up in the click command itself."""
     from auditkit.cli.app import build_cli
     from auditkit.cli.audit import CONFIG_KEYS
+    from auditkit.fl.spec import DPSGDSpec
 
     params = build_cli().commands["audit"].params
     by_name = {param.name: param for param in params if isinstance(param, click.Option)}
@@ -183,7 +183,7 @@ def _flags() -> dict[str, tuple[str, str]]:
         return flag, " ".join((option.help or "").split())
 
     found = {key: described(by_name[name]) for name, key in CONFIG_KEYS.items() if name in by_name}
-    for field in dataclasses.fields(config.DPSGDConfig):
+    for field in dataclasses.fields(DPSGDSpec):
         option = by_flag.get(f"--dp-sgd-{field.name.replace('_', '-')}")
         if option is not None:
             flag, flag_help = described(option)

@@ -13,7 +13,8 @@ from typing import Any
 
 import click
 
-from auditkit.config import DPSGDConfig, PRESETS, TRAINING_BACKENDS
+from auditkit.config import PRESETS, TRAINING_BACKENDS
+from auditkit.fl.spec import DPSGDSpec
 from auditkit.config_bounds import MAX_MEMORY_GIB, SIZES
 from auditkit.data.catalog import DATASETS
 from auditkit.data.partition import PARTITION_SCHEMES
@@ -103,8 +104,8 @@ def spec_options(specs: Sequence[Any], group: str, panel: str) -> list[click.Opt
 def dp_sgd_options(command: Callable[..., Any]) -> Callable[..., Any]:
     """One ``--dp-sgd-KEY`` option per field of the config's ``[dp_sgd]`` table, typed by the field, explained by
     its ``metadata["help"]``; the given ones reach the command as ``dp_sgd`` (key -> value)."""
-    hints = typing.get_type_hints(DPSGDConfig)
-    for field in reversed(dataclasses.fields(DPSGDConfig)):
+    hints = typing.get_type_hints(DPSGDSpec)
+    for field in reversed(dataclasses.fields(DPSGDSpec)):
         kind = hints[field.name]
         if isinstance(kind, types.UnionType):  # X | None: the flag's type is X
             kind = next(k for k in typing.get_args(kind) if k is not type(None))

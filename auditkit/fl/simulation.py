@@ -115,7 +115,7 @@ class FederatedSimulation:
         model: the architecture; its initial weights are re-drawn from the seed.
         data: the federated data (see `FederatedData`).
         protocol: client -> server communication (e.g. `UplinkProtocol(mechanism, seed)`).
-        training: the run's specification (``auditkit.fl.spec.TrainingSpec``; an object with its fields converts).
+        training: the run's specification (``auditkit.fl.spec.TrainingSpec``).
         seed: the experiment seed.
         device: where the tensors live.
         dp_sgd: the clients train with example-level DP-SGD (``auditkit.fl.dp_sgd``) on Poisson batches of
@@ -134,9 +134,9 @@ class FederatedSimulation:
         dp_sgd: DPSGDSpec | None = None,
     ) -> None:
         self.device = torch.device(device)
-        self.dp_sgd = DPSGDSpec.of(dp_sgd)
+        self.dp_sgd = dp_sgd
         self._private: DPSGD | None = None  # the DP-SGD settings of the round's batches (``_draw_batches``)
-        self.training = TrainingSpec.of(training)
+        self.training = training
         self.seed = seed
         self.protocol = protocol
         self.data = data.to(self.device)

@@ -15,22 +15,12 @@ from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import build_protocol as fl_build_protocol
 from auditkit.fl.aggregation import client_mechanism
 from auditkit.fl.simulation import FederatedData
-from auditkit.fl.spec import DPSGDSpec, TrainingSpec
+
 from auditkit.mechanisms.protocol import ProtocolContext, RoundProtocol
 from auditkit.mechanisms.randomness import derive_seed
 
-__all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "dp_sgd_spec", "flower_client_setup", "prepare_data",
-           "protocol_context", "protocol_table_name", "resolve_device", "training_spec"]
-
-
-def training_spec(config: AuditConfig) -> TrainingSpec:
-    """What the FL engine needs of the config's ``[training]`` (``auditkit.fl.spec``)."""
-    return TrainingSpec.of(config.training)
-
-
-def dp_sgd_spec(config: AuditConfig) -> DPSGDSpec | None:
-    """What the FL engine needs of the config's ``[dp_sgd]`` (``auditkit.fl.spec``)."""
-    return DPSGDSpec.of(config.dp_sgd)
+__all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "flower_client_setup", "prepare_data",
+           "protocol_context", "protocol_table_name", "resolve_device"]
 
 
 def resolve_device(name: str) -> torch.device:
@@ -130,5 +120,5 @@ def flower_client_setup(spec: dict[str, Any]) -> Any:
     config = from_dict(spec)
     data, input_shape, num_classes, _ = prepare_data(config)
     model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
-    return ClientSetup(training=training_spec(config), dp_sgd=dp_sgd_spec(config), seed=config.seed, data=data,
+    return ClientSetup(training=config.training, dp_sgd=config.dp_sgd, seed=config.seed, data=data,
                        model=model, mechanism=build_mechanism(config))

@@ -23,12 +23,10 @@ from auditkit.stages.setting import (  # noqa: F401 (build_protocol, client_mech
     build_protocol,
     client_mechanism,
     client_spec,
-    dp_sgd_spec,
     flower_client_setup,
     prepare_data,
     protocol_context,
     resolve_device,
-    training_spec,
 )
 
 
@@ -64,12 +62,12 @@ class Experiment:
         if config.training.backend == "flower":
             from auditkit.flower.backend import FlowerSimulation
 
-            self.simulation = FlowerSimulation(model, data, protocol, training_spec(config), seed=config.seed,
-                                               device=self.device, dp_sgd=dp_sgd_spec(config), flower=config.flower,
+            self.simulation = FlowerSimulation(model, data, protocol, config.training, seed=config.seed,
+                                               device=self.device, dp_sgd=config.dp_sgd, flower=config.flower,
                                                spec=client_spec(config), client_setup=flower_client_setup)
         else:
-            self.simulation = FederatedSimulation(model, data, protocol, training_spec(config), seed=config.seed,
-                                                  device=self.device, dp_sgd=dp_sgd_spec(config))
+            self.simulation = FederatedSimulation(model, data, protocol, config.training, seed=config.seed,
+                                                  device=self.device, dp_sgd=config.dp_sgd)
 
     def train(self, on_round: Callable[[RoundRecord], None] | None = None) -> TrainingRun:
         """Run FedAvg with the configured mechanism between clients and server."""

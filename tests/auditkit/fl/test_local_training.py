@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from auditkit.config import DPSGDConfig
+from auditkit.fl.spec import DPSGDSpec
 from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
 from auditkit.fl.sampling import draw_batches
 from auditkit.fl.params import ParamLayout, flat_parameters
@@ -60,7 +60,7 @@ def test_dp_sgd_batched_equals_sequential(name):
     data = torch.rand(90, 1, 28, 28)
     targets = torch.randint(0, 10, (90,))
     own = list(torch.arange(90).reshape(3, 30))
-    dp_sgd = DPSGDConfig(noise_multiplier=1.1, max_grad_norm=0.5)
+    dp_sgd = DPSGDSpec(noise_multiplier=1.1, max_grad_norm=0.5)
     batches, private = local_batches(own, [0, 1, 2], 3, seed=0, tau=3, batch_size=4, dp_sgd=dp_sgd)
     assert batches.shape[2] > 4 and (private.mask == 0).any()  # padded to the round's largest Poisson batch
     runs = []
@@ -72,7 +72,7 @@ def test_dp_sgd_batched_equals_sequential(name):
     assert torch.allclose(a.momentum, b.momentum, atol=1e-5, rtol=1e-5)
     assert torch.allclose(a.loss, b.loss, atol=1e-5)
     _, quiet = local_batches(own, [0, 1, 2], 3, seed=0, tau=3, batch_size=4,
-                             dp_sgd=DPSGDConfig(noise_multiplier=1e-6, max_grad_norm=0.5))
+                             dp_sgd=DPSGDSpec(noise_multiplier=1e-6, max_grad_norm=0.5))
     noiseless = train_clients_batched(model, start, momentum, data[batches], targets[batches], lr=0.05, mu=0.9,
                                       dp_sgd=quiet)
     assert (a.params - noiseless.params).abs().max() > 1e-3
