@@ -16,7 +16,8 @@ from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import config_options, config_overrides
 from auditkit.cli.outputs import check_output, overwrite_option, snr, write_document
 from auditkit.cli.terminal import Reporter, console
-from auditkit.stages.train import Experiment, build_mechanism, results_document
+from auditkit.stages.setting import build_mechanism
+from auditkit.stages.train import Experiment, results_document
 
 __all__ = ["command"]
 

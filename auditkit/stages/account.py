@@ -10,7 +10,7 @@ from auditkit import results
 from auditkit.accounting.dp_sgd import example_level_claim
 from auditkit.config import AccountingConfig, AuditConfig, TrainingConfig
 
-__all__ = ["account_rounds", "account_run", "with_example_level"]
+__all__ = ["account_rounds", "account_run", "account_stage", "with_example_level"]
 
 
 def account_rounds(mechanism: mechanisms.Mechanism, rounds: int, accounting: AccountingConfig,
@@ -43,3 +43,11 @@ def account_run(run: Any) -> dict[str, Any]:
     rounds = run.result.rounds[-1].round
     return with_example_level(account_rounds(run.mechanism, rounds, run.config.accounting, run.config.training), run.config, rounds,
                               run.data_summary)
+
+
+def account_stage(mechanism: mechanisms.Mechanism, config: AuditConfig, trained: dict[str, Any]) -> dict[str, Any]:
+    """The audit's account stage for one setting: its claim composed over the rounds the train stage ran
+    (``trained``, its result), with the example-level claim of DP-SGD where the clients train with it."""
+    rounds = trained["training"]["final"]["round"]
+    entry = account_rounds(mechanism, rounds, config.accounting, config.training)
+    return with_example_level(entry, config, rounds, trained["provenance"]["data"])

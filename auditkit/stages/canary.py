@@ -72,7 +72,8 @@ from auditkit.mechanisms.guarantee import NeighboringRelation, PrivacyGuarantee
 from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol, selects_clients
 from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.models import create_model
-from auditkit.stages.train import Experiment, build_mechanism, prepare_data, resolve_device
+from auditkit.stages.setting import build_mechanism, prepare_data, resolve_device
+from auditkit.stages.train import Experiment
 from auditkit.mechanisms.views import View
 
 __all__ = [

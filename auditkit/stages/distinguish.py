@@ -7,8 +7,10 @@ from typing import Any
 
 from auditkit import attacks
 from auditkit import mechanisms
+from auditkit import results
+from auditkit.config import AuditConfig
 
-__all__ = ["attacks_confidence", "distinguish_family", "run_distinguish"]
+__all__ = ["attacks_confidence", "distinguish_family", "distinguish_stage", "run_distinguish"]
 
 
 def attacks_confidence(confidence: float, family: int) -> float:
@@ -44,3 +46,12 @@ def run_distinguish(
                                     tests=family, search=search, seed=seed)
     per_test = attacks.bonferroni_confidence(confidence, family)
     return audit, [test(mechanism, trials=trials, confidence=per_test, seed=seed) for test in extra]
+
+
+def distinguish_stage(mechanism: mechanisms.Mechanism, config: AuditConfig, family: int) -> dict[str, Any]:
+    """The audit's distinguish stage for one setting: ``run_distinguish`` with ``[distinguish]``'s trials and
+    confidence, every bound at its Bonferroni share of the ``family``-test audit; the results' section."""
+    d = config.distinguish
+    audit, adaptive = run_distinguish(mechanism, trials=d.trials, confidence=d.confidence, family=family,
+                                      adaptive=d.adaptive, search=d.search, seed=config.seed)
+    return results.distinguish_entry(audit, adaptive, trials=d.trials, confidence=d.confidence, tests=family)

@@ -28,7 +28,8 @@ from auditkit.fl.simulation import RoundRecord, SimulationResult
 from auditkit.flower.recording import Recording, RecordingError
 from auditkit.models import count_parameters, create_model
 from auditkit.stages.inversion import MESSAGES_IN_CLEAR, RecordedView
-from auditkit.stages.train import build_mechanism, training_provenance
+from auditkit.stages.setting import build_mechanism
+from auditkit.stages.train import training_provenance
 
 __all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
 

@@ -1,7 +1,7 @@
-"""From a validated config to results: data, model, mechanism, FL training, the results document of a run.
+"""The ``train`` stage: from a validated config to a trained FL run, its results and the views later stages attack.
 
-`run_training` is what ``auditkit train`` does; the audit pipeline (``auditkit.audit``) runs it
-once per mechanism setting and adds the accounting, attack and reporting stages.
+`run_training` is what ``auditkit train`` does; the audit's train stage (``train_stage``) runs it once per
+mechanism setting and keeps the server view of the inversion round and the probe round's global model.
 """
 from __future__ import annotations
 
@@ -18,16 +18,10 @@ from auditkit.fl.memory import check_memory
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult
 from auditkit.models import create_model
 from auditkit.stages.account import account_run
-from auditkit.stages.setting import (  # noqa: F401 (build_protocol, client_mechanism, protocol_context: re-exported)
-    build_mechanism,
-    build_protocol,
-    client_mechanism,
-    client_spec,
-    flower_client_setup,
-    prepare_data,
-    protocol_context,
-    resolve_device,
-)
+from auditkit.stages.base import StageOutput
+from auditkit.stages.inversion import RecordedView
+from auditkit.stages.setting import (build_mechanism, build_protocol, client_spec, flower_client_setup, prepare_data,
+                                    resolve_device)
 
 
 @dataclass
@@ -129,3 +123,29 @@ def results_document(run: TrainingRun, title: str) -> dict[str, Any]:
     provenance = results.provenance(seed=run.config.seed, device=str(run.device), settings=[entry],
                                     **data_provenance(run))
     return results.document("train", title, run.config.to_dict(), provenance, [entry])
+
+
+def training_inputs(config: AuditConfig) -> dict[str, Any]:
+    """The config as the train stage's key sees it: all but the tables that only later stages read."""
+    return {k: v for k, v in config.to_dict().items() if k not in ("accounting", "inversion", "distinguish", "title")}
+
+
+def train_stage(config: AuditConfig, *, on_round: Callable[[RoundRecord], None] | None = None) -> StageOutput:
+    """The audit's train stage for one setting: the results' training section, the run's device and provenance, and
+    the tensors later stages read: the ``server`` view of the inversion round (``RecordedView``) and the global
+    model and learning rate of the probe round."""
+    experiment = Experiment(config)
+    run = experiment.train(on_round)
+    inversion_round = config.checkpoint_round
+    observed = [o for o in run.result.observations if o.round == inversion_round]
+    probed = [o for o in run.result.observations if o.round == config.probe_round]
+    tensors: dict[str, Any] = {}
+    if config.inversion.enabled and observed:
+        tensors["view"] = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
+                                                        config.inversion.targets, run.protocol).to_tensors()
+    if probed:
+        tensors["probe"] = {"round": probed[0].round, "lr": probed[0].lr,
+                            "weights": probed[0].global_before.detach().float().cpu().clone()}
+    result = {"training": results.training_entry(run.result, run.protocol), "device": str(run.device),
+              "provenance": data_provenance(run), "inversion_round": inversion_round if observed else None}
+    return StageOutput(result, tensors=tensors or None)

@@ -7,7 +7,8 @@ import pytest
 from auditkit import mechanisms
 from auditkit.config import ConfigError, from_dict
 from auditkit.fl.aggregation import UplinkProtocol
-from auditkit.stages.train import Experiment, build_protocol
+from auditkit.stages.setting import build_protocol
+from auditkit.stages.train import Experiment
 
 # A plugin's whole story: the mechanism (plain Gaussian) runs the "median-relay" protocol, whose server takes the
 # coordinate-wise median of the decoded updates instead of their mean. Its table [relay] sets how many of the

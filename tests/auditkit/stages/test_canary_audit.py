@@ -11,7 +11,7 @@ from auditkit.config import ConfigError, from_dict, merge, preset_dict
 from auditkit.results import validate_results
 from auditkit.stages.canary import canary_stage, composed_claim_curve, judged_views
 from auditkit.stages.distinguish import distinguish_family
-from auditkit.stages.train import build_mechanism
+from auditkit.stages.setting import build_mechanism
 
 PLUGIN = str(Path(__file__).resolve().parents[3] / "examples" / "buggy_dp_plugin" / "buggy_dp.py")
 DP_FEDAVG = {"name": "dp-fedavg", "noise_multiplier": 2.0, "clip": 1.0}

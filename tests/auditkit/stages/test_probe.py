@@ -5,7 +5,7 @@ import torch
 from auditkit import mechanisms
 from auditkit.config import ConfigError, from_dict, load_preset
 from auditkit.models import create_model
-from auditkit.stages.train import prepare_data
+from auditkit.stages.setting import prepare_data
 from auditkit.stages.probe import (
     check_probe_inputs,
     defended_updates,
