@@ -10,7 +10,7 @@ from auditkit.version import __version__
 def run_audit(config, **kwargs):
     """Run an audit (what ``auditkit audit`` does): train every mechanism setting, account, attack, test, and
     write results.json, report.html and report.md; see :func:`auditkit.audit.run_audit`."""
-    from auditkit.audit import run_audit as _run_audit
+    from auditkit.audit import run_audit as _run_audit  # here: `import auditkit` stays light (no torch)
 
     return _run_audit(config, **kwargs)
 

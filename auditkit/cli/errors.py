@@ -10,6 +10,11 @@ import click
 import torch
 
 from auditkit.cli.terminal import error_console
+from auditkit.output_folder import OutputFolderError, target_of
+from auditkit.config import ConfigError
+from auditkit.data import DataNotFoundError
+from auditkit.fl.simulation import TrainingDiverged
+from auditkit.mechanisms import PluginCodeError, PluginError
 
 __all__ = ["UnknownCommand", "UsageFailure", "fail", "print_error", "resource_line", "run_guarded", "usage_error_line",
            "warn_unreproducible"]
@@ -43,8 +48,6 @@ def fail(message: str) -> NoReturn:
 
 def resource_line(err: BaseException) -> str:
     """A fault of the machine (disk full, a read-only file, memory) as one line naming the file where there is one."""
-    from auditkit.output_folder import target_of
-
     if isinstance(err, MemoryError | torch.cuda.OutOfMemoryError):
         where = "GPU memory" if isinstance(err, torch.cuda.OutOfMemoryError) else "memory"
         return f"out of {where}: the run needs more than the machine has; lower clients, batch or model size"
@@ -57,12 +60,6 @@ def run_guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` with user-input errors as one line and exit 2, faults of the machine (disk, memory) as
     one line and exit 1; anything else is a bug and keeps its traceback. Files finished before a fault are whole:
     every write is atomic (``auditkit.output_folder``)."""
-    from auditkit.config import ConfigError
-    from auditkit.data import DataNotFoundError
-    from auditkit.fl.simulation import TrainingDiverged
-    from auditkit.mechanisms import PluginCodeError, PluginError
-    from auditkit.output_folder import OutputFolderError
-
     try:
         return fn(*args, **kwargs)
     except (UsageFailure, ConfigError, DataNotFoundError, PluginError, PluginCodeError, TrainingDiverged,

@@ -36,7 +36,7 @@ def dataset_available(name: str, data_dir: str | Path | None) -> bool:
         return True
     if data_dir is None:
         return False
-    from auditkit.data import torchvision_sets
+    from auditkit.data import torchvision_sets  # on demand, as in load_dataset
 
     if name == "mnist":
         folder, files = Path(data_dir) / "MNIST" / "raw", torchvision_sets.MNIST_FILES

@@ -49,6 +49,7 @@ from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationR
 from auditkit.flower.install import require_flower
 from auditkit.flower.settings import FLOWER_COUNTERPARTS, FlowerConfig, check_training, flower_counterpart  # noqa: F401
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.fl.aggregation import UplinkProtocol
 
 __all__ = ["FLOWER_COUNTERPARTS", "FlowerSimulation", "check_protocol", "check_resources", "check_training",
            "connect_ray", "flower_counterpart"]
@@ -153,8 +154,6 @@ class _ClientRuntime:
     when a Flower counterpart runs the round: the client then replies with its trained model)."""
 
     def __init__(self, spec: dict[str, Any], num_cpus: float, client_setup: Callable[[dict[str, Any]], ClientSetup]) -> None:
-        from auditkit.fl.aggregation import UplinkProtocol
-
         torch.set_num_threads(max(1, int(num_cpus)))
         setup = client_setup(spec)
         self.training, self.dp_sgd, self.seed = setup.training, setup.dp_sgd, setup.seed
@@ -177,6 +176,7 @@ def train_client(spec: dict[str, Any], num_cpus: float, client_setup: Callable[[
     or, when a Flower counterpart runs the round, the trained model with FedAvg weight ``num-examples`` 1."""
     from flwr.app import Message, MetricRecord, RecordDict
 
+    # records imports flwr, the optional flower extra: only where a Flower run needs it
     from auditkit.flower.records import PAYLOAD, TRUTH, flat_record, flatten_record, payload_record, truth_record
 
     rt = _runtime(spec, num_cpus, client_setup)
@@ -298,6 +298,7 @@ class FlowerSimulation(FederatedSimulation):
             return self._exchange_on_counterpart(clients, lr, round_, before)
         from flwr.app import ConfigRecord, Message, RecordDict
 
+        # records imports flwr, the optional flower extra: only where a Flower run needs it
         from auditkit.flower.records import PAYLOAD, TRUTH, flat_record, read_payload, read_truth
 
         model = flat_record(before)
@@ -323,6 +324,7 @@ class FlowerSimulation(FederatedSimulation):
         ground truth (which goes to the harness)."""
         from flwr.app import ConfigRecord, Message, RecordDict
 
+        # records imports flwr, the optional flower extra: only where a Flower run needs it
         from auditkit.flower.records import TRUTH, flat_record, read_truth
 
         config = ConfigRecord({"round": round_, "lr": float(lr)})

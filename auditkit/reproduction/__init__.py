@@ -24,6 +24,11 @@ from auditkit.reproduction.runner import (
     run_plan,
     run_reasons,
 )
+from auditkit.config import ConfigError
+from auditkit.data import dataset_available
+from auditkit.results import Command, SCHEMA, SCHEMA_VERSION, provenance, validate_results
+from auditkit.output_folder import Mode, OutputFolder
+from auditkit.reports import render_report
 
 __all__ = ["BUDGETS", "check_reproduction_inputs", "load_paper", "paper_ids", "reproduce", "reproduction_document"]
 
@@ -32,9 +37,6 @@ def check_reproduction_inputs(
     paper_id: str, budget: str, seeds: int | None, data_dir: str | None, confidence: float = 0.95
 ) -> Plan:
     """Every check of the user's input, before anything is trained or written; the plan to run."""
-    from auditkit.config import ConfigError
-    from auditkit.data import dataset_available
-
     paper = load_paper(paper_id)  # ValueError naming PAPER and the bundled ones
     if budget not in BUDGETS:
         raise ConfigError(f"--budget must be one of {', '.join(BUDGETS)}; got {budget!r}")
@@ -59,8 +61,6 @@ def check_reproduction_inputs(
 def _provenance() -> dict[str, Any]:
     """Who computed the runs: the keys of a results document's provenance that a reproduction has (auditkit's
     version, the code's fingerprint, the plugins, the packages' versions, the platform)."""
-    from auditkit.results import provenance
-
     full = provenance(seed=0, device="cpu")  # seed and device are per run here, in each run's config
     return {key: full[key] for key in ("auditkit_version", "code", "plugins", "versions", "platform")}
 
@@ -68,8 +68,6 @@ def _provenance() -> dict[str, Any]:
 def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: float) -> dict[str, Any]:
     """The ``reproduction.json`` document (schema ``auditkit/results``, command "reproduce"; see
     ``auditkit.results.reproduction``): the plan, every row and ordering with its verdict, the runs."""
-    from auditkit.results import SCHEMA, SCHEMA_VERSION, Command
-
     paper = plan.paper
     tables = []
     for table in paper.tables:
@@ -107,10 +105,6 @@ def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None,
     render_report``, as ``auditkit report`` renders it), replaced together; ``confidence``: of the intervals over
     seeds that the verdicts read. An ``out`` holding an earlier run is replaced only with ``overwrite``, once this
     run has finished (``auditkit.output_folder``)."""
-    from auditkit.output_folder import Mode, OutputFolder
-    from auditkit.reports import render_report
-    from auditkit.results import validate_results
-
     plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir, confidence)
     folder = OutputFolder(out, Mode.OVERWRITE if overwrite else Mode.NEW)
     folder.check(folder.path, folder.mode)  # refused before any training

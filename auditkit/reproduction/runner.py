@@ -35,6 +35,12 @@ from auditkit.data import dataset_available
 from auditkit.stages.train import Experiment
 from auditkit.reproduction.paper import ATTACK, ROUND_ATTACK, TRAIN, Ordering, Paper, Table
 from auditkit.results.reproduction import OrderingVerdict, RowVerdict
+from auditkit import attacks, mechanisms
+from auditkit.models import MODEL_NAMES
+from auditkit.results import training_entry
+from auditkit.attacks.gradient_inversion import iteration_settings
+from auditkit.stages.inversion import RecordedView, invert_recorded_view, run_inversion
+from auditkit.mechanisms.randomness import derive_seed
 
 __all__ = ["HOLDS", "NOT_COMPARABLE", "NOT_REPRODUCED", "REPRODUCED", "REVERSED", "UNRESOLVED", "Plan", "interval",
            "ordering_entry", "plan_reproduction", "row_entry", "run_plan", "run_reasons", "run_setting"]
@@ -130,17 +136,12 @@ def plan_reproduction(paper: Paper, *, budget: str = "quick", seeds: int | None 
 def _checked(setting: dict[str, Any], seed: int) -> Any:
     """The setting made ready to run at ``seed``: a validated AuditConfig (training), or the raw config with its
     mechanism built once to validate its parameters (attack, distortion); ValueError naming what is wrong."""
-    from auditkit import mechanisms
-
     raw = setting["config"]
     if setting["kind"] in (TRAIN, ROUND_ATTACK):
         return from_dict(merge(raw, {"seed": seed}))
     params = dict(raw["mechanism"])
     mechanisms.create(params.pop("name"), **params)
     if setting["kind"] == ATTACK:
-        from auditkit import attacks
-        from auditkit.models import MODEL_NAMES
-
         attack = raw["attack"]
         if attack["name"] not in attacks.INVERSION_ATTACKS or attack["model"] not in MODEL_NAMES:
             raise ValueError(f"attack {attack['name']!r} on model {attack['model']!r} is not available")
@@ -154,8 +155,6 @@ def configs(plan: Plan) -> list[tuple[str, int, Any]]:
 
 
 def _train(config: AuditConfig) -> dict[str, Any]:
-    from auditkit.results import training_entry
-
     run = Experiment(config).train()
     entry = training_entry(run.result, run.protocol)
     return {"test_accuracy": entry["final"]["test_accuracy"], "snr_db": entry["final"]["snr_db"],
@@ -165,9 +164,6 @@ def _train(config: AuditConfig) -> dict[str, Any]:
 def _attack(raw: dict[str, Any], seed: int) -> dict[str, Any]:
     """``raw["attack"]``: name, model, images, source, iterations, label_given; ``raw["mechanism"]``: the
     mechanism the single-image clients' gradients go through."""
-    from auditkit.attacks.gradient_inversion import iteration_settings
-    from auditkit.stages.inversion import run_inversion
-
     attack, params = raw["attack"], dict(raw["mechanism"])
     run = run_inversion(attack["name"], mechanism=params.pop("name"), params=params, model=attack["model"],
                         images=attack["images"], source=attack["source"], seed=seed,
@@ -181,8 +177,6 @@ def _attack(raw: dict[str, Any], seed: int) -> dict[str, Any]:
 def _round_attack(config: AuditConfig) -> dict[str, Any]:
     """Train up to the config's inversion round and attack the server's view of it as ``auditkit audit`` does
     (``[inversion]``: attack, targets, iterations; MSP-FL's view is its transcript's least-squares estimate)."""
-    from auditkit.stages.inversion import RecordedView, invert_recorded_view
-
     experiment = Experiment(config)
     run = experiment.train()
     observed = [o for o in run.result.observations if o.round == config.checkpoint_round]
@@ -198,9 +192,6 @@ def _distortion(raw: dict[str, Any], seed: int) -> dict[str, Any]:
     """E (Q(a) - a)^2 per coordinate for ``coordinates`` inputs a ~ U[low, high] (``raw["distortion"]``) through
     the real mechanism (decode of encode), as log10."""
     import torch
-
-    from auditkit import mechanisms
-    from auditkit.mechanisms.randomness import derive_seed
 
     spec, params = raw["distortion"], dict(raw["mechanism"])
     mechanism = mechanisms.create(params.pop("name"), private_seed=derive_seed(seed, "distortion-private"),

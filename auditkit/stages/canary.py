@@ -63,9 +63,12 @@ from typing import Any
 import numpy as np
 import torch
 
+from auditkit import mechanisms, results
+from auditkit.accounting import composed_tradeoff
 from auditkit.attacks.distinguish import EpsilonEstimate, distinguish
+from auditkit.attacks.one_run import one_run_bound
 from auditkit.attacks.verdicts import verdict
-from auditkit.config import AuditConfig, from_dict, preset_dict
+from auditkit.config import AuditConfig, ConfigError, from_dict, preset_dict
 from auditkit.fl.aggregation import UplinkProtocol
 from auditkit.fl.simulation import FederatedSimulation
 from auditkit.mechanisms.guarantee import NeighboringRelation, PrivacyGuarantee
@@ -75,6 +78,8 @@ from auditkit.models import create_model
 from auditkit.stages.setting import build_mechanism, prepare_data, resolve_device
 from auditkit.stages.train import Experiment
 from auditkit.mechanisms.views import View
+from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff
+from auditkit.stages.account import account_rounds
 
 __all__ = [
     "CHUNK",
@@ -511,8 +516,6 @@ def judged_views(mechanism: Any, config: AuditConfig) -> tuple[str, ...]:
     (``mechanism.view``: "server" for a local mechanism, "aggregate" for noise the server adds) and the public one.
     ``ConfigError`` for a server view the claim does not cover (noise the server adds: the server sees the
     messages in clear) or a protocol without one decoded message per client."""
-    from auditkit.config import ConfigError
-
     covered = View.SERVER if mechanism.view == View.SERVER and mechanism.protocol is None else View.AGGREGATE
     if config.canary.view is None:
         return (covered, View.PUBLIC)
@@ -530,11 +533,6 @@ def composed_claim_curve(mechanism: Any, config: AuditConfig) -> tuple[Any, dict
     the ``claim`` dict of the results' canary section."""
     import dp_accounting
 
-    from auditkit import mechanisms as registry
-    from auditkit.accounting import composed_tradeoff
-    from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff
-    from auditkit.stages.account import account_rounds
-
     rounds = config.training.rounds
     entry = account_rounds(mechanism, rounds, config.accounting, config.training)
     composed, sampling = entry["composed"], entry.get("sampling") or {}
@@ -543,7 +541,7 @@ def composed_claim_curve(mechanism: Any, config: AuditConfig) -> tuple[Any, dict
         why = entry["refusal"] or "the mechanism claims no privacy"
         return None, {"epsilon": None, "delta": delta, "curve": None, "rounds": rounds,
                       "note": f"no composed claim over {rounds} rounds: {why}"}
-    event = registry.capability(mechanism, "dp_event")
+    event = mechanisms.capability(mechanism, "dp_event")
     if sampling.get("amplified"):
         event = dp_accounting.PoissonSampledDpEvent(sampling["sample_rate"], event)
     curve = composed_tradeoff(event, rounds, mechanism.guarantee().relation)
@@ -563,9 +561,6 @@ def canary_stage(config: AuditConfig, *, per_test_confidence: float,
     (``canary_run``), each judged view's one-run bound (``auditkit.attacks.one_run``) at ``per_test_confidence``
     (its Bonferroni share of the audit's family) against the whole run's composed claim
     (``composed_claim_curve``); the results' ``canary`` section (``auditkit.results.canary_entry``)."""
-    from auditkit import results
-    from auditkit.attacks.one_run import one_run_bound
-
     start = time.perf_counter()
     c = config.canary
     mechanism = build_mechanism(config)

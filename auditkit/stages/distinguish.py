@@ -9,6 +9,8 @@ from auditkit import attacks
 from auditkit import mechanisms
 from auditkit import results
 from auditkit.config import AuditConfig
+from auditkit.attacks.adaptive_tests import adaptive_tests_for
+from auditkit.attacks.audit_settings import audit_setting, setting_pairs
 
 __all__ = ["attacks_confidence", "distinguish_family", "distinguish_stage", "run_distinguish"]
 
@@ -20,9 +22,6 @@ def attacks_confidence(confidence: float, family: int) -> float:
 
 def _distinguish_tests(mechanism: mechanisms.Mechanism, adaptive: bool, seed: int) -> tuple[list[Any], list[Any]]:
     """The neighbouring pairs and the adaptive tests the distinguish stage runs on ``mechanism``."""
-    from auditkit.attacks.adaptive_tests import adaptive_tests_for
-    from auditkit.attacks.audit_settings import audit_setting, setting_pairs
-
     pairs = setting_pairs(audit_setting(mechanism), seed=seed)
     return pairs, (adaptive_tests_for(mechanism.name) if adaptive else [])
 

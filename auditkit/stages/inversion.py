@@ -38,6 +38,8 @@ from auditkit.models import MODEL_NAMES, create_model
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import AuditConfig
 from auditkit.stages.base import GridFigure
+from auditkit.attacks.gradient_inversion import iteration_settings
+from auditkit import results
 
 SOURCES = ("patches", "digits")
 PATCH_CLASSES = 10  # the patches carry no class: image i is given class i mod 10 (the attack must recover it)
@@ -316,9 +318,6 @@ DEFAULT_CURVE: dict[str, list[dict[str, Any]]] = {
 def invert_recorded_view(view: RecordedView, model_name: str, inversion: Any, seed: int) -> dict[str, Any]:
     """``attack_recorded_view`` with the settings of a config's ``[inversion]`` (attack, iterations, restarts,
     unroll) on a freshly built ``model_name`` shaped for the view's images (10 classes, every dataset's)."""
-    from auditkit.attacks.gradient_inversion import iteration_settings
-    from auditkit.models import create_model
-
     model = create_model(model_name, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
     settings = {**iteration_settings(inversion.attack, inversion.iterations), "seed": seed}
     if inversion.restarts is not None:
@@ -388,8 +387,6 @@ def inversion_section(run: Mapping[str, Any], *, clean: Mapping[str, Any] | None
 
 
 def _provenance(run: Mapping[str, Any], settings: list[dict[str, Any]], seed: int) -> dict[str, Any]:
-    from auditkit import results
-
     return results.provenance(seed=seed, device=str(run["settings"].get("device") or "cpu"), settings=settings,
                               model={"name": run["model"]["name"], "num_params": run["model"]["num_params"]})
 
@@ -414,8 +411,6 @@ def inversion_figure(run: dict[str, Any]) -> GridFigure:
 def attack_document(run: dict[str, Any], *, config: dict[str, Any], title: str) -> dict[str, Any]:
     """The results document of one attack (command ``attack``, one setting); its grid is
     :func:`inversion_figure`'s."""
-    from auditkit import results
-
     mechanism = run["mechanism"]
     entry = results.setting("s00", mechanism.name, mechanism,
                             inversion=inversion_section(run, clean=run["clean"], figure=INVERSION_FIGURE))
@@ -425,8 +420,6 @@ def attack_document(run: dict[str, Any], *, config: dict[str, Any], title: str) 
 def curve_document(curve: dict[str, Any], *, config: dict[str, Any], title: str) -> dict[str, Any]:
     """The results document of a defence curve (command ``attack``, one setting per point of the curve, each beside
     the same clean attack); the report draws SSIM against the error's std from it."""
-    from auditkit import results
-
     clean = curve["clean"]["defended"]  # mechanism "none": the server sees the clean gradient
     entries = []
     for i, run in enumerate(curve["points"]):

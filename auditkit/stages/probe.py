@@ -39,6 +39,10 @@ from auditkit.config import AuditConfig
 from auditkit.stage_store import stage_key
 from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.stages.identification import claim_bound, identification_tests, matched_entry
+from auditkit.models import create_model
+from auditkit.stages.setting import prepare_data
+from auditkit.attacks.identification import candidate_scorer
 
 __all__ = ["ProbeClients", "SWEEP_GRID", "check_probe_inputs", "defended_updates", "identification_pool",
            "matched_identification", "probe_clients", "probe_stage", "probe_updates", "reconstruction_sweep", "run_probe",
@@ -252,7 +256,6 @@ def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weig
     clients, and the identification success the claim at that eps allows among each M of ``candidates`` (its
     ReRo bound, ``auditkit.stages.identification.claim_bound``). ``crossing_eps``: where mean SSIM crosses
     ``RECONSTRUCTION_SSIM`` (0.5; None if it never does). None when the mechanism cannot be recalibrated."""
-    from auditkit.stages.identification import claim_bound
     from torch.nn.utils import vector_to_parameters
 
     if type(mechanism).noise_param is None and "eps" not in mechanism.params:
@@ -302,10 +305,6 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
     ``probe.sweep`` and a claim, the probe section carries the reconstruction sweep from ``sweep_start`` (the
     smallest claim audited for this mechanism; default its own); ``sweeps`` caches sweeps by their inputs, so
     settings that differ only in their epsilon compute one."""
-    from auditkit.stages.identification import identification_tests
-    from auditkit.models import create_model
-    from auditkit.stages.setting import prepare_data
-
     probe, ident, seed = config.probe, config.identification, config.seed
     data, shape, classes, _ = prepare_data(config)
     model = create_model(config.training.model, input_shape=shape, num_classes=classes)
@@ -355,8 +354,6 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
                    *, lr: float, momentum: float, figure_id: str,
                    label: str) -> tuple[dict[str, Any], dict[str, Any], GridFigure]:
     """The probe section, the probe's run (its clip-scaled updates, for the sweep) and its reconstruction grid."""
-    from auditkit.stages.identification import matched_entry
-
     probe, seed = config.probe, config.seed
     candidates = list(config.identification.candidates)
     run = run_probe(mechanism, model, weights, clients, attack=probe.attack, local_steps=probe.local_steps, lr=lr,
@@ -402,8 +399,6 @@ def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, ow
     pool examples, given the client's defended update; the picked images and whether each pick was right. Every
     client's candidates are scored in one call: rows 0..N-1 of the candidate matrix are the clients' own updates,
     the pool follows."""
-    from auditkit.attacks.identification import candidate_scorer
-
     rng = np.random.default_rng(derive_seed(seed, "probe-picks"))
     count = len(defended)
     drawn = np.stack([rng.choice(len(pool_updates), size=m - 1, replace=False) for _ in range(count)])

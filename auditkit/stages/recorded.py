@@ -30,6 +30,7 @@ from auditkit.models import count_parameters, create_model
 from auditkit.stages.inversion import MESSAGES_IN_CLEAR, RecordedView
 from auditkit.stages.setting import build_mechanism
 from auditkit.stages.train import training_provenance
+from auditkit.data import load_dataset
 
 __all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
 
@@ -119,8 +120,6 @@ def _truth_clients(recording: Recording, round_: int) -> list[int]:
 
 def _model_fit(config: AuditConfig) -> tuple[int, tuple[int, ...], str]:
     """The parameter count of the config's model on its data, the data's image shape, and how messages name them."""
-    from auditkit.data import load_dataset
-
     d = config.data
     dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=False)  # the audit has loaded it already
     model = create_model(config.training.model, input_shape=dataset.input_shape, num_classes=dataset.num_classes)

@@ -18,6 +18,9 @@ from auditkit.fl.simulation import FederatedData
 
 from auditkit.mechanisms.protocol import ProtocolContext, RoundProtocol
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.config import from_dict
+from auditkit.flower.backend import ClientSetup
+from auditkit.models import create_model
 
 __all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "flower_client_setup", "prepare_data",
            "protocol_context", "protocol_table_name", "resolve_device"]
@@ -113,10 +116,6 @@ def client_spec(config: AuditConfig) -> dict[str, Any]:
 def flower_client_setup(spec: dict[str, Any]) -> Any:
     """What a Flower client process rebuilds from the run's ``spec`` (``client_spec``): the
     ``auditkit.flower.backend.ClientSetup`` the backend's ``ClientApp`` trains with."""
-    from auditkit.config import from_dict
-    from auditkit.flower.backend import ClientSetup
-    from auditkit.models import create_model
-
     config = from_dict(spec)
     data, input_shape, num_classes, _ = prepare_data(config)
     model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)

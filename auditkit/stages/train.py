@@ -22,6 +22,7 @@ from auditkit.stages.base import StageOutput
 from auditkit.stages.inversion import RecordedView
 from auditkit.stages.setting import (build_mechanism, build_protocol, client_spec, flower_client_setup, prepare_data,
                                     resolve_device)
+from auditkit.flower.backend import FlowerSimulation
 
 
 @dataclass
@@ -54,8 +55,6 @@ class Experiment:
         self.memory = check_memory(config, model, data)  # above the memory limit: refused before any allocation
         protocol = build_protocol(self.mechanism, config)
         if config.training.backend == "flower":
-            from auditkit.flower.backend import FlowerSimulation
-
             self.simulation = FlowerSimulation(model, data, protocol, config.training, seed=config.seed,
                                                device=self.device, dp_sgd=config.dp_sgd, flower=config.flower,
                                                spec=client_spec(config), client_setup=flower_client_setup)
