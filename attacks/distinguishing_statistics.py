@@ -141,8 +141,8 @@ def best_threshold(
 ) -> ThresholdChoice:
     """The cut over the composite ranks of the selection outputs of x0 (``ranks0``) and x1 (``ranks1``), and the
     share of ``alpha`` = 1 - confidence given to the false-positive rate, that maximise the predicted bound of a
-    held-out test with ``held_out`` = (n0, n1) outputs (default: as many as the selection), over the grids of the
-    module docstring."""
+    held-out test with ``held_out`` = (n0, n1) outputs (default: as many as the selection), over the grids of
+    docs/methodology/distinguishing.md#statistics."""
     sorted0, sorted1 = np.sort(ranks0), np.sort(ranks1)
     n0, n1 = held_out or (sorted0.size, sorted1.size)
     pooled = np.sort(np.concatenate([ranks0, ranks1]))

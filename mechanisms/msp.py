@@ -261,7 +261,7 @@ _COMMON = (
     int_range("consensus_rounds", 1, 1000, 10, "K_t: consensus rounds per learning round (K_t + 1 uploads)"),
     int_range("m_max", 1, 64, 1, "hidden m_i ~ uniform on 1..m_max per client and round (1: FedAvg's mean)"),
 )
-STARTS = ("common", "split")  # where the consensus starts; mspdq adds "knot" (module docstring)
+STARTS = ("common", "split")  # where the consensus starts; mspdq adds "knot" (docs/guide/mechanism-internals.md#msp)
 _START = choice("start", STARTS, "common",
                 "common: the server broadcasts one client's uploaded split as every alpha[0] (004 footnote 5); "
                 "split: each client starts from its own split")

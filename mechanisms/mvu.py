@@ -136,8 +136,9 @@ def _check_design_args(eps: float, bits: int, input_bits: int) -> None:
 
 
 class _ChannelLP:
-    """The LP of one (eps, k_in, k_out) for a symmetric alphabet (module docstring). Variables: P[i, j] for the
-    first h = k_in / 2 rows (row-major), one m per mirror pair of columns (j, k_out - 1 - j), and T."""
+    """The LP of one (eps, k_in, k_out) for a symmetric alphabet (docs/guide/mechanism-internals.md#mvu).
+    Variables: P[i, j] for the first h = k_in / 2 rows (row-major), one m per mirror pair of columns
+    (j, k_out - 1 - j), and T."""
 
     def __init__(self, eps: float, k_in: int, k_out: int) -> None:
         self.k_in, self.k_out, self.h = k_in, k_out, k_in // 2
@@ -196,7 +197,7 @@ def _symmetric(half: np.ndarray) -> np.ndarray:
 
 
 def _search_alphabet(lp: _ChannelLP, eps: float) -> tuple[float, np.ndarray]:
-    """Steps (i) and (ii) of the module docstring: the best (worst-case variance, alphabet) found."""
+    """Steps (i) and (ii) of docs/guide/mechanism-internals.md#mvu: the best (worst-case variance, alphabet) found."""
     k_in, k_out = lp.k_in, lp.k_out
     s_min = 1.0 / math.tanh(eps / 2)
     shape = np.arange(k_out) / (k_out - 1) - 0.5
@@ -229,8 +230,8 @@ def _search_alphabet(lp: _ChannelLP, eps: float) -> tuple[float, np.ndarray]:
 
 
 def _exact_channel(p: np.ndarray, alphabet: np.ndarray, x: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Steps (a)-(c) of the module docstring: integer counts (rows summing to 2^53) and the alphabet, with the
-    LDP ratio <= e^eps exactly and P a = x to the count rounding."""
+    """Steps (a)-(c) of docs/guide/mechanism-internals.md#mvu: integer counts (rows summing to 2^53) and the
+    alphabet, with the LDP ratio <= e^eps exactly and P a = x to the count rounding."""
     k_out = p.shape[1]
     p = np.clip(p, 0.0, None)
     p = p / p.sum(axis=1, keepdims=True)

@@ -185,8 +185,9 @@ def rsuq_encode(
     """LRSUQ encoder (003 Algorithm 2) for all rows of ``x`` (N x n, float64) at once.
 
     Row j is quantized at scale beta_j = 2 radius_j / alpha and accepted when its error lies in the ``norm``
-    ball of radius ``radius_j``; the dithers come from ``shared_stream(seed, purpose)`` as described in the
-    module docstring. Raises ``RuntimeError`` if a row is still pending after ``iteration_cap`` dithers.
+    ball of radius ``radius_j``; the dithers come from ``shared_stream(seed, purpose)`` as described in
+    docs/guide/mechanism-internals.md#rsuq. Raises ``RuntimeError`` if a row is still pending after
+    ``iteration_cap`` dithers.
     """
     if x.ndim != 2 or x.dtype != torch.float64:
         raise ValueError(f"need float64 rows (N x n), got dtype {x.dtype} and shape {tuple(x.shape)}")

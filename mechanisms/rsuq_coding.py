@@ -216,7 +216,8 @@ def _bucket_slices(radius: np.ndarray, halfwidth: np.ndarray) -> tuple[np.ndarra
 def _encode_buckets(k: np.ndarray, halfwidth: np.ndarray, radius: np.ndarray) -> bytes:
     order, slices = _bucket_slices(radius, halfwidth)
     grouped = np.take(k, order, axis=0)
-    # Escape only when needed (module docstring): an alphabet beyond 2^32, or an input beyond the bound.
+    # Escape only when needed (docs/guide/mechanism-internals.md#rsuq-coding): an alphabet beyond 2^32, or an
+    # input beyond the bound.
     escapes = any(
         offset > _MAX_OFFSET or (stop > start and np.abs(grouped[start:stop]).max() > offset)
         for start, stop, offset in slices
@@ -384,10 +385,10 @@ class RSUQMessage(Message):
     * flag 1: a float32 side value follows the header (CEPAM ``compat=paper000``: ||x||; jopeq-exact: zeta);
     * flag 2: the H section is present (n >= 2): the unary codes of the N = ceil(m / n) values H_j,
       zero-padded to a whole byte; without it every H_j is 1;
-    * flag 4: the M section is fixed-length: payload bits (uint64) | the payload (``rsuq_coding`` docstring);
-      otherwise it is entropy-coded: bucket count B (uint8, + 128 when escaped) | B stream lengths (uint32) |
-      B categorical streams | [escape count E (uint32) | E escaped indices (int64), when escaped]. A section
-      without escapes ends after its streams; escapes appear only where an index needs them (module docstring).
+    * flag 4: the M section is fixed-length: payload bits (uint64) | the payload; otherwise it is entropy-coded:
+      bucket count B (uint8, + 128 when escaped) | B stream lengths (uint32) | B categorical streams |
+      [escape count E (uint32) | E escaped indices (int64), when escaped]. A section without escapes ends after
+      its streams; escapes appear only where an index needs them (docs/guide/mechanism-internals.md#rsuq-coding).
 
     ``from_bytes`` checks the header, decodes the H section and checks the framing of the M section (for an
     entropy-coded one, also that its streams can hold the N n indices); the M section itself depends on the
