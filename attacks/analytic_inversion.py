@@ -1,65 +1,20 @@
 """Analytic gradient inversion: read the input of the first fully-connected layer off its gradients.
 
-For one example, a fully-connected layer z = W a + b (``nn.Linear`` with bias) has the gradients
-dL/dW = delta a^T and dL/db = delta (delta = dL/dz), so every row i with delta_i != 0 gives the layer's
-input exactly, a = (dL/dW)_i / (dL/db)_i (Phong et al. 2017; Geiping et al. 2020, Prop. D.1). Under noise
-this toolkit reads the whole layer: [dL/dW | dL/db] = delta [a^T | 1] is rank 1, its top singular direction u
-estimates delta's direction from every row and column, and
+For one example, z = W a + b has dL/dW = delta a^T and dL/db = delta, so a = (dL/dW)_i / (dL/db)_i for any row with
+delta_i != 0 (Phong et al. 2017; Geiping et al. 2020, Prop. D.1). Under noise the whole layer is read:
+[dL/dW | dL/db] = delta [a^T | 1] is rank 1, u its top singular direction, and
 
-    a_hat = W^T u / (b . u)        (b = bias gradient, W = the weight gradient; ``linear_input``).
+    a_hat = W^T u / (b . u)        (b = bias gradient, W = the weight gradient; ``linear_input``),
 
-When the estimate is exact and when it is an approximation:
+exact for one example's gradient or its multi-step update on a first layer, a blend otherwise. When a feature
+extractor phi precedes the layer, a_hat = phi(x) and x is recovered by feature inversion,
 
-* a clean gradient of one example (batch 1): exact, up to floating-point rounding;
-* a FedAvg *update* w_after - w_before of tau local SGD steps (with or without momentum) on the same single
-  example, when the layer is the model's first layer: exact, because every step's weight gradient is
-  delta_t a^T with the same a, so the update's (W, b) parts are (sum_t c_t delta_t) [a^T | 1], still rank 1
-  (the sign and the learning rate cancel);
-* the same update when a feature extractor (convolutions) precedes the layer: an approximation, since the
-  extractor's weights move between the steps, so a_t = phi_t(x) changes (the estimate is a blend of
-  phi_1(x), ..., phi_tau(x); exact for tau = 1);
-* a gradient of a batch of B > 1 examples: the layer has rank up to B, and the estimate is not the input of
-  any one example but a blend of the batch's inputs along the top singular direction (image-like for a first
-  FC layer);
-* noise on the gradient (a DP mechanism): the rank-1 direction is found from the whole layer, so the noise is
-  averaged over the hidden units and the inputs; the error grows with the noise and shrinks with ||delta||
-  ||a||; the reconstruction is clamped to [0, 1].
+    min_{x in [0, 1]} ||phi(x) - a_hat||^2 / ||a_hat||^2 + feature_tv * TV(x),
 
-What is recovered:
-
-* the first FC layer reads the pixels (``linear``, ``mlp``: ``Flatten`` then ``Linear``): a_hat *is* the
-  image, reshaped and clamped to [0, 1]; no optimisation;
-* a feature extractor phi precedes it (``cnn``, ``lenet``): a_hat = phi(x), the feature vector, and the image
-  is recovered by *feature inversion*: optimise x in the box [0, 1] (Adam, lr decayed by 10 at 3/8, 5/8 and
-  7/8 of the iterations, the image clamped after every step) on
-
-      ||phi(x) - a_hat||^2 / ||a_hat||^2 + feature_tv * TV(x),
-
-  then *refine* the images this does not explain -- those whose matching loss (``distance``) on the whole
-  observation still exceeds ``refine_above`` -- by gradient matching (:mod:`auditkit.attacks.gradient_matching`,
-  Inverting Gradients' signed Adam with its lr schedule, box and ``tv`` prior, plus ``feature_weight`` times
-  the feature loss; ``observation="update"`` unrolls the client's steps as the other attacks do). With
-  ``smooth`` > 0 the refinement runs by continuation: the model's ``nn.ReLU`` become
-  smooth * softplus(z / smooth) and its unpadded ``nn.MaxPool2d`` a log-sum-exp pool with temperature
-  ``smooth``, annealed linearly to the exact model over the first 60 % of the refinement (the rest runs on
-  the exact model), which lets the dummy escape dead ReLUs and wrong max-pool routings. ``restarts``
-  independent initialisations; the one with the smallest final matching loss is kept.
-
-Measured on eight real MNIST digits (models at initialisation, torch seed 0; mean SSIM): exact on ``mlp``
-and ``linear`` (1.000, also for 1- and 5-step single-example updates); on DLG's sigmoid ``lenet`` (588
-features from smooth convolutions) feature inversion alone gives 0.94 (iDLG: 0.76) and the refinement is
-not triggered. CEPAM's ``cnn`` is the hard case: its 96 features after two ReLU + 2 x 2 max-pool stages
-leave the 784 pixels underdetermined, so feature inversion alone gives only ~0.1 and pinning the features
-during gradient matching hurts (hence ``feature_weight`` 0); the defaults (features, then 1,000 refinement
-steps by continuation, 2 restarts) give 0.56, against 0.33 for Inverting Gradients with 500 iterations and
-2 restarts; continuation alone is worth ~+0.08, restarts the rest. Even with the true first-stage features
-h1 (6 x 12 x 12) given, optimisation reaches only ~0.65: the max-pool routing is the obstacle.
-
-The first FC layer is found generically: the first ``nn.Linear`` with a bias in ``model.modules()`` order;
-its input phi(x) is read by a forward pre-hook that stops the forward pass, so phi may be any (nested)
-module stack; "the layer reads the pixels" means phi(x) == x.flatten(1) on a random probe. Labels are
-extracted as in iDLG (:func:`auditkit.attacks.label_extraction.extract_labels`) or given (``label=``); the analytic
-estimate itself needs none, the refinement and the reported loss use them.
+then refined by gradient matching (optionally by continuation, ``smooth``) where the matching loss exceeds
+``refine_above``. The layer is the first ``nn.Linear`` with a bias in ``model.modules()`` order, its input read by
+a forward pre-hook that stops the forward pass. When the estimate is exact, the refinement, and the measured SSIM:
+docs/methodology/inversion.md (#analytic).
 """
 from __future__ import annotations
 

@@ -1,37 +1,18 @@
 """L-BFGS for many independent problems at once, following ``torch.optim.LBFGS`` step for step.
 
-Gradient inversion attacks many images, each its own optimisation problem. One ``torch.optim.LBFGS`` over
-the concatenation of all dummy images would *not* solve them independently: its curvature pairs, its
-step-size rule ``t = min(1, 1/||g||_1) * lr`` and its stopping tests would mix the problems. This class keeps
-every piece of L-BFGS state per problem (row) and applies torch's rules row by row, vectorised over rows:
-
-* curvature pairs s_k = t d_k, y_k = g_{k+1} - g_k, rho_k = 1 / <y_k, s_k>, stored only when
-  <y_k, s_k> > 1e-10, the newest ``history_size`` of them; initial inverse-Hessian scale
-  H_diag = <y, s> / <y, y> of the newest stored pair;
-* direction d = -H g with H the L-BFGS inverse-Hessian approximation;
-* step length t = min(1, 1 / ||g||_1) * lr at a row's very first iteration, lr afterwards, fixed
-  (torch's default ``line_search_fn=None``);
-* each :meth:`BatchedLBFGS.step` runs up to ``max_iter`` inner iterations per row and re-evaluates the
-  objective after every move but the last; a row leaves the inner loop on torch's tests:
-  ||g||_inf <= tolerance_grad, <g, d> > -tolerance_change, ||t d||_inf <= tolerance_change,
-  |f - f_prev| < tolerance_change, or max_eval = max_iter * 5 // 4 evaluations in this step.
-
-The direction is torch's two-loop recursion (Nocedal & Wright, Numerical Optimization, 2nd ed.,
-Algorithm 7.4) rewritten so that the D-dimensional history is read twice per iteration, as two batched
-matrix products, instead of once per stored pair. With pairs indexed by age (0 = oldest), G = -g and
-SY[i, k] = <s_i, y_k>, YY[i, k] = <y_i, y_k>, the recursion's coefficients solve two triangular systems
+One ``torch.optim.LBFGS`` over all dummy images would mix the problems' curvature pairs, step sizes and stopping
+tests, so every piece of state here is per row and torch's rules (``line_search_fn=None``) are applied row by row.
+The direction is torch's two-loop recursion (Nocedal & Wright, 2nd ed., Algorithm 7.4) rewritten to read the
+D-dimensional history twice per iteration, as batched matrix products: pairs indexed by age (0 = oldest), G = -g,
+SY[i, k] = <s_i, y_k>, YY[i, k] = <y_i, y_k>, the coefficients solve two triangular systems
 
     alpha_i = rho_i (<s_i, G> - sum_{k > i} SY[i, k] alpha_k)                       (newest to oldest)
     beta_i  = rho_i (H_diag (<y_i, G> - sum_k YY[i, k] alpha_k) + sum_{k < i} SY[k, i] (alpha_k - beta_k))
     d       = H_diag (G - sum_k alpha_k y_k) + sum_k (alpha_k - beta_k) s_k,
 
-which are exactly the values the two loops compute, in a different summation order; the Gram matrices are
-updated incrementally as pairs are stored.
-
-A row that leaves the inner loop early stops moving while the others go on, so each row follows the iterates
-``torch.optim.LBFGS`` would produce for that problem alone, up to floating-point rounding (the tests check
-this against torch in float64). Problems not passed to :meth:`BatchedLBFGS.step` (those that stopped early)
-are not evaluated, and their history is dropped.
+the two loops' values in a different summation order; the Gram matrices are updated incrementally. Each row follows
+torch's iterates for its problem alone up to rounding (tested in float64). The per-row state, step rule and stopping
+tests: docs/methodology/inversion.md (#batched-lbfgs).
 """
 from __future__ import annotations
 

@@ -1,34 +1,13 @@
 """Test statistics for distinguishing M(x0) from M(x1), and the threshold that maximises the epsilon bound.
 
-Every statistic is a score s(y), larger meaning "more like x1", fitted on the selection outputs only:
-
-* ``projection``: <y, x1 - x0> (onto the difference of the selection means when the output does not live in
-  the input space). Optimal for additive Gaussian noise; a threshold far in the tail is optimal for
-  Laplace noise.
-* ``llr``: ln p(y | x1) - ln p(y | x0) from a known output density (``Mechanism.output_log_density`` or a
-  user-supplied one), the Neyman-Pearson statistic. Rounded to 1e-9 so that its plateaus (Laplace: constant
-  beyond the pair) are exact ties, which the projection then orders.
-* ``classifier``: a logistic regression on the features [y, y^2, |y|] per coordinate (standardised; for
-  outputs of more than 64 coordinates [<y, x1 - x0>, ||y||_2, ||y||_1, max |y|]), fitted on at most
-  50,000 selection outputs per side: the DP-Sniper / dp-auditorium approach for unknown densities
-  (Bichsel et al., IEEE S&P 2021). Its decision function is the score.
-
-A test says "x1" when the score exceeds a threshold; ties are broken by the projection (the composite key
-(score, projection) is compared lexicographically). The threshold is chosen for the bound the HELD-OUT outputs
-will give, not for the selection outputs' own bound or accuracy (``best_threshold``): over ~1,000 cut points
-(every rank near both ends on a geometric grid, plus an even grid in between) and five shares of the
-confidence between the two rates, each selection rate is replaced by its Clopper-Pearson upper bound at level
-0.95 (a pessimistic prediction: the maximum over many cuts favours cuts whose few errors were fewer by luck, a
-winner's curse, and the prediction prefers cuts resting on more errors), scaled to the held-out counts, and the
-hypothesis-test bound of those predicted counts at the held-out test's level is maximised. When no cut
-predicts a positive bound (a few dozen selection outputs), the cut with the smallest balanced error
-FPR + FNR is kept, so that the held-out half still tests a sensible threshold.
-
-Measured against the previous rule (the selection outputs' own bound at a 100 times stricter level, half the
-outputs held out), by simulation of the threshold test on y ~ N(-+1/2, 1) at delta = 1e-5 and on Laplace(1)
-at delta = 0 (mean over seeds): Gaussian 10^6 outputs per side 3.22 -> 3.33 (8 seeds; an oracle threshold on
-all 10^6 reaches 3.39), 5 x 10^4 per side 2.38 -> 2.51 (24 seeds; oracle 2.67); Laplace unchanged (0.987 at
-5 x 10^5 per side, 0.945 at 2.5 x 10^4).
+Scores s(y), larger meaning "more like x1", fitted on the selection outputs only: ``projection`` <y, x1 - x0>;
+``llr`` ln p(y | x1) - ln p(y | x0) (Neyman-Pearson), rounded to 1e-9 so its plateaus are exact ties; ``classifier``
+a logistic regression (DP-Sniper, Bichsel et al., IEEE S&P 2021). Ties are broken by the projection (the key
+(score, projection) compared lexicographically). ``best_threshold`` picks the cut and confidence share for the
+bound the HELD-OUT outputs will give: each selection rate is replaced by its Clopper-Pearson upper bound at 0.95
+(pessimistic, against the winner's curse of a maximum over ~1,000 cuts), scaled to the held-out counts, and the
+hypothesis-test bound of those counts maximised; with no positive prediction, the cut of least FPR + FNR.
+Features, cut grid and the measured gain over the previous rule: docs/methodology/distinguishing.md (#statistics).
 """
 
 from __future__ import annotations
@@ -162,8 +141,8 @@ def best_threshold(
 ) -> ThresholdChoice:
     """The cut over the composite ranks of the selection outputs of x0 (``ranks0``) and x1 (``ranks1``), and the
     share of ``alpha`` = 1 - confidence given to the false-positive rate, that maximise the predicted bound of a
-    held-out test with ``held_out`` = (n0, n1) outputs (default: as many as the selection), over the grids of the
-    module docstring."""
+    held-out test with ``held_out`` = (n0, n1) outputs (default: as many as the selection), over the grids of
+    docs/methodology/distinguishing.md#statistics."""
     sorted0, sorted1 = np.sort(ranks0), np.sort(ranks1)
     n0, n1 = held_out or (sorted0.size, sorted1.size)
     pooled = np.sort(np.concatenate([ranks0, ranks1]))

@@ -1,34 +1,19 @@
 """Certified epsilon lower bounds: Clopper-Pearson rates, the hypothesis-test inequality, caps, one-run audits.
 
-Hypothesis-test inequality (Kairouz, Oh & Viswanath, ICML 2015, Theorem 2.1; used for auditing by Jagielski,
-Ullman & Oprea, NeurIPS 2020). If M is (eps, delta)-DP, then for neighbours x0, x1 and any test that says
-"x1" on a set S of outputs, with FPR = P[M(x0) in S] and FNR = P[M(x1) not in S]:
+Hypothesis-test inequality (Kairouz, Oh & Viswanath, ICML 2015, Thm. 2.1; Jagielski, Ullman & Oprea, NeurIPS 2020):
+for an (eps, delta)-DP M and a test with FPR = P[M(x0) in S], FNR = P[M(x1) not in S],
 
-    1 - FNR <= e^eps FPR + delta     and     1 - FPR <= e^eps FNR + delta
+    eps >= max{ ln[(1 - delta - FPR) / FNR],  ln[(1 - delta - FNR) / FPR] },
 
-(the DP inequality for (x0, x1, S) and for (x1, x0, complement of S)). Hence
+with FPR and FNR replaced by one-sided Clopper-Pearson upper bounds at levels 1 - w (1 - confidence) and
+1 - (1 - w)(1 - confidence) (a union bound; w = ``fp_share`` fixed before the counts are seen); below 0 reads 0.
+One run (Steinke, Nasr & Jagielski, NeurIPS 2023, main theorem with its delta extension; ``p_value_DP_audit``),
+q = e^eps / (1 + e^eps), m canaries, r guesses, V correct:
 
-    eps >= max{ ln[(1 - delta - FPR) / FNR],  ln[(1 - delta - FNR) / FPR] }.
+    P[V >= v] <= P[Binomial(r, q) >= v] + 2 m delta max_{1 <= i <= v} P[v - i <= Binomial(r, q) < v] / i.
 
-Both rates are estimated from independent trials; replacing each by its one-sided Clopper-Pearson upper
-bound, FPR at level 1 - w (1 - confidence) and FNR at 1 - (1 - w)(1 - confidence), makes the right side a lower
-bound on eps that holds with probability >= ``confidence`` (a union bound over the two rates) for any share w
-fixed before the counts are seen. w = 1/2 splits evenly; the rare rate of a tail test (the denominator) is the
-uncertain one, and a test chosen on other outputs may give it the larger share (``fp_share``). A bound below 0
-is reported as 0.
-
-Caps. A perfect test (no errors) with N trials split evenly (N/2 per side) certifies at most
-``max_certifiable(N)``: 2.57, 4.91, 7.21, 9.51, 11.82 for N = 10^2 .. 10^6 (delta = 1e-5, 95%).
-
-One training run (Steinke, Nasr & Jagielski, "Privacy auditing with one (1) training run", NeurIPS 2023):
-m canaries are each included with probability 1/2, the auditor guesses the inclusion of r of them and
-abstains on the rest. Under (eps, delta)-DP the number of correct guesses V satisfies (their main theorem and
-its delta extension, as in the paper's reference code ``p_value_DP_audit``; ML Privacy Meter ``get_eps_audit``)
-
-    P[V >= v] <= P[Binomial(r, q) >= v] + 2 m delta max_{1 <= i <= v} P[v - i <= Binomial(r, q) < v] / i,
-
-q = e^eps / (1 + e^eps). ``one_run_epsilon_lower_bound`` is the largest eps at which that p-value is still
-below 1 - confidence: 5.78 for m = r = v = 1,000 and 7.83 for 10,000 (delta = 1e-5, 95%).
+Derivation, the caps of ``max_certifiable`` and worked numbers: docs/methodology/distinguishing.md
+(#the-certified-bound).
 """
 
 from __future__ import annotations

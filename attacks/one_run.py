@@ -1,33 +1,20 @@
 """One-run audit bounds: m canaries, each included with probability 1/2, one run, k guesses, v of them right.
 
-Two bounds certify how much the run leaks about each canary's inclusion bit, at confidence 1 - tau:
+At confidence 1 - tau:
 
-* ``steinke``: Steinke, Nasr & Jagielski (NeurIPS 2023, Thm. 3.1 with its delta extension): under (eps, delta)-DP
-  the correct guesses are dominated by Binomial(k, e^eps / (1 + e^eps)) plus 2 m delta max_i P[v-i <= B < v] / i;
-  the bound is the largest eps that tail rejects (``auditkit.attacks.epsilon_bounds.one_run_epsilon_lower_bound``).
-* ``fdp``: Mahloujifar, Melis & Chaudhuri (ICML 2025, "Auditing f-differential privacy in one run", Alg. 2 and
-  Thm. 9 as implemented in the authors' code): a trade-off curve f (``auditkit.mechanisms.tradeoff``) is refuted by
-  v correct out of k guesses when the recursion
+* ``steinke`` (Steinke, Nasr & Jagielski, NeurIPS 2023, Thm. 3.1 with its delta extension): correct guesses are
+  dominated by Binomial(k, e^eps / (1 + e^eps)) plus 2 m delta max_i P[v-i <= B < v] / i;
+* ``fdp`` (Mahloujifar, Melis & Chaudhuri, ICML 2025, Alg. 2 and Thm. 9 as in the authors' code): f is refuted
+  when the recursion
 
       r = tau v / m ;  h = tau (k - v) / m
       for i = v-1 down to 0:  h' = max(h, f^-1_blow-up(r));  r = min(r + i / (k - i) (h' - h), 1);  h = h'
 
-  ends with r + h > k / m. Refutation is monotone in the curve's family (``scaled(s)``), so the bound is the largest
-  s refuted, reported as the refuted curve's eps at the bound's delta (Table 1 of the paper reports the same).
+  ends with r + h > k / m; monotone in ``scaled(s)``, so the family's bound is the largest s refuted.
 
-Guesses: the k/2 highest scores are guessed "in", the k/2 lowest "out", the rest abstained on (Steinke et al.'s
-rule). k must not depend on the inclusion bits, so it is fixed before they are read:
-
-* ``"claim"``: k* maximising the bound at the counts the claim's own curve predicts (``expected_correct``), the
-  most the test can certify against a mechanism exactly at its claim; a priori, so no correction. A claim with no
-  curve of its own (None, or its (eps, delta) curve, whose worst case spreads its advantage over every canary and
-  so puts k* at m) is guessed on the grid instead;
-* ``"grid"``: k = m, m/2, m/4, m/8 (at least ``MIN_GRID_GUESSES``), each at the Bonferroni confidence, the largest
-  bound reported;
-* an integer: fixed.
-
-The paper's Table 1 instead reports, on each draw, the best k after seeing which guesses were right. That choice
-reads the bits, and no theorem covers it (``best_after_seeing``, used only to reproduce the table, labelled so).
+k (the k/2 highest scores guessed "in", the k/2 lowest "out") is fixed before the bits are read: ``"claim"``,
+``"grid"`` (Bonferroni) or an integer; the paper's best-k-after-seeing (``best_after_seeing``) reads the bits and
+is only for reproducing its Table 1. See docs/methodology/one-run.md (#bounds-in-detail).
 """
 from __future__ import annotations
 

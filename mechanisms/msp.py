@@ -1,66 +1,20 @@
-"""Model splitting (paper 004: Wang, Cao, Jin & Chow, "A Novel Privacy Enhancement Scheme with Dynamic
-Quantization for Federated Learning"): MSP-FL (``msp``), MSP+Lap (``msp-laplace``) and MSPDQ-FL (``mspdq``).
+"""Model splitting (paper 004: Wang, Cao, Jin & Chow): MSP-FL (``msp``), MSP+Lap (``msp-laplace``) and
+MSPDQ-FL (``mspdq``). eps_c is the consensus gain of (3a), eps_s the split factor of Sec. III-A, eps eps_DP.
 
-The paper overloads epsilon; here eps_c is the consensus gain of (3a), eps_s the split factor of Sec. III-A
-and eps the DP budget eps_DP of Proposition 1.
+Client i splits w_i into alpha_i[0] + sum_n beta_{i,n}[0] = (1 + m_i) w_i (m_i hidden), uploads alpha_i[0], then
+runs K_t consensus rounds, q_i[k] the server's decoding of upload k, a[k] = gamma / (k + 1) (Alg. 1, Remark 10):
 
-Per learning round the M selected clients hold models w_i (M, P). Each client privately picks m_i >= 1
-(hidden), splits w_i into a visible alpha_i[0] and invisible beta_{i,n}[0], n = 1..m_i, with
+    w[k]            = mean_i q_i[k]                                                   (eq. 4 / 22)
+    alpha_i[k+1]    = alpha_i[k] + eps_c (w[k] - q_i[k]) + sum_n a[k] (beta_{i,n}[k] - alpha_i[k])   (3a / 21a)
+    beta_{i,n}[k+1] = beta_{i,n}[k] + a[k] (alpha_i[k] - beta_{i,n}[k])                               (3b / 21b)
 
-    alpha_i[0] + sum_n beta_{i,n}[0] = (1 + m_i) w_i,
-
-uploads alpha_i[0], and then runs K_t consensus rounds k = 0..K_t - 1 with the server (eqs. 3a, 3b, 4):
-
-    w[k]          = mean_i q_i[k]                                   (the server's broadcast, eq. 4 / 22)
-    alpha_i[k+1]  = alpha_i[k] + eps_c (w[k] - q_i[k]) + sum_n a[k] (beta_{i,n}[k] - alpha_i[k])   (3a / 21a)
-    beta_{i,n}[k+1] = beta_{i,n}[k] + a[k] (alpha_i[k] - beta_{i,n}[k])                            (3b / 21b)
-
-uploading alpha_i[k+1] each time; the new global model is w[K_t] = mean_i q_i[K_t] (eq. 6). q_i[k] is what
-the server decodes from client i's k-th upload: float32(alpha_i[k]) for ``msp`` / ``msp-laplace`` (the
-FloatMessage payload) and the stochastic knot of the shrinking-interval quantizer for ``mspdq``. Using q_i[k]
-(not alpha_i[k]) in the consensus term, as (21a) does, makes sum_i (w[k] - q_i[k]) = 0 exactly, so
-
-    sum_i (alpha_i[k] + S_i[k]) is the same for every k   (eq. 5),   S_i[k] = sum_n beta_{i,n}[k].
-
-The interaction weight is common to every client and invisible part, a[k] = gamma / (k + 1) (Algorithm 1,
-Remark 10): the invisible parts then enter (3a) only through S_i, and (3b) summed over n gives
-S_i[k+1] = S_i[k] + a[k] (m_i alpha_i[k] - S_i[k]), which is what ``consensus_step`` iterates. Stability
-(Sec. V-B) needs sum_n a_{i,n}[0] = m_i gamma < lambda_min(U) / (1 + lambda_min(U)) = (1 - eps_c)/(2 - eps_c),
-U = (1 - eps_c) I + (eps_c / M) 1 1^T (eq. 47), so eps_c must lie in (0, 1).
-
-As K -> infinity every part converges to one value v, and the invariant gives the exact limit
-
-    v = sum_i (1 + m_i) w_i / sum_i (1 + m_i)          (``consensus_limit``),
-
-FedAvg's plain mean when every m_i = 1 and a (1 + m_i)-weighted mean -- a bias -- when the hidden m_i differ.
-The convergence is slow: the mean over clients of alpha - v decays like prod_k (1 - (1 + m) a[k]) ~ K^-(1+m) gamma.
-
-The split (Sec. III-A): the visible part is uniform between eps_s w and (2 - eps_s) w elementwise
-(``compat="none"``, E alpha[0] = w); Remark 1 and Algorithm 1 (line 14) use [eps_s w, (1 + m - eps_s) w]
-(``compat="paper004"``), whose mean (1 + m) w / 2 is biased for m > 1. The invisible parts beta_1..beta_{m-1}
-are drawn by the same rule (Remark 1 allows any rule) and beta_m takes the remainder. MSP+Lap (Proposition 1,
-eq. 16) draws alpha[0] ~ Laplace(w, Delta_f / eps_DP) per coordinate instead, Delta_f = 2 clip for the update
-clipped to l1 norm clip (replace-one).
-
-MSPDQ-FL (Sec. IV-A): uploads are unbiased stochastic roundings onto l = 2^B knots of an interval (eq. 18 as
-plain stochastic rounding between the two neighbouring knots, Lemma 11; the printed sign(w) c_tau form is only
-meaningful on an interval symmetric about 0). Upload 0 uses R[0] = [-support, support] (004's w_max); upload
-k + 1 uses R[k+1] = q[k] +- pi a_max[k] / 2 (eq. 20), a_max[k] = gamma / (k + 1). Values outside their interval
-are clamped to its ends and counted as overloads (Lemma 10 assumes none).
-
-Where the consensus starts (``start``). Algorithm 1 (lines 13-16) and Sec. IV-A's initial settings ask three
-things of alpha_i[0] at once: drawn by the split rule, equal to a knot of R[0], and equal across clients
-(alpha_i[0] = alpha_j[0]); footnote 5 says how: "the server [...] broadcast[s] any uploaded w^{i,alpha}[0]".
-``start="common"`` (the default, the paper's reading): every client uploads its split (quantized under
-MSPDQ-FL), the server broadcasts the first selected client's upload, and every client takes it as its alpha[0],
-its invisible parts absorbing the difference (alpha[0] + S_i[0] = (1 + m_i) w_i still holds, so does eq. 5).
-``start="split"``: each client starts from its own split (Sec. III-A read alone). ``start="knot"`` (mspdq only,
-an earlier reading of this toolkit, not the paper's): every alpha[0] is the public knot of R[0] next to 0, which
-pulls the round's model towards 0 (by about 1 - prod_k (1 - (1 + m) a[k]) per learning round: x0.888 at
-gamma 0.3, K_t 10) and stalls training.
-
-Randomness: the split, m_i and the rounding are client-private, keyed by (``private_seed``, the client's key,
-purpose) through ``auditkit.mechanisms.randomness.private_generator``; everything is float64 on the CPU.
+with w[K_t] the new model (eq. 6). Using q_i (not alpha_i) in (3a) keeps sum_i (alpha_i[k] + S_i[k]) constant
+(eq. 5), S_i = sum_n beta_{i,n}, so ``consensus_step`` iterates S_i[k+1] = S_i[k] + a[k] (m_i alpha_i[k] - S_i[k])
+and the limit is v = sum_i (1 + m_i) w_i / sum_i (1 + m_i) (``consensus_limit``). Stability (Sec. V-B, eq. 47)
+needs eps_c in (0, 1). MSP+Lap: alpha[0] ~ Laplace(w, 2 clip / eps_DP) (Prop. 1, eq. 16). MSPDQ-FL: stochastic
+rounding onto 2^B knots of R[0] = [-support, support], then R[k+1] = q[k] +- pi a_max[k] / 2 (eq. 20).
+Randomness is client-private (``randomness.private_generator``), float64 on the CPU. The split rules, the
+``start`` readings of Algorithm 1 and the bias: docs/guide/mechanism-internals.md (#msp).
 """
 
 from __future__ import annotations
@@ -307,7 +261,7 @@ _COMMON = (
     int_range("consensus_rounds", 1, 1000, 10, "K_t: consensus rounds per learning round (K_t + 1 uploads)"),
     int_range("m_max", 1, 64, 1, "hidden m_i ~ uniform on 1..m_max per client and round (1: FedAvg's mean)"),
 )
-STARTS = ("common", "split")  # where the consensus starts; mspdq adds "knot" (module docstring)
+STARTS = ("common", "split")  # where the consensus starts; mspdq adds "knot" (docs/guide/mechanism-internals.md#msp)
 _START = choice("start", STARTS, "common",
                 "common: the server broadcasts one client's uploaded split as every alpha[0] (004 footnote 5); "
                 "split: each client starts from its own split")

@@ -1,62 +1,17 @@
-"""MVU, the minimum variance unbiased mechanism of Chaudhuri, Guo & Rabbat ("Privacy-Aware Compression for
-Federated Data Analysis", UAI 2022; the "MVU" baseline of JoPEQ, paper 002, Fig. 3): per coordinate, unbiased
-randomized rounding to a grid, then an optimised discrete eps-LDP channel whose outputs decode, unbiased, to an
-optimised alphabet.
+"""MVU, the minimum variance unbiased mechanism (Chaudhuri, Guo & Rabbat, UAI 2022; JoPEQ 002's Fig. 3 baseline).
 
-Per coordinate v of the update (L = 1; private coins of the client throughout):
+Per coordinate v (private coins): clamp to [-clip, clip], t = (v + clip) / (2 clip); round t unbiased to a level
+x_i = i / (k_in - 1), k_in = 2^input_bits; send j ~ P[i, .] among k_out = 2^bits; decode -clip + 2 clip a_j.
+The design (P, a) (``mvu_design``, cached per (eps, bits, input_bits)) satisfies
 
-1. clamp v to [-clip, clip] (an l-infinity clip) and map it to t = (v + clip) / (2 clip) in [0, 1];
-2. round t, unbiased, to one of k_in = 2^input_bits levels x_i = i / (k_in - 1): the upper neighbour with
-   probability equal to the position inside the cell;
-3. send an index j in {0, ..., k_out - 1}, k_out = 2^bits, drawn with probability P[i, j];
-4. the server decodes j to a_j and maps it back: -clip + 2 clip a_j.
+    sum_j P[i, j] = 1,   P[i, j] <= e^eps P[i', j]  (eps-LDP),   sum_j P[i, j] a_j = x_i  (unbiased),
 
-The design (P, a) is computed offline, once per (eps, bits, input_bits) (``mvu_design``, cached), such that
-every row of P is a distribution, P[i, j] <= e^eps P[i', j] for all i, i', j (eps-LDP), sum_j P[i, j] a_j = x_i
-(unbiased), and the worst-case variance max_i sum_j P[i, j] (a_j - x_i)^2 is as small as we can make it.
-
-How it is solved (scipy's HiGHS LP solver; the authors use cvxpy, not available here):
-
-* bits = 1 in closed form: an unbiased 1-bit channel is linear in x, P[i, 1] = 1/2 + (x_i - 1/2) / s with outputs
-  1/2 -+ s/2, its variance s^2 q (1 - q) grows with the span s, and s >= coth(eps / 2) (next bullets), so
-  s = coth(eps / 2) is optimal: randomized response on the ends of the range, worst case coth(eps / 2)^2 / 4 -
-  (the level nearest 1/2, minus 1/2)^2.
-* For a fixed alphabet the problem in (P, T) is a linear program: minimise T subject to the row, unbiasedness
-  and variance constraints (linear in P) and the LDP constraints written with one auxiliary variable per column,
-  m_j <= P[i, j] <= e^eps m_j (2 k_in k_out rows instead of k_in^2 k_out). The problem is symmetric under
-  x -> 1 - x, j -> k_out - 1 - j for a symmetric alphabet (a_{k-1-j} = 1 - a_j), and averaging a solution with
-  its mirror image keeps it feasible and optimal, so only the first k_in / 2 rows are variables.
-* Outer loop over the alphabet: (i) a 1-D search over the span s of the equally spaced symmetric alphabet
-  a_j = 1/2 + s (j / (k_out - 1) - 1/2), s >= coth(eps / 2) (the smallest span of any unbiased eps-LDP
-  estimator with bounded outputs: E[out | 1] - E[out | 0] = 1 <= span * TV <= span * tanh(eps / 2)), on a
-  geometric grid refined by bounded Brent; (ii) Nelder-Mead over the k_out / 2 free values of a general
-  symmetric alphabet, started there, with a fixed budget of LP solves scaled to the LP size (so the design is
-  deterministic and takes < 1 s at bits <= 4, input_bits <= 6); (iii) among the P attaining the worst case,
-  the one with the smallest mean variance over the levels (a second LP). Alternating P and a as the reference
-  code's "alt" method does makes no progress here: with k_in >= k_out, P a = x pins a once P is fixed.
-* Exactness. The LP solution is (a) made exactly unbiased row by row (a mixture with the outermost output of
-  weight ~1e-9), (b) mixed with the uniform channel, P <- (1 - lam) P + lam / k_out, with the smallest lam that
-  leaves a margin for (c), the alphabet rescaled about its mean, a <- c + (a - c) / (1 - lam), which keeps
-  P a = x, and (c) rounded to integers: P[i, j] = C[i, j] / 2^53 with integer counts C (rows summing to 2^53
-  exactly, largest-remainder rounding). The index is drawn with a uniform integer u in [0, 2^53) (torch's
-  ``randint``, a power-of-two range: no modulo bias), so the channel used has exactly the probabilities C / 2^53,
-  and ``true_epsilon`` is max_j ln(max_i C[i, j] / min_i C[i, j]), <= eps (checked; a design that fails the
-  check is refused). Unbiasedness then holds to ~1e-15 (the count rounding).
-
-How close it gets. The authors' repository (facebookresearch/dp_compression) ships no optimised designs or
-variance tables and the paper's text was not at hand, so no published number is compared with. Against the optimum
-we could find offline (Nelder-Mead to convergence from two starts, up to minutes per configuration), the design
-here is 0-1.3 % above it at bits = 2, 3 (eps = 1, 4; input_bits = 3, 4: e.g. 0.045655 at eps = 4, bits = 2,
-input_bits = 4, equal to it) and 0.25-1.0 % above it at bits = 4, input_bits = 5, where the LP budget leaves no
-room for step (ii); the equally spaced alphabet alone (step (i)) is 0.3-7 % above it. At bits = 1 the design is
-optimal (see the first bullet). Note the objective: this module minimises the worst case over the levels; the
-reference code minimises their mean (``MVUDesign.mean_variance`` reports it; step (iii) lowers it without giving
-up any worst case).
-
-The claim: each coordinate is eps-LDP for any two values in [-clip, clip]: the law of the index is a mixture of
-rows of P (mixing weights from the rounding), and every column of P has ratio <= e^eps, whatever the rounding
-probabilities are (so floating-point rounding coins do not weaken it). The d coordinates of an update compose
-to d * eps.
+minimising max_i sum_j P[i, j] (a_j - x_i)^2: in closed form at bits = 1 (span s = coth(eps / 2)), else an LP per
+alphabet (scipy HiGHS; LDP rows as m_j <= P[i, j] <= e^eps m_j, mirror symmetry halves the rows) inside a search
+over symmetric alphabets. P is then rounded to counts C / 2^53 drawn with a power-of-two ``randint`` (no modulo
+bias), so ``true_epsilon`` = max_j ln(max_i C[i, j] / min_i C[i, j]) is exact and checked <= eps. Each coordinate
+is eps-LDP (the index's law is a mixture of rows of P); d coordinates compose to d * eps. The solver's steps, the
+exactness argument and how close the designs get: docs/guide/mechanism-internals.md (#mvu).
 """
 
 from __future__ import annotations
@@ -181,8 +136,9 @@ def _check_design_args(eps: float, bits: int, input_bits: int) -> None:
 
 
 class _ChannelLP:
-    """The LP of one (eps, k_in, k_out) for a symmetric alphabet (module docstring). Variables: P[i, j] for the
-    first h = k_in / 2 rows (row-major), one m per mirror pair of columns (j, k_out - 1 - j), and T."""
+    """The LP of one (eps, k_in, k_out) for a symmetric alphabet (docs/guide/mechanism-internals.md#mvu).
+    Variables: P[i, j] for the first h = k_in / 2 rows (row-major), one m per mirror pair of columns
+    (j, k_out - 1 - j), and T."""
 
     def __init__(self, eps: float, k_in: int, k_out: int) -> None:
         self.k_in, self.k_out, self.h = k_in, k_out, k_in // 2
@@ -241,7 +197,7 @@ def _symmetric(half: np.ndarray) -> np.ndarray:
 
 
 def _search_alphabet(lp: _ChannelLP, eps: float) -> tuple[float, np.ndarray]:
-    """Steps (i) and (ii) of the module docstring: the best (worst-case variance, alphabet) found."""
+    """Steps (i) and (ii) of docs/guide/mechanism-internals.md#mvu: the best (worst-case variance, alphabet) found."""
     k_in, k_out = lp.k_in, lp.k_out
     s_min = 1.0 / math.tanh(eps / 2)
     shape = np.arange(k_out) / (k_out - 1) - 0.5
@@ -274,8 +230,8 @@ def _search_alphabet(lp: _ChannelLP, eps: float) -> tuple[float, np.ndarray]:
 
 
 def _exact_channel(p: np.ndarray, alphabet: np.ndarray, x: np.ndarray, eps: float) -> tuple[np.ndarray, np.ndarray]:
-    """Steps (a)-(c) of the module docstring: integer counts (rows summing to 2^53) and the alphabet, with the
-    LDP ratio <= e^eps exactly and P a = x to the count rounding."""
+    """Steps (a)-(c) of docs/guide/mechanism-internals.md#mvu: integer counts (rows summing to 2^53) and the
+    alphabet, with the LDP ratio <= e^eps exactly and P a = x to the count rounding."""
     k_out = p.shape[1]
     p = np.clip(p, 0.0, None)
     p = p / p.sum(axis=1, keepdims=True)

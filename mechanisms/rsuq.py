@@ -1,49 +1,19 @@
 """Rejection-sampled universal quantization (RSUQ) and its layered form (LRSUQ), vectorised over sub-vectors.
 
-RSUQ (Ling & Li; CEPAM 003 Definition 2, eqs. (5)-(6)). Cell P = alpha * (-1/2, 1/2]^n of the lattice
-alpha * Z^n, Q_P(y) = alpha * floor(y / alpha + 1/2), a set A inside P and dithers V_1, V_2, ... iid
-Unif(P) shared with the decoder. The encoder sends
+RSUQ (Ling & Li; CEPAM 003 Definition 2, eqs. (5)-(6)): lattice alpha Z^n, cell P = alpha (-1/2, 1/2]^n,
+Q_P(y) = alpha floor(y / alpha + 1/2), A inside P, shared dithers V_i iid Unif(P); the decoder outputs M + V_H of
 
     H = min{i : Q_P(x - V_i) + V_i - x in A},   M = Q_P(x - V_H),
 
-the decoder outputs M + V_H, and the error is Unif(A) whatever x is (003 Proposition 3; the acceptance
-probability is p = vol(A) / vol(P), 003 footnote 4).
-
-LRSUQ (003 Definition 4, eqs. (7)-(8)). For a density f with bounded superlevel sets L_u = {z : f(z) >= u},
-draw the latent U ~ g(u) = vol(L_u) (shared), scale beta(U) with L_U inside beta(U) P, and run RSUQ on x
-at that scale: Y = beta(U) (M + V_H) with M = Q_P(x / beta(U) - V_H). Then Y - x ~ f independently of x
-(003 Proposition 5). Every target here has a ball for L_U (or a monotone reparametrisation of it):
-
-* Gaussian N(0, sigma^2 I_n): U ~ chi-square(n + 2), L = l2 ball of radius r = sigma sqrt(U)
-  (003 Lemma 14: the mixture of Unif(sigma sqrt(u) B^n) over u ~ chi-square(n + 2) is the Gaussian);
-* Laplace, iid Laplace(b) coordinates: U ~ Gamma(n + 1, 1), L = l1 ball of radius r = b U
-  (003 Lemma 15 for n = 1: Unif(-bU, bU) with U ~ Gamma(2, 1); for general n the same computation with the
-  l1-ball volume (2r)^n / n! gives the density (2b)^-n exp(-||z||_1 / b));
-* multivariate t_nu(0, s2 I_n) (JoPEQ eq. (10)), a Gaussian scale mixture: W ~ chi-square(nu) / nu, then the
-  Gaussian of covariance (s2 / W) I_n in its ball form, r = sqrt(s2 U / W) with U ~ chi-square(n + 2).
-
-The cell is the tightest cube around the ball, beta(U) P = (-r, r]^n, i.e. beta(U) = 2 r / alpha; alpha
-only relabels M (003 uses alpha = 1e-5, 000 uses 1) and the index k = M / alpha is what is transmitted.
-Acceptance p = vol(ball) / (2r)^n: 1 for n = 1, pi/4 (l2, n = 2), pi/6 (l2, n = 3), 1/n! for l1 balls,
-independent of U and x.
-
-Arithmetic (float64). With t = (x / beta) / alpha (the input in cell units) and V = alpha (1/2 - u),
-u ~ Unif[0, 1)^n, eqs. (7)-(8) read: k = floor(t + u), accept iff ||k + 1/2 - u - t|| <= 1/2 (the error
-e = beta (alpha k + V) - x divided by alpha beta), output Y = beta (alpha k + V). For n = 1 the ball is the
-whole cell (A = P: plain subtractive dithering) and every first dither is accepted.
-
-Shared stream, vectorised. Row j's dithers V_{j,1}, V_{j,2}, ... come from one stream keyed by (seed, purpose)
-(``shared_stream``), consumed iteration by iteration: iteration i draws n uniforms for every row still
-pending (rows with H_j >= i, in row order) and nothing for accepted rows. The decoder knows every H_j, hence every
-pending set, and replays exactly the same draws, so the two streams stay aligned while the total number of
-draws is N n E[H] = N n / p (the rejection floor) instead of N n max_j H_j. Each pending row receives fresh
-iid uniforms independent of everything drawn before, so the per-row law is that of Definition 2.
-The latent U of each row is drawn once, from the stream keyed by (seed, latent purpose), by both sides.
-
-Randomness: every shared stream is keyed as in ``auditkit.mechanisms.randomness`` -- seed = derive_seed(seed, purpose)
--- but is a NumPy PCG64 generator (``shared_stream``) rather than a torch one: it draws uniforms about 2.5
-times faster than torch's CPU Mersenne Twister and has an exact gamma sampler (Marsaglia & Tsang 2000) for
-the latents; the rejection loop is dominated by these draws. The arithmetic is NumPy float64 on the CPU.
+and the error is Unif(A) whatever x (003 Prop. 3), acceptance p = vol(A) / vol(P). LRSUQ (003 Def. 4, eqs. (7)-(8);
+Prop. 5): a shared latent U ~ vol(L_u), L_U a ball of radius r, run RSUQ at scale beta(U) = 2 r / alpha (the
+tightest cube): Gaussian U ~ chi-square(n + 2), r = sigma sqrt(U) (003 Lemma 14); Laplace U ~ Gamma(n + 1, 1), l1
+ball r = b U (003 Lemma 15); t_nu (JoPEQ eq. (10)) r = sqrt(s2 U / W), W ~ chi-square(nu) / nu. In cell units,
+t = x / (alpha beta), V = alpha (1/2 - u): k = floor(t + u), accept iff ||k + 1/2 - u - t|| <= 1/2,
+Y = beta (alpha k + V). Each iteration draws uniforms only for the rows still pending, in row order; the decoder
+knows every H_j and replays the same draws, so the streams stay aligned at N n / p draws. Shared streams are NumPy
+PCG64 keyed by derive_seed(seed, purpose) (``shared_stream``): faster uniforms than torch's CPU generator and an
+exact gamma sampler. Derivations, acceptance rates and the stream layout: docs/guide/mechanism-internals.md (#rsuq).
 """
 
 from __future__ import annotations
@@ -215,8 +185,9 @@ def rsuq_encode(
     """LRSUQ encoder (003 Algorithm 2) for all rows of ``x`` (N x n, float64) at once.
 
     Row j is quantized at scale beta_j = 2 radius_j / alpha and accepted when its error lies in the ``norm``
-    ball of radius ``radius_j``; the dithers come from ``shared_stream(seed, purpose)`` as described in the
-    module docstring. Raises ``RuntimeError`` if a row is still pending after ``iteration_cap`` dithers.
+    ball of radius ``radius_j``; the dithers come from ``shared_stream(seed, purpose)`` as described in
+    docs/guide/mechanism-internals.md#rsuq. Raises ``RuntimeError`` if a row is still pending after
+    ``iteration_cap`` dithers.
     """
     if x.ndim != 2 or x.dtype != torch.float64:
         raise ValueError(f"need float64 rows (N x n), got dtype {x.dtype} and shape {tuple(x.shape)}")

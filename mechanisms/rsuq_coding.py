@@ -1,42 +1,17 @@
 """The bits of an LRSUQ message: H with a prefix code, M coded given U, the wire format, the papers' bound.
 
-Per sub-vector j the encoder sends (H_j, M_j) with M_j = alpha k_j (``auditkit.mechanisms.rsuq``); only the integer
-index k_j is coded. The decoder regenerates U_j, hence the radius r_j and beta_j, before reading M, so
-M may be coded with a model that depends on U (CEPAM 003 Section V-B, "compress M | {U = u}").
+Only the integer index k_j = M_j / alpha of row j is coded, after H_j; the decoder regenerates U_j (hence r_j,
+beta_j) before reading M, so M is coded given U (CEPAM 003 Sec. V-B). H: unary, optimal for Geom(p), p >= 1/2
+(Golomb 1966; Gallager & van Voorhis 1975); nothing for n = 1. Given U, k_i lies in [-ceil(a), ceil(a)],
+a = bound / (2 r), so |M(U)| = (2 ceil(a) + 1)^n; ceil(a) is clamped to 2^62 - 1 and ``encode_message`` refuses
+|t_i| >= 2^62, keeping every index in int64. M goes fixed-length (mixed radix, ceil(log2 |M(U_j)|) bits per row)
+or entropy-coded per bucket of log2(r_j) (rANS, ``bitstream.encode_categorical``), with escapes past 2^31 - 1 or
+outside [-o, o]; the smaller section is sent. Both sides derive the buckets from the same r, so encoder and
+decoder must run the same numeric libraries. Papers' bound (003 Sec. V-B, 000 eq. before Sec. VI):
 
-* H: unary code, H - 1 zeros then a one. It is the optimal prefix code for Geom(p) when p >= 1/2
-  (Golomb 1966; Gallager & van Voorhis 1975), costing 1/p bits per row on average: 1.27 (n = 2),
-  1.91 (n = 3). With n = 1 every H is 1 and nothing is sent.
-* Range of M given U. For inputs with every |x_i| <= ``bound`` (clip for CEPAM), t = x / (alpha beta) lies
-  in [-a, a] with a = (bound / beta) / alpha = bound / (2 r), so k_i = floor(t_i + u_i) lies in
-  [-ceil(a), ceil(a)]: |M(U)| = (2 ceil(a) + 1)^n points per sub-vector (the cube X = [-bound, bound]^n in
-  003's M = (X + L_U - beta(U) P) intersected with the lattice). ceil(a) is clamped to 2^62 - 1 (radii
-  below bound * 2^-63), which keeps 2 ceil(a) + 1 in int64. The indices are int64: ``encode_message``
-  refuses an input with some |t_i| >= 2^62 (the only remaining range limit; far beyond it float64 cannot
-  even resolve the dither, |t| >= 2^53), so every index has |k| <= 2^62.
-* Fixed-length coding of M over that range: each row's index in mixed radix (first coordinate most
-  significant) in ceil(log2 |M(U_j)|) bits, so the payload is sum_j ceil(log2 |M(U_j)|) bits. Rows whose
-  |M(U)| reaches 2^62.5 (only for radii below bound * 2^-(62.5/n)) are written coordinate by coordinate,
-  ceil(log2(2 ceil(a) + 1)) bits each, after all other rows.
-* Entropy coding of M given U: rows are grouped into B buckets by log2(r_j) (equal widths between the
-  1/(2B) and 1 - 1/(2B) quantiles of a fixed subsample, the tails in the end buckets;
-  B = min(32, rows // 2048), at least 1), and each bucket's indices, shifted by the bucket's offset
-  o = largest ceil(a) + 1, go through ``auditkit.mechanisms.bitstream.encode_categorical`` over the alphabet
-  2 o + 1 (rANS under the bucket's empirical frequencies, or fixed width when smaller). Both sides compute
-  the buckets from the same r, so encoder and decoder must run the same numeric libraries.
-* Escapes. When some bucket's offset exceeds 2^31 - 1 (its alphabet would pass the coder's 2^32: radii
-  below about bound * 2^-32) or some index lies outside [-o, o] (an input beyond ``bound``), the section is
-  escaped: every bucket's offset becomes o' = min(o, 2^31 - 1), its alphabet 2 o' + 2, the indices k in
-  [-o', o'] are sent as k + o' and every other index as the escape symbol 2 o' + 1, its value following
-  the streams as a raw int64 (escape count E, then the E values in the order of their escape symbols).
-  Escapes are flagged in the section's first byte; a section without them is exactly as above.
-* The encoder sends whichever M section is smaller, so it is never longer than the fixed-length section
-  (8-byte bit count + payload) -- unless an index leaves its (clamped) range, which only inputs beyond
-  ``bound``, a rounding at the very edge of the range or a clamped ceil(a) can cause, and then the
-  entropy-coded section (escaped) is sent.
+    N (H(Geom(p)) + E[ceil(log2 |M(U)|)]) bits,   N = ceil(m / n)   (``bits_bound``, exact from the radius CDF).
 
-Papers' bound (003 Section V-B, 000 eq. before Section VI): N (H(Geom(p)) + E[ceil(log2 |M(U)|)]) bits
-with N = ceil(m / n) rows; ``bits_bound`` evaluates E[ceil(log2 |M(U)|)] exactly from the radius CDF.
+Code lengths, bucketing, the escape format and the edge cases: docs/guide/mechanism-internals.md (#rsuq-coding).
 """
 
 from __future__ import annotations
@@ -241,7 +216,8 @@ def _bucket_slices(radius: np.ndarray, halfwidth: np.ndarray) -> tuple[np.ndarra
 def _encode_buckets(k: np.ndarray, halfwidth: np.ndarray, radius: np.ndarray) -> bytes:
     order, slices = _bucket_slices(radius, halfwidth)
     grouped = np.take(k, order, axis=0)
-    # Escape only when needed (module docstring): an alphabet beyond 2^32, or an input beyond the bound.
+    # Escape only when needed (docs/guide/mechanism-internals.md#rsuq-coding): an alphabet beyond 2^32, or an
+    # input beyond the bound.
     escapes = any(
         offset > _MAX_OFFSET or (stop > start and np.abs(grouped[start:stop]).max() > offset)
         for start, stop, offset in slices
@@ -409,10 +385,10 @@ class RSUQMessage(Message):
     * flag 1: a float32 side value follows the header (CEPAM ``compat=paper000``: ||x||; jopeq-exact: zeta);
     * flag 2: the H section is present (n >= 2): the unary codes of the N = ceil(m / n) values H_j,
       zero-padded to a whole byte; without it every H_j is 1;
-    * flag 4: the M section is fixed-length: payload bits (uint64) | the payload (``rsuq_coding`` docstring);
-      otherwise it is entropy-coded: bucket count B (uint8, + 128 when escaped) | B stream lengths (uint32) |
-      B categorical streams | [escape count E (uint32) | E escaped indices (int64), when escaped]. A section
-      without escapes ends after its streams; escapes appear only where an index needs them (module docstring).
+    * flag 4: the M section is fixed-length: payload bits (uint64) | the payload; otherwise it is entropy-coded:
+      bucket count B (uint8, + 128 when escaped) | B stream lengths (uint32) | B categorical streams |
+      [escape count E (uint32) | E escaped indices (int64), when escaped]. A section without escapes ends after
+      its streams; escapes appear only where an index needs them (docs/guide/mechanism-internals.md#rsuq-coding).
 
     ``from_bytes`` checks the header, decodes the H section and checks the framing of the M section (for an
     entropy-coded one, also that its streams can hold the N n indices); the M section itself depends on the

@@ -1,35 +1,15 @@
 """JoPEQ's adaptive tests (paper 002): the scale zeta sent in clear, and quantizer overload.
 
-``jopeq_scale_side_channel`` (``jopeq-laplace``, ``jopeq-t``, ``jopeq-exact``). JoPEQ (Lang et al., Sec.
-III-A) scales h by zeta = sqrt(M) / (3 ||h||) and sends zeta in clear. Take h = e_1 (one coordinate in
-block 1, M = 9 blocks, so ||h|| = 1 and zeta = 1) and h' = r h (r = 4). They differ in block 1 only -- the
-claim's unit -- and their scaled updates zeta h = zeta' h' are *identical* (in the unit ball, as the claim
-assumes), so the claim promises eps-indistinguishability at least; but zeta' = zeta / r.
+``jopeq_scale_side_channel``: JoPEQ (Lang et al., Sec. III-A) sends zeta = sqrt(M) / (3 ||h||) in clear; h = e_1
+(M = 9, zeta = 1) and h' = 4 h have identical scaled updates, so the claim covers them, yet zeta' = zeta / 4:
+the ``message`` view reads zeta (a perfect test, bound = cap), the ``decoded`` view h + (n + e) / zeta sees a
+4 times wider noise (eps = infinity).
 
-* ``message`` view (server / eavesdropper): zeta parsed from the bytes of ``encode(x, seed)`` is a
-  deterministic function of ||h||, so a perfect test exists and the bound is the sample-size cap.
-* ``decoded`` view (anyone who sees the decoded update, jopeq-exact's own threat model): h~ = h + (n + e)
-  / zeta, so the noise of h' is r times wider. The output densities have unbounded ratio (a scale change),
-  i.e. eps = infinity; the bound climbs to the cap as trials grow (llr / classifier statistics).
-
-``jopeq_overload`` (``jopeq-laplace``, ``jopeq-t``). The claim assumes the quantizer is not overloaded and
-every scaled block lies in the unit ball; neither is enforced.
-
-* ``edge`` pair (inside the claimed domain): the audit pair whose scaled block sits at -1 / +1 on the unit
-  sphere (same ||h||, same zeta); the PPN pushes blocks past the support (counted from
-  ``JoPEQMessage.overloads``: 0.20 overloaded blocks per 9-block message for jopeq-laplace, 0.61 for
-  jopeq-t at their defaults; even a block at 0 overloads about 1% of the time). An overload clamps the index
-  of Q(zeta h_i + n_i - V_i); the indices are therefore a function of (zeta h + n, V) with the shared dither V independent of h:
-  post-processing of zeta h + n. Overload thus adds *no* privacy loss beyond the PPN's own, eps(n) for the
-  shift (jopeq-laplace: 2/b' = ``true_epsilon``; jopeq-t: at most eps of t_nu(0, S') alone, which may
-  exceed ``true_epsilon`` of n + e). The caveat "the claim does not hold for an overloaded block" is about
-  the error's independence of h (utility), not privacy. What the distinguisher certifies on this pair is
-  the moment-matching excess (see ``auditkit.mechanisms.jopeq``), and the verdict is taken on this pair.
-* ``spike`` pair (outside the domain, reported beside it): a sparse update, h = +-e_1 in M = 144 blocks,
-  has zeta h_1 = +-sqrt(M)/3 = +-4: the scaling leaves the unit ball and the support, every message
-  overloads block 1 and clamps it to an end level, and the pair (one block apart, same zeta) is told apart
-  almost surely. Its bound is reported (``findings``) but not judged: the claim excludes such inputs, and
-  nothing in JoPEQ keeps real updates out of them.
+``jopeq_overload``: the ``edge`` pair (scaled block at -1 / +1, inside the claimed domain) is judged; an overload
+clamps the index of Q(zeta h_i + n_i - V_i), post-processing of zeta h + n, so it adds no privacy loss beyond
+the PPN's own and the test certifies the moment-matching excess. The ``spike`` pair (h = +-e_1, M = 144, so
+zeta h_1 = +-4, outside the domain) is reported in ``findings``, not judged. Overload rates and the full argument:
+docs/methodology/distinguishing.md (#jopeq-tests).
 """
 
 from __future__ import annotations

@@ -1,35 +1,18 @@
 """Privacy over T rounds: a mechanism's one-round ``dp_accounting`` event composed by an existing accountant.
 
-A mechanism states one round of its claim as a ``dp_accounting`` event (``Mechanism.dp_event()``) under the
-claim's neighbouring relation (``PrivacyGuarantee.relation``, a ``dp_accounting.NeighboringRelation``), in
-dp_accounting's convention: a noise multiplier is the noise scale over the per-input norm bound (``clip``), and
-under ``REPLACE_ONE`` two inputs may differ by twice that bound. ``compose(event, rounds, ...)`` asks the chosen
-accountant whether it supports ``SelfComposedDpEvent(event, rounds)`` and returns its epsilon, with the backend
-and the event named; an event no accountant supports (``UnsupportedDpEvent``, e.g. a refusal carrying its reason,
-``auditkit.mechanisms.refused``) raises ``UnsupportedEvent`` with the reason instead of returning a number.
+``compose(event, rounds, ...)`` asks the chosen accountant (Opacus PRV / RDP, ``dp_accounting`` PLD / RDP) for
+``SelfComposedDpEvent(event, rounds)`` under the claim's relation and names the backend; an event no accountant
+supports raises ``UnsupportedEvent`` with its reason. Events follow dp_accounting's convention: a noise multiplier
+is the noise scale over ``clip``, and ``REPLACE_ONE`` inputs may differ by 2 clip. Library gaps bridged exactly:
 
-Backends: Opacus's PRV and RDP accountants (Gaussian rounds only) and Google's ``dp_accounting`` PLD and RDP
-accountants. Three known gaps of the libraries are bridged here, each exactly:
+* an unsampled ``REPLACE_ONE`` Gaussian / Laplace round with multiplier z is composed as ``ADD_OR_REMOVE_ONE`` with
+  z / 2 (Opacus takes only add/remove; dp_accounting's RDP does not double the sensitivity, issue #378);
+* T pure-eps rounds (``RandomizedResponseDpEvent``) are a ``ComposedDpEvent`` of T copies (dp_accounting 0.6's
+  PLD ignores a ``SelfComposedDpEvent``'s count);
+* Poisson-sampled Gaussian rounds: ``ADD_OR_REMOVE_ONE`` only; nested sampling at q1, q2 is one at q1 q2;
+* above ``PLD_MAX_ROUND_EPSILON`` per round, basic composition T eps.
 
-* Opacus accountants take an add/remove noise multiplier: an unsampled REPLACE_ONE Gaussian round with multiplier
-  z moves the input by 2 clip, which is the add/remove round with multiplier z / 2. The same rewriting serves the
-  dp_accounting accountants for every unsampled Gaussian or Laplace round: dp_accounting's RDP accountant does not
-  double the sensitivity under REPLACE_ONE (google/differential-privacy issue #378, so it would understate eps
-  four-fold in RDP terms), and its PLD accountant refuses Laplace events under REPLACE_ONE. For an unsampled round
-  the privacy loss depends only on the shift (dp_accounting's own PLD gives the same numbers under REPLACE_ONE
-  with z as under ADD_OR_REMOVE_ONE with z / 2, as the tests check).
-* A round of a pure eps-DP claim is ``RandomizedResponseDpEvent`` (``auditkit.mechanisms.pure_epsilon_event``), which
-  dp_accounting's PLD accountant composes under REPLACE_ONE but, in dp_accounting 0.6, ignores the count of a
-  ``SelfComposedDpEvent`` of it (composing T rounds gives one round's eps): T rounds of it are composed as a
-  ``ComposedDpEvent`` of T copies instead.
-* A Poisson-sampled Gaussian round (``PoissonSampledDpEvent(q, GaussianDpEvent(z))``, DP-FedAvg's client
-  sampling, DP-SGD's batches) is composed under ADD_OR_REMOVE_ONE only, by Opacus (``history = [(z, q, T)]``) or
-  by dp_accounting; under REPLACE_ONE it is refused (the doubling above does not commute with amplification).
-  Nested Poisson sampling, ``PoissonSampledDpEvent(q1, PoissonSampledDpEvent(q2, E))`` (a run's client sampling
-  around an event already sampled), which no accountant takes, is the one Poisson sampling at rate q1 q2 it equals
-  (each client is kept independently with probability q1 and then q2).
-* Above a per-round pure eps of ``PLD_MAX_ROUND_EPSILON`` (weak noise: eps ~ 1e4) the PLD grid would need
-  gigabytes; basic composition T eps, valid for any T pure eps-DP rounds, is returned and named.
+Why each rewriting is exact: docs/guide/accounting.md (#library-gaps).
 """
 from __future__ import annotations
 

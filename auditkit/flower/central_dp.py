@@ -1,42 +1,18 @@
 """dp-fedavg on Flower: Flower's own central-DP strategy wrappers run the round, not a re-implementation.
 
-auditkit's ``central-noise`` round protocol (``auditkit.mechanisms.dp_fedavg``) runs on ``training.backend =
-"flower"`` as the Message-API wrappers of ``flwr.serverapp.strategy`` around ``FedAvg`` (Flower 1.41:
-``flwr/serverapp/strategy/dp_fixed_clipping.py``, ``flwr/supercore/differential_privacy.py``,
-``flwr/clientapp/mod/centraldp_mods.py``), so a Flower user audits what they deploy:
+auditkit's ``central-noise`` protocol (``auditkit.mechanisms.dp_fedavg``) on ``training.backend = "flower"`` runs
+``DifferentialPrivacy{Server,Client}SideFixedClipping(FedAvg(), z, C, m)`` (Flower 1.41, ``flwr.serverapp.strategy``;
+``clipping = "client"`` adds ``fixedclipping_mod``, :func:`client_mods`), so a Flower user audits what they deploy.
+Flower releases the mean over the n_t clients that replied, where McMahan et al. 2018 (Alg. 1, f_f) divide by m:
 
-* ``clipping = "server"``: ``DifferentialPrivacyServerSideFixedClipping(FedAvg(), z, C, m)``. Its
-  ``configure_train`` keeps the global model; its ``aggregate_train`` clips each reply's model difference to l2
-  norm C against it (``flwr.supercore.differential_privacy.compute_clip_model_update``, McMahan et al.'s FlatClip);
-* ``clipping = "client"``: ``DifferentialPrivacyClientSideFixedClipping(FedAvg(), z, C, m)``, whose
-  ``configure_train`` puts C in the train config (``clipping_norm``), with ``fixedclipping_mod`` on every
-  ``ClientApp`` clipping the trained model's difference before it leaves (:func:`client_mods`).
+    (1 / n_t) sum_{k in S_t} clip(Delta_k) + N(0, (z C / m)^2 I) = (sum clip(Delta_k) + N(0, (z n_t C / m)^2 I)) / n_t,
 
-Both then average the replies with FedAvg (weights ``num-examples``: 1 for every client, so the mean's sensitivity
-is C / n_t) and add N(0, s^2 I) with s = ``compute_stdv(z, C, m)`` = z C / m to the mean, drawn from NumPy's
-global generator (``add_gaussian_noise_inplace``). auditkit seeds that generator once per round with
-``derive_seed(seed, "flower-dp", round) % 2**32`` (and restores its state afterwards), so a run is reproducible.
-
-Normalisation. McMahan et al. 2018 (arXiv 1710.06963, Alg. 1, the fixed-denominator estimator f_f), which the
-builtin ``central-noise`` protocol implements, releases (sum_{k in S_t} clip(Delta_k) + N(0, (z C)^2 I)) / m with
-the fixed expected count m = q K. Flower releases the mean over the n_t clients that replied:
-
-    (1 / n_t) sum_{k in S_t} clip(Delta_k) + N(0, (z C / m)^2 I) = (sum clip(Delta_k) + N(0, (z n_t C / m)^2 I)) / n_t.
-
-The noise std on the aggregate is z C / m on both (``noise_std_aggregate``); on the sum, whose add/remove
-sensitivity is C, Flower's noise multiplier is z n_t / m (``effective_noise_multiplier``): z exactly when n_t = m
-(fixed-size sampling, the case Flower's own accountant admits), weaker in a Poisson round with n_t < m, stronger
-with n_t > m. The ``aggregate`` view is therefore n_t times the release (the noisy sum Flower's server learns),
-where the builtin's is m times it.
-
-``num_sampled_clients`` is an int in Flower, so m = q K must be a whole number (:func:`sampled_clients`; a config
-with ``backend = "flower"`` and a fractional q K is refused before anything runs).
-
-A Poisson round can sample nobody. Flower's wrappers then release nothing (``FedAvg.aggregate_train`` of no reply
-is None, and the wrapper adds noise only to an aggregate), but the accountant composes every round and an unchanged
-model would reveal n_t = 0; so in that round auditkit, not Flower, releases N(0, (z C / m)^2 I), with Flower's own
-``compute_stdv`` and ``add_gaussian_noise_inplace`` and the same per-round seed
-(:meth:`CentralNoiseOnFlower.communicate`). It is the one step of the round auditkit performs itself.
+so the noise std on the aggregate is z C / m on both (``noise_std_aggregate``) and the multiplier on the sum is
+z n_t / m (``effective_noise_multiplier``); the ``aggregate`` view is n_t times the release. m is Flower's int
+``num_sampled_clients`` (:func:`sampled_clients`). NumPy's global generator is seeded per round with
+``derive_seed(seed, "flower-dp", round) % 2**32`` and restored, for reproducible runs. A round that samples nobody
+is released by auditkit itself, N(0, (z C / m)^2 I) with Flower's own functions
+(:meth:`CentralNoiseOnFlower.communicate`), since an unchanged model would reveal n_t = 0. See docs/guide/flower.md.
 """
 from __future__ import annotations
 
