@@ -11,10 +11,13 @@ import torch
 
 from auditkit.cli.terminal import error_console
 
-__all__ = ["UnknownCommand", "UsageFailure", "fail", "print_error", "resource_line", "run_guarded", "usage_error_line",
+__all__ = ["RENAMED_FLAGS", "UnknownCommand", "UsageFailure", "fail", "print_error", "resource_line", "run_guarded", "usage_error_line",
            "warn_unreproducible"]
 
 T = TypeVar("T")
+# (command, old flag) -> new flag, for flags of the commands' own renamed (issue 40, docs/names.md); a mechanism
+# parameter's old flag is found from its registry instead (``auditkit.cli.mechanism_flags.renamed_flag``)
+RENAMED_FLAGS = {("account", "--backend"): "--accountant"}
 
 
 class UsageFailure(Exception):
@@ -98,7 +101,7 @@ def usage_error_line(err: click.ClickException, renamed: Callable[[str], str | N
                 else f"commands: {', '.join(err.commands)}")
         return f"no such command {err.name!r} ({hint})"
     if isinstance(err, click.NoSuchOption):
-        moved = renamed(err.option_name)
+        moved = RENAMED_FLAGS.get((ctx.info_name if ctx else None, err.option_name)) or renamed(err.option_name)
         hint = (f"renamed: {moved}" if moved else f"did you mean {err.possibilities[0]}?" if err.possibilities
                 else f"see `{ctx.command_path if ctx else 'auditkit'} --help`")
         return f"no such option: {err.option_name} ({hint})"
