@@ -161,7 +161,7 @@ class DocumentV3(DocumentV4):
     settings: list[SettingV3]
 
 
-# ---- version 2: ``auditkit audit`` before plugins, capabilities, round protocols and accountant backends
+# ---- version 2: ``auditkit audit`` before plugins, capabilities, round protocols and a choice of accountant
 class ProvenanceV2(ProvenanceV3):
     code: Text = None
     plugins: list[Text] = None
