@@ -1,7 +1,7 @@
 """Fixtures for the report tests: realistic results documents (the current schema) of every command, with their
-reconstruction grids, the same as version 5 wrote them, a version 2 document as ``auditkit audit`` wrote it before, reproductions of bundled papers on
-fake runs (``reproductions.py``), and shared renderings (the headless-browser fixture ``report_browser`` is in
-tests/conftest.py)."""
+reconstruction grids, and the same as version 5 wrote them (``to_version_5``); a version 2 document as ``auditkit
+audit`` wrote it before, reproductions of bundled papers on fake runs (``reproductions.py``), and shared renderings
+(the headless-browser fixture ``report_browser`` is in tests/conftest.py)."""
 from __future__ import annotations
 
 import copy

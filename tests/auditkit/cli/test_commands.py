@@ -153,7 +153,7 @@ def test_train_writes_results_with_every_round_and_report_renders_them(tmp_path)
     result = auditkit("train", *SMALL, "--mechanism", "sdq", "--bits", "4", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "results.json").read_text())
-    assert document["schema_version"] == 5 and document["command"] == "train"
+    assert document["schema_version"] == 6 and document["command"] == "train"
     (setting,) = document["settings"]
     assert [r["round"] for r in setting["training"]["rounds"]] == [1, 2]
     assert setting["mechanism"]["name"] == "sdq" and setting["mechanism"]["params"]["bits"] == 4

@@ -16,7 +16,7 @@ def test_results_document_reports_real_bits_and_the_claim():
     config = from_dict({**SMALL, "mechanism": {"name": "sdq", "bits": 4, "support": 0.5}})
     run = Experiment(config).train()
     document = results_document(run, "small")
-    assert document["schema"] == "auditkit/results" and document["schema_version"] == 5
+    assert document["schema"] == "auditkit/results" and document["schema_version"] == 6
     assert (document["command"], document["title"]) == ("train", "small")
     assert document["provenance"]["model"] == {"name": "cnn", "num_params": 6422}
     assert document["provenance"]["code"].startswith("sha256:") and document["provenance"]["plugins"] == []
