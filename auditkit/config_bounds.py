@@ -78,7 +78,8 @@ MAX_MEMORY_GIB = 2.0**20  # [limits] max_memory_gib: at most 1 PiB, the limit a 
 
 RENAMED_KEYS = {"inversion.clients": "inversion.targets", "probe.clients": "probe.targets",
                 "groups.per_round": "groups.clients_per_round", "accounting.backend": "accounting.accountant"}
-"""Config keys renamed (issues 28 and 40: one word per meaning, ``docs/names.md``): old -> new, refused with the new name.
+"""Config keys renamed (issues 28 and 40: one word per meaning, ``docs/names.md``): old -> new, refused with the new
+name.
 Renamed mechanism parameters: ``auditkit.mechanisms.registry.RENAMED_PARAMS``."""
 
 

@@ -117,8 +117,9 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds: int, c
     except ValueError as err:  # before anything is written
         raise UsageFailure(_as_flags(str(err), ACCOUNTED_PARTICIPATION_OPTIONS)) from None
     out = None if out is None else check_output(out, overwrite)
-    entry = results.accounting_entry(configured, rounds, composition_delta=composition_delta, accountant=accountant, fl=fl,
-                                     participation=sampling["participation"], sample_rate=sampling.get("sample_rate"))
+    entry = results.accounting_entry(configured, rounds, composition_delta=composition_delta, accountant=accountant,
+                                     fl=fl, participation=sampling["participation"],
+                                     sample_rate=sampling.get("sample_rate"))
     _print_claims(configured.guarantee().to_dict(), entry["paper_claim"])
     console.print(f"[bold]client sampling:[/bold] {escape(entry['sampling']['note'])}", highlight=False)
     for label, composed in ((f"{rounds} rounds", entry["composed"]),

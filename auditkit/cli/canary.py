@@ -140,7 +140,8 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
     say(f"meaning: {_canary_meaning(audit)}")
     console.print(f"verdict: [bold]{result.verdict}[/bold]", highlight=False)
     if out is not None:
-        view = results.canary_view("output", STATISTICS[audit.statistic], result, audit.scores, audit.inserted, audit.curve)
+        view = results.canary_view("output", STATISTICS[audit.statistic], result, audit.scores, audit.inserted,
+                                   audit.curve)
         claim = configured.guarantee()
         section = results.canary_entry(
             kind="idealized", canaries=canaries, bound=bound, confidence=confidence, seconds=audit.seconds,

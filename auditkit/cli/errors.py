@@ -11,11 +11,11 @@ import torch
 
 from auditkit.cli.terminal import error_console
 
-__all__ = ["RENAMED_FLAGS", "UnknownCommand", "UsageFailure", "fail", "print_error", "resource_line", "run_guarded", "usage_error_line",
-           "warn_unreproducible"]
+__all__ = ["RENAMED_FLAGS", "UnknownCommand", "UsageFailure", "fail", "print_error", "resource_line", "run_guarded",
+           "usage_error_line", "warn_unreproducible"]
 
 T = TypeVar("T")
-# (command, old flag) -> new flag, for flags of the commands' own renamed (issue 40, docs/names.md); a mechanism
+# (command, old flag) -> new flag: a command's own flags that were renamed (issue 40, docs/names.md); a mechanism
 # parameter's old flag is found from its registry instead (``auditkit.cli.mechanism_flags.renamed_flag``)
 RENAMED_FLAGS = {("account", "--backend"): "--accountant"}
 

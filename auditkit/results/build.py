@@ -83,7 +83,8 @@ def provenance(
     for s in settings:
         accounting = s.get("accounting")
         if accounting is not None:
-            accountants.update(run["accountant"] for run in (accounting["composed"], accounting["composed_actual"]) if run)
+            runs = (accounting["composed"], accounting["composed_actual"])
+            accountants.update(run["accountant"] for run in runs if run)
         relation = s["mechanism"]["guarantee"]["relation"]
         if relation is not None:
             relations.add(relation)

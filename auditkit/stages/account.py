@@ -21,7 +21,8 @@ def account_rounds(mechanism: mechanisms.Mechanism, rounds: int, accounting: Acc
     participation = "full" if training is None else training.participation
     sample_rate = None if training is None else training.sample_rate
     return results.accounting_entry(mechanism, rounds, composition_delta=accounting.composition_delta,
-                                    accountant=accounting.accountant, participation=participation, sample_rate=sample_rate)
+                                    accountant=accounting.accountant, participation=participation,
+                                    sample_rate=sample_rate)
 
 
 def with_example_level(entry: dict[str, Any], config: AuditConfig, rounds: int,
