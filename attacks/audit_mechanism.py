@@ -50,7 +50,7 @@ class MechanismAudit:
     confidence: float
     per_test_confidence: float
     tests: int
-    setting: str
+    audit_setting: str
     search: PairSearch | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -66,7 +66,7 @@ class MechanismAudit:
             "confidence": self.confidence,
             "per_test_confidence": self.per_test_confidence,
             "tests": self.tests,
-            "setting": self.setting,
+            "audit_setting": self.audit_setting,
             "estimates": [e.to_dict() for e in self.estimates],
             "search": None if self.search is None else self.search.to_dict(),
         }

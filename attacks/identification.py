@@ -31,9 +31,9 @@ from auditkit.mechanisms import Mechanism, capability
 from auditkit.mechanisms.densities import nearest_density, pair_log_densities
 from auditkit.mechanisms.randomness import derive_seed
 
-__all__ = ["IdentificationResult", "SCORINGS", "Scorer", "candidate_scorer", "identify"]
+__all__ = ["IdentificationResult", "STATISTICS", "Scorer", "candidate_scorer", "identify"]
 
-SCORINGS = ("likelihood", "nearest")
+STATISTICS = ("likelihood", "nearest")  # the score the adversary ranks candidates by
 
 
 @dataclass(frozen=True)
@@ -43,7 +43,7 @@ class IdentificationResult:
     candidates: int
     trials: int
     successes: int
-    scoring: str
+    statistic: str
     confidence: float
 
     @property
@@ -97,22 +97,22 @@ _CHUNK_ELEMENTS = 1 << 24  # output coordinates held at once in ``identify`` (12
 
 
 def candidate_scorer(mechanism: Mechanism, pool: np.ndarray) -> tuple[str, Scorer]:
-    """The scoring's name, and ``scores(ys, drawn)`` for the candidate rows of ``pool`` (P x d, float64): the
+    """The statistic's name, and ``scores(ys, drawn)`` for the candidate rows of ``pool`` (P x d, float64): the
     likelihood ln p(y | pool[r]) where the mechanism declares it, else minus the squared distance from y to pool[r]
     after the mechanism's clipping (module docstring). Every (output, candidate) pair is scored in one call
     (``auditkit.mechanisms.densities.pair_log_densities``: one matrix product for a Gaussian density, a compiled loop for
     JoPEQ's, one call per candidate for a density of a plugin's own)."""
     log_density = capability(mechanism, "output_log_density")
     if log_density is None:
-        log_density, scoring = nearest_density(mechanism), "nearest"  # ln p = -||y - clip(x)||^2
+        log_density, statistic = nearest_density(mechanism), "nearest"  # ln p = -||y - clip(x)||^2
     else:
-        scoring = "likelihood"
+        statistic = "likelihood"
 
     def scores(ys: np.ndarray, drawn: np.ndarray) -> np.ndarray:
         rows = np.repeat(np.arange(len(ys)), drawn.shape[1])
         return pair_log_densities(log_density, ys, pool, rows, drawn.ravel()).reshape(drawn.shape)
 
-    return scoring, scores
+    return statistic, scores
 
 
 def identify(
@@ -142,7 +142,7 @@ def identify(
     if pool.dim() != 2 or len(pool) < max(sizes):
         raise ValueError(f"candidates must be at most the {len(pool)} rows of pool, got {max(sizes)}")
     rows = pool.detach().cpu().double().numpy()
-    scoring, scores = candidate_scorer(mechanism, rows)
+    statistic, scores = candidate_scorer(mechanism, rows)
     rng = np.random.default_rng(derive_seed(seed, "identification"))
     largest = max(sizes)
     drawn = np.stack([rng.choice(len(rows), size=largest, replace=False) for _ in range(trials)])  # [:, 0]: target
@@ -160,4 +160,4 @@ def identify(
         for m in sizes:
             best = np.flatnonzero(s[:m] == s[:m].max())
             wins[m] += int(rng.choice(best) == 0)
-    return [IdentificationResult(m, trials, wins[m], scoring, confidence) for m in sizes]
+    return [IdentificationResult(m, trials, wins[m], statistic, confidence) for m in sizes]

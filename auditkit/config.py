@@ -32,7 +32,7 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
 
     [accounting]             # how each claim is composed over the rounds run
     composition_delta = 1e-5
-    backend = "opacus-prv"
+    accountant = "opacus-prv"
 
     [dp_sgd]                 # example-level DP-SGD inside the clients' local training (absent: off)
     noise_multiplier = 1.1
@@ -62,7 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from auditkit import mechanisms
-from auditkit.accounting.composition import BACKENDS
+from auditkit.accounting.composition import ACCOUNTANTS
 from auditkit.config_bounds import (  # ConfigError and RENAMED_KEYS are auditkit.config's names too
     RENAMED_KEYS, ConfigError, check_max_memory, check_mechanism_noise, check_noise, check_sizes, size_range)
 from auditkit.config_bounds import at_least as _at_least, choice as _choice, device as _device, integer as _integer
@@ -160,10 +160,10 @@ PROBE_SCALES = ("clip", "none")
 @dataclass(frozen=True)
 class AccountingConfig:
     """How each setting's claim is composed over the rounds run: the delta at which the composed epsilon is
-    stated, and the accountant (``auditkit.accounting.composition.BACKENDS``)."""
+    stated, and the accountant (``auditkit.accounting.composition.ACCOUNTANTS``)."""
 
     composition_delta: float = 1e-5
-    backend: str = "opacus-prv"
+    accountant: str = "opacus-prv"
 
 
 @dataclass(frozen=True)
@@ -622,7 +622,7 @@ def _check_values(config: AuditConfig) -> None:
     a = config.accounting
     if not 0 <= a.composition_delta < 1:
         raise ConfigError(f"accounting.composition_delta must be in [0, 1), got {a.composition_delta}")
-    _choice(a.backend, BACKENDS, "accounting.backend")
+    _choice(a.accountant, ACCOUNTANTS, "accounting.accountant")
     _check_dp_sgd(config)
 
 

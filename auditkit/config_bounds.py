@@ -77,8 +77,9 @@ def name_length(value: str, where: str) -> str:
 MAX_MEMORY_GIB = 2.0**20  # [limits] max_memory_gib: at most 1 PiB, the limit a machine could have
 
 RENAMED_KEYS = {"inversion.clients": "inversion.targets", "probe.clients": "probe.targets",
-                "groups.per_round": "groups.clients_per_round"}
-"""Config keys renamed (issue 28: one word per meaning, ``docs/names.md``): old -> new, refused with the new name.
+                "groups.per_round": "groups.clients_per_round", "accounting.backend": "accounting.accountant"}
+"""Config keys renamed (issues 28 and 40: one word per meaning, ``docs/names.md``): old -> new, refused with the new
+name.
 Renamed mechanism parameters: ``auditkit.mechanisms.registry.RENAMED_PARAMS``."""
 
 

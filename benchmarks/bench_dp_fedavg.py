@@ -51,7 +51,7 @@ def child(clients: int, rounds: int, backend: str) -> None:
     accounting = account_run(run)
     last = run.result.rounds[-1]
     print(json.dumps({"start": start, "ends": ends, "accuracy": last.test_accuracy,
-                      "epsilon": accounting["composed"]["epsilon"], "backend_used": accounting["composed"]["backend"],
+                      "epsilon": accounting["composed"]["epsilon"], "accountant": accounting["composed"]["accountant"],
                       "noise_std": last.stats.get("noise_std_aggregate"),
                       "sampled": [r.stats.get("sampled") for r in run.result.rounds]}))
 

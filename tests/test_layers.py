@@ -194,3 +194,16 @@ def test_no_import_cycles():
                     lines.append(f"  {source} -> {target} at {_where(graph, source, target)}")
     assert not cycles, "import cycles:\n" + "\n".join(lines)
 
+
+
+def test_deferred_imports_say_why():
+    """An auditkit import inside a function is kept only where a comment on its line or the line above says why (an
+    optional dependency, a command's start-up time): everywhere else the import sits at the top of the module,
+    where a reader sees what the module depends on."""
+    unexplained = []
+    for module, path in source_modules().items():
+        lines = path.read_text(encoding="utf-8").splitlines()
+        for target, line, deferred in imports_of(module, path, source_modules()):
+            if deferred and "#" not in lines[line - 1] and (line < 2 or not lines[line - 2].lstrip().startswith("#")):
+                unexplained.append(f"{module} imports {target} inside a function at line {line}")
+    assert not unexplained, "deferred imports without a reason:\n" + "\n".join(sorted(set(unexplained)))

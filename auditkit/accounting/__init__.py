@@ -10,7 +10,7 @@
   (nu, s2) for a target eps), callable without building a mechanism.
 * `jopeq` — JoPEQ's claims as the paper states them, flagged against the realised noise's epsilon.
 * `composition` — a mechanism's ``dp_accounting`` event over T rounds through Opacus (RDP, PRV) and Google's
-  dp_accounting (PLD, RDP), with the backend named in every result and a refusal for events no backend supports.
+  dp_accounting (PLD, RDP), with the accountant named in every result and a refusal for events no accountant supports.
 * `tradeoff` — `composed_tradeoff(event, rounds, relation)`: the whole run's claim as an f-DP curve (exact GDP,
   or dp_accounting's privacy-loss distribution), the curve a one-run canary audit refutes.
 * `dp_sgd` — the example-level claim of DP-SGD in the clients (``[dp_sgd]``): Poisson-subsampled Gaussian steps
@@ -44,7 +44,7 @@ from auditkit.accounting.cepam import (
 from auditkit.accounting.additive import gaussian, laplace, solve_t, t_mechanism
 from auditkit.accounting.jopeq import jopeq_laplace, jopeq_t, true_epsilon
 from auditkit.accounting.composition import (
-    BACKENDS,
+    ACCOUNTANTS,
     ComposedEpsilon,
     UnsupportedEvent,
     compose,
@@ -69,7 +69,7 @@ __all__ = [
     "Sampling",
     "check_sampling",
     "client_sampling",
-    "BACKENDS",
+    "ACCOUNTANTS",
     "claim_options",
     "claim_solver",
     "account",

@@ -1,7 +1,7 @@
 """Privacy over T rounds: a mechanism's one-round ``dp_accounting`` event composed by an existing accountant.
 
 ``compose(event, rounds, ...)`` asks the chosen accountant (Opacus PRV / RDP, ``dp_accounting`` PLD / RDP) for
-``SelfComposedDpEvent(event, rounds)`` under the claim's relation and names the backend; an event no accountant
+``SelfComposedDpEvent(event, rounds)`` under the claim's relation and names the accountant; an event no accountant
 supports raises ``UnsupportedEvent`` with its reason. Events follow dp_accounting's convention: a noise multiplier
 is the noise scale over ``clip``, and ``REPLACE_ONE`` inputs may differ by 2 clip. Library gaps bridged exactly:
 
@@ -29,7 +29,7 @@ import dp_accounting
 from dp_accounting import NeighboringRelation
 
 __all__ = [
-    "BACKENDS",
+    "ACCOUNTANTS",
     "PLD_MAX_ROUND_EPSILON",
     "ComposedEpsilon",
     "UnsupportedEvent",
@@ -40,7 +40,7 @@ __all__ = [
     "refuse_sampling_with_replacement",
 ]
 
-BACKENDS = ("opacus-prv", "opacus-rdp", "dp_accounting-pld", "dp_accounting-rdp")
+ACCOUNTANTS = ("opacus-prv", "opacus-rdp", "dp_accounting-pld", "dp_accounting-rdp")
 PLD_MAX_ROUND_EPSILON = 20.0  # one round's pure eps above which its PLD is not built (~2 eps / 1e-4 grid points)
 # Opacus's PRV grid fails for weak noise (nm 0.25, 80 rounds: inf after 2 s; nm 0.05: inf after 2 minutes): below
 # this add/remove multiplier (one round's eps > 6 at delta 1e-5) RDP, a looser bound, is used and named instead
@@ -60,7 +60,7 @@ class ComposedEpsilon:
     epsilon: float
     delta: float
     rounds: int
-    backend: str
+    accountant: str
     event: str
 
 
@@ -123,16 +123,16 @@ def compose(
     *,
     delta: float,
     relation: NeighboringRelation | None = _REPLACE,
-    backend: str = "opacus-prv",
+    accountant: str = "opacus-prv",
 ) -> ComposedEpsilon:
-    """eps of ``rounds`` rounds of ``event`` (one round of a claim under ``relation``) at ``delta``, by ``backend``.
+    """eps of ``rounds`` rounds of ``event`` (one round of a claim under ``relation``) at ``delta``, by ``accountant``.
 
-    Opacus backends compose Gaussian rounds only; any other event goes to dp_accounting's PLD accountant and the
+    Opacus accountants compose Gaussian rounds only; any other event goes to dp_accounting's PLD accountant and the
     result names it. ``UnsupportedEvent`` (with the reason) when no accountant supports the event.
     """
     _check(rounds, delta)
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {', '.join(ACCOUNTANTS)}; got {accountant!r}")
     refusal = _refusal(event)
     if refusal is not None:
         raise UnsupportedEvent(refusal)
@@ -153,40 +153,40 @@ def compose(
             label += f", composed as {describe_event(unsampled, _ADD_OR_REMOVE)}"
         event, relation = unsampled, _ADD_OR_REMOVE
     sampled = _sampled_gaussian(event, relation)
-    if backend.startswith("opacus") and sampled is not None:
-        return _opacus(sampled[0], rounds, delta, backend, f"{label} x {rounds}", sample_rate=sampled[1])
-    if backend.startswith("opacus"):
-        backend = "dp_accounting-pld"  # Opacus composes Gaussian rounds only
+    if accountant.startswith("opacus") and sampled is not None:
+        return _opacus(sampled[0], rounds, delta, accountant, f"{label} x {rounds}", sample_rate=sampled[1])
+    if accountant.startswith("opacus"):
+        accountant = "dp_accounting-pld"  # Opacus composes Gaussian rounds only
     one_round = _pure_epsilon(event)
     if one_round is not None and (delta == 0 or one_round > PLD_MAX_ROUND_EPSILON):
         return ComposedEpsilon(rounds * one_round, delta, rounds, "basic composition",
                                f"{label} x {rounds}: {rounds} x pure eps {one_round:.6g}")
-    return _dp_accounting(event, relation, rounds, delta, backend, f"{label} x {rounds}")
+    return _dp_accounting(event, relation, rounds, delta, accountant, f"{label} x {rounds}")
 
 
 def _dp_accounting(event: dp_accounting.DpEvent, relation: NeighboringRelation, rounds: int, delta: float,
-                   backend: str, label: str) -> ComposedEpsilon:
-    if backend == "dp_accounting-pld":
-        accountant = dp_accounting.pld.PLDAccountant(neighboring_relation=relation)
+                   accountant: str, label: str) -> ComposedEpsilon:
+    if accountant == "dp_accounting-pld":
+        library = dp_accounting.pld.PLDAccountant(neighboring_relation=relation)
     else:
-        accountant = dp_accounting.rdp.RdpAccountant(neighboring_relation=relation)
+        library = dp_accounting.rdp.RdpAccountant(neighboring_relation=relation)
     if isinstance(event, dp_accounting.RandomizedResponseDpEvent):
         composed = dp_accounting.ComposedDpEvent([event] * rounds)  # PLD ignores a SelfComposedDpEvent's count
     else:
         composed = dp_accounting.SelfComposedDpEvent(event, rounds)
-    if not accountant.supports(composed):
-        raise UnsupportedEvent(f"{backend} does not support {label} (dp_accounting refuses the event)")
+    if not library.supports(composed):
+        raise UnsupportedEvent(f"{accountant} does not support {label} (dp_accounting refuses the event)")
     if delta == 0 and isinstance(event, dp_accounting.GaussianDpEvent):
         raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
     with _quiet_accountants():
-        accountant.compose(composed)
-        epsilon = float(accountant.get_epsilon(delta))
+        library.compose(composed)
+        epsilon = float(library.get_epsilon(delta))
     if not math.isfinite(epsilon):
-        raise UnsupportedEvent(f"{backend} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
+        raise UnsupportedEvent(f"{accountant} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
     one_round = _pure_epsilon(event)
     if one_round is not None and rounds * one_round < epsilon:  # never worse than basic composition
         return ComposedEpsilon(rounds * one_round, delta, rounds, "basic composition", label)
-    return ComposedEpsilon(epsilon, delta, rounds, backend, label)
+    return ComposedEpsilon(epsilon, delta, rounds, accountant, label)
 
 
 def _flat_sampling(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
@@ -228,33 +228,33 @@ def _quiet_accountants() -> Iterator[None]:
             logger.setLevel(level)
 
 
-def _opacus(noise_multiplier: float, rounds: int, delta: float, backend: str, label: str, *,
+def _opacus(noise_multiplier: float, rounds: int, delta: float, accountant: str, label: str, *,
             sample_rate: float = 1.0) -> ComposedEpsilon:
-    """Opacus's accountant ``backend`` on ``rounds`` add/remove Gaussian rounds, each on a Poisson sample of rate
+    """Opacus's ``accountant`` (PRV or RDP) on ``rounds`` add/remove Gaussian rounds, each on a Poisson sample of rate
     ``sample_rate`` (Opacus's ``history = [(noise_multiplier, sample_rate, rounds)]``)."""
     if delta == 0:
         raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
-    if backend == "opacus-prv" and noise_multiplier < PRV_MIN_NOISE_MULTIPLIER:
+    if accountant == "opacus-prv" and noise_multiplier < PRV_MIN_NOISE_MULTIPLIER:
         composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label, sample_rate=sample_rate)
         return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it: noise "
                                                    f"multiplier below {PRV_MIN_NOISE_MULTIPLIER:g})")
     from opacus.accountants import PRVAccountant, RDPAccountant
 
-    accountant = PRVAccountant() if backend == "opacus-prv" else RDPAccountant()
-    accountant.history = [(noise_multiplier, sample_rate, rounds)]
+    library = PRVAccountant() if accountant == "opacus-prv" else RDPAccountant()
+    library.history = [(noise_multiplier, sample_rate, rounds)]
     with warnings.catch_warnings(), _quiet_accountants():  # PRV's grid logs 0 where the mass is 0; harmless
         warnings.simplefilter("ignore", RuntimeWarning)
         try:
-            epsilon = float(accountant.get_epsilon(delta))
+            epsilon = float(library.get_epsilon(delta))
         except (MemoryError, RuntimeError):  # PRV's grid grows as 1/noise_multiplier^2 and loses accuracy
             epsilon = math.nan
-    if backend == "opacus-prv" and not math.isfinite(epsilon):
-        # PRV's grid cannot resolve very small noise; RDP can (a looser bound), and is named as the backend.
+    if accountant == "opacus-prv" and not math.isfinite(epsilon):
+        # PRV's grid cannot resolve very small noise; RDP can (a looser bound), and is named as the accountant.
         composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label, sample_rate=sample_rate)
         return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it)")
     if not math.isfinite(epsilon):
-        raise UnsupportedEvent(f"{backend} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
-    return ComposedEpsilon(epsilon, delta, rounds, backend, label)
+        raise UnsupportedEvent(f"{accountant} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
+    return ComposedEpsilon(epsilon, delta, rounds, accountant, label)
 
 
 def gaussian_over_rounds(
@@ -263,7 +263,7 @@ def gaussian_over_rounds(
     *,
     delta: float,
     sample_rate: float = 1.0,
-    backend: str = "opacus-prv",
+    accountant: str = "opacus-prv",
 ) -> ComposedEpsilon:
     """eps of `rounds` Gaussian mechanisms with std = noise_multiplier * sensitivity (add/remove), each applied
     to a Poisson sample of rate `sample_rate` (1 = everyone, every round)."""
@@ -272,13 +272,13 @@ def gaussian_over_rounds(
         raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier!r}")
     if not 0 < sample_rate <= 1:
         raise ValueError(f"sample_rate must be in (0, 1], got {sample_rate!r}")
-    if backend not in BACKENDS:
-        raise ValueError(f"backend must be one of {', '.join(BACKENDS)}; got {backend!r}")
+    if accountant not in ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {', '.join(ACCOUNTANTS)}; got {accountant!r}")
     if delta == 0:
         raise UnsupportedEvent("a Gaussian mechanism has no finite epsilon at delta = 0; give delta > 0")
     single = dp_accounting.GaussianDpEvent(noise_multiplier)
     event = single if sample_rate == 1 else dp_accounting.PoissonSampledDpEvent(sample_rate, single)
-    return compose(event, rounds, delta=delta, relation=_ADD_OR_REMOVE, backend=backend)
+    return compose(event, rounds, delta=delta, relation=_ADD_OR_REMOVE, accountant=accountant)
 
 
 def laplace_over_rounds(
@@ -292,7 +292,7 @@ def laplace_over_rounds(
     if not noise_multiplier > 0:
         raise ValueError(f"noise_multiplier must be > 0, got {noise_multiplier!r}")
     return compose(dp_accounting.LaplaceDpEvent(noise_multiplier), rounds, delta=delta, relation=_ADD_OR_REMOVE,
-                   backend="dp_accounting-pld")
+                   accountant="dp_accounting-pld")
 
 
 def refuse_sampling_with_replacement(rounds: int) -> None:

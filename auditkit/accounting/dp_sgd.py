@@ -27,9 +27,9 @@ __all__ = ["ExampleLevelClaim", "dp_sgd_epsilon", "example_level_claim"]
 
 
 def dp_sgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, *, delta: float,
-                   backend: str = "opacus-prv") -> ComposedEpsilon:
+                   accountant: str = "opacus-prv") -> ComposedEpsilon:
     """epsilon at ``delta`` of ``steps`` DP-SGD steps, each the Gaussian mechanism of multiplier ``noise_multiplier``
-    on a Poisson sample of rate ``sample_rate`` (add/remove one example), by ``backend``. dp_accounting's RDP
+    on a Poisson sample of rate ``sample_rate`` (add/remove one example), by ``accountant``. dp_accounting's RDP
     accountant logs (through absl) every order whose series fails to converge; those orders are left out of its
     minimum, so the log lines are silenced here."""
     absl = logging.getLogger("absl")
@@ -39,7 +39,7 @@ def dp_sgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, *, d
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # Opacus's RDP: "optimal order is the smallest alpha" at weak noise
             return gaussian_over_rounds(noise_multiplier, steps, delta=delta, sample_rate=sample_rate,
-                                        backend=backend)
+                                        accountant=accountant)
     finally:
         absl.setLevel(level)
 
@@ -48,7 +48,7 @@ def dp_sgd_epsilon(noise_multiplier: float, sample_rate: float, steps: int, *, d
 class ExampleLevelClaim:
     """DP-SGD's claim about one training example: (``epsilon``, ``delta``) over ``steps`` = rounds x tau local steps
     at the worst client's sampling rate ``sample_rate`` = ``batch_size`` / ``client_examples`` (client ``client``),
-    by ``backend`` (``event`` names what was composed)."""
+    by ``accountant`` (``event`` names what was composed)."""
 
     epsilon: float
     delta: float
@@ -59,7 +59,7 @@ class ExampleLevelClaim:
     client: int
     client_examples: int
     steps: int
-    backend: str
+    accountant: str
     event: str
     note: str
 
@@ -77,7 +77,7 @@ def example_level_claim(
     rounds: int,
     tau: int,
     delta: float,
-    backend: str = "opacus-prv",
+    accountant: str = "opacus-prv",
 ) -> ExampleLevelClaim:
     """The example-level claim of ``rounds`` rounds of ``tau`` DP-SGD steps (z = ``noise_multiplier``, C =
     ``max_grad_norm``, expected batch ``batch_size``) on clients holding ``client_sizes`` examples: composed at
@@ -88,9 +88,9 @@ def example_level_claim(
     client = min(range(len(client_sizes)), key=lambda k: client_sizes[k])
     steps = rounds * tau
     composed = dp_sgd_epsilon(noise_multiplier, batch_size / client_sizes[client], steps, delta=delta,
-                              backend=backend)
+                              accountant=accountant)
     note = (f"one training example, over {rounds} rounds x tau = {tau} local steps (an upper bound on the steps of a "
             f"client that skips rounds) at the smallest client's sampling rate; separate from the client-level claim")
     return ExampleLevelClaim(composed.epsilon, delta, noise_multiplier, max_grad_norm, batch_size,
                              batch_size / client_sizes[client], client, int(client_sizes[client]), steps,
-                             composed.backend, composed.event, note)
+                             composed.accountant, composed.event, note)

@@ -189,12 +189,12 @@ def client_sampling(mechanism: mechanisms.Mechanism, participation: str, sample_
 
 
 def check_sampling(event: dp_accounting.DpEvent, composed: ComposedEpsilon, sampling: Sampling, *,
-                   relation: dp_accounting.NeighboringRelation, backend: str) -> AccountingCheck:
+                   relation: dp_accounting.NeighboringRelation, accountant: str) -> AccountingCheck:
     """``composed`` (T rounds of the mechanism's one-round ``event``, amplified as ``sampling`` says) recomputed
     from the run: client sampling is the run's participation, which ``account`` applies where the claim covers it
     (``client_sampling``), so the round event R is ``event`` stripped of any ``PoissonSampledDpEvent(q', .)`` of
     its own, and the recomputation composes ``PoissonSampledDpEvent(q, R)`` (the run's q, where amplified) or R
-    over the same T rounds, at the same delta, relation and ``backend``.
+    over the same T rounds, at the same delta, relation and ``accountant``.
 
     An event without sampling of its own is its own round event: the recomputation is ``composed`` itself
     ("consistent"). With sampling of its own, the accountant assumed a rate q' whatever the run did (full
@@ -211,7 +211,7 @@ def check_sampling(event: dp_accounting.DpEvent, composed: ComposedEpsilon, samp
                                                                "only the run's participation amplifies it")
     run_event = (dp_accounting.PoissonSampledDpEvent(sampling.sample_rate, round_event) if sampling.amplified
                  else round_event)
-    independent = compose(run_event, composed.rounds, delta=composed.delta, relation=relation, backend=backend)
+    independent = compose(run_event, composed.rounds, delta=composed.delta, relation=relation, accountant=accountant)
     run = f"participation {sampling.participation!r}" + (
         "" if sampling.sample_rate is None else f" at q = {sampling.sample_rate:g}")
     amplified = "amplified by it" if sampling.amplified else "not amplified"
@@ -231,7 +231,7 @@ def account(
     *,
     rounds: int = 1,
     composition_delta: float = 1e-5,
-    backend: str = "opacus-prv",
+    accountant: str = "opacus-prv",
     fl: FLOptions | None = None,
     participation: str = "full",
     sample_rate: float | None = None,
@@ -247,11 +247,11 @@ def account(
     event = dp_accounting.PoissonSampledDpEvent(sampling.sample_rate, own_event) if sampling.amplified else own_event
     composed, refusal, check = None, None, None
     try:
-        composed = compose(event, rounds, delta=composition_delta, relation=per_round.relation, backend=backend)
+        composed = compose(event, rounds, delta=composition_delta, relation=per_round.relation, accountant=accountant)
     except UnsupportedEvent as err:
         refusal = str(err)
     if composed is not None:
-        check = check_sampling(own_event, composed, sampling, relation=per_round.relation, backend=backend)
+        check = check_sampling(own_event, composed, sampling, relation=per_round.relation, accountant=accountant)
     return AccountReport(mechanism.name, per_round, paper, composed, refusal, _compose_actual(mechanism, rounds),
                          sampling, check)
 
@@ -264,4 +264,4 @@ def _compose_actual(mechanism: mechanisms.Mechanism, rounds: int) -> ComposedEps
     if actual is None:
         return None
     event = mechanisms.pure_epsilon_event(actual)
-    return compose(event, rounds, delta=0.0, relation=mechanism.guarantee().relation, backend="dp_accounting-pld")
+    return compose(event, rounds, delta=0.0, relation=mechanism.guarantee().relation, accountant="dp_accounting-pld")

@@ -10,7 +10,7 @@ import click
 from rich.markup import escape
 
 from auditkit import accounting, mechanisms, results
-from auditkit.accounting.composition import BACKENDS
+from auditkit.accounting.composition import ACCOUNTANTS
 from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded
@@ -45,8 +45,8 @@ def _participation_options() -> list[Any]:
 @click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True, help="FL rounds T to compose over.")
 @click.option("--composition-delta", type=click.FloatRange(0, 1, max_open=True), default=1e-5,
               show_default=True, help="delta at which the composed epsilon is stated.")
-@click.option("--backend", type=choice(BACKENDS), default="opacus-prv", show_default=True,
-              help="Composition backend (Opacus composes Gaussian rounds only).")
+@click.option("--accountant", type=choice(ACCOUNTANTS), default="opacus-prv", show_default=True,
+              help="Accountant that composes the rounds (Opacus composes Gaussian rounds only).")
 @click.option("--solve", type=choice(accounting.solvers()), default=None,
               help="Solve for a parameter instead: " + "; ".join(
                   f"{name}: {solver.help}" for name, solver in accounting.solvers().items()) + ".")
@@ -103,7 +103,7 @@ def _solve(solve: str, mechanism: str, params: dict[str, Any], *, target_eps: fl
 
 
 def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds: int, composition_delta: float,
-                       backend: str, solve: str | None, target_eps: float | None, target_delta: float | None,
+                       accountant: str, solve: str | None, target_eps: float | None, target_delta: float | None,
                        out: Path | None, overwrite: bool, claim_words: dict[str, str], participation_words: dict[str, str]) -> None:
     fl = _spec_values(accounting.claim_options(), claim_words)
     sampling = _spec_values(ACCOUNTED_PARTICIPATION_OPTIONS, participation_words)
@@ -117,15 +117,16 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds: int, c
     except ValueError as err:  # before anything is written
         raise UsageFailure(_as_flags(str(err), ACCOUNTED_PARTICIPATION_OPTIONS)) from None
     out = None if out is None else check_output(out, overwrite)
-    entry = results.accounting_entry(configured, rounds, composition_delta=composition_delta, backend=backend, fl=fl,
-                                     participation=sampling["participation"], sample_rate=sampling.get("sample_rate"))
+    entry = results.accounting_entry(configured, rounds, composition_delta=composition_delta, accountant=accountant,
+                                     fl=fl, participation=sampling["participation"],
+                                     sample_rate=sampling.get("sample_rate"))
     _print_claims(configured.guarantee().to_dict(), entry["paper_claim"])
     console.print(f"[bold]client sampling:[/bold] {escape(entry['sampling']['note'])}", highlight=False)
     for label, composed in ((f"{rounds} rounds", entry["composed"]),
                             (f"{rounds} rounds, as implemented", entry["composed_actual"])):
         if composed is not None:
             console.print(f"[bold]{label}:[/bold] (eps={composed['epsilon']:.4g}, delta={composed['delta']:.3g}) "
-                          f"via {composed['backend']} {escape('[' + composed['event'] + ']')}", highlight=False)
+                          f"via {composed['accountant']} {escape('[' + composed['event'] + ']')}", highlight=False)
         elif label == f"{rounds} rounds":
             console.print(f"[bold]{label}:[/bold] no number: {escape(entry['refusal'])}", highlight=False)
     if entry["check"] is not None:
@@ -134,7 +135,7 @@ def _account_unguarded(mechanism: str, params: dict[str, Any], *, rounds: int, c
     if out is not None:
         setting = results.setting("s00", configured.name, configured, accounting=entry)
         config = {"mechanism": {"name": mechanism, **params}, "rounds": rounds, "composition_delta": composition_delta,
-                  "backend": backend, "fl": fl, **sampling}
+                  "accountant": accountant, "fl": fl, **sampling}
         provenance = results.provenance(seed=0, device="cpu", settings=[setting])
         write_document(results.document("account", f"account {configured.name}", config, provenance, [setting]), out,
                        overwrite=overwrite, command="auditkit account")

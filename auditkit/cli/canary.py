@@ -18,7 +18,7 @@ from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import choice, mechanism_argument, out_option, plugin_option
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
-from auditkit.stages.idealized_canary import SCORINGS, canary_pairs, claim_at_delta, idealized_canary_audit
+from auditkit.stages.idealized_canary import STATISTICS, canary_pairs, claim_at_delta, idealized_canary_audit
 
 __all__ = ["CANARY_TABLE_MIN_WIDTH", "command"]
 
@@ -130,7 +130,7 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
         console.print(text, markup=False, highlight=False, soft_wrap=True)
 
     say(f"claim: {configured.guarantee().summary()}")
-    say(f"scoring: {SCORINGS[audit.scoring]}; sampling: {audit.sampling}")
+    say(f"statistic: {STATISTICS[audit.statistic]}; sampling: {audit.sampling}")
     refutes = ("refutes no curve of the claim's family" if independent.refuted_curve is None else
                f"refutes {independent.refuted_curve}, eps {independent.curve_epsilon:.3f} if the mechanism's curve is "
                "in that family")
@@ -140,7 +140,8 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
     say(f"meaning: {_canary_meaning(audit)}")
     console.print(f"verdict: [bold]{result.verdict}[/bold]", highlight=False)
     if out is not None:
-        view = results.canary_view("output", SCORINGS[audit.scoring], result, audit.scores, audit.inserted, audit.curve)
+        view = results.canary_view("output", STATISTICS[audit.statistic], result, audit.scores, audit.inserted,
+                                   audit.curve)
         claim = configured.guarantee()
         section = results.canary_entry(
             kind="idealized", canaries=canaries, bound=bound, confidence=confidence, seconds=audit.seconds,
@@ -148,7 +149,7 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
                    "curve": None if audit.curve is None else audit.curve.label, "rounds": 1,
                    "note": f"one round: every canary is one call of {configured.name} on the pair {audit.pair}"},
             views=[view],
-            details={"pair": audit.pair, "scoring": SCORINGS[audit.scoring], "sampling": audit.sampling,
+            details={"pair": audit.pair, "statistic": STATISTICS[audit.statistic], "sampling": audit.sampling,
                      "seed": seed, "refuted_curve": audit.refuted_curve, "independent": independent.to_dict()})
         entry = results.setting("s00", configured.name, configured, reproducible=reproducible, canary=section)
         config = {"mechanism": {"name": mechanism, **params}, "canaries": canaries, "bound": bound,

@@ -86,7 +86,7 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials: int, confiden
                           p(estimate.p_value))
     console.print(table)
     console.print(f"claim: {escape(configured.guarantee().summary())}", highlight=False)
-    console.print(f"where: {audit.setting}; sampling: {audit.worst.sampling}", highlight=False, markup=False)
+    console.print(f"where: {audit.audit_setting}; sampling: {audit.worst.sampling}", highlight=False, markup=False)
     console.print(f"black-box verdict: [bold]{audit.verdict}[/bold] (worst pair {escape(audit.worst.pair.label)}, "
                   f"bound {audit.worst.epsilon_lower_bound:.3f}, p-value {p(audit.worst.p_value)})", highlight=False)
     for result in adaptive_results:

@@ -16,10 +16,13 @@ from auditkit.data import DataNotFoundError
 from auditkit.fl.simulation import TrainingDiverged
 from auditkit.mechanisms import PluginCodeError, PluginError
 
-__all__ = ["UnknownCommand", "UsageFailure", "fail", "print_error", "resource_line", "run_guarded", "usage_error_line",
-           "warn_unreproducible"]
+__all__ = ["RENAMED_FLAGS", "UnknownCommand", "UsageFailure", "fail", "print_error", "resource_line", "run_guarded",
+           "usage_error_line", "warn_unreproducible"]
 
 T = TypeVar("T")
+# (command, old flag) -> new flag: a command's own flags that were renamed (issue 40, docs/names.md); a mechanism
+# parameter's old flag is found from its registry instead (``auditkit.cli.mechanism_flags.renamed_flag``)
+RENAMED_FLAGS = {("account", "--backend"): "--accountant"}
 
 
 class UsageFailure(Exception):
@@ -95,7 +98,7 @@ def usage_error_line(err: click.ClickException, renamed: Callable[[str], str | N
                 else f"commands: {', '.join(err.commands)}")
         return f"no such command {err.name!r} ({hint})"
     if isinstance(err, click.NoSuchOption):
-        moved = renamed(err.option_name)
+        moved = RENAMED_FLAGS.get((ctx.info_name if ctx else None, err.option_name)) or renamed(err.option_name)
         hint = (f"renamed: {moved}" if moved else f"did you mean {err.possibilities[0]}?" if err.possibilities
                 else f"see `{ctx.command_path if ctx else 'auditkit'} --help`")
         return f"no such option: {err.option_name} ({hint})"

@@ -61,7 +61,7 @@ def _train(config_path: Path | None, preset: str | None, out: Path, overrides: d
     if example is not None:
         console.print(f"example-level claim (DP-SGD): (eps={example['epsilon']:.4g}, delta={example['delta']:.3g}) "
                       f"over {example['steps']} steps at q = {example['sample_rate']:.4g} (client "
-                      f"{example['client']}) via {example['backend']}", markup=False, highlight=False)
+                      f"{example['client']}) via {example['accountant']}", markup=False, highlight=False)
     write_document(document, out, overwrite=overwrite, command="auditkit train")
 
 

@@ -77,13 +77,14 @@ def provenance(
     *, seed: int, device: str, data: dict[str, Any] | None = None, model: dict[str, Any] | None = None,
     training: dict[str, Any] | None = None, settings: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
-    """The provenance block; accountant backends, neighbouring relations and the plugins whose mechanisms ran are
+    """The provenance block; accountants, neighbouring relations and the plugins whose mechanisms ran are
     read off the ``settings``."""
-    backends, relations = set(), set()
+    accountants, relations = set(), set()
     for s in settings:
         accounting = s.get("accounting")
         if accounting is not None:
-            backends.update(run["backend"] for run in (accounting["composed"], accounting["composed_actual"]) if run)
+            runs = (accounting["composed"], accounting["composed_actual"])
+            accountants.update(run["accountant"] for run in runs if run)
         relation = s["mechanism"]["guarantee"]["relation"]
         if relation is not None:
             relations.add(relation)
@@ -100,7 +101,7 @@ def provenance(
         "model": model,
         "training": training,
         "threat_models": THREAT_MODELS,
-        "accountant_backends": sorted(backends),
+        "accountants": sorted(accountants),
         "neighbouring_relations": sorted(relations),
     }
 
@@ -170,7 +171,7 @@ def training_entry(result: Any, protocol: str) -> dict[str, Any]:
 
 
 def accounting_entry(
-    mechanism: mechanisms.Mechanism, rounds: int, *, composition_delta: float, backend: str,
+    mechanism: mechanisms.Mechanism, rounds: int, *, composition_delta: float, accountant: str,
     fl: Any = None, participation: str = "full", sample_rate: float | None = None,
 ) -> dict[str, Any]:
     """A setting's ``accounting`` section: the claim composed over ``rounds`` (or the refusal) under the rounds'
@@ -179,13 +180,13 @@ def accounting_entry(
     paper's FL claim when ``fl`` (the FL settings it reads) is given."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the accountants' numerical warnings are not the user's concern
-        report = account(mechanism, rounds=rounds, composition_delta=composition_delta, backend=backend, fl=fl,
+        report = account(mechanism, rounds=rounds, composition_delta=composition_delta, accountant=accountant, fl=fl,
                          participation=participation, sample_rate=sample_rate)
     entry = report.to_dict()
     del entry["mechanism"], entry["per_round"]  # both are in the setting's mechanism section
     if fl is None:
         del entry["paper_claim"]
-    return {"rounds": rounds, "composition_delta": composition_delta, "backend": backend, **entry}
+    return {"rounds": rounds, "composition_delta": composition_delta, "accountant": accountant, **entry}
 
 
 def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confidence: float,
@@ -198,7 +199,7 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
         "claimed_epsilon": audit.claimed_epsilon, "delta": worst.delta,
         "epsilon_lower_bound": worst.epsilon_lower_bound, "max_certifiable": worst.max_certifiable,
         "worst_pair": worst.pair.label, "statistic": worst.statistic, "verdict": audit.verdict,
-        "p_value": worst.p_value, "setting": audit.setting, "sampling": worst.sampling,
+        "p_value": worst.p_value, "audit_setting": audit.audit_setting, "sampling": worst.sampling,
         "estimates": [
             {"pair": e.pair.label, "statistic": e.statistic, "epsilon_lower_bound": e.epsilon_lower_bound,
              "max_certifiable": e.max_certifiable, "p_value": e.p_value, "sampling": e.sampling}
@@ -214,13 +215,13 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
     }
 
 
-def canary_view(view: str, scoring: str, result: Any, scores: Any, inserted: Any, curve: Any) -> dict[str, Any]:
+def canary_view(view: str, statistic: str, result: Any, scores: Any, inserted: Any, curve: Any) -> dict[str, Any]:
     """One judged view of a one-run canary audit: ``result`` (an ``auditkit.attacks.one_run.OneRunBound``), the
     empirical ROC of the canary ``scores`` against the bits ``inserted``, and the TPR the claim's ``curve`` allows at
     the same FPRs (empty without a curve)."""
     roc = empirical_roc(scores, inserted)
     bound = {key: _finite_or_none(value) for key, value in result.to_dict().items()}
-    return {"view": view, "scoring": scoring, "result": bound, "roc": roc,
+    return {"view": view, "statistic": statistic, "result": bound, "roc": roc,
             "claim_tpr": [] if curve is None else claim_roc(curve, roc["fpr"])}
 
 

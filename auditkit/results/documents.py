@@ -26,7 +26,8 @@ RESULTS_FILE, REPRODUCTION_FILE = "results.json", "reproduction.json"
 FIRST_VERSION = 2  # the oldest version read
 _COMMANDS = ", ".join(Command)
 _MODELS: dict[tuple[int, bool], type[Section]] = {  # (version, a reproduction?) -> its model
-    (5, False): ResultsDocument, (5, True): Reproduction, (4, False): legacy.DocumentV4,
+    (6, False): ResultsDocument, (6, True): Reproduction, (5, False): legacy.DocumentV5,
+    (5, True): legacy.ReproductionV5, (4, False): legacy.DocumentV4,
     (4, True): legacy.ReproductionV4, (3, False): legacy.DocumentV3, (2, False): legacy.DocumentV2,
 }
 

@@ -1,4 +1,4 @@
-"""The results document every command writes, schema ``auditkit/results`` version 5, as pydantic models: the one
+"""The results document every command writes, schema ``auditkit/results`` version 6, as pydantic models: the one
 definition of its shape, from which validation and the published JSON Schema (docs/reference/results-schema.md)
 follow. ``ResultsDocument``: the settings of ``train``, ``audit``, ``attack``, ``distinguish``, ``account`` and
 ``canary``; ``Reproduction``: ``auditkit reproduce``'s paper tables beside ours. What each field means is said
@@ -21,7 +21,7 @@ from auditkit.results.types import (Bool, Finite, Int, JsonObject, Name, Number,
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "Command", "ResultsDocument", "Setting"]
 
 SCHEMA = "auditkit/results"
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 _FILENAME_SAFE = re.compile(r"[A-Za-z0-9._-]+")
 
 
@@ -76,7 +76,7 @@ class Provenance(Section):
     model: ModelInfo | None
     training: TrainingInfo | None
     threat_models: JsonObject
-    accountant_backends: list[Text]
+    accountants: list[Text]
     neighbouring_relations: list[Text]
 
 
@@ -160,7 +160,7 @@ class ComposedRun(Section):
     epsilon: Number
     delta: Number
     rounds: Int
-    backend: Text
+    accountant: Text
     event: Text
 
 
@@ -187,7 +187,7 @@ class ExampleLevel(Section):
     client: Int
     client_examples: Int
     steps: Int
-    backend: Text
+    accountant: Text
     event: Text
     note: Text
 
@@ -195,7 +195,7 @@ class ExampleLevel(Section):
 class Accounting(Section):
     rounds: Int
     composition_delta: Number
-    backend: Text
+    accountant: Text
     composed: ComposedRun | None
     refusal: Text | None
     composed_actual: ComposedRun | None
@@ -226,7 +226,7 @@ class Inversion(Section):
     view: Text
     round: Int | None
     observation: Text
-    clients: list[Int] | None
+    targets: list[Int] | None
     model: Text
     ssim_variant: Text
     clean: Scores | None
@@ -243,7 +243,7 @@ class Inversion(Section):
 class Matched(Section):
     candidates: Int
     successes: Int
-    clients: Int
+    targets: Int
     rate: Number
     interval: list[Number]
     bound: Number
@@ -270,7 +270,7 @@ class SweepPoint(Section):
 class ReconstructionSweep(Section):
     group: Text
     attack: Text
-    clients: Int
+    targets: Int
     clean_ssim: Number
     level: Number
     crossing_eps: Number | None
@@ -282,7 +282,7 @@ class ReconstructionSweep(Section):
 class Probe(Section):
     attack: Text
     round: Int
-    clients: Int
+    targets: Int
     batch_size: Int
     local_steps: Int
     model: Text
@@ -311,7 +311,7 @@ class IdentificationTest(Section):
 
 
 class Identification(Section):
-    scoring: Text
+    statistic: Text
     pool: Int
     confidence: Number
     per_test_confidence: Number
@@ -365,7 +365,7 @@ class Distinguish(Section):
     statistic: Text
     verdict: one_of(Verdict)
     p_value: Number | None
-    setting: Text
+    audit_setting: Text
     sampling: Text
     adaptive: list[AdaptiveResult]
     estimates: list[Estimate] = None
@@ -401,7 +401,7 @@ class Roc(Section):
 
 class CanaryView(Section):
     view: Text
-    scoring: Text
+    statistic: Text
     result: OneRunResult
     roc: Roc
     claim_tpr: list[Number]
@@ -476,7 +476,7 @@ class Setting(Section):
 
 class Header(Section):
     schema_: Literal["auditkit/results"] = Field(alias="schema")
-    schema_version: Literal[5]
+    schema_version: Literal[6]
     command: one_of(Command)
     title: Name
     config: JsonObject

@@ -106,6 +106,44 @@ def v4_to_v5(doc: dict[str, Any]) -> dict[str, Any]:
     return doc
 
 
+def _rename(section: dict[str, Any] | None, old: str, new: str) -> None:
+    if section is not None and old in section:
+        section[new] = section.pop(old)
+
+
+def v5_to_v6(doc: dict[str, Any]) -> dict[str, Any]:
+    """One word, one meaning (docs/names.md): the accountant ``backend`` -> ``accountant`` (provenance
+    ``accountant_backends`` -> ``accountants``; the config's ``[accounting] backend`` and ``account``'s ``backend``
+    too), the attacked ``clients`` -> ``targets``, the identification and canary tests' ``scoring`` -> ``statistic``
+    and the distinguishing test's ``setting`` -> ``audit_setting``; a reproduction is unchanged."""
+    doc = copy.deepcopy(doc)
+    doc["schema_version"] = 6
+    if doc["command"] == Command.REPRODUCE:
+        return doc
+    _rename(doc["provenance"], "accountant_backends", "accountants")
+    config = doc["config"]
+    _rename(config.get("accounting") if isinstance(config.get("accounting"), dict) else None, "backend", "accountant")
+    if doc["command"] == Command.ACCOUNT:
+        _rename(config, "backend", "accountant")
+    for setting in doc["settings"]:
+        accounting = setting["accounting"]
+        for run in () if accounting is None else (accounting, accounting["composed"], accounting["composed_actual"],
+                                                  accounting.get("example_level")):
+            _rename(run, "backend", "accountant")
+        _rename(setting["inversion"], "clients", "targets")
+        probe = setting["probe"]
+        if probe is not None:
+            for part in (probe, probe.get("sweep"), *probe["matched"]["clean"], *probe["matched"]["defended"]):
+                _rename(part, "clients", "targets")
+        _rename(setting["identification"], "scoring", "statistic")
+        canary = setting.get("canary")
+        if canary is not None:
+            for part in (*canary["views"], canary["details"]):  # details: the idealized audit's
+                _rename(part, "scoring", "statistic")
+        _rename(setting["distinguish"], "setting", "audit_setting")
+    return doc
+
+
 def reproduction_v2_to_v4(doc: dict[str, Any]) -> dict[str, Any]:
     """The header of this schema (command "reproduce", the title, the config the budget and paper record), a
     provenance saying what was not recorded (``code`` "unknown (written by auditkit X as auditkit.reproduction
@@ -126,7 +164,7 @@ def reproduction_v2_to_v4(doc: dict[str, Any]) -> dict[str, Any]:
             **body}
 
 
-_STEPS = {2: v2_to_v3, 3: v3_to_v4, 4: v4_to_v5}
+_STEPS = {2: v2_to_v3, 3: v3_to_v4, 4: v4_to_v5, 5: v5_to_v6}
 
 
 def upgrade(doc: dict[str, Any]) -> dict[str, Any]:

@@ -16,25 +16,26 @@ __all__ = ["account_rounds", "account_run", "account_stage", "with_example_level
 def account_rounds(mechanism: mechanisms.Mechanism, rounds: int, accounting: AccountingConfig,
                    training: TrainingConfig | None = None) -> dict[str, Any]:
     """The accounting section of ``rounds`` rounds of ``mechanism``: the client-level claim composed over every
-    round at the config's composition delta and backend, amplified by the ``training`` participation where the
+    round at the config's composition delta and accountant, amplified by the ``training`` participation where the
     mechanism's claim covers client sampling (``auditkit.accounting.client_sampling``)."""
     participation = "full" if training is None else training.participation
     sample_rate = None if training is None else training.sample_rate
     return results.accounting_entry(mechanism, rounds, composition_delta=accounting.composition_delta,
-                                    backend=accounting.backend, participation=participation, sample_rate=sample_rate)
+                                    accountant=accounting.accountant, participation=participation,
+                                    sample_rate=sample_rate)
 
 
 def with_example_level(entry: dict[str, Any], config: AuditConfig, rounds: int,
                        data: dict[str, Any]) -> dict[str, Any]:
     """``entry`` with, when the clients trained with DP-SGD, the ``example_level`` claim of ``rounds`` rounds of the
     run's ``[dp_sgd]`` on the clients of ``data`` (the run's data summary: its ``client_sizes``;
-    ``auditkit.accounting.dp_sgd``), at the config's composition delta and backend; unchanged otherwise."""
+    ``auditkit.accounting.dp_sgd``), at the config's composition delta and accountant; unchanged otherwise."""
     if not config.dp_sgd.enabled:
         return entry
     t, a = config.training, config.accounting
     claim = example_level_claim(config.dp_sgd.noise_multiplier, config.dp_sgd.max_grad_norm, batch_size=t.batch_size,
                                 client_sizes=data["client_sizes"], rounds=rounds, tau=t.tau,
-                                delta=a.composition_delta, backend=a.backend)
+                                delta=a.composition_delta, accountant=a.accountant)
     return {**entry, "example_level": claim.to_dict()}
 
 

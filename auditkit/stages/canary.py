@@ -504,7 +504,7 @@ def repeated_training_audit(
 
 # ---------------------------------------------------------------- the audit's canary stage: the whole run's claim
 
-SCORING = {
+STATISTICS = {
     View.AGGREGATE: "projection on the canary's direction, summed over every round",
     View.SERVER: "projection of its decoded messages, summed over the rounds it sent",
     View.PUBLIC: "projection of the final model's move",
@@ -548,7 +548,7 @@ def composed_claim_curve(mechanism: Any, config: AuditConfig) -> tuple[Any, dict
     if curve is None:
         curve = EpsDeltaTradeOff(composed["epsilon"], composed["delta"])
     stated = curve.epsilon(delta)
-    note = (f"the whole run's claim: {rounds} rounds composed by {composed['backend']} (ε = "
+    note = (f"the whole run's claim: {rounds} rounds composed by {composed['accountant']} (ε = "
             f"{composed['epsilon']:.4g} at δ = {delta:g}); {sampling.get('note', 'no client sampling')}; judged on "
             f"its trade-off curve ({curve.label}: ε = {stated:.4g} at δ = {delta:g})")
     return curve, {"epsilon": stated, "delta": delta, "curve": curve.label, "rounds": rounds, "note": note,
@@ -572,7 +572,7 @@ def canary_stage(config: AuditConfig, *, per_test_confidence: float,
         scores = run.scores[view]
         bound = one_run_bound(scores, run.inserted, curve=curve, claimed_epsilon=claim["epsilon"], bound=c.bound,
                               guesses=c.guesses, confidence=per_test_confidence, delta=claim["delta"])
-        judged.append(results.canary_view(view, SCORING[view], bound, scores, run.inserted, curve))
+        judged.append(results.canary_view(view, STATISTICS[view], bound, scores, run.inserted, curve))
     details = {"participation": config.training.participation, "canary_rate": run.rate,
                "mean_rounds_sent": float(run.rounds_sent.mean()), "canary_norm": run.canary_norm,
                "pair": "c or nothing" if run.relation == "ADD_OR_REMOVE_ONE" else "+c or -c",

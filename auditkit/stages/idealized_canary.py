@@ -43,7 +43,7 @@ from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, TradeOff
 
 __all__ = [
     "INDEPENDENT_LABEL",
-    "SCORINGS",
+    "STATISTICS",
     "IdealizedCanaryAudit",
     "IndependentCallsBound",
     "canary_pairs",
@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 INDEPENDENT_LABEL = "independent calls (two-sample test)"
-SCORINGS = {
+STATISTICS = {
     "llr": "log-likelihood ratio ln p(y | x1) - ln p(y | x0) (the declared output density)",
     "projection": "projection <y, x1 - x0> (no output density declared)",
 }
@@ -104,7 +104,7 @@ class IdealizedCanaryAudit:
 
     mechanism: str
     pair: str
-    scoring: str
+    statistic: str
     sampling: str
     curve: TradeOff | None
     claimed_epsilon: float | None
@@ -122,7 +122,7 @@ class IdealizedCanaryAudit:
         return self.result.verdict
 
     def to_dict(self) -> dict[str, Any]:
-        return {"mechanism": self.mechanism, "pair": self.pair, "scoring": self.scoring, "sampling": self.sampling,
+        return {"mechanism": self.mechanism, "pair": self.pair, "statistic": self.statistic, "sampling": self.sampling,
                 "curve": None if self.curve is None else self.curve.label, "claimed_epsilon": self.claimed_epsilon,
                 "claimed_delta": self.claimed_delta, "result": self.result.to_dict(),
                 "refuted_curve": self.refuted_curve,

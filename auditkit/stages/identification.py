@@ -96,7 +96,7 @@ def identification_tests(mechanism: mechanisms.Mechanism, pool: torch.Tensor, *,
             "lower": result.lower(per_test_confidence), "bound": bound, "bound_form": form,
             "p_value": result.p_value(bound), "verdict": _verdict(result, bound, per_test_confidence),
         })
-    return {"scoring": found[0].scoring, "pool": len(pool), "confidence": confidence,
+    return {"statistic": found[0].statistic, "pool": len(pool), "confidence": confidence,
             "per_test_confidence": per_test_confidence, "observed_rounds": 1, "note": OBSERVED_ROUNDS_NOTE,
             "tests": tests}
 
@@ -109,7 +109,7 @@ def matched_entry(mechanism: mechanisms.Mechanism, wins: dict[int, int], targets
     for m, k in sorted(wins.items()):
         bound, form = claim_bound(mechanism, m, dimension)
         low, high = attacks.identification.clopper_pearson(k, targets, confidence)
-        rows.append({"candidates": m, "successes": k, "clients": targets, "rate": k / targets,
+        rows.append({"candidates": m, "successes": k, "targets": targets, "rate": k / targets,
                      "interval": [low, high], "bound": bound, "bound_form": form,
                      "kappa": 1 / m, "exceeds_bound": bool(low > bound and not math.isclose(low, bound))})
     return rows

@@ -378,7 +378,7 @@ def inversion_section(run: Mapping[str, Any], *, clean: Mapping[str, Any] | None
     round, no clients); ``clean`` is the clean attack's run (scores under "defended" for a clean reference run)."""
     return {
         "attack": run["attack"], "view": run["view"], "round": None, "observation": run["observation"],
-        "clients": None, "model": run["model"]["name"], "ssim_variant": run["defended"]["scores"]["ssim_variant"],
+        "targets": None, "model": run["model"]["name"], "ssim_variant": run["defended"]["scores"]["ssim_variant"],
         "clean": _scores(clean), "defended": _scores(run["defended"]), "figure": figure,
         "images": len(run["targets"]["names"]), "source": run["targets"]["source"],
         "label_given": run["targets"]["label_given"], "error_std": run["distortion"]["error_std"],
@@ -450,7 +450,7 @@ def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
     keep = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr")
     document = {
         "attack": inv.attack, "view": done["view"], "round": done["round"], "observation": done["observation"],
-        "clients": done["clients"], "model": config.training.model,
+        "targets": done["clients"], "model": config.training.model,
         "ssim_variant": done["clean"]["scores"]["ssim_variant"],
         "clean": {k: done["clean"]["scores"][k] for k in keep},
         "defended": {k: done["defended"]["scores"][k] for k in keep},

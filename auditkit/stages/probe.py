@@ -286,7 +286,7 @@ def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weig
         if len(points) >= SWEEP_MIN_POINTS and ssim >= clean_ssim - SWEEP_CLEAN_GAP:
             break
     reached = next((p["eps"] for p in points if p["ssim"] >= clean_ssim - SWEEP_CLEAN_GAP), None)
-    return {"group": sweep_group(mechanism), "attack": attack, "clients": len(truth), "clean_ssim": clean_ssim,
+    return {"group": sweep_group(mechanism), "attack": attack, "targets": len(truth), "clean_ssim": clean_ssim,
             "level": RECONSTRUCTION_SSIM, "crossing_eps": _crossing(points, RECONSTRUCTION_SSIM),
             "reaches_clean_eps": reached, "stopped": stopped, "points": points}
 
@@ -377,7 +377,7 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
              f"{probe.local_steps} step(s), round {config.probe_round}: {label}")
     bits = float(np.mean(run["bits"])) / run["updates"].shape[1]
     return {
-        "attack": probe.attack, "round": config.probe_round, "clients": probe.targets,
+        "attack": probe.attack, "round": config.probe_round, "targets": probe.targets,
         "batch_size": probe.batch_size, "local_steps": probe.local_steps, "model": config.training.model,
         "observation": (f"one probe client's update ({probe.local_steps} full-batch step(s) on {probe.batch_size} "
                         "example(s)" + (", rescaled to the mechanism's clip" if probe.scale == "clip" else "")

@@ -35,7 +35,7 @@ def canary_rows(settings: list[Setting]) -> list[tuple[tuple[str, ...], str]]:
             bound = f"≥ {number(r.epsilon_lower_bound)} ({r.bound})"
             if r.refuted_curve and r.curve_epsilon is not None:
                 bound += f"; refutes {r.refuted_curve} (its ε {number(r.curve_epsilon)})"
-            rows.append(((s.label, judged, view.view, view.scoring, f"{r.guesses:,} ({rule})",
+            rows.append(((s.label, judged, view.view, view.statistic, f"{r.guesses:,} ({rule})",
                           f"{r.correct:,} of {r.guesses:,} (m = {r.canaries:,})", bound,
                           _canary_cap(r), r.verdict), VERDICT_CLASSES.get(r.verdict, "other")))
     return rows

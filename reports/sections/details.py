@@ -101,10 +101,10 @@ def _stage_facts(setting: Setting) -> list[tuple[str, str]]:
 def _accounting_facts(accounting: Accounting | None) -> list[tuple[str, str]]:
     if accounting is None:
         return [("accounting", NOT_RUN)]
-    runs = "; ".join(f"{run.backend}: {run.event}" for run in
+    runs = "; ".join(f"{run.accountant}: {run.event}" for run in
                      (accounting.composed, accounting.composed_actual) if run is not None)
     how = runs or (f"refused: {accounting.refusal}" if accounting.refusal else "-")
-    facts = [("accounting", f"backend asked for: {accounting.backend}, {accounting.rounds} rounds at "
+    facts = [("accounting", f"accountant asked for: {accounting.accountant}, {accounting.rounds} rounds at "
                             f"δ = {number(accounting.composition_delta)}; {how}")]
     if accounting.check is not None:
         facts.append(("accounting check", f"{accounting.check.verdict}: {accounting.check.reason}"))
@@ -114,7 +114,7 @@ def _accounting_facts(accounting: Accounting | None) -> list[tuple[str, str]]:
     if example is not None:
         facts.append(("example-level (DP-SGD)", (
             f"z = {number(example.noise_multiplier)}, C = {number(example.max_grad_norm)}, expected batch "
-            f"{example.batch_size}; {example.backend}: {example.event}; worst client {example.client} "
+            f"{example.batch_size}; {example.accountant}: {example.event}; worst client {example.client} "
             f"({example.client_examples} examples); {example.note}")))
     return facts
 
@@ -131,7 +131,7 @@ def _distinguish_facts(test: Distinguish | None) -> list[tuple[str, str]]:
         ("distinguishing", f"{test.trials:,} trials per pair, {test.tests} tests (Bonferroni), worst pair "
                            f"{test.worst_pair}, statistic {test.statistic}, "
                            f"claim {claim(test.claimed_epsilon, test.delta)}"),
-        ("distinguishing setting", test.setting or "not recorded"),
+        ("audit setting", test.audit_setting or "not recorded"),
         ("sampling", test.sampling or "not recorded"),
         ("p-value", p),
     ]
@@ -143,8 +143,8 @@ def _inversion_facts(inversion: Inversion | None) -> list[tuple[str, str]]:
     if inversion is None:
         return [("inversion", NOT_RUN)]
     parts = [f"{inversion.attack} {attacked_view(inversion)}"]
-    if inversion.clients is not None:
-        parts.append(f"clients {', '.join(map(str, inversion.clients))}")
+    if inversion.targets is not None:
+        parts.append(f"clients {', '.join(map(str, inversion.targets))}")
     if inversion.images is not None or inversion.source is not None:
         shown = (inversion.images, inversion.source)
         parts.append(" ".join(str(value) for value in shown if value is not None) + " images")
@@ -175,7 +175,7 @@ def _probe_facts(probe: Probe | None) -> list[tuple[str, str]]:
         return [("inversion probe", NOT_RUN)]
     labels = " → ".join(f"{name} {percent(getattr(probe, name).label_accuracy)}" for name in ("clean", "defended"))
     return [("inversion probe", f"{probe.attack} at round {probe.round}, model {probe.model}, "
-                                f"{probe.clients} clients; observation: {probe.observation}; "
+                                f"{probe.targets} clients; observation: {probe.observation}; "
                                 f"{number(probe.bits_per_coordinate, unit=' bits/coord')}; SSIM: "
                                 f"{probe.ssim_variant}"),
             ("probe label accuracy", labels)]
@@ -184,7 +184,7 @@ def _probe_facts(probe: Probe | None) -> list[tuple[str, str]]:
 def _identification_facts(ident: Identification | None) -> list[tuple[str, str]]:
     if ident is None:
         return [("identification", "not run (or no claim to bound it)")]
-    return [("identification", f"scoring: {ident.scoring}; candidates drawn from a pool of {ident.pool} real "
+    return [("identification", f"statistic: {ident.statistic}; candidates drawn from a pool of {ident.pool} real "
                                f"examples; each test at {number(100 * ident.per_test_confidence, '.4g')} % "
                                f"(Bonferroni); {ident.note}")]
 

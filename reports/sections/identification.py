@@ -16,14 +16,14 @@ def identification_rows(settings: list[Setting]) -> list[tuple[tuple[str, ...], 
     for s in settings:
         ident, probe = s.identification, s.probe
         for t in [] if ident is None else ident.tests:
-            rows.append(((s.label, f"informed adversary ({ident.scoring}), {t.trials} trials",
+            rows.append(((s.label, f"informed adversary ({ident.statistic}), {t.trials} trials",
                           str(t.candidates), f"{number(t.rate, '.3f')} {interval(*t.interval)}",
                           f"{number(t.bound)} ({t.bound_form})", number(t.p_value, ".2g"),
                           t.verdict), VERDICT_CLASSES.get(t.verdict, "other")))
         for m in [] if probe is None else probe.matched.defended:
             exceeds = "above the bound (reported, not judged)" if m.exceeds_bound else "reported, not judged"
             rows.append(((s.label, f"inversion probe ({probe.attack}): nearest of M to the reconstruction, "
-                          f"{m.clients} clients", str(m.candidates),
+                          f"{m.targets} clients", str(m.candidates),
                           f"{number(m.rate, '.3f')} {interval(*m.interval)}",
                           f"{number(m.bound)} ({m.bound_form})", "-", exceeds), "none"))
     return rows

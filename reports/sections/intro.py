@@ -101,10 +101,10 @@ def _canary_head(results: ResultsDocument, head: str) -> str:
 def _account_head(results: ResultsDocument, head: str) -> str:
     """What ``auditkit account`` did: the claims composed analytically, over how many rounds, how."""
     runs = [s.accounting for s in results.settings if s.accounting is not None]
-    rounds, delta, backend = (_same([getattr(a, key) for a in runs])
-                              for key in ("rounds", "composition_delta", "backend"))
+    rounds, delta, accountant = (_same([getattr(a, key) for a in runs])
+                              for key in ("rounds", "composition_delta", "accountant"))
     return (f"{head}: analytic accounting, each one-round claim composed"
             + ("" if rounds is None else f" over {plural(rounds, 'round')}")
             + ("" if delta is None else f" at δ = {number(delta)}")
-            + ("" if backend is None else f" (backend asked for: {backend})")
+            + ("" if accountant is None else f" (accountant asked for: {accountant})")
             + "; nothing was trained, attacked or tested")

@@ -30,7 +30,7 @@ def notes(settings: list[Setting]) -> list[str]:
             continue
         verdict, claim_ = test.verdict, setting.mechanism.guarantee
         parts = []
-        where = test.setting or ""
+        where = test.audit_setting or ""
         if setting.mechanism.capabilities.audit_setting == GENERIC and verdict in (*_REFUTING,
                                                                                                   "consistent"):
             pairs = where.removeprefix(_GENERIC_SETTING) if where.startswith(_GENERIC_SETTING) else (

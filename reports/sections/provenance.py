@@ -27,7 +27,7 @@ def provenance(results: ResultsDocument) -> list[tuple[str, str]]:
         if p.training.backend:
             facts.append(("training backend", p.training.backend))
     return facts + [
-        ("accountant backends", ", ".join(p.accountant_backends) or "none"),
+        ("accountants", ", ".join(p.accountants) or "none"),
         ("neighbouring relations", ", ".join(p.neighbouring_relations) or "none"),
     ]
 

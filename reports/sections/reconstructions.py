@@ -29,7 +29,7 @@ def reconstructions(settings: list[Setting]) -> list[Reconstruction]:
         probe = s.probe
         if probe is not None:
             grids.append(Reconstruction(path=probe.figure, caption=(
-                f"{s.label}: inversion probe ({probe.attack}, {probe.clients} clients with "
+                f"{s.label}: inversion probe ({probe.attack}, {probe.targets} clients with "
                 f"{plural(probe.batch_size, 'example')} each, {plural(probe.local_steps, 'step')}, round "
                 f"{probe.round}; rows: the client's example, the clean reconstruction, the defended one, and, "
                 f"where drawn, the candidate the identification adversary picked from the server's view).")))

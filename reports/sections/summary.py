@@ -39,7 +39,7 @@ def _composed(accounting: Accounting | None, epsilon: float | None) -> str:
     parts = []
     if composed is not None:
         parts.append(f"{claim(composed.epsilon, composed.delta)} over {composed.rounds} rounds "
-                     f"({composed.backend})")
+                     f"({composed.accountant})")
         if actual is not None:
             parts.append(f"realised noise: {claim(actual.epsilon, actual.delta)}")
     elif epsilon is not None and accounting.refusal:
@@ -53,7 +53,7 @@ def _composed(accounting: Accounting | None, epsilon: float | None) -> str:
     example = accounting.example_level
     if example is not None:
         parts.append(f"example-level (DP-SGD): {claim(example.epsilon, example.delta)} over "
-                     f"{example.steps} steps at q = {number(example.sample_rate)} ({example.backend})")
+                     f"{example.steps} steps at q = {number(example.sample_rate)} ({example.accountant})")
     return "; ".join(parts) or "-"
 
 

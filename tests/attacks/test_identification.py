@@ -31,14 +31,14 @@ def test_success_on_orthogonal_candidates_matches_the_closed_form(sigma):
     g = mechanisms.create("gaussian", sigma=sigma, clip=1.0)
     pool = orthogonal_pool(120, 256, 1.0)
     results = attacks.identify(g, pool, candidates=(2, 10, 100), trials=1500, confidence=0.999, seed=3)
-    assert [r.scoring for r in results] == ["likelihood"] * 3
+    assert [r.statistic for r in results] == ["likelihood"] * 3
     for r in results:
         expected = orthogonal_success(1.0 / sigma, r.candidates)
         low, high = r.interval
         assert low <= expected <= high, (r, expected)
 
 
-def test_nearest_scoring_stands_in_without_a_density_and_clips_the_candidates():
+def test_the_nearest_statistic_stands_in_without_a_density_and_clips_the_candidates():
     @mechanisms.register
     class Inherited(mechanisms.mechanism_class("gaussian")):  # the density it inherits is not its own
         name = "inherited-gaussian"
@@ -46,7 +46,7 @@ def test_nearest_scoring_stands_in_without_a_density_and_clips_the_candidates():
     m = mechanisms.create("inherited-gaussian", sigma=0.5, clip=1.0)
     pool = orthogonal_pool(50, 128, 5.0)  # five times the clip: the scorer must clip them as the mechanism does
     (result,) = attacks.identify(m, pool, candidates=10, trials=800, confidence=0.999, seed=0)
-    assert result.scoring == "nearest"
+    assert result.statistic == "nearest"
     expected = orthogonal_success(1.0 / 0.5, 10)
     low, high = result.interval
     assert low <= expected <= high
@@ -123,7 +123,7 @@ def test_bad_input_is_named(kwargs, message):
 
 
 def test_clopper_pearson_limits():
-    r = attacks.IdentificationResult(candidates=10, trials=100, successes=30, scoring="likelihood", confidence=0.95)
+    r = attacks.IdentificationResult(candidates=10, trials=100, successes=30, statistic="likelihood", confidence=0.95)
     low, high = r.interval
     assert stats.binom.sf(29, 100, low) == pytest.approx(0.025, rel=1e-6)
     assert stats.binom.cdf(30, 100, high) == pytest.approx(0.025, rel=1e-6)

@@ -124,7 +124,7 @@ def test_every_setting_is_trained_accounted_attacked_and_tested(reference):
     assert all(-1 <= p["ssim_interval"][0] <= p["ssim"] <= p["ssim_interval"][1] for p in sweeps[0]["points"])
     assert jopeq["mechanism"]["guarantee"]["epsilon"] == 1.0
     composed = jopeq["accounting"]["composed"]  # 3 pure-eps rounds as randomized response, at delta 1e-5:
-    assert 2.9999 < composed["epsilon"] <= 3.0 and composed["backend"] == "dp_accounting-pld"  # just below 3 eps
+    assert 2.9999 < composed["epsilon"] <= 3.0 and composed["accountant"] == "dp_accounting-pld"  # just below 3 eps
     assert jopeq["mechanism"]["capabilities"]["dp_event"] == "generic default"
     assert jopeq["training"]["final"]["bits_per_coordinate"] < 4
     assert {a["test"] for a in jopeq["distinguish"]["adaptive"]} == {"jopeq-scale-side-channel", "jopeq-overload"}

@@ -118,6 +118,7 @@ def test_mechanism_settings_sweeps_and_labels():
     # renamed keys and mechanism parameters (docs/names.md) name the new one
     ({"inversion": {"clients": 2}}, "config key 'inversion.clients' was renamed to 'inversion.targets'"),
     ({"probe": {"clients": 2}}, "config key 'probe.clients' was renamed to 'probe.targets'"),
+    ({"accounting": {"backend": "opacus-rdp"}}, "config key 'accounting.backend' was renamed to 'accounting.accountant'"),
     ({"mechanism": {"name": "dpsq", "bound": 10.0}}, "mechanism.bound was renamed to support (mechanism 'dpsq')"),
     ({"mechanisms": [{"name": "none"}, {"name": "mspdq", "w_max": 1.0}]},
      "mechanisms[1].w_max was renamed to support (mechanism 'mspdq')"),
@@ -157,11 +158,11 @@ def test_unknown_preset():
 
 
 def test_accounting_and_plugins_round_trip_and_are_validated(tmp_path):
-    config = from_dict({"accounting": {"composition_delta": 1e-6, "backend": "dp_accounting-rdp"}})
-    assert config.accounting.backend == "dp_accounting-rdp" and from_dict(config.to_dict()) == config
+    config = from_dict({"accounting": {"composition_delta": 1e-6, "accountant": "dp_accounting-rdp"}})
+    assert config.accounting.accountant == "dp_accounting-rdp" and from_dict(config.to_dict()) == config
     assert config.to_dict()["plugins"] == []
-    with pytest.raises(ConfigError, match="accounting.backend must be one of opacus-prv, opacus-rdp"):
-        from_dict({"accounting": {"backend": "moments"}})
+    with pytest.raises(ConfigError, match="accounting.accountant must be one of opacus-prv, opacus-rdp"):
+        from_dict({"accounting": {"accountant": "moments"}})
     with pytest.raises(ConfigError, match=r"accounting.composition_delta must be in \[0, 1\), got 1.0"):
         from_dict({"accounting": {"composition_delta": 1.0}})
     with pytest.raises(ConfigError, match="plugin 'no_such_plugin_module' failed to load: No module named"):

@@ -51,17 +51,17 @@ def test_the_claim_is_the_gaussian_mechanism_on_a_sum_of_sensitivity_clip():
 
 def test_the_composed_claim_is_dp_accountings_sampled_gaussian():
     m = mechanisms.create("dp-fedavg", noise_multiplier=1.0, clip=1.0)
-    for backend in ("dp_accounting-rdp", "dp_accounting-pld"):
-        report = accounting.account(m, rounds=100, composition_delta=1e-5, backend=backend, participation="poisson",
+    for accountant in ("dp_accounting-rdp", "dp_accounting-pld"):
+        report = accounting.account(m, rounds=100, composition_delta=1e-5, accountant=accountant, participation="poisson",
                                     sample_rate=0.1)
-        direct = (dp_accounting.rdp.RdpAccountant() if backend.endswith("rdp")
+        direct = (dp_accounting.rdp.RdpAccountant() if accountant.endswith("rdp")
                   else dp_accounting.pld.PLDAccountant())
         direct.compose(dp_accounting.SelfComposedDpEvent(
             dp_accounting.PoissonSampledDpEvent(0.1, dp_accounting.GaussianDpEvent(1.0)), 100))
         assert report.sampling.amplified
         assert report.composed.epsilon == pytest.approx(direct.get_epsilon(1e-5), rel=1e-9)
     assert report.composed.epsilon == pytest.approx(7.0466, rel=1e-3)
-    full = accounting.account(m, rounds=100, backend="dp_accounting-pld")
+    full = accounting.account(m, rounds=100, accountant="dp_accounting-pld")
     assert not full.sampling.amplified and full.composed.epsilon > 5 * report.composed.epsilon
 
 

@@ -1,7 +1,7 @@
-"""Fixtures for the report tests: realistic results documents (schema v4) of every command, with their
-reconstruction grids, a version 2 document as ``auditkit audit`` wrote it before, reproductions of bundled papers on
-fake runs (``reproductions.py``), and shared renderings (the headless-browser fixture ``report_browser`` is in
-tests/conftest.py)."""
+"""Fixtures for the report tests: realistic results documents (the current schema) of every command, with their
+reconstruction grids, and the same as version 5 wrote them (``to_version_5``); a version 2 document as ``auditkit
+audit`` wrote it before, reproductions of bundled papers on fake runs (``reproductions.py``), and shared renderings
+(the headless-browser fixture ``report_browser`` is in tests/conftest.py)."""
 from __future__ import annotations
 
 import copy
@@ -78,17 +78,17 @@ def _scores(ssim: float, mse: float, psnr: float, **extra: Any) -> dict[str, Any
 
 def _inversion(setting_id: str, clean: dict[str, Any], defended: dict[str, Any]) -> dict[str, Any]:
     return {"attack": "inverting_gradients", "view": "server", "round": 3,
-            "observation": "-update / (lr tau) as one gradient", "clients": [0], "model": "cnn",
+            "observation": "-update / (lr tau) as one gradient", "targets": [0], "model": "cnn",
             "ssim_variant": "skimage.structural_similarity(data_range=1)", "clean": clean, "defended": defended,
             "figure": f"figures/reconstruction-{setting_id}.png"}
 
 
-def _run(epsilon: float, delta: float, rounds: int, backend: str, event: str) -> dict[str, Any]:
-    return {"epsilon": epsilon, "delta": delta, "rounds": rounds, "backend": backend, "event": event}
+def _run(epsilon: float, delta: float, rounds: int, accountant: str, event: str) -> dict[str, Any]:
+    return {"epsilon": epsilon, "delta": delta, "rounds": rounds, "accountant": accountant, "event": event}
 
 
 def _accounting(rounds: int = 3, **changes: Any) -> dict[str, Any]:
-    return {"rounds": rounds, "composition_delta": 1e-5, "backend": "opacus-prv", "composed": None,
+    return {"rounds": rounds, "composition_delta": 1e-5, "accountant": "opacus-prv", "composed": None,
             "refusal": None, "composed_actual": None, **changes}
 
 
@@ -96,12 +96,12 @@ def _distinguish(claimed: float | None, delta: float, bound: float, verdict: str
     return {"trials": 20000, "confidence": 0.95, "tests": 4, "claimed_epsilon": claimed, "delta": delta,
             "epsilon_lower_bound": bound, "max_certifiable": 4.61, "worst_pair": "0 vs clip",
             "statistic": "likelihood ratio", "verdict": verdict, "p_value": None,
-            "setting": "replace-one within the l2 ball of radius clip 1: shift 2 clip",
+            "audit_setting": "replace-one within the l2 ball of radius clip 1: shift 2 clip",
             "sampling": "tiled: iid noise per coordinate", "adaptive": [], **changes}
 
 
 def _provenance(*, data: bool = True, model: dict[str, Any] | None = None, training: bool = True,
-                plugins: list[str] | None = None, backends: list[str] | None = None) -> dict[str, Any]:
+                plugins: list[str] | None = None, accountants: list[str] | None = None) -> dict[str, Any]:
     return {
         "auditkit_version": "0.2.0", "code": "sha256:0123abcd4567ef89", "plugins": plugins or [], "seed": 4,
         "device": "cpu", "versions": {"python": "3.11.9", "torch": "2.4.0", "numpy": "2.0.0"},
@@ -114,14 +114,14 @@ def _provenance(*, data: bool = True, model: dict[str, Any] | None = None, train
                      "sampling": "each local step draws 1 sample uniformly with replacement"} if training else None,
         "threat_models": {"server": "every client's message", "eavesdropper": "the bitstreams",
                           "peer": "the aggregate", "public": "the final model"},
-        "accountant_backends": backends if backends is not None else ["basic composition"],
+        "accountants": accountants if accountants is not None else ["basic composition"],
         "neighbouring_relations": ["REPLACE_ONE"],
     }
 
 
 def _document(command: str, title: str, config: dict[str, Any], provenance: dict[str, Any],
               settings: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"schema": "auditkit/results", "schema_version": 5, "command": command, "title": title,
+    return {"schema": "auditkit/results", "schema_version": 6, "command": command, "title": title,
             "config": config, "provenance": provenance, "settings": settings}
 
 
@@ -135,13 +135,13 @@ def _setting(setting_id: str, label: str, mechanism: dict[str, Any], sweep: dict
 
 
 def _matched(successes: list[int], bound: float) -> list[dict[str, Any]]:
-    return [{"candidates": m, "successes": k, "clients": 16, "rate": k / 16, "interval": [max(0, k / 16 - 0.2),
+    return [{"candidates": m, "successes": k, "targets": 16, "rate": k / 16, "interval": [max(0, k / 16 - 0.2),
              min(1, k / 16 + 0.2)], "bound": bound, "bound_form": "(eps, delta)-DP", "kappa": 1 / m,
              "exceeds_bound": False} for m, k in zip((10, 100), successes)]
 
 
 def _probe(setting_id: str, clean: dict[str, Any], defended: dict[str, Any], bound: float) -> dict[str, Any]:
-    return {"attack": "analytic", "round": 1, "clients": 16, "batch_size": 1, "local_steps": 1, "model": "mlp",
+    return {"attack": "analytic", "round": 1, "targets": 16, "batch_size": 1, "local_steps": 1, "model": "mlp",
             "observation": "one probe client's update (1 full-batch step(s) on 1 example(s)), decoded by the server",
             "ssim_variant": "skimage.structural_similarity(data_range=1)", "clean": clean, "defended": defended,
             "bits_per_coordinate": 32.0, "matched": {"clean": _matched([16, 16], bound),
@@ -155,14 +155,14 @@ def _sweep() -> dict[str, Any]:
                "mse": 0.1 - ssim / 10, "mse_interval": [0.09 - ssim / 10, 0.11 - ssim / 10],
                "rero_bound": {"10": bound, "100": bound / 2}}
               for eps, ssim, bound in ((1.0, 0.05, 0.27), (10.0, 0.3, 0.9), (100.0, 0.8, 1.0))]
-    return {"group": "jopeq-laplace (bits=2)", "attack": "analytic", "clients": 16, "clean_ssim": 0.998,
+    return {"group": "jopeq-laplace (bits=2)", "attack": "analytic", "targets": 16, "clean_ssim": 0.998,
             "level": 0.5, "crossing_eps": 20.0, "reaches_clean_eps": None,
             "stopped": "stopped at ε = 316.2: the mechanism refuses it", "points": points}
 
 
 def _identification(rates: list[tuple[int, int, float, str]]) -> dict[str, Any]:
     """(M, successes of 500, bound, verdict) per test."""
-    return {"scoring": "likelihood", "pool": 200, "confidence": 0.95, "per_test_confidence": 0.99,
+    return {"statistic": "likelihood", "pool": 200, "confidence": 0.95, "per_test_confidence": 0.99,
             "observed_rounds": 1, "note": "one round observed",
             "tests": [{"candidates": m, "trials": 500, "successes": k, "rate": k / 500,
                        "interval": [k / 500 - 0.04, k / 500 + 0.04], "kappa": 1 / m, "lower": k / 500 - 0.05,
@@ -196,7 +196,7 @@ def _audit_settings() -> list[dict[str, Any]]:
         identification=_identification([(10, 210, 0.27, "violated"), (100, 30, 0.03, "consistent")]),
         distinguish=_distinguish(
             1.0, 0.0, 1.83, "violated", p_value=0.00012,
-            setting="one scaled block at zeta = 1", sampling="tiled: blocks of n = 2 are independent",
+            audit_setting="one scaled block at zeta = 1", sampling="tiled: blocks of n = 2 are independent",
             adaptive=[{"test": "moment-matching excess", "claim": "per round", "stated_claim": "", "claimed_epsilon": 1.0,
                        "epsilon_lower_bound": 2.2, "max_certifiable": 4.61, "verdict": "violated",
                        "note": "noise scale set from a moment match"}],
@@ -220,7 +220,7 @@ def _audit_settings() -> list[dict[str, Any]]:
 
 
 def results_document() -> dict[str, Any]:
-    """``auditkit audit``: three settings, every stage (a realistic version 4 document)."""
+    """``auditkit audit``: three settings, every stage (a realistic document)."""
     return _document(
         "audit", "quickstart <b>", {"seed": 4, "device": "cpu", "mechanisms": [{"name": "gaussian", "label": SCRIPT_LABEL}]},
         _provenance(model={"name": "cnn", "num_params": 6422}), _audit_settings())
@@ -235,16 +235,16 @@ def train_document() -> dict[str, Any]:
                    clip_norm="l1", generic=("tiling", "output_log_density")),
         training=_training([0.55, 0.72, 0.801], 4.0, 8.0, protocol="device-groups"),
         accounting=_accounting(composed=_run(1.2, 1e-5, 3, "dp_accounting-pld", "3 x GaussianDpEvent(2.1)"),
-                               backend="dp_accounting-pld"),
+                               accountant="dp_accounting-pld"),
     )
     return _document("train", "dpsq on digits", {"seed": 4, "mechanism": {"name": "dpsq", "bits": 4}},
-                     _provenance(model={"name": "cnn", "num_params": 6422}, backends=["dp_accounting-pld"]),
+                     _provenance(model={"name": "cnn", "num_params": 6422}, accountants=["dp_accounting-pld"]),
                      [setting])
 
 
 def _attack_inversion(defended: dict[str, Any], clean: dict[str, Any] | None, **changes: Any) -> dict[str, Any]:
     return {"attack": "idlg", "view": "server", "round": None,
-            "observation": "one image's gradient (one local step, batch 1), decoded by the server", "clients": None,
+            "observation": "one image's gradient (one local step, batch 1), decoded by the server", "targets": None,
             "model": "lenet", "ssim_variant": "skimage.structural_similarity(data_range=1)", "clean": clean,
             "defended": defended, "figure": None, "images": 8, "source": "patches", "label_given": False, **changes}
 
@@ -262,7 +262,7 @@ def attack_document() -> dict[str, Any]:
     )
     return _document("attack", "idlg against laplace", {"attack": "idlg", "mechanism": "laplace", "images": 8},
                      _provenance(data=False, training=False, model={"name": "lenet", "num_params": 13_648},
-                                 backends=[]), [setting])
+                                 accountants=[]), [setting])
 
 
 def curve_document() -> dict[str, Any]:
@@ -281,7 +281,7 @@ def curve_document() -> dict[str, Any]:
     ]
     return _document("attack", "defence curve", {"attack": "idlg", "curve": True},
                      _provenance(data=False, training=False, model={"name": "lenet", "num_params": 13_648},
-                                 backends=[]), settings)
+                                 accountants=[]), settings)
 
 
 def distinguish_document() -> dict[str, Any]:
@@ -293,7 +293,7 @@ def distinguish_document() -> dict[str, Any]:
                    origin=PLUGIN, generic=CAPABILITIES),
         distinguish=_distinguish(
             1.0, 0.0, 1.41, "violated", trials=200_000, tests=2, p_value=3.2e-7, max_certifiable=9.2,
-            setting="generic default: the mechanism declares no audit setting: d = 2, the l2 ball of radius 1, "
+            audit_setting="generic default: the mechanism declares no audit setting: d = 2, the l2 ball of radius 1, "
                     "pairs 2 radius apart",
             sampling="per call: one call per output (generic default: the mechanism declares no tiling)",
             estimates=[
@@ -303,7 +303,7 @@ def distinguish_document() -> dict[str, Any]:
                  "p_value": None, "sampling": "per call"}]),
     )
     return _document("distinguish", "half (plugin)", {"mechanism": "half", "trials": 200_000},
-                     _provenance(data=False, training=False, plugins=["my_pkg.half"], backends=[]), [setting])
+                     _provenance(data=False, training=False, plugins=["my_pkg.half"], accountants=[]), [setting])
 
 
 def account_document() -> dict[str, Any]:
@@ -316,11 +316,11 @@ def account_document() -> dict[str, Any]:
         _mechanism("cepam-gaussian", {"sigma": 1.2, "clip": 1.0},
                    _guarantee(0.9, 1e-5, [], "(eps=0.9, delta=1e-05)-DP for one round, REPLACE_ONE, l2 clip 1")
                    | {"sensitivity": "l2 clip 1"}, clip_norm="l2"),
-        accounting=_accounting(100, backend="dp_accounting-pld", paper_claim=paper,
+        accounting=_accounting(100, accountant="dp_accounting-pld", paper_claim=paper,
                                composed=_run(7.3, 1e-5, 100, "dp_accounting-pld", "100 x GaussianDpEvent(1.2)")),
     )
     return _document("account", "cepam-gaussian over 100 rounds", {"mechanism": "cepam-gaussian", "rounds": 100},
-                     _provenance(data=False, training=False, backends=["dp_accounting-pld"]), [setting])
+                     _provenance(data=False, training=False, accountants=["dp_accounting-pld"]), [setting])
 
 
 # every command's sample document (the attack command twice: one mechanism, and a defence curve)
@@ -345,9 +345,12 @@ def results_document_v2() -> dict[str, Any]:
     del training["protocol"]
     composed = {"epsilon": 3.0, "delta": 0.0, "backend": "basic composition", "event": "3 x claim"}
     distinguish = _distinguish(1.0, 0.0, 0.7, "consistent")
-    for key in ("p_value", "setting", "sampling"):
+    for key in ("p_value", "audit_setting", "sampling"):
         del distinguish[key]
     provenance = _provenance(model={"name": "cnn", "num_params": 6422})
+    provenance["accountant_backends"] = provenance.pop("accountants")
+    inversion = _inversion("s00", _scores(0.97, 0.0, math.inf), _scores(0.97, 0.0, math.inf))
+    inversion["clients"] = inversion.pop("targets")
     provenance.update(auditkit_version="0.1.0", neighbouring_relations=["replace-one"])
     del provenance["code"], provenance["plugins"]
     return {
@@ -356,12 +359,53 @@ def results_document_v2() -> dict[str, Any]:
         "settings": [
             setting("s00", "none", "none", {}, no_claim, copy.deepcopy(training),
                     {"rounds": 3, "delta": 1e-5, "composed": None, "refusal": None, "composed_actual": None},
-                    _inversion("s00", _scores(0.97, 0.0, math.inf), _scores(0.97, 0.0, math.inf)), None),
+                    inversion, None),
             setting("s01", "laplace", "laplace", {"scale": 2.0, "clip": 1.0}, claim, copy.deepcopy(training),
                     {"rounds": 3, "delta": 1e-5, "composed": composed, "refusal": None, "composed_actual": None},
                     None, distinguish),
         ],
     }
+
+
+def _rename(section: dict[str, Any] | None, new: str, old: str) -> None:
+    if section is not None and new in section:
+        section[old] = section.pop(new)
+
+
+def as_version_5(document: dict[str, Any]) -> dict[str, Any]:
+    """A copy of ``document`` as version 5 wrote it: the names version 6 changed (issue 40) back, written by hand
+    here rather than read from ``auditkit.results.upgrade``."""
+    old = copy.deepcopy(document)
+    old["schema_version"] = 5
+    if old["command"] == "reproduce":
+        return old
+    _rename(old["provenance"], "accountants", "accountant_backends")
+    _rename(old["config"].get("accounting"), "accountant", "backend")
+    if old["command"] == "account":
+        _rename(old["config"], "accountant", "backend")
+    for setting in old["settings"]:
+        accounting = setting["accounting"]
+        if accounting is not None:
+            for run in (accounting, accounting["composed"], accounting["composed_actual"],
+                        accounting.get("example_level")):
+                _rename(run, "accountant", "backend")
+        _rename(setting["inversion"], "targets", "clients")
+        if setting["probe"] is not None:
+            probe = setting["probe"]
+            for part in (probe, probe.get("sweep"), *probe["matched"]["clean"], *probe["matched"]["defended"]):
+                _rename(part, "targets", "clients")
+        _rename(setting["identification"], "statistic", "scoring")
+        for part in [] if setting.get("canary") is None else [*setting["canary"]["views"],
+                                                              setting["canary"]["details"]]:
+            _rename(part, "statistic", "scoring")
+        _rename(setting["distinguish"], "audit_setting", "setting")
+    return old
+
+
+@pytest.fixture
+def to_version_5() -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """``as_version_5``: a document of the current version as version 5 wrote it."""
+    return as_version_5
 
 
 @pytest.fixture

@@ -185,7 +185,7 @@ def test_user_strings_cannot_inject_markup(text):
 
 
 def test_claim_details_and_provenance(text):
-    assert ("- **accounting**: backend asked for: opacus-prv, 3 rounds at δ = 1e-05; "
+    assert ("- **accounting**: accountant asked for: opacus-prv, 3 rounds at δ = 1e-05; "
             "refused: the accountant needs the sampling rate") in text
     assert "- **inversion**: not run" in text
     assert "- **training**: protocol uplink, 3 rounds, checkpoints at 1, 3" in text
@@ -196,7 +196,7 @@ def test_claim_details_and_provenance(text):
 
 
 def test_a_distinguishing_test_shows_where_and_how_it_sampled_its_p_value_and_every_pair(text):
-    assert "- **distinguishing setting**: one scaled block at zeta = 1" in text
+    assert "- **audit setting**: one scaled block at zeta = 1" in text
     assert "- **sampling**: tiled: blocks of n = 2 are independent" in text
     assert ('- **p-value**: 0.00012, of "the mechanism is (1, 0)-DP as claimed" on the worst pair (0 vs clip)'
             in text)
@@ -279,7 +279,7 @@ def test_a_reproduction_in_markdown_counts_its_verdicts_and_explains_its_terms(r
 
 
 EXAMPLE_LEVEL = {"epsilon": 4.443, "delta": 1e-5, "noise_multiplier": 1.1, "max_grad_norm": 0.5, "batch_size": 32,
-                 "sample_rate": 0.05, "client": 3, "client_examples": 640, "steps": 200, "backend": "opacus-rdp",
+                 "sample_rate": 0.05, "client": 3, "client_examples": 640, "steps": 200, "accountant": "opacus-rdp",
                  "event": "PoissonSampledDpEvent(sampling_probability=0.05, event=GaussianDpEvent(noise_multiplier=1.1)) "
                           "under ADD_OR_REMOVE_ONE x 200",
                  "note": "one training example, over 20 rounds x tau = 10 local steps"}

@@ -102,8 +102,8 @@ def test_a_probe_grid_must_be_a_file_in_the_results_folder(results_folder):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda doc: doc.update(schema_version=2), "schema_version must be 5, got 2"),
-    (lambda doc: doc.update(schema_version=3), "schema_version must be 5, got 3"),
+    (lambda doc: doc.update(schema_version=2), "schema_version must be 6, got 2"),
+    (lambda doc: doc.update(schema_version=3), "schema_version must be 6, got 3"),
     (lambda doc: doc["settings"][1]["inversion"].update(figure="figures/gone.png"),
      "results.settings[1].inversion.figure: figures/gone.png is not a file in "),
 ])
@@ -274,19 +274,19 @@ def test_the_distinguish_report(rendered_commands):
     assert ("- **capabilities**: generic defaults used: tiling (no one call on tiled copies), audit setting (the "
             "generic 2-D pairs), output density (no likelihood-ratio statistic), dp\\_event (the claim composed as a "
             "generic event), true epsilon (the realised noise's epsilon not computed)") in r.md
-    assert ("- **distinguishing setting**: generic default: the mechanism declares no audit setting: d = 2, the l2 "
+    assert ("- **audit setting**: generic default: the mechanism declares no audit setting: d = 2, the l2 "
             "ball of radius 1, pairs 2 radius apart") in r.md
     assert "- **sampling**: per call: one call per output (generic default: the mechanism declares no tiling)" in r.md
     assert "| beyond clip | threshold | ≥ 0.2 | 9.2 | - | per call |" in r.md
     assert "- **plugins**: my\\_pkg.half" in r.md
-    assert "- **accountant backends**: none" in r.md
+    assert "- **accountants**: none" in r.md
 
 
 def test_the_account_report(rendered_commands):
     r = rendered_commands["account"]
     assert r.md.split("\n")[2] == (
         "1 mechanism setting accounted with auditkit 0.2.0 (command: account): analytic accounting, each one-round "
-        "claim composed over 100 rounds at δ = 1e-05 (backend asked for: dp\\_accounting-pld); nothing was trained, "
+        "claim composed over 100 rounds at δ = 1e-05 (accountant asked for: dp\\_accounting-pld); nothing was trained, "
         "attacked or tested; seed 4, device cpu.")
     assert _rows(r.md, PRIVACY) == [
         "| cepam-gaussian | ε = 0.9, δ = 1e-05 | ε = 7.3, δ = 1e-05 over 100 rounds (dp\\_accounting-pld); paper's FL "
@@ -295,7 +295,7 @@ def test_the_account_report(rendered_commands):
     assert ("- **paper's claim**: (eps=2.1, delta=1e-05)-DP for the whole run (003 Theorem 12) (unit: one record; "
             "scope: the whole run; threat model: server sees each update); assumes: Poisson subsampling of records"
             ) in r.md
-    assert ("- **accounting**: backend asked for: dp\\_accounting-pld, 100 rounds at δ = 1e-05; dp\\_accounting-pld: "
+    assert ("- **accounting**: accountant asked for: dp\\_accounting-pld, 100 rounds at δ = 1e-05; dp\\_accounting-pld: "
             "100 x GaussianDpEvent(1.2)") in r.md
     assert re.findall(r"<h2>(.*?)</h2>", r.html) == ["Summary", "Claim details", "Provenance"]
 
@@ -313,8 +313,8 @@ def test_plugin_names_and_origins_are_escaped(documents, tmp_path):
     assert "(plugin: &lt;script&gt;alert(3)&lt;/script&gt;)" in text
 
 
-def test_rendering_a_version_2_document_in_memory_asks_for_version_5(v2_document, tmp_path):
-    with pytest.raises(ValueError, match=r"^schema_version must be 5, got 2$"):
+def test_rendering_a_version_2_document_in_memory_asks_for_version_6(v2_document, tmp_path):
+    with pytest.raises(ValueError, match=r"^schema_version must be 6, got 2$"):
         render_report(v2_document, tmp_path)
     assert not any(tmp_path.iterdir())
 
@@ -353,7 +353,7 @@ def test_both_kinds_of_report_come_from_the_templates_one_layout(reproduced, ren
     for page, heading, command in ((reproduced.html, "auditkit reproduction", "reproduce"),
                                    (results_page, "auditkit report", "audit")):
         assert f'<header id="report-header">\n<h1>{heading}: ' in page
-        assert re.search(rf'<footer id="report-footer">written by auditkit [^<]+ as auditkit/results version 5 '
+        assert re.search(rf'<footer id="report-footer">written by auditkit [^<]+ as auditkit/results version 6 '
                          rf'\(command: {command}\)</footer>\n</body>\n</html>', page)
         assert '<details id="how-to-read">' in page and '<dl class="glossary">' in page
     style = re.compile(r"<style>.*?</style>", re.S)

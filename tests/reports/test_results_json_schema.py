@@ -1,6 +1,6 @@
 """The published JSON Schema (generated from ``auditkit.results``' models) checked by an independent validator,
-jsonschema, on the sample documents of every command; and version 4 files, what auditkit 0.2.0 wrote, read
-through the models."""
+jsonschema, on the sample documents of every command; and version 4 and 5 files, what auditkit 0.2.0 wrote
+before, read through the models."""
 import copy
 import json
 
@@ -43,7 +43,8 @@ def test_the_published_schema_refuses_what_the_models_refuse(document, path, val
 
 
 def _as_version_4(document):
-    """What auditkit 0.2.0 wrote: the decisive test named in words, an adaptive test's claims in one text."""
+    """What auditkit 0.2.0 wrote, from a version 5 document: the decisive test named in words, an adaptive test's
+    claims in one text."""
     old = copy.deepcopy(document)
     old["schema_version"] = 4
     for setting in old["settings"]:
@@ -56,11 +57,34 @@ def _as_version_4(document):
     return old
 
 
-def test_a_version_4_file_loads_as_the_document_it_was(tmp_path, document):
+def test_a_version_4_file_loads_as_the_document_it_was(tmp_path, document, to_version_5):
     path = tmp_path / "results.json"
-    path.write_text(dumps_strict(_as_version_4(document)), encoding="utf-8")
+    path.write_text(dumps_strict(_as_version_4(to_version_5(document))), encoding="utf-8")
     loaded = load_results(path)
     assert json.loads(dumps_strict(loaded)) == _as_json(document)
     decisive = loaded["settings"][1]["verdict"]["decided_by"]
     assert (decisive["kind"], decisive["candidates"], decisive["name"]) == (
         "identification", 10, "identification among 10 candidates")
+
+
+def test_a_version_5_file_loads_as_the_document_it_was(tmp_path, documents, to_version_5):
+    for name, document in documents.items():
+        path = tmp_path / f"{name}.json"
+        path.write_text(dumps_strict(to_version_5(document)), encoding="utf-8")
+        assert json.loads(dumps_strict(load_results(path))) == _as_json(document), name
+
+
+# version 6's names (issue 40, docs/names.md) in the published schema, the old ones gone
+RENAMED = {"Accounting": ("accountant", "backend"), "ComposedRun": ("accountant", "backend"),
+           "ExampleLevel": ("accountant", "backend"), "Provenance": ("accountants", "accountant_backends"),
+           "Inversion": ("targets", "clients"), "Matched": ("targets", "clients"), "Probe": ("targets", "clients"),
+           "ReconstructionSweep": ("targets", "clients"), "Identification": ("statistic", "scoring"),
+           "CanaryView": ("statistic", "scoring"), "Distinguish": ("audit_setting", "setting")}
+
+
+def test_the_published_schema_names_each_field_by_its_one_meaning():
+    definitions = ResultsDocument.model_json_schema(by_alias=True)["$defs"]
+    for model, (new, old) in RENAMED.items():
+        properties = definitions[model]["properties"]
+        assert new in properties and old not in properties, model
+    assert "backend" in definitions["TrainingInfo"]["properties"]  # the training engine keeps the word

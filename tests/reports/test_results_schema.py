@@ -28,8 +28,8 @@ def _set(doc, path, value):
         doc[last] = value
 
 
-def test_the_schema_is_version_5_of_auditkit_results():
-    assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 5)
+def test_the_schema_is_version_6_of_auditkit_results():
+    assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 6)
     assert tuple(Command) == ("train", "audit", "attack", "distinguish", "account", "canary", "reproduce")
 
 
@@ -41,9 +41,9 @@ def test_every_commands_sample_document_is_valid(any_document):
 
 @pytest.mark.parametrize("path, value, message", [
     (("schema",), "auditkit/other", "schema must be 'auditkit/results', got 'auditkit/other'"),
-    (("schema_version",), 2, "schema_version must be 5, got 2"),
-    (("schema_version",), 3, "schema_version must be 5, got 3"),
-    (("schema_version",), KeyError, "schema_version must be 5, got None"),
+    (("schema_version",), 2, "schema_version must be 6, got 2"),
+    (("schema_version",), 3, "schema_version must be 6, got 3"),
+    (("schema_version",), KeyError, "schema_version must be 6, got None"),
     (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, canary, "
                            "reproduce, got 'report'"),
     (("command",), 3, "results.command must be a string, got 3"),
@@ -90,7 +90,7 @@ def test_every_commands_sample_document_is_valid(any_document):
      "results.settings[1].accounting.composed.rounds is missing"),
     (("settings", 2, "accounting", "composition_delta"), KeyError,
      "results.settings[2].accounting.composition_delta is missing"),
-    (("settings", 2, "accounting", "backend"), KeyError, "results.settings[2].accounting.backend is missing"),
+    (("settings", 2, "accounting", "accountant"), KeyError, "results.settings[2].accounting.accountant is missing"),
     (("settings", 2, "accounting", "paper_claim"), {"epsilon": 1.0},
      "results.settings[2].accounting.paper_claim.delta is missing"),
     (("settings", 1, "probe"), KeyError, "results.settings[1].probe is missing"),
@@ -143,10 +143,10 @@ def test_nullable_stages_claims_and_provenance_sections_are_valid(document):
     validate_results(document)
 
 
-def test_an_attack_inversion_has_no_round_clients_clean_run_or_figure(documents):
+def test_an_attack_inversion_has_no_round_targets_clean_run_or_figure(documents):
     document = documents["attack"]
     inversion = document["settings"][0]["inversion"]
-    assert (inversion["round"], inversion["clients"]) == (None, None)
+    assert (inversion["round"], inversion["targets"]) == (None, None)
     inversion.update(clean=None, figure=None)
     validate_results(document)
 
@@ -163,7 +163,7 @@ def test_load_results_reads_nan_and_infinity(tmp_path, document):
     (None, "no such file"),
     ("{not json", "not valid JSON (Expecting property name enclosed in double quotes at line 1, column 2)"),
     ('{"schema": "auditkit/other", "schema_version": 3}', "schema must be 'auditkit/results', got 'auditkit/other'"),
-    ('{"schema": "auditkit/results", "schema_version": "4"}', "schema_version must be 5, got '4'"),
+    ('{"schema": "auditkit/results", "schema_version": "4"}', "schema_version must be 6, got '4'"),
     ('{"schema": "auditkit/results", "schema_version": 2}', "results.command is missing"),  # checked as version 2
     ('{"schema": "auditkit/results", "schema_version": 3}', "results.command is missing"),  # checked as version 3
 ])
@@ -184,7 +184,7 @@ DISTINGUISHING = {"kind": "distinguishing", "name": "distinguishing test (worst 
 
 
 def _as_version_3(document):
-    """A version 3 document made from a version 5 one: without the probe, the identification tests, the headline
+    """A version 3 document made from a version 5 one (``as_version_5`` of the fixtures' documents): without the probe, the identification tests, the headline
     verdict and the data's source, an adaptive test's claim and the stated one in one text."""
     for setting in document["settings"]:
         for key in V4_ONLY:
@@ -197,13 +197,13 @@ def _as_version_3(document):
     return document
 
 
-def test_a_version_2_document_is_upgraded_to_5_without_touching_the_original(v2_document):
+def test_a_version_2_document_is_upgraded_to_6_without_touching_the_original(v2_document):
     old = v2_document
     before = copy.deepcopy(old)
     new = upgrade_results(old)
     assert old == before  # pure
     validate_results(new)
-    assert new["schema_version"] == 5 and new["command"] == "audit"
+    assert new["schema_version"] == 6 and new["command"] == "audit"
     provenance = new["provenance"]
     assert provenance["code"] == "unknown (written by auditkit 0.1.0 as schema v2)"
     assert provenance["plugins"] == []
@@ -217,15 +217,17 @@ def test_a_version_2_document_is_upgraded_to_5_without_touching_the_original(v2_
         assert setting["training"]["protocol"] == "unknown"
         assert setting["training"]["rounds"] == old["settings"][0]["training"]["rounds"]
         accounting = setting["accounting"]
-        assert (accounting["composition_delta"], accounting["backend"], "delta" in accounting) == (
+        assert (accounting["composition_delta"], accounting["accountant"], "delta" in accounting) == (
             1e-5, "opacus-prv", False)
     assert laplace["accounting"]["composed"] == {"epsilon": 3.0, "delta": 0.0, "rounds": 3,
-                                                 "backend": "basic composition", "event": "3 x claim"}
+                                                 "accountant": "basic composition", "event": "3 x claim"}
     assert none["accounting"]["composed"] is None and none["distinguish"] is None
-    assert {k: laplace["distinguish"][k] for k in ("p_value", "setting", "sampling")} == {
-        "p_value": None, "setting": "", "sampling": ""}
+    assert {k: laplace["distinguish"][k] for k in ("p_value", "audit_setting", "sampling")} == {
+        "p_value": None, "audit_setting": "", "sampling": ""}
     assert laplace["distinguish"]["epsilon_lower_bound"] == 0.7
-    assert none["inversion"] == old["settings"][0]["inversion"]
+    inversion = dict(old["settings"][0]["inversion"])
+    inversion["targets"] = inversion.pop("clients")  # version 6's name (issue 40)
+    assert none["inversion"] == inversion
     for setting in new["settings"]:  # v3 -> v4: no probe or identification test was run
         assert (setting["probe"], setting["identification"]) == (None, None)
     assert none["verdict"] is None  # no test ran
@@ -234,19 +236,19 @@ def test_a_version_2_document_is_upgraded_to_5_without_touching_the_original(v2_
                                   "evidence": None}
 
 
-def test_a_version_3_document_is_upgraded_to_5_without_touching_the_original(document):
-    old = _as_version_3(copy.deepcopy(document))
+def test_a_version_3_document_is_upgraded_to_6_without_touching_the_original(document, to_version_5):
+    old = _as_version_3(to_version_5(document))
     current = copy.deepcopy(document)
     before = copy.deepcopy(old)
     new = upgrade_results(old)
     assert old == before  # pure
     validate_results(new)
-    assert new["schema_version"] == 5
+    assert new["schema_version"] == 6
     assert new["provenance"]["data"] == {**old["provenance"]["data"], "source": ""}
     assert {k: v for k, v in new["provenance"].items() if k != "data"} == {
-        k: v for k, v in old["provenance"].items() if k != "data"}
+        k: v for k, v in current["provenance"].items() if k != "data"}
     for key in ("schema", "command", "title", "config"):
-        assert new[key] == old[key]
+        assert new[key] == current[key]
     for upgraded, setting, written in zip(new["settings"], old["settings"], current["settings"], strict=True):
         assert {k: v for k, v in upgraded.items() if k not in V4_ONLY} == {  # nothing else changed
             k: v for k, v in written.items() if k not in V4_ONLY}
@@ -267,8 +269,8 @@ def test_a_version_3_document_is_upgraded_to_5_without_touching_the_original(doc
 
 
 @pytest.mark.parametrize("name", ["train", "attack", "distinguish", "account"])
-def test_every_commands_version_3_document_is_upgraded_to_a_valid_version_4(documents, name):
-    old = _as_version_3(documents[name])
+def test_every_commands_version_3_document_is_upgraded_to_a_valid_version_6(documents, name, to_version_5):
+    old = _as_version_3(to_version_5(documents[name]))
     new = upgrade_results(old)
     validate_results(new)
     assert new["provenance"]["data"] == (None if old["provenance"]["data"] is None else
@@ -277,8 +279,8 @@ def test_every_commands_version_3_document_is_upgraded_to_a_valid_version_4(docu
                                                        for s in old["settings"]]
 
 
-def test_load_results_upgrades_a_version_3_file_that_then_renders(tmp_path, grid_png, document):
-    old = _as_version_3(document)
+def test_load_results_upgrades_a_version_3_file_that_then_renders(tmp_path, grid_png, document, to_version_5):
+    old = _as_version_3(to_version_5(document))
     path = tmp_path / "results.json"
     path.write_text(json.dumps(old, allow_nan=True))
     (tmp_path / "figures").mkdir()
@@ -292,6 +294,34 @@ def test_load_results_upgrades_a_version_3_file_that_then_renders(tmp_path, grid
     assert "- **inversion probe**: not run" in text
     assert "- JoPEQ \\| eps=1: violated (marginal refutation): claim ε = 1, δ = 0; certified ε ≥ 1.83 against the " \
            "claimed 1 (0 vs clip) (p = 0.00012, 0.00048 adjusted over the audit's 4 tests)." in text
+
+
+@pytest.mark.parametrize("name", ["train", "audit", "attack", "attack-curve", "distinguish", "account"])
+def test_every_commands_version_5_document_is_upgraded_to_the_document_it_was(documents, name, to_version_5):
+    """Version 6 only renamed (issue 40): the upgrade gives back every value under its new name, nothing lost."""
+    old = to_version_5(documents[name])
+    before = copy.deepcopy(old)
+    assert upgrade_results(old) == documents[name]
+    assert old == before  # pure
+
+
+def test_a_version_5_file_renders_the_report_of_the_document_it_was(tmp_path, grid_png, document, to_version_5):
+    texts = []
+    for folder, written in ((tmp_path / "v5", to_version_5(document)), (tmp_path / "v6", document)):
+        (folder / "figures").mkdir(parents=True)
+        for setting_id in ("s00", "s01", "s02"):
+            for kind in ("reconstruction", "probe"):
+                (folder / "figures" / f"{kind}-{setting_id}.png").write_bytes(grid_png)
+        (folder / "results.json").write_text(json.dumps(written, allow_nan=True))
+        render_report(load_results(folder / "results.json"), folder)
+        texts.append((folder / "report.md").read_text())
+    assert texts[0] == texts[1]
+    assert "accountant asked for: " in texts[0] and "- **audit setting**: " in texts[0]
+
+
+def test_a_version_5_reproduction_is_upgraded_unchanged_but_its_version(reproduction, to_version_5):
+    old = to_version_5(reproduction)
+    assert old["schema_version"] == 5 and upgrade_results(old) == reproduction
 
 
 @pytest.mark.parametrize("relation, upgraded", [
@@ -332,7 +362,7 @@ def test_load_results_upgrades_a_version_2_file_that_then_renders(tmp_path, grid
     assert "- **code**: unknown (written by auditkit 0.1.0 as schema v2)" in text
     assert "- **capabilities**: unknown (these results were written before auditkit recorded them, as schema v2)" in text
     assert "- **training**: protocol unknown, 3 rounds, checkpoints at 1, 3" in text
-    assert "- **distinguishing setting**: not recorded" in text
+    assert "- **audit setting**: not recorded" in text
 
 
 def test_a_version_1_file_is_refused_in_one_line_saying_how_to_regenerate_it(tmp_path):
@@ -343,21 +373,21 @@ def test_a_version_1_file_is_refused_in_one_line_saying_how_to_regenerate_it(tmp
         load_results(path)
     assert str(error.value) == (
         f"{path}: schema version 1 (written by auditkit 0.0.9) cannot be read by this auditkit ({VERSION}), which "
-        f"reads versions 2 to 5: regenerate it with `auditkit train` on the config recorded in it (the same config "
+        f"reads versions 2 to 6: regenerate it with `auditkit train` on the config recorded in it (the same config "
         f"and seed give the same numbers)")
     assert "\n" not in str(error.value)
 
 
 def test_a_newer_file_is_refused_saying_to_upgrade_or_regenerate(tmp_path, documents):
     document = documents["distinguish"]
-    document["schema_version"] = 6
+    document["schema_version"] = 7
     path = tmp_path / "results.json"
     path.write_text(json.dumps(document))
     with pytest.raises(ValueError) as error:
         load_results(path)
     assert str(error.value) == (
-        f"{path}: schema version 6 (written by auditkit 0.2.0) cannot be read by this auditkit ({VERSION}), which "
-        f"reads versions 2 to 5: regenerate it with `auditkit distinguish` and the options recorded in its config "
+        f"{path}: schema version 7 (written by auditkit 0.2.0) cannot be read by this auditkit ({VERSION}), which "
+        f"reads versions 2 to 6: regenerate it with `auditkit distinguish` and the options recorded in its config "
         f"(the same config and seed give the same numbers); or upgrade auditkit")
 
 
@@ -372,7 +402,7 @@ def test_a_reproduction_is_a_document_of_this_schema(reproduction):
     from auditkit.results import file_name
 
     validate_results(reproduction)
-    assert (reproduction["schema"], reproduction["schema_version"], reproduction["command"]) == (SCHEMA, 5, "reproduce")
+    assert (reproduction["schema"], reproduction["schema_version"], reproduction["command"]) == (SCHEMA, 6, "reproduce")
     assert reproduction["title"] == "dpsq (quick budget)" and reproduction["config"] == {
         "paper": "dpsq", "budget": "quick", "seeds": 3, "data_dir": None, "confidence": 0.95}
     assert reproduction["provenance"]["code"].startswith("sha256:") and reproduction["provenance"]["plugins"] == []
@@ -478,7 +508,7 @@ def test_a_reproduction_of_the_old_schema_is_upgraded_and_renders(tmp_path, repr
     path = tmp_path / "reproduction.json"
     path.write_text(dumps_strict(_as_reproduction_v2(copy.deepcopy(reproduction))))
     loaded = load_results(path)
-    assert (loaded["schema"], loaded["schema_version"], loaded["command"]) == (SCHEMA, 5, "reproduce")
+    assert (loaded["schema"], loaded["schema_version"], loaded["command"]) == (SCHEMA, 6, "reproduce")
     assert loaded["title"] == "dpsq (quick budget)" and loaded["confidence"] == 0.95
     assert loaded["provenance"] == {"auditkit_version": "0.1.0", "plugins": [], "versions": {}, "platform": "unknown",
                                     "code": "unknown (written by auditkit 0.1.0 as auditkit.reproduction v2)"}
@@ -497,7 +527,7 @@ def test_an_old_reproduction_of_another_version_is_refused_saying_how_to_regener
         load_results(path)
     assert str(error.value) == (
         f"{path}: schema version 1 (written by auditkit 0.0.9) cannot be read by this auditkit ({VERSION}), which "
-        "reads versions 2 to 5: regenerate it with `auditkit reproduce` on the paper, budget and seeds recorded in "
+        "reads versions 2 to 6: regenerate it with `auditkit reproduce` on the paper, budget and seeds recorded in "
         "it (the same config and seed give the same numbers)")
 
 

@@ -85,7 +85,9 @@ def test_a_file_written_before_with_bare_nan_and_infinity_still_loads(tmp_path, 
     assert same(load_results(write_results(document, tmp_path / "new")), document)
 
 
-def test_a_version_3_file_in_strict_json_is_decoded_with_its_own_schema_and_upgraded(tmp_path, document):
+def test_a_version_3_file_in_strict_json_is_decoded_with_its_own_schema_and_upgraded(tmp_path, document,
+                                                                                     to_version_5):
+    document = to_version_5(document)
     for setting in document["settings"]:
         for key in ("probe", "identification", "verdict"):
             del setting[key]
@@ -94,7 +96,7 @@ def test_a_version_3_file_in_strict_json_is_decoded_with_its_own_schema_and_upgr
     path = tmp_path / "results.json"
     path.write_text(dumps_strict(document), encoding="utf-8")
     loaded = load_results(path)
-    assert loaded["schema_version"] == 5 and loaded["settings"][0]["inversion"]["clean"]["psnr_mean"] == math.inf
+    assert loaded["schema_version"] == 6 and loaded["settings"][0]["inversion"]["clean"]["psnr_mean"] == math.inf
     assert math.isnan(loaded["settings"][2]["training"]["rounds"][0]["test_loss"])
 
 

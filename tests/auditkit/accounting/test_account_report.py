@@ -15,7 +15,7 @@ def quiet():
 
 def test_gaussian_rounds_compose_through_the_named_backend():
     report = account(mechanisms.create("gaussian", sigma=2.0, clip=1.0), rounds=80, composition_delta=1e-5)
-    assert report.composed.backend == "opacus-prv"
+    assert report.composed.accountant == "opacus-prv"
     assert report.composed.event == ("GaussianDpEvent(noise_multiplier=2.0) under REPLACE_ONE, composed as "
                                      "GaussianDpEvent(noise_multiplier=1.0) under ADD_OR_REMOVE_ONE x 80")
     one = account(mechanisms.create("gaussian", sigma=2.0, clip=1.0), rounds=1, composition_delta=1e-5).composed.epsilon
@@ -42,25 +42,25 @@ def test_refusals_instead_of_numbers():
 
 def test_pure_dp_rounds_compose_as_randomized_response_and_laplace_through_pld():
     jopeq = account(mechanisms.create("jopeq-laplace", eps=4, bits=8), rounds=10)
-    assert jopeq.composed.backend == "dp_accounting-pld" and "RandomizedResponseDpEvent" in jopeq.composed.event
+    assert jopeq.composed.accountant == "dp_accounting-pld" and "RandomizedResponseDpEvent" in jopeq.composed.event
     assert 39.99 < jopeq.composed.epsilon <= 40.0  # optimal composition of 10 eps = 4 rounds at delta 1e-5
     exact = account(mechanisms.create("jopeq-laplace", eps=4, bits=8), rounds=10, composition_delta=0.0).composed
-    assert (exact.epsilon, exact.backend) == (40.0, "basic composition")  # at delta = 0: exactly T eps
+    assert (exact.epsilon, exact.accountant) == (40.0, "basic composition")  # at delta = 0: exactly T eps
     laplace = account(mechanisms.create("laplace", scale=0.5, clip=1.0), rounds=10, composition_delta=1e-5)
-    assert laplace.composed.backend == "dp_accounting-pld" and laplace.composed.epsilon <= 40.0
+    assert laplace.composed.accountant == "dp_accounting-pld" and laplace.composed.epsilon <= 40.0
 
 
 def test_a_claim_its_noise_exceeds_is_composed_both_ways():
     report = account(mechanisms.create("t-dist", nu=5, s2=1e-4), rounds=10)
     assert report.composed.epsilon == pytest.approx(40.0, abs=0.01)  # the claim, as stated
     assert report.composed_actual.epsilon == pytest.approx(314.56, abs=0.01)  # the noise really added
-    assert report.to_dict()["composed_actual"]["backend"] == "basic composition"
+    assert report.to_dict()["composed_actual"]["accountant"] == "basic composition"
     assert account(mechanisms.create("laplace"), rounds=10).composed_actual is None
 
 
 def test_noise_too_small_for_prv_falls_back_to_rdp_and_says_so():
     report = account(mechanisms.create("gaussian", sigma=0.05, clip=1.0), rounds=2)
-    assert report.composed.backend == "opacus-rdp"
+    assert report.composed.accountant == "opacus-rdp"
     assert "opacus-prv could not evaluate it" in report.composed.event
     assert report.composed.epsilon > 1000  # almost no noise: a huge but finite epsilon
 
@@ -83,7 +83,7 @@ def test_the_composed_claim_is_checked_against_its_recomputation_from_the_runs_s
     own = dp_accounting.PoissonSampledDpEvent(1e-3, gaussian)
     full = client_sampling(fedavg, "full", None)
     understated = compose(own, 100, delta=1e-5, relation=relation)
-    check = check_sampling(own, understated, full, relation=relation, backend="opacus-prv")
+    check = check_sampling(own, understated, full, relation=relation, accountant="opacus-prv")
     assert check.verdict == "violated" and understated.epsilon == pytest.approx(0.06526, abs=1e-4)
     assert check.independent_epsilon == compose(gaussian, 100, delta=1e-5, relation=relation).epsilon  # 91.83
     assert check.reason == ("the accountant ignores the run's client sampling: its one-round event is Poisson-sampled "
@@ -92,12 +92,12 @@ def test_the_composed_claim_is_checked_against_its_recomputation_from_the_runs_s
     poisson = client_sampling(fedavg, "poisson", 0.1)
     run = dp_accounting.PoissonSampledDpEvent(0.1, own)  # what account composes: the run's sampling on top
     check = check_sampling(own, compose(run, 100, delta=1e-5, relation=relation), poisson, relation=relation,
-                           backend="opacus-prv")
+                           accountant="opacus-prv")
     assert check.verdict == "violated"
     assert check.independent_epsilon == pytest.approx(7.057, abs=1e-3)  # PoissonSampled(0.1, Gaussian(1)) x 100
     certain = dp_accounting.PoissonSampledDpEvent(1.0, gaussian)  # sampled "at rate 1": all of the run's rounds
     check = check_sampling(certain, compose(certain, 100, delta=1e-5, relation=relation), full, relation=relation,
-                           backend="opacus-prv")
+                           accountant="opacus-prv")
     assert check.verdict == "consistent" and check.independent_epsilon == pytest.approx(91.83, abs=0.01)
 
 

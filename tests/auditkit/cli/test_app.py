@@ -134,6 +134,8 @@ def test_help_is_shown_even_with_another_mechanism_flag_and_running_still_refuse
     (["distinguish", "dpsq", "--bound", "3"],
      "error: no such option: --bound (renamed: --support for dpsq, laplace-sq)"),
     (["distinguish", "msp", "--split", "paper004"], "error: no such option: --split (renamed: --compat for msp, mspdq)"),
+    (["account", "gaussian", "--backend", "opacus-rdp"], "error: no such option: --backend (renamed: --accountant)"),
+    (["account", "gaussian", "--backend=opacus-rdp"], "error: no such option: --backend (renamed: --accountant)"),
     (["distinguish"], "error: missing argument 'MECHANISM' (usage: auditkit distinguish [OPTIONS] MECHANISM)"),
     (["train", "--rounds", "abc"], "error: invalid value for '--rounds': 'abc' is not a valid integer"),
     (["audti"], "error: no such command 'audti' (did you mean audit?)"),
@@ -211,7 +213,7 @@ def test_an_interrupted_audit_exits_130_and_says_how_to_resume(monkeypatch, caps
 
 def test_choice_lists_come_from_the_tuples_the_code_checks():
     from auditkit import accounting, attacks
-    from auditkit.accounting.composition import BACKENDS
+    from auditkit.accounting.composition import ACCOUNTANTS
     from auditkit.config import PRESETS
     from auditkit.models import MODEL_NAMES
 
@@ -220,20 +222,21 @@ def test_choice_lists_come_from_the_tuples_the_code_checks():
         return list(param.type.choices)
 
     assert choices("attack", "attack") == list(attacks.INVERSION_ATTACKS)  # analytic included
-    assert choices("account", "backend") == list(BACKENDS)
+    assert choices("account", "accountant") == list(ACCOUNTANTS)
     assert choices("account", "solve") == list(accounting.solvers())
     assert choices("audit", "preset") == choices("train", "preset") == list(PRESETS)
     assert choices("audit", "model") == list(MODEL_NAMES)
     attack = " ".join(help_text("attack").split())
     assert "The inversion attack: " + " | ".join(attacks.INVERSION_ATTACKS) in attack
     account = " ".join(help_text("account").split())
-    assert "[" + "|".join(BACKENDS) + "]" in account
+    assert "[" + "|".join(ACCOUNTANTS) + "]" in account
     assert all(f"{name}: {solver.help}" in account for name, solver in accounting.solvers().items())
 
 
 @pytest.mark.parametrize(("args", "line"), [
     (["audit", "--preset", "fast"], "error: invalid value for '--preset': 'fast' is not one of "),
-    (["account", "gaussian", "--backend", "opacus"], "error: invalid value for '--backend': 'opacus' is not one of "),
+    (["account", "gaussian", "--accountant", "opacus"],
+     "error: invalid value for '--accountant': 'opacus' is not one of "),
     (["canary", "gaussian", "--confidence", "1.5"], "error: invalid value for '--confidence': 1.5 is not in the range"),
     (["report", "x.json", "--format", "pdf"], "error: invalid value for '--format': 'pdf' is not one of "),
 ])

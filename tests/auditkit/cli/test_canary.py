@@ -145,7 +145,7 @@ def test_out_writes_valid_results_and_reports(run, tmp_path):
     assert (canary["kind"], canary["bound"], canary["canaries"]) == ("idealized", "fdp", 10000)
     assert canary["claim"]["curve"] == "GDP μ = 1" and canary["claim"]["epsilon"] == pytest.approx(4.377, abs=1e-3)
     (view,) = canary["views"]
-    assert view["scoring"].startswith("log-likelihood ratio") and view["result"]["verdict"] == setting["verdict"]["verdict"] == "consistent"
+    assert view["statistic"].startswith("log-likelihood ratio") and view["result"]["verdict"] == setting["verdict"]["verdict"] == "consistent"
     assert len(view["roc"]["fpr"]) == len(view["claim_tpr"]) > 10
     details = canary["details"]
     assert details["pair"] == "axis" and details["independent"]["label"] == "independent calls (two-sample test)"

@@ -153,7 +153,7 @@ def test_train_writes_results_with_every_round_and_report_renders_them(tmp_path)
     result = auditkit("train", *SMALL, "--mechanism", "sdq", "--bits", "4", "--out", str(tmp_path))
     assert result.returncode == 0, result.stderr
     document = json.loads((tmp_path / "results.json").read_text())
-    assert document["schema_version"] == 5 and document["command"] == "train"
+    assert document["schema_version"] == 6 and document["command"] == "train"
     (setting,) = document["settings"]
     assert [r["round"] for r in setting["training"]["rounds"]] == [1, 2]
     assert setting["mechanism"]["name"] == "sdq" and setting["mechanism"]["params"]["bits"] == 4
@@ -284,16 +284,19 @@ def test_account_bad_input_is_one_line_and_exit_2(args, message):
 def test_account_composes_dp_fedavg_over_poisson_sampled_rounds(tmp_path):
     common = ("account", "dp-fedavg", "--noise-multiplier", "1.0", "--clip", "1", "--participation", "poisson",
               "--sample-rate", "0.1", "--rounds", "100", "--composition-delta", "1e-5")
-    rdp = auditkit(*common, "--backend", "dp_accounting-rdp", "--out", str(tmp_path / "rdp"))
+    rdp = auditkit(*common, "--accountant", "dp_accounting-rdp", "--out", str(tmp_path / "rdp"))
     assert rdp.returncode == 0, rdp.stderr
     text = " ".join(rdp.stdout.split())
     assert "100 rounds: (eps=7.904, delta=1e-05) via dp_accounting-rdp" in text
     assert "PoissonSampledDpEvent(sampling_probability=0.1" in text and "amplified by sampling" in text
-    written = json.loads((tmp_path / "rdp" / "results.json").read_text())["settings"][0]["accounting"]
+    document = json.loads((tmp_path / "rdp" / "results.json").read_text())
+    written = document["settings"][0]["accounting"]
+    assert document["config"]["accountant"] == written["accountant"] == written["composed"]["accountant"] == (
+        "dp_accounting-rdp") and document["provenance"]["accountants"] == ["dp_accounting-rdp"]
     assert written["sampling"] == {"participation": "poisson", "sample_rate": 0.1, "amplified": True,
                                    "note": written["sampling"]["note"]}
     assert abs(written["composed"]["epsilon"] - 7.9039) < 1e-3
-    pld = auditkit(*common, "--backend", "dp_accounting-pld")
+    pld = auditkit(*common, "--accountant", "dp_accounting-pld")
     assert "100 rounds: (eps=7.047, delta=1e-05) via dp_accounting-pld" in " ".join(pld.stdout.split())
 
 

@@ -128,7 +128,7 @@ def test_audit_recorded_runs_every_stage_on_the_recording(recorded_app, tmp_path
     document = json.loads((out / "results.json").read_text())
     setting = document["settings"][0]
     assert setting["mechanism"]["name"] == "sdq"
-    assert setting["inversion"]["round"] == 1 and len(setting["inversion"]["clients"]) == 2
+    assert setting["inversion"]["round"] == 1 and len(setting["inversion"]["targets"]) == 2
     assert [r["round"] for r in setting["training"]["rounds"]] == [1, 2]
     assert setting["training"]["final"]["bits_per_coordinate"] < 32
     assert setting["distinguish"] is not None and setting["probe"] is not None

@@ -1,9 +1,10 @@
 """Version 4's decisive-test names read back into data (auditkit.results.upgrade): for every kind of test the
-headline can name, the name the builder writes parses back to the data it was made from."""
+headline can name, the name the builder writes parses back to the data it was made from; version 5's names renamed
+(issue 40), in the sections the sample documents of tests/reports lack."""
 import pytest
 
 from auditkit.attacks.headline import TestKind as Kind, canary_test, decided_by, overall_verdict
-from auditkit.results.upgrade import _decisive, v4_to_v5
+from auditkit.results.upgrade import _decisive, v4_to_v5, v5_to_v6
 
 
 def _canary(kind):
@@ -48,3 +49,42 @@ def test_an_adaptive_claim_is_split_from_the_stated_one_and_the_original_kept():
         {"claim": "no stated part", "stated_claim": ""}]
     assert old["settings"][0]["distinguish"]["adaptive"][0]["claim"].endswith("per round")  # pure
     assert new["schema_version"] == 5
+
+
+def _v5(command, config, **setting):
+    sections = dict.fromkeys(("accounting", "inversion", "probe", "identification", "distinguish"))
+    return {"schema_version": 5, "command": command, "config": config,
+            "provenance": {"accountant_backends": ["opacus-prv"]}, "settings": [{**sections, **setting}]}
+
+
+def test_version_5_canary_statistics_become_statistic_and_the_rest_stays():
+    idealized = {"kind": "idealized", "views": [{"view": "output", "scoring": "log-likelihood ratio", "roc": {}}],
+                 "details": {"pair": "zero-vs-axis", "scoring": "log-likelihood ratio", "sampling": "per call"}}
+    fl = {"kind": "fl", "views": [{"view": "aggregate", "scoring": "projection"}, {"view": "public", "scoring": "p"}],
+          "details": {"participation": "full"}}
+    old = _v5("canary", {"mechanism": "gaussian"}, canary=idealized)
+    new = v5_to_v6(old)
+    assert new["settings"][0]["canary"] == {
+        "kind": "idealized", "views": [{"view": "output", "statistic": "log-likelihood ratio", "roc": {}}],
+        "details": {"pair": "zero-vs-axis", "statistic": "log-likelihood ratio", "sampling": "per call"}}
+    assert old["settings"][0]["canary"] == idealized and new["schema_version"] == 6  # pure
+    assert new["provenance"] == {"accountants": ["opacus-prv"]}
+    assert v5_to_v6(_v5("audit", {}, canary=fl))["settings"][0]["canary"] == {
+        "kind": "fl", "views": [{"view": "aggregate", "statistic": "projection"}, {"view": "public", "statistic": "p"}],
+        "details": {"participation": "full"}}
+
+
+def test_version_5_configs_name_the_accountant_as_the_config_key_and_flag_now_do():
+    audit = v5_to_v6(_v5("audit", {"accounting": {"composition_delta": 1e-5, "backend": "opacus-rdp"},
+                                   "training": {"backend": "flower"}}))
+    assert audit["config"] == {"accounting": {"composition_delta": 1e-5, "accountant": "opacus-rdp"},
+                               "training": {"backend": "flower"}}  # the training engine keeps the word
+    account = v5_to_v6(_v5("account", {"rounds": 3, "backend": "dp_accounting-pld"}))
+    assert account["config"] == {"rounds": 3, "accountant": "dp_accounting-pld"}
+    train = v5_to_v6(_v5("train", {"backend": "flower"}))  # only account's flag was the accountant
+    assert train["config"] == {"backend": "flower"}
+
+
+def test_a_version_5_reproduction_only_changes_its_version():
+    old = {"schema_version": 5, "command": "reproduce", "config": {"backend": "x"}, "runs": {}}
+    assert v5_to_v6(old) == {**old, "schema_version": 6}

@@ -43,7 +43,7 @@ def test_the_game_draws_keyed_bits_and_scores_each_canary_by_its_own_call():
     gaussian = mechanisms.create("gaussian", clip=0.5, sigma=1.0, private_seed=7)
     audit = idealized_canary_audit(gaussian, canaries=4000, seed=3, pair="zero-vs-axis")
     bits = (torch.rand(4000, generator=generator(derive_seed(3, "canary"), "inclusion")) < 0.5).numpy()
-    assert np.array_equal(audit.inserted, bits) and audit.pair == "zero-vs-axis" and audit.scoring == "llr"
+    assert np.array_equal(audit.inserted, bits) and audit.pair == "zero-vs-axis" and audit.statistic == "llr"
     # LLR of 0.5-GDP-separated outputs (shift 0.5, sigma 1): mean +-mu^2 / 2 = +-0.125
     assert audit.scores[bits].mean() == pytest.approx(0.125, abs=0.03)
     assert audit.scores[~bits].mean() == pytest.approx(-0.125, abs=0.03)
@@ -53,7 +53,7 @@ def test_the_game_draws_keyed_bits_and_scores_each_canary_by_its_own_call():
 
 def test_a_mechanism_without_a_density_is_scored_by_projection():
     audit = idealized_canary_audit("none", canaries=200, seed=0)
-    assert audit.scoring == "projection" and audit.curve is None and audit.verdict == "no claim"
+    assert audit.statistic == "projection" and audit.curve is None and audit.verdict == "no claim"
     assert set(np.unique(audit.scores)) == {-2.0, 2.0}  # <+-e1, 2 e1>: the pair (-e1, e1) of the unit ball
     assert audit.independent.false_positives == audit.independent.false_negatives == 0
 

@@ -59,7 +59,7 @@ def test_run_inversion_reports_clean_and_defended_with_every_setting(tmp_path):
     (setting,) = body["settings"]
     assert setting["mechanism"]["name"] == "gaussian" and setting["mechanism"]["params"]["sigma"] == 0.1
     inversion = setting["inversion"]
-    assert inversion["round"] is None and inversion["clients"] is None and inversion["images"] == 2
+    assert inversion["round"] is None and inversion["targets"] is None and inversion["images"] == 2
     assert inversion["clean"]["label_accuracy"] == 1.0 and inversion["error_std"] == doc["distortion"]["error_std"]
     assert (tmp_path / inversion["figure"]).read_bytes()[:4] == b"\x89PNG"
 

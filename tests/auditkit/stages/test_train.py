@@ -16,7 +16,7 @@ def test_results_document_reports_real_bits_and_the_claim():
     config = from_dict({**SMALL, "mechanism": {"name": "sdq", "bits": 4, "support": 0.5}})
     run = Experiment(config).train()
     document = results_document(run, "small")
-    assert document["schema"] == "auditkit/results" and document["schema_version"] == 5
+    assert document["schema"] == "auditkit/results" and document["schema_version"] == 6
     assert (document["command"], document["title"]) == ("train", "small")
     assert document["provenance"]["model"] == {"name": "cnn", "num_params": 6422}
     assert document["provenance"]["code"].startswith("sha256:") and document["provenance"]["plugins"] == []
@@ -43,11 +43,11 @@ def test_results_document_reports_real_bits_and_the_claim():
 
 def test_results_document_composes_the_claim_over_the_rounds_run():
     config = from_dict({**SMALL, "mechanism": {"name": "gaussian", "sigma": 2.0, "clip": 0.5},
-                        "accounting": {"composition_delta": 1e-6, "backend": "dp_accounting-pld"}})
+                        "accounting": {"composition_delta": 1e-6, "accountant": "dp_accounting-pld"}})
     accounting = results_document(Experiment(config).train(), "t")["settings"][0]["accounting"]
     assert accounting["rounds"] == 2 and accounting["composition_delta"] == 1e-6
     composed = accounting["composed"]
-    assert composed["backend"] == "dp_accounting-pld" and composed["rounds"] == 2 and composed["delta"] == 1e-6
+    assert composed["accountant"] == "dp_accounting-pld" and composed["rounds"] == 2 and composed["delta"] == 1e-6
     one_round = mechanisms.create("gaussian", sigma=2.0, clip=0.5, delta=1e-6).guarantee().epsilon
     assert one_round < composed["epsilon"] < 2 * one_round  # more than one round's eps, less than basic composition
 

@@ -17,7 +17,7 @@ def test_an_accounting_check_shows_beside_the_composed_claim_and_in_the_findings
               "of its own; recomputed from the run (participation 'full', not amplified) over 100 rounds: eps = 91.83, "
               "not 0.06526")
     setting["accounting"] = {**setting["accounting"], "refusal": None,
-                             "composed": {"epsilon": 0.06526, "delta": 1e-5, "rounds": 100, "backend": "opacus-prv",
+                             "composed": {"epsilon": 0.06526, "delta": 1e-5, "rounds": 100, "accountant": "opacus-prv",
                                           "event": "PoissonSampledDpEvent(...) x 100"},
                              "check": {"verdict": "violated", "independent_epsilon": 91.83, "reason": reason}}
     setting["verdict"] = overall_verdict(setting["distinguish"], setting["identification"], setting["mechanism"],

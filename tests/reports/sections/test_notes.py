@@ -13,7 +13,7 @@ PER_CALL = "per call: mine: one call of the real mechanism per output (generic d
 
 def _setting(verdict, where=GENERIC_L1, sampling="tiled: blocks of n = 1", sensitivity="l1 clip 0.5",
              audit_setting="generic default", **mechanism):
-    return _partial("mine", Distinguish.model_construct(verdict=Verdict(verdict), setting=where, sampling=sampling),
+    return _partial("mine", Distinguish.model_construct(verdict=Verdict(verdict), audit_setting=where, sampling=sampling),
                     guarantee=Guarantee.model_construct(sensitivity=sensitivity),
                     capabilities=Capabilities.model_construct(audit_setting=audit_setting), **mechanism)
 
