@@ -123,7 +123,8 @@ def import_graph() -> dict[str, dict[str, list[tuple[int, bool]]]]:
 
 
 def _where(graph, source: str, target: str) -> str:
-    return ", ".join(f"line {line}{' (deferred)' if deferred else ''}" for line, deferred in graph[source][target])
+    return ", ".join(dict.fromkeys(f"line {line}{' (deferred)' if deferred else ''}"
+                                   for line, deferred in graph[source][target]))
 
 
 def test_every_module_has_a_layer():
