@@ -74,6 +74,7 @@ from scipy import sparse
 from scipy.optimize import linprog, minimize, minimize_scalar
 
 from auditkit.mechanisms.base import Mechanism, Param, as_update, int_range, positive_float
+from auditkit.validation import Number
 from auditkit.mechanisms.bitstream import decode_categorical, encode_categorical
 from auditkit.mechanisms.capabilities import AuditSetting, Tiling
 from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
@@ -454,8 +455,7 @@ _TORCH_COINS = (
 
 def _eps_param() -> Param:
     low, high = EPS_RANGE
-    return Param("eps", float, 4.0, "eps: the LDP epsilon of each coordinate (the channel's ratio bound)",
-                 f"a number in [{low:g}, {high:g}]", check=lambda v: math.isfinite(v) and low <= v <= high)
+    return Param("eps", 4.0, "eps: the LDP epsilon of each coordinate (the channel's ratio bound)", Number(low, high))
 
 
 @register

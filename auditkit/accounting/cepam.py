@@ -36,6 +36,7 @@ from scipy.special import gammaln, log_ndtr, logsumexp
 
 from auditkit.accounting.report import FLOptions, claim_solver, paper_claim
 from auditkit.mechanisms import Param
+from auditkit.validation import Integer, Number
 from auditkit.mechanisms.base import choice
 from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
 
@@ -238,14 +239,10 @@ def cepam_laplace(
 
 
 FL_OPTIONS = (  # the FL settings 003's record-level claims read (``auditkit account`` options)
-    Param("tau", int, None, "local steps per round tau (003's record-level claim)", "an integer >= 1",
-          check=lambda v: v >= 1),
-    Param("dataset_size", int, None, "records per client n_k (003's record-level claim)", "an integer >= 1",
-          check=lambda v: v >= 1),
-    Param("clients", int, None, "clients K averaged per round (003 Theorem 12)", "an integer >= 1",
-          check=lambda v: v >= 1),
-    Param("eps_tilde", float, None, "CEPAM's base epsilon (003 Theorem 12)", "a finite number > 0",
-          check=lambda v: v > 0),
+    Param("tau", None, "local steps per round tau (003's record-level claim)", Integer(low=1)),
+    Param("dataset_size", None, "records per client n_k (003's record-level claim)", Integer(low=1)),
+    Param("clients", None, "clients K averaged per round (003 Theorem 12)", Integer(low=1)),
+    Param("eps_tilde", None, "CEPAM's base epsilon (003 Theorem 12)", Number(low=0, low_open=True)),
     choice("formula", FORMULAS, "exact",
            "how 003's Theorem 12 is evaluated: exact, or paper003 (the swapped arguments that reproduce its "
            "printed numbers)"),

@@ -56,7 +56,7 @@ def test_dpsq_and_msp_presets_have_the_papers_systems():
     ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4}, [{"name": "dpsq", "clusters": "optimal"}],
      "clusters = 'optimal' needs groups.bandwidth"),
     ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4}, [{"name": "dpsq", "fusion": "snr"}],
-     r"mechanisms\[0\].fusion must be one of: central-cell, oracle, bound, resolution, mean, got 'snr'"),
+     r"mechanisms\[0\].fusion must be one of central-cell, oracle, bound, resolution, mean, got 'snr'"),
     (None, [{"name": "dpsq", "fusion": "mean"}], r"mechanisms\[0\].fusion needs a \[groups\] table"),
     (None, [{"name": "gaussian", "fusion": "mean"}], r"unknown parameter 'fusion' for mechanism 'gaussian'"),
     ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4, "speed": 3}, [{"name": "dpsq"}], "groups.speed"),

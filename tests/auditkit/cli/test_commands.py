@@ -267,7 +267,7 @@ def test_account_prints_the_claims_and_the_composition():
       "--dataset-size", "1666", "--clients", "30"], "error: --solve sigma needs --target-eps > 0"),
     (["cepam-gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "1e-30", "--tau", "15",
       "--dataset-size", "1666", "--clients", "30", "--formula", "paper003"], "error: no sigma reaches"),
-    (["gaussian", "--formula", "paper000"], "error: formula must be one of: exact, paper003, got 'paper000'"),
+    (["gaussian", "--formula", "paper000"], "error: formula must be one of exact, paper003, got 'paper000'"),
     (["gaussian", "--solve", "rounds", "--target-eps", "1"],
      "error: invalid value for '--solve': 'rounds' is not one of 'eps-tilde', 'sigma', 't-noise'"),
     (["gaussian", "--solve", "sigma", "--target-eps", "1", "--target-delta", "0.01"],
