@@ -69,14 +69,21 @@ def _number_word(word: str, kind: type) -> Any:
         return word  # refused by the check, quoted as given
 
 
+def _shown(bound: float) -> str:
+    """A bound as written: 1048576 for 2**20 or 1048576.0, 1e-09 for 1e-9 (``g`` where that is exact)."""
+    if isinstance(bound, int) or (float(bound).is_integer() and abs(bound) < 1e7):
+        return str(int(bound))
+    return f"{bound:g}" if float(f"{bound:g}") == bound else repr(bound)
+
+
 def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bool, interval: str) -> str:
     """" in [0, 1)", " > 0", " <= 5" or ""."""
     if low is not None and high is not None:
         return interval
     if low is not None:
-        return f" {'>' if low_open else '>='} {low:g}"
+        return f" {'>' if low_open else '>='} {_shown(low)}"
     if high is not None:
-        return f" {'<' if high_open else '<='} {high:g}"
+        return f" {'<' if high_open else '<='} {_shown(high)}"
     return ""
 
 
@@ -93,7 +100,8 @@ class Number(Constraint):
     type: ClassVar[type] = float
 
     def _words(self, plural: bool) -> str:
-        interval = (f" in {'(' if self.low_open else '['}{self.low:g}, {self.high:g}{')' if self.high_open else ']'}"
+        interval = (f" in {'(' if self.low_open else '['}{_shown(self.low)}, {_shown(self.high)}"
+                    f"{')' if self.high_open else ']'}"
                     if self.low is not None and self.high is not None else "")
         bounds = _bounds(self.low, self.high, self.low_open, self.high_open, interval)
         noun = ("numbers" if plural else "a number") if interval else ("finite numbers" if plural else "a finite number")

@@ -54,7 +54,7 @@ class _SizedInt(click.IntRange):
 def sized(key: str) -> click.IntRange:
     """The range of config key ``key``'s size (``auditkit.config_bounds.SIZES``, the one definition): click checks
     the flag's value and shows the range in the help and the error."""
-    return _SizedInt(*SIZES[key])
+    return _SizedInt(SIZES[key].low, SIZES[key].high)
 
 
 def path(**kwargs: Any) -> click.Path:

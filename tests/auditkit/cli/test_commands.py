@@ -92,7 +92,7 @@ def test_mechanisms_table_is_kept_from_160_columns(columns, wide):
     # DP-SGD in the clients: a batch larger than a client's data is refused once the data are split
     (["--clients", "70", "--batch-size", "60", "--dp-sgd-noise-multiplier", "1"],
      "dp_sgd needs training.batch_size <= the smallest client's example count (50); got 60"),
-    (["--dp-sgd-noise-multiplier", "0"], "dp_sgd.noise_multiplier must be > 0, got 0.0"),
+    (["--dp-sgd-noise-multiplier", "0"], "dp_sgd.noise_multiplier must be a number in [1e-09, 1e+09], got 0.0"),
     (["--dp-sgd-max-grad-norm", "0.5"],
      "dp_sgd.noise_multiplier must be given to turn DP-SGD on ([dp_sgd] sets max_grad_norm without it)"),
 ])
