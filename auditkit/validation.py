@@ -13,7 +13,7 @@ import enum
 import math
 import numbers
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 __all__ = ["ValidationError", "Constraint", "Number", "Integer", "Choice", "Flag", "Text", "ListOf", "Optional"]
 
@@ -41,8 +41,12 @@ class Constraint:
         """``value`` converted; ``ValidationError`` "{where} must be {allowed}, got {value!r}" when not allowed."""
         converted = self._convert(value)
         if converted is _REFUSED or not self._admits(converted):
-            raise ValidationError(f"{where} must be {self.allowed}, got {value!r}")
+            self.refuse(value, where)
         return converted
+
+    def refuse(self, value: Any, where: str) -> NoReturn:
+        """Raise the one message: "{where} must be {allowed}, got {value!r}"."""
+        raise ValidationError(f"{where} must be {self.allowed}, got {value!r}")
 
     def parse(self, word: str, where: str) -> Any:
         """The value of a command-line word ("1e-5", "3", "true"), checked; a word that is no such value is refused
