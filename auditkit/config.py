@@ -65,7 +65,8 @@ from auditkit import mechanisms
 from auditkit.accounting.composition import BACKENDS
 from auditkit.config_bounds import (  # ConfigError and RENAMED_KEYS are auditkit.config's names too
     RANGES, RENAMED_KEYS, SIZES, ConfigError, check_keys, check_mechanism_noise)
-from auditkit.config_bounds import device as _device, name_length, reject_unknown as _reject_unknown, section as _section
+from auditkit.config_bounds import device as _device, name_length
+from auditkit.config_bounds import reject_unknown as _reject_unknown, section as _section
 from auditkit.data import DATASETS, PARTITION_SCHEMES, DataNotFoundError, dataset_available, load_dataset
 from auditkit.data.catalog import EMBEDDED
 from auditkit.fl.schedule import LR_SCHEDULES

@@ -108,7 +108,8 @@ class Number(Constraint):
                     f"{')' if self.high_open else ']'}"
                     if self.low is not None and self.high is not None else "")
         bounds = _bounds(self.low, self.high, self.low_open, self.high_open, interval)
-        noun = ("numbers" if plural else "a number") if interval else ("finite numbers" if plural else "a finite number")
+        noun = "number" if interval else "finite number"
+        noun = f"{noun}s" if plural else f"a {noun}"
         return f"0 or {noun}{bounds}" if self.zero else f"{noun}{bounds}"
 
     def _read(self, word: str) -> Any:

@@ -61,7 +61,9 @@ class Checked(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
         where = self.where or (param.opts[0] if param is not None and param.opts else "value")
         try:
-            return self.constraint.parse(value, where) if isinstance(value, str) else self.constraint.check(value, where)
+            if isinstance(value, str):
+                return self.constraint.parse(value, where)
+            return self.constraint.check(value, where)
         except ValidationError as err:
             raise click.UsageError(str(err), ctx) from None
 
