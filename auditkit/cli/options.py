@@ -44,11 +44,6 @@ __all__ = [
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
-def choice(values: Iterable[str]) -> click.Choice:
-    """A closed vocabulary: click checks the word and lists the values in the help and the error."""
-    return click.Choice(list(values))
-
-
 class Checked(click.ParamType):
     """A flag's type from an ``auditkit.validation`` constraint (the one definition of what a value may be): the
     word is parsed and checked by it, and a refused word is its one-line message, "--rounds must be an integer in
@@ -67,10 +62,24 @@ class Checked(click.ParamType):
         except ValidationError as err:
             raise click.UsageError(str(err), ctx) from None
 
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The words of a closed vocabulary, else none."""
+        return self.constraint.words if isinstance(self.constraint, Choice) else ()
+
     def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str | None:
-        if isinstance(self.constraint, Choice):
-            return "[" + "|".join(self.constraint.words) + "]"
-        return self.name.upper()
+        return "[" + "|".join(self.choices) + "]" if self.choices else self.name.upper()
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(word) for word in self.choices if word.startswith(incomplete)]
+
+
+def choice(values: Iterable[str]) -> Checked:
+    """A closed vocabulary (``auditkit.validation.Choice``): the word is checked, the help and the error list the
+    values."""
+    return Checked(Choice(tuple(values)))
 
 
 def sized(key: str) -> Checked:

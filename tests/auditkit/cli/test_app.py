@@ -232,10 +232,10 @@ def test_choice_lists_come_from_the_tuples_the_code_checks():
 
 
 @pytest.mark.parametrize(("args", "line"), [
-    (["audit", "--preset", "fast"], "error: invalid value for '--preset': 'fast' is not one of "),
-    (["account", "gaussian", "--backend", "opacus"], "error: invalid value for '--backend': 'opacus' is not one of "),
+    (["audit", "--preset", "fast"], "error: --preset must be one of "),
+    (["account", "gaussian", "--backend", "opacus"], "error: --backend must be one of "),
     (["canary", "gaussian", "--confidence", "1.5"], "error: --confidence must be a number in (0, 1), got 1.5"),
-    (["report", "x.json", "--format", "pdf"], "error: invalid value for '--format': 'pdf' is not one of "),
+    (["report", "x.json", "--format", "pdf"], "error: --format must be one of "),
 ])
 def test_a_value_outside_its_choices_or_range_is_one_line(args, line):
     result = auditkit(*args)

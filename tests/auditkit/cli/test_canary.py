@@ -116,7 +116,7 @@ def test_none_has_no_claim(run):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--bound", "both"], "invalid value for '--bound': 'both' is not one of 'fdp', 'steinke'"),
+    (["--bound", "both"], "--bound must be one of fdp, steinke, got 'both'"),
     (["--guesses", "best"], "--guesses must be claim, grid or an integer in 1..10000 (--canaries), got 'best'"),
     (["--guesses", "20000"], "--guesses must be claim, grid or an integer in 1..10000 (--canaries), got '20000'"),
     (["--canaries", "1"], "--canaries must be an integer in 2..100000, got 1"),
