@@ -94,13 +94,15 @@ def _bounds(low: float | None, high: float | None, low_open: bool, high_open: bo
 @dataclass(frozen=True)
 class Number(Constraint):
     """A finite real number (an int is accepted and given as a float) within ``low`` .. ``high``, each end closed
-    unless ``*_open``; ``zero``: 0 is allowed as well (a "derive it" default)."""
+    unless ``*_open``; ``zero``: 0 is allowed as well (a "derive it" default); ``finite=False``: the infinities
+    within the bounds too (NaN never)."""
 
     low: float | None = None
     high: float | None = None
     low_open: bool = False
     high_open: bool = False
     zero: bool = False
+    finite: bool = True
     type: ClassVar[type] = float
 
     def _words(self, plural: bool) -> str:
@@ -108,9 +110,10 @@ class Number(Constraint):
                     f"{')' if self.high_open else ']'}"
                     if self.low is not None and self.high is not None else "")
         bounds = _bounds(self.low, self.high, self.low_open, self.high_open, interval)
-        noun = "number" if interval else "finite number"
+        noun = "number" if interval or not self.finite else "finite number"
         noun = f"{noun}s" if plural else f"a {noun}"
-        return f"0 or {noun}{bounds}" if self.zero else f"{noun}{bounds}"
+        inf = " (inf allowed)" if not self.finite and self.high is None else ""
+        return f"0 or {noun}{bounds}{inf}" if self.zero else f"{noun}{bounds}{inf}"
 
     def _read(self, word: str) -> Any:
         return _number_word(word, float)
@@ -125,7 +128,7 @@ class Number(Constraint):
             return True
         low_ok = self.low is None or (value > self.low if self.low_open else value >= self.low)
         high_ok = self.high is None or (value < self.high if self.high_open else value <= self.high)
-        return math.isfinite(value) and low_ok and high_ok
+        return (math.isfinite(value) or not (self.finite or math.isnan(value))) and low_ok and high_ok
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,8 @@ def refused(constraint: Constraint, value, where: str = "key") -> str:
     (Number(0, 1, low_open=True, high_open=True), 1.0, "key must be a number in (0, 1), got 1.0"),
     (Number(0, 1, high_open=True), -1e-12, "key must be a number in [0, 1), got -1e-12"),
     (Number(low=1, low_open=True, zero=True), 0.5, "key must be 0 or a finite number > 1, got 0.5"),
+    (Number(low=0, finite=False), math.nan, "key must be a number >= 0 (inf allowed), got nan"),
+    (Number(low=0, finite=False), -math.inf, "key must be a number >= 0 (inf allowed), got -inf"),
     (Number(1e-9, 1e9), 5e-324, "key must be a number in [1e-09, 1e+09], got 5e-324"),
     (Number(0, 2**20, low_open=True), 2.0**21, "key must be a number in (0, 1048576], got 2097152.0"),
     (Integer(), False, "key must be an integer, got False"),
@@ -67,6 +69,7 @@ def test_a_refused_value_is_named_with_what_is_allowed_in_one_line(constraint, v
     (Number(0, 1, low_open=True), 1.0, 1.0),
     (Number(low=1, low_open=True, zero=True), 0, 0.0),
     (Number(1e-9, 1e9), 1e-9, 1e-9),
+    (Number(low=0, finite=False), math.inf, math.inf),  # where the infinities are asked for
     (Integer(1, 10), 1, 1),
     (Integer(1, 10), 10, 10),
     (Integer(1, 10), np.int64(4), 4),
