@@ -15,12 +15,13 @@ from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
-from auditkit.cli.options import (choice, flag_of, mechanism_argument, out_option, plugin_option, ranged, sized,
+from auditkit.cli.options import (Checked, choice, flag_of, mechanism_argument, out_option, plugin_option, ranged,
                                   spec_options)
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import console
 from auditkit.fl.sampling import ACCOUNTED_PARTICIPATION_OPTIONS
 from auditkit.mechanisms import Param
+from auditkit.validation import Integer
 
 __all__ = ["CLAIM_PANEL", "PARTICIPATION_PANEL", "command"]
 
@@ -43,7 +44,7 @@ def _participation_options() -> list[Any]:
                     "(amplified by client sampling where the claim covers it: --participation poisson --sample-rate "
                     "q).")
 @mechanism_argument
-@click.option("--rounds", type=sized("training.rounds"), default=1, show_default=True, help="FL rounds T to compose over.")
+@click.option("--rounds", type=Checked(Integer(low=1)), default=1, show_default=True, help="FL rounds T to compose over.")
 @click.option("--composition-delta", type=ranged("accounting.composition_delta"), default=1e-5,
               show_default=True, help="delta at which the composed epsilon is stated.")
 @click.option("--backend", type=choice(BACKENDS), default="opacus-prv", show_default=True,

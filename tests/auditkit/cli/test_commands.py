@@ -257,7 +257,7 @@ def test_account_prints_the_claims_and_the_composition():
     (["gaussian", "--composition-delta", "1.5"],
      "error: --composition-delta must be a number in [0, 1), got 1.5"),
     (["gaussian", "--delta", "1.5"], "error: delta must be a number in (0, 1), got 1.5"),
-    (["gaussian", "--rounds", "0"], "error: --rounds must be an integer in 1..100000, got 0"),
+    (["gaussian", "--rounds", "0"], "error: --rounds must be an integer >= 1, got 0"),
     (["laplace", "--scale", "0"], "error: scale must be a finite number > 0"),
     (["cepam-gaussian", "--sigma", "1", "--eps-tilde", "1", "--tau", "0", "--dataset-size", "10", "--clients", "3"],
      "error: tau must be an integer >= 1, got 0"),
