@@ -33,6 +33,7 @@ from torch.nn.modules.utils import _pair
 from auditkit.attacks import inversion_common as gi
 from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, total_variation
 from auditkit.attacks.observations import Observation, split_observation
+from auditkit.validation import Choice, Constraint, Integer, Optional
 
 ANALYTIC_SETTINGS: dict[str, Any] = {
     "seed": 0,  # seeds the dummy initialisation of the feature inversion (drawn on the CPU)
@@ -360,27 +361,28 @@ def _smoothable(pool: nn.MaxPool2d) -> bool:
 # --- settings ----------------------------------------------------------------------------------------------
 
 
-_CHECKS: dict[str, Callable[[str, Any], Any]] = {
-    "seed": gi._seed,
-    "init": gi._choice(*gi.INITS),
-    "device": gi._device,
-    "observation": gi._choice(*OBSERVATIONS),
-    "local_steps": gi._integer(1),
-    "local_lr": gi._number(positive=True, optional=True),
-    "label_strategy": gi._choice("extract"),
-    "restarts": gi._integer(1),
-    "feature_iterations": gi._integer(0),
-    "feature_lr": gi._number(positive=True),
-    "feature_tv": gi._number(positive=False),
-    "refine_iterations": gi._integer(0),
-    "refine_above": gi._number(positive=False),
-    "refine_lr": gi._number(positive=True),
-    "distance": gi._choice(*DISTANCES),
-    "tv": gi._number(positive=False),
-    "signed": gi._flag,
-    "feature_weight": gi._number(positive=False),
-    "smooth": gi._number(positive=False),
+SETTINGS: dict[str, Constraint] = {
+    "seed": gi.SEED,
+    "init": Choice(gi.INITS),
+    "device": gi.TorchDevice(),
+    "observation": Choice(OBSERVATIONS),
+    "local_steps": gi.COUNT,
+    "local_lr": Optional(gi.POSITIVE),
+    "label_strategy": Choice(("extract",)),
+    "restarts": gi.COUNT,
+    "feature_iterations": Integer(low=0),
+    "feature_lr": gi.POSITIVE,
+    "feature_tv": gi.NON_NEGATIVE,
+    "refine_iterations": Integer(low=0),
+    "refine_above": gi.NON_NEGATIVE,
+    "refine_lr": gi.POSITIVE,
+    "distance": Choice(DISTANCES),
+    "tv": gi.NON_NEGATIVE,
+    "signed": gi.FLAG,
+    "feature_weight": gi.NON_NEGATIVE,
+    "smooth": gi.NON_NEGATIVE,
 }
+"""What each setting must be (``auditkit.validation``)."""
 
 
 def _resolve_settings(overrides: dict[str, Any]) -> dict[str, Any]:
@@ -391,8 +393,8 @@ def _resolve_settings(overrides: dict[str, Any]) -> dict[str, Any]:
             f"unknown setting(s) {', '.join(map(repr, unknown))} for analytic; valid: {', '.join(sorted(config))}"
         )
     config.update(overrides)
-    for name, check in _CHECKS.items():
-        config[name] = check(name, config[name])
+    for name, constraint in SETTINGS.items():
+        config[name] = constraint.check(config[name], name)
     if config["observation"] == "update" and config["local_lr"] is None:
         raise ValueError("local_lr is required when observation='update' (the client's learning rate)")
     return config

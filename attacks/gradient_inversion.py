@@ -84,24 +84,25 @@ from auditkit.attacks.batched_lbfgs import BatchedLBFGS
 from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching
 from auditkit.attacks.label_extraction import extract_labels
 from auditkit.attacks.inversion_common import (  # noqa: F401 (shared with analytic_inversion; gi's names too)
+    COUNT,
+    FLAG,
     INITS,
     LR_DECAY_AT,
     LR_DECAY_GAMMA,
+    NON_NEGATIVE,
+    POSITIVE,
+    SEED,
     InversionResult,
+    TorchDevice,
     _check_input_shape,
-    _choice,
-    _device,
-    _flag,
-    _integer,
     _labels,
     _num_classes,
-    _number,
-    _seed,
     observed_on_device,
     start_seeds,
 )
 from auditkit.attacks.observations import Observation
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.validation import Choice, Constraint, Optional
 
 INVERSION_ATTACKS = ("dlg", "idlg", "inverting_gradients", "analytic")  # analytic: attacks.analytic_inversion
 OPTIMIZERS = ("lbfgs", "adam")
@@ -168,9 +169,7 @@ def preset_settings(attack: str) -> dict[str, Any]:
     """A copy of the default settings of ``attack`` (one of :data:`INVERSION_ATTACKS`)."""
     if attack == "analytic":
         return analytic_preset()
-    if attack not in _PRESETS:
-        raise ValueError(f"attack must be one of {', '.join(INVERSION_ATTACKS)}, got {attack!r}")
-    return dict(_PRESETS[attack])
+    return dict(_PRESETS[Choice(INVERSION_ATTACKS).check(attack, "attack")])
 
 
 def dlg(
@@ -507,8 +506,8 @@ def _resolve_settings(attack: str, overrides: dict[str, Any]) -> dict[str, Any]:
             f"unknown setting(s) {', '.join(map(repr, unknown))} for {attack}; valid: {', '.join(sorted(config))}"
         )
     config.update(overrides)
-    for name, check in _CHECKS.items():
-        config[name] = check(name, config[name])
+    for name, constraint in SETTINGS.items():
+        config[name] = constraint.check(config[name], name)
     if config["signed"] and config["optimizer"] == "lbfgs":
         raise ValueError("signed=True needs optimizer='adam' (L-BFGS cannot use sign-only gradients)")
     if config["observation"] == "update" and config["local_lr"] is None:
@@ -516,30 +515,31 @@ def _resolve_settings(attack: str, overrides: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-_CHECKS: dict[str, Callable[[str, Any], Any]] = {
-    "optimizer": _choice(*OPTIMIZERS),
-    "lr": _number(positive=True),
-    "iterations": _integer(1),
-    "distance": _choice(*DISTANCES),
-    "tv": _number(positive=False),
-    "signed": _flag,
-    "box": _flag,
-    "lr_decay": _flag,
-    "restarts": _integer(1),
-    "stop_loss": _number(positive=True, optional=True),
-    "label_strategy": _choice(*LABEL_STRATEGIES),
-    "seed": _seed,
-    "init": _choice(*INITS),
-    "device": _device,
-    "mode": _choice(*MODES),
-    "observation": _choice(*OBSERVATIONS),
-    "local_steps": _integer(1),
-    "local_lr": _number(positive=True, optional=True),
-    "lbfgs_max_iter": _integer(1),
-    "lbfgs_history": _integer(1),
-    "lbfgs_tolerance_grad": _number(positive=False),
-    "lbfgs_tolerance_change": _number(positive=False),
+SETTINGS: dict[str, Constraint] = {
+    "optimizer": Choice(OPTIMIZERS),
+    "lr": POSITIVE,
+    "iterations": COUNT,
+    "distance": Choice(DISTANCES),
+    "tv": NON_NEGATIVE,
+    "signed": FLAG,
+    "box": FLAG,
+    "lr_decay": FLAG,
+    "restarts": COUNT,
+    "stop_loss": Optional(POSITIVE),
+    "label_strategy": Choice(LABEL_STRATEGIES),
+    "seed": SEED,
+    "init": Choice(INITS),
+    "device": TorchDevice(),
+    "mode": Choice(MODES),
+    "observation": Choice(OBSERVATIONS),
+    "local_steps": COUNT,
+    "local_lr": Optional(POSITIVE),
+    "lbfgs_max_iter": COUNT,
+    "lbfgs_history": COUNT,
+    "lbfgs_tolerance_grad": NON_NEGATIVE,
+    "lbfgs_tolerance_change": NON_NEGATIVE,
 }
+"""What each setting must be (``auditkit.validation``): ``invert`` checks the preset with its overrides."""
 
 
 def _detach(t: Tensor | None) -> Tensor | None:

@@ -4,8 +4,6 @@ starts' seeds. Split out so that ``gradient_inversion`` can dispatch to ``analyt
 """
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +15,7 @@ from auditkit.attacks.gradient_matching import ClientSimulator
 from auditkit.attacks.label_extraction import extract_labels
 from auditkit.attacks.observations import Observation, observation_matrix, split_observation
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.validation import Constraint, Flag, Integer, Number, ValidationError
 
 INITS = ("randn", "rand")
 LR_DECAY_AT = (3 / 8, 5 / 8, 7 / 8)  # fractions of the iterations (Geiping et al.'s MultiStepLR milestones)
@@ -76,60 +75,30 @@ def observed_on_device(model: nn.Module, observed: Observation,
     return where, dtype, shapes, observation_matrix(observed, shapes).to(device=where, dtype=dtype)
 
 
-def _choice(*allowed: str) -> Callable[[str, Any], str]:
-    def check(name: str, value: Any) -> str:
-        if value not in allowed:
-            raise ValueError(f"{name} must be one of {', '.join(allowed)}, got {value!r}")
-        return value
-
-    return check
+POSITIVE = Number(low=0, low_open=True)
+NON_NEGATIVE = Number(low=0)
+COUNT = Integer(low=1)  # iterations, restarts, steps
+SEED = Integer(low=0)
+FLAG = Flag()
 
 
-def _integer(minimum: int) -> Callable[[str, Any], int]:
-    def check(name: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-        return value
+@dataclass(frozen=True)
+class TorchDevice(Constraint):
+    """None (the model's device) or a torch device this machine has, handed on as its name ("cuda:0")."""
 
-    return check
+    def _words(self, plural: bool) -> str:
+        return "None or a torch device such as 'cpu' or 'cuda'"
 
-
-def _number(*, positive: bool, optional: bool = False) -> Callable[[str, Any], float | None]:
-    def check(name: str, value: Any) -> float | None:
-        if value is None and optional:
+    def check(self, value: Any, where: str) -> str | None:
+        if value is None:
             return None
-        number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-        if not number or (value <= 0 if positive else value < 0):
-            bound = "> 0" if positive else ">= 0"
-            suffix = " or None" if optional else ""
-            raise ValueError(f"{name} must be a finite number {bound}{suffix}, got {value!r}")
-        return float(value)
-
-    return check
-
-
-def _flag(name: str, value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
-def _device(name: str, value: Any) -> str | None:
-    if value is None:
-        return None
-    try:
-        device = torch.device(value)
-    except (RuntimeError, TypeError) as error:
-        raise ValueError(f"{name} must be None or a torch device such as 'cpu' or 'cuda', got {value!r}") from error
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"{name} {value!r} is not available here (no CUDA device); use 'cpu' or None")
-    return str(device)
-
-
-def _seed(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
-    return value
+        try:
+            device = torch.device(value)
+        except (RuntimeError, TypeError):
+            self.refuse(value, where)
+        if device.type == "cuda" and not torch.cuda.is_available():
+            raise ValidationError(f"{where} {value!r} is not available here (no CUDA device); use 'cpu' or None")
+        return str(device)
 
 
 def _check_input_shape(input_shape: Any) -> tuple[int, int, int]:

@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from auditkit.validation import Choice, Integer, Number, Optional
+
 __all__ = ["NORMS", "NeighbouringPair", "neighbouring_pairs"]
 
 NORMS = ("l1", "l2")
@@ -44,13 +46,6 @@ class NeighbouringPair:
 
     def to_dict(self) -> dict[str, Any]:
         return {"label": self.label, "x0": self.x0.tolist(), "x1": self.x1.tolist()}
-
-
-def _positive(name: str, value: float | None, *, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if value is None or isinstance(value, bool) or not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
 
 
 def neighbouring_pairs(
@@ -73,25 +68,22 @@ def neighbouring_pairs(
     sensitivity: distance ||x1 - x0|| (in ``norm``) of the boundary pairs; radius: the ball the inputs must
     lie in (default sensitivity / 2); block: leading coordinates a pair may differ in (default all).
     """
-    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-        raise ValueError(f"dimension must be an integer >= 1, got {dimension!r}")
-    _positive("sensitivity", sensitivity)
-    _positive("radius", radius, allow_none=True)
-    _positive("quantizer_step", quantizer_step, allow_none=True)
-    if norm not in NORMS:
-        raise ValueError(f"norm must be one of {', '.join(NORMS)}, got {norm!r}")
+    Integer(low=1).check(dimension, "dimension")
+    positive = Number(low=0, low_open=True)
+    positive.check(sensitivity, "sensitivity")
+    Optional(positive).check(radius, "radius")
+    Optional(positive).check(quantizer_step, "quantizer_step")
+    Choice(NORMS).check(norm, "norm")
     radius = sensitivity / 2 if radius is None else radius
     if radius < sensitivity / 2 * (1 - 1e-12):
         raise ValueError(f"radius must be >= sensitivity / 2 = {sensitivity / 2:g} (the pair must fit the ball)")
     block = dimension if block is None else block
-    if isinstance(block, bool) or not isinstance(block, int) or not 1 <= block <= dimension:
-        raise ValueError(f"block must be an integer in 1..{dimension}, got {block!r}")
+    Integer(1, dimension).check(block, "block")
     if same_norm and block >= dimension:
         raise ValueError(
             f"same_norm needs dimension > block (a coordinate after the block fills the norm), got {block}"
         )
-    if isinstance(random_directions, bool) or not isinstance(random_directions, int) or random_directions < 0:
-        raise ValueError(f"random_directions must be an integer >= 0, got {random_directions!r}")
+    Integer(low=0).check(random_directions, "random_directions")
 
     p = 1 if norm == "l1" else 2
     e1 = torch.zeros(dimension, dtype=torch.float64)

@@ -22,6 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from auditkit.validation import Integer, Number
+
 Observation = Tensor | Sequence[Tensor]
 
 UpdateEstimator = Callable[[Any, Tensor], dict[str, tuple[Tensor, str]]]
@@ -104,10 +106,8 @@ def update_to_gradient(update: Observation, *, lr: float, local_steps: int) -> O
     This is an approximation; ``observation="update"`` in the attacks unrolls the steps instead.
     Accepts and returns any form :func:`observation_matrix` accepts (a tensor or a list of tensors).
     """
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
-        raise ValueError(f"lr must be a positive number, got {lr!r}")
-    if isinstance(local_steps, bool) or not isinstance(local_steps, int) or local_steps < 1:
-        raise ValueError(f"local_steps must be an integer >= 1, got {local_steps!r}")
+    lr = Number(low=0, low_open=True).check(lr, "lr")
+    Integer(low=1).check(local_steps, "local_steps")
     scale = -1.0 / (lr * local_steps)
     if isinstance(update, Tensor):
         return update * scale

@@ -64,9 +64,9 @@ from typing import Any
 from auditkit import mechanisms
 from auditkit.accounting.composition import ACCOUNTANTS
 from auditkit.config_bounds import (  # ConfigError and RENAMED_KEYS are auditkit.config's names too
-    RENAMED_KEYS, ConfigError, check_max_memory, check_mechanism_noise, check_noise, check_sizes, size_range)
-from auditkit.config_bounds import at_least as _at_least, choice as _choice, device as _device, integer as _integer
-from auditkit.config_bounds import name_length, reject_unknown as _reject_unknown, section as _section
+    RANGES, RENAMED_KEYS, SIZES, ConfigError, check_keys, check_mechanism_noise)
+from auditkit.config_bounds import device as _device, name_length
+from auditkit.config_bounds import reject_unknown as _reject_unknown, section as _section
 from auditkit.data import DATASETS, PARTITION_SCHEMES, DataNotFoundError, dataset_available, load_dataset
 from auditkit.data.catalog import EMBEDDED
 from auditkit.fl.schedule import LR_SCHEDULES
@@ -76,6 +76,10 @@ from auditkit.flower.settings import FlowerConfig, check_training
 from auditkit.mechanisms.protocol import selects_clients
 from auditkit.models import MODEL_NAMES
 from auditkit.mechanisms import View
+from auditkit.validation import Choice, Integer, ListOf, Number, Text, ValidationError
+from auditkit.attacks.gradient_inversion import INVERSION_ATTACKS
+from auditkit.flower.install import flower_missing
+from auditkit.attacks.one_run import BOUNDS, GUESS_RULES
 
 # the bundled presets: the TOML files of auditkit/presets, the default first
 PRESETS = ("quickstart", *sorted(entry.name.removesuffix(".toml") for entry in resources.files("auditkit.presets").iterdir()
@@ -386,20 +390,25 @@ def load_preset(name: str) -> AuditConfig:
 
 
 def from_dict(raw: dict[str, Any]) -> AuditConfig:
-    """Validate raw config tables (as read from TOML) into an `AuditConfig`."""
+    """Validate raw config tables (as read from TOML) into an `AuditConfig`; ``ConfigError`` naming the key."""
+    try:
+        return _from_dict(raw)
+    except ValidationError as err:  # a value refused by its constraint (auditkit.validation)
+        raise err if isinstance(err, ConfigError) else ConfigError(str(err)) from None
+
+
+def _from_dict(raw: dict[str, Any]) -> AuditConfig:
     plugins = _plugins(raw.get("plugins", []))  # first: a plugin may register a round protocol with its own table
     protocol_tables = mechanisms.protocol_tables()
     top_allowed = {"seed", "device", "title", "plugins", "data", "training", "flower", "mechanism", "mechanisms",
                    "accounting", "dp_sgd", "inversion", "probe", "identification", "distinguish", "canary",
                    "limits", *protocol_tables}
     _reject_unknown(raw, top_allowed, "")
-    seed = _integer(raw.get("seed", 0), "seed")
+    seed = _SEED.check(raw.get("seed", 0), "seed")
     device = _device(raw.get("device", "auto"))
     title = raw.get("title")
-    if title is not None and not isinstance(title, str):
-        raise ConfigError(f"title must be a string, got {title!r}")
     if title is not None:
-        name_length(title, "title")
+        name_length(Text().check(title, "title"), "title")
     data = _section(raw.get("data", {}), DataConfig, "data")
     training = _section(raw.get("training", {}), TrainingConfig, "training")
     config = AuditConfig(
@@ -502,20 +511,23 @@ def _mechanism(table: Any, where: str) -> MechanismConfig:
     table = dict(table)
     name = table.pop("name", "none")
     label = table.pop("label", None)
-    if label is not None and not isinstance(label, str):
-        raise ConfigError(f"{where}.label must be a string, got {label!r}")
+    if label is not None:
+        Text().check(label, f"{where}.label")
     sweep = _sweep(table.pop("sweep", {}), table, where)
     _refuse_renamed(name, table, sweep, where)
     options = _protocol_options(name, table, where)
     setting = MechanismConfig(name=name, params=table, label=label, sweep=sweep, protocol_options=options)
     try:
         points = setting.grid()
-        for point in points:  # its noise and eps in the range calibrate searches, before they overflow the claim
-            check_mechanism_noise(setting, point.params, getattr(_class(name), "noise_param", None), where)
-            name_length(point.display, f"{where}.label (with its sweep's values)")
-            mechanisms.create(name, **point.params)
     except ValueError as err:
         raise ConfigError(str(err) if isinstance(err, ConfigError) else f"{where}: {err}") from None
+    for point in points:  # its noise and eps in the range calibrate searches, before they overflow the claim
+        check_mechanism_noise(setting, point.params, getattr(_class(name), "noise_param", None), where)
+        name_length(point.display, f"{where}.label (with its sweep's values)")
+        try:
+            mechanisms.create(name, **point.params)
+        except ValueError as err:
+            raise ConfigError(f"{where}: {err}") from None
     return setting
 
 
@@ -548,10 +560,7 @@ def _protocol_options(name: str, table: dict[str, Any], where: str) -> dict[str,
     options = {}
     for spec in getattr(protocol, "options", ()):
         if spec.name in table:
-            try:
-                options[spec.name] = spec.validate(table.pop(spec.name))
-            except ValueError as err:
-                raise ConfigError(f"{where}.{err}") from None
+            options[spec.name] = spec.constraint.check(table.pop(spec.name), f"{where}.{spec.name}")
     return options
 
 
@@ -568,75 +577,42 @@ def _sweep(sweep: Any, params: dict[str, Any], where: str) -> dict[str, tuple[An
     return out
 
 
-def _inversion_attacks() -> tuple[str, ...]:
-    """The inversion attacks ``[inversion]`` and ``[probe]`` may name (imported when a config is checked)."""
-    from auditkit.attacks.gradient_inversion import INVERSION_ATTACKS
+_SEED = dataclasses.replace(SIZES["seed"], whole_floats=True)
 
-    return INVERSION_ATTACKS
-
-
+CHOICES: dict[str, Choice] = {
+    "data.dataset": Choice(DATASETS), "data.partition": Choice(PARTITION_SCHEMES), "data.prefer": Choice(DATASETS),
+    "training.model": Choice(MODEL_NAMES), "training.participation": Choice(PARTICIPATION),
+    "training.client_weights": Choice(CLIENT_WEIGHTS), "training.lr_schedule": Choice(LR_SCHEDULES),
+    "training.backend": Choice(TRAINING_BACKENDS), "accounting.accountant": Choice(ACCOUNTANTS),
+    "probe.scale": Choice(PROBE_SCALES), "canary.view": Choice(CANARY_VIEWS),
+}
+"""The config keys with a closed vocabulary (``auditkit.config_bounds`` holds the numbers' ranges)."""
 
 
 def _check_values(config: AuditConfig) -> None:
-    d, t = config.data, config.training
-    check_sizes(config)  # every size-like key within its bounds (auditkit.config_bounds.SIZES), first
-    check_max_memory(config.limits.max_memory_gib)
-    _choice(d.dataset, DATASETS, "data.dataset")
-    _choice(d.partition, PARTITION_SCHEMES, "data.partition")
-    if not d.dirichlet_alpha > 0:
-        raise ConfigError(f"data.dirichlet_alpha must be > 0, got {d.dirichlet_alpha}")
-    if not 0 <= d.validation_fraction < 1:
-        raise ConfigError(f"data.validation_fraction must be in [0, 1), got {d.validation_fraction}")
-    _choice(t.model, MODEL_NAMES, "training.model")
-    _choice(t.participation, PARTICIPATION, "training.participation")
-    _choice(t.client_weights, CLIENT_WEIGHTS, "training.client_weights")
-    _at_least(t.lr_patience, 0, "training.lr_patience")
-    _choice(t.lr_schedule, LR_SCHEDULES, "training.lr_schedule")
+    t = config.training
+    check_keys(config, SIZES)  # every size-like key within its bounds (auditkit.config_bounds.SIZES), first
+    check_keys(config, RANGES)
+    check_keys(config, CHOICES)
     _check_backend(config)
-    if not t.lr > 0:
-        raise ConfigError(f"training.lr must be > 0, got {t.lr}")
-    if not 0 <= t.momentum < 1:
-        raise ConfigError(f"training.momentum must be in [0, 1), got {t.momentum}")
-    if not 0 < t.lr_factor <= 1:
-        raise ConfigError(f"training.lr_factor must be in (0, 1], got {t.lr_factor}")
     if t.participation == "uniform":
-        if t.clients_per_round is None or not 1 <= t.clients_per_round <= t.clients:
-            raise ConfigError(
-                f"training.clients_per_round must be an integer in [1, {t.clients}] with "
-                f"participation 'uniform', got {t.clients_per_round}"
-            )
-    if t.participation == "replacement" and t.clients_per_round is None:
-        raise ConfigError(f"training.clients_per_round must be {size_range('training.clients_per_round')} with "
-                          "participation 'replacement', got None")
-    if t.participation == "poisson" and (t.sample_rate is None or not 0 < t.sample_rate <= 1):
-        raise ConfigError(
-            f"training.sample_rate must be in (0, 1] with participation 'poisson', got {t.sample_rate}"
-        )
-    late = [c for c in t.checkpoints if c > t.rounds]
-    if late:
-        raise ConfigError(f"training.checkpoints must be rounds in [1, {t.rounds}], got {late[0]}")
-    if d.prefer is not None:
-        _choice(d.prefer, DATASETS, "data.prefer")
+        Integer(1, t.clients).check(t.clients_per_round, "training.clients_per_round (participation 'uniform')")
+    if t.participation == "replacement":
+        SIZES["training.clients_per_round"].check(t.clients_per_round,
+                                                  "training.clients_per_round (participation 'replacement')")
+    if t.participation == "poisson":
+        Number(0, 1, low_open=True).check(t.sample_rate, "training.sample_rate (participation 'poisson')")
+    ListOf(Integer(1, t.rounds)).check(list(t.checkpoints), "training.checkpoints")
     _check_protocols(config)
     _check_audit_stages(config)
-    a = config.accounting
-    if not 0 <= a.composition_delta < 1:
-        raise ConfigError(f"accounting.composition_delta must be in [0, 1), got {a.composition_delta}")
-    _choice(a.accountant, ACCOUNTANTS, "accounting.accountant")
     _check_dp_sgd(config)
 
 
 def _check_dp_sgd(config: AuditConfig) -> None:
-    """z > 0 (a clipping-only run has no example-level claim: use no [dp_sgd]), C > 0, and a composition delta its
-    Gaussian claim can be stated at. That ``training.batch_size`` fits the smallest client is checked once the data
-    are split (``auditkit.stages.train.prepare_data``)."""
-    dp_sgd = config.dp_sgd
-    if dp_sgd.noise_multiplier is not None and not dp_sgd.noise_multiplier > 0:
-        raise ConfigError(f"dp_sgd.noise_multiplier must be > 0, got {dp_sgd.noise_multiplier}")
-    check_noise(dp_sgd.noise_multiplier, "dp_sgd.noise_multiplier")
-    if not dp_sgd.max_grad_norm > 0:
-        raise ConfigError(f"dp_sgd.max_grad_norm must be > 0, got {dp_sgd.max_grad_norm}")
-    if dp_sgd.enabled and config.accounting.composition_delta == 0:
+    """A composition delta DP-SGD's Gaussian claim can be stated at (its noise multiplier and clip: ``RANGES``). That
+    ``training.batch_size`` fits the smallest client is checked once the data are split
+    (``auditkit.stages.train.prepare_data``)."""
+    if config.dp_sgd.enabled and config.accounting.composition_delta == 0:
         raise ConfigError("dp_sgd's example-level claim needs accounting.composition_delta > 0 (a Gaussian has no "
                           "finite epsilon at delta 0), got 0")
 
@@ -645,18 +621,14 @@ def _check_backend(config: AuditConfig) -> None:
     """``training.backend`` is known, Flower is installed when asked for, and ``[flower]``'s resources are numbers
     Ray accepts (whether the machine or cluster has them is checked when Ray is reached, ``auditkit.flower``)."""
     t, f = config.training, config.flower
-    _choice(t.backend, TRAINING_BACKENDS, "training.backend")
     if t.backend != "flower":
         return
-    from auditkit.flower.install import flower_missing
 
     missing = flower_missing()
     if missing:
         raise ConfigError(f"training.backend = 'flower' needs {missing}: pip install 'auditkit[flower]'")
-    if not f.num_cpus > 0:
-        raise ConfigError(f"flower.num_cpus must be > 0 (CPUs per client), got {f.num_cpus}")
-    if not f.num_gpus >= 0:
-        raise ConfigError(f"flower.num_gpus must be >= 0 (GPUs per client, fractions allowed), got {f.num_gpus}")
+    Number(low=0, low_open=True).check(f.num_cpus, "flower.num_cpus (CPUs per client)")
+    Number(low=0).check(f.num_gpus, "flower.num_gpus (GPUs per client, fractions allowed)")
     if f.ray_address is not None and not f.ray_address.strip():
         raise ConfigError("flower.ray_address must be host:port or ray://host:port of a Ray head node (leave it "
                           "out to start Ray on this machine), got ''")
@@ -694,23 +666,21 @@ def _check_protocols(config: AuditConfig) -> None:
 
 def _check_probe(config: AuditConfig) -> None:
     probe, ident, t = config.probe, config.identification, config.training
-    _choice(probe.attack, _inversion_attacks(), "probe.attack")
-    _choice(probe.scale, PROBE_SCALES, "probe.scale")
+    Choice(INVERSION_ATTACKS).check(probe.attack, "probe.attack")
     if (probe.enabled or ident.enabled) and not t.checkpoints:
         raise ConfigError("the probe needs at least one training.checkpoints round (or probe.enabled = false and "
                           "identification.enabled = false)")
     if probe.round is not None and probe.round not in t.checkpoints:
         raise ConfigError(f"probe.round must be one of the checkpoints {list(t.checkpoints)}, got {probe.round}")
-    if not ident.candidates:  # their range: check_sizes
-        raise ConfigError(f"identification.candidates must be {size_range('identification.candidates', listed=True)}"
-                          ", not empty")
+    ListOf(SIZES["identification.candidates"], nonempty=True).check(list(ident.candidates),
+                                                                    "identification.candidates")
     if len(set(ident.candidates)) != len(ident.candidates):
         raise ConfigError(f"identification.candidates must not repeat a value, got {list(ident.candidates)}")
 
 
 def _check_audit_stages(config: AuditConfig) -> None:
-    inv, dist, t = config.inversion, config.distinguish, config.training
-    _choice(inv.attack, _inversion_attacks(), "inversion.attack")
+    inv, t = config.inversion, config.training
+    Choice(INVERSION_ATTACKS).check(inv.attack, "inversion.attack")
     if inv.enabled and inv.round is not None and inv.round not in t.checkpoints:
         raise ConfigError(
             f"inversion.round must be one of the checkpoints {list(t.checkpoints)}, got {inv.round}"
@@ -718,21 +688,15 @@ def _check_audit_stages(config: AuditConfig) -> None:
     if inv.enabled and not t.checkpoints:
         raise ConfigError("inversion needs at least one training.checkpoints round (or inversion.enabled = false)")
     _check_probe(config)
-    if not 0 < dist.confidence < 1:
-        raise ConfigError(f"distinguish.confidence must be in (0, 1), got {dist.confidence}")
     _check_canary(config)
 
 
 def _check_canary(config: AuditConfig) -> None:
     """``[canary]``'s values, and a run canary clients can join: the built-in backend, a protocol that lets the
     training loop choose who takes part."""
-    from auditkit.attacks.one_run import BOUNDS, GUESS_RULES
-
     c = config.canary
-    _choice(c.bound, BOUNDS, "canary.bound")
-    _choice(c.guesses, GUESS_RULES, "canary.guesses")
-    if c.view is not None:
-        _choice(c.view, CANARY_VIEWS, "canary.view")
+    Choice(BOUNDS).check(c.bound, "canary.bound")
+    Choice(GUESS_RULES).check(c.guesses, "canary.guesses")
     if not c.enabled:
         return
     if config.training.backend != "builtin":

@@ -12,10 +12,7 @@ written outside this package (a plugin) is audited exactly like a built-in one.
 from __future__ import annotations
 
 import abc
-import math
-import numbers
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 import dp_accounting
@@ -26,6 +23,7 @@ from auditkit.mechanisms.guarantee import PrivacyGuarantee
 from auditkit.mechanisms.message import MAX_LENGTH, Message, reports_decode_errors
 from auditkit.mechanisms.tradeoff import TradeOff
 from auditkit.mechanisms.views import View
+from auditkit.validation import Choice, Constraint, Integer, Number, Optional
 
 __all__ = [
     "Param",
@@ -41,79 +39,63 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Param:
-    """One constructor parameter of a mechanism.
+    """One constructor parameter of a mechanism (or option of a round protocol or paper claim).
 
-    name:    keyword (also the CLI flag with dashes and the config key).
-    type:    ``float``, ``int`` or ``str``; ints are accepted for floats, bools never count as numbers.
-    default: value used when the keyword is omitted.
-    help:    one line for the CLI table.
-    allowed: the constraint in words, used in error messages ("a finite number > 0").
-    choices: the admissible values of a ``str`` parameter, else None.
-    check:   predicate on the converted value implementing ``allowed``.
+    name:       keyword (also the CLI flag with dashes and the config key).
+    default:    value used when the keyword is omitted.
+    help:       one line for the CLI table.
+    constraint: what a value must be (``auditkit.validation``: ``Number``, ``Integer``, ``Choice``, ...); it converts
+                the value (an int given for a float is a float; a bool is never a number) and its ``allowed`` says
+                in words what is allowed ("a finite number > 0"), in the one message of every refused value.
     """
 
     name: str
-    type: type
     default: Any
     help: str
-    allowed: str
-    choices: tuple[str, ...] | None = None
-    check: Callable[[Any], bool] = field(default=lambda value: True, repr=False, compare=False)
+    constraint: Constraint
+
+    @property
+    def type(self) -> type:
+        """``float``, ``int``, ``str`` or ``bool``: the type of a validated value."""
+        return self.constraint.type
+
+    @property
+    def allowed(self) -> str:
+        return self.constraint.allowed
+
+    @property
+    def choices(self) -> tuple[str, ...] | None:
+        """The admissible words of a ``Choice`` parameter, else None."""
+        return self.constraint.words if isinstance(self.constraint, Choice) else None
 
     def validate(self, value: Any) -> Any:
-        """The value converted to ``type``; ``ValueError`` naming the parameter and what is allowed."""
-        converted = self._convert(value)
-        if converted is None or not self.check(converted):
-            raise ValueError(f"{self.name} must be {self.allowed}, got {value!r}")
-        return converted
+        """The value converted; ``ValidationError`` (a ValueError) naming the parameter and what is allowed."""
+        return self.constraint.check(value, self.name)
 
     def parse(self, text: str) -> Any:
-        """The value of a command-line word: "1e-5" for a float, "3" for an int, the word itself for a str;
-        then ``validate``. ``ValueError`` naming the parameter and what is allowed."""
-        value: Any = text
-        try:
-            if self.type is float:
-                value = float(text)
-            elif self.type is int:
-                value = int(text)
-        except ValueError:
-            raise ValueError(f"{self.name} must be {self.allowed}, got {text!r}") from None
-        return self.validate(value)
-
-    def _convert(self, value: Any) -> Any:
-        if isinstance(value, bool):
-            return None
-        if self.type is float and isinstance(value, numbers.Real):
-            return float(value)
-        if self.type is int and isinstance(value, numbers.Integral):
-            return int(value)
-        if self.type is str and isinstance(value, str):
-            return value
-        return None
+        """The value of a command-line word ("1e-5" for a float, "3" for an int), validated."""
+        return self.constraint.parse(text, self.name)
 
 
 def positive_float(name: str, default: float, help: str) -> Param:
-    return Param(name, float, default, help, "a finite number > 0", check=lambda v: math.isfinite(v) and v > 0)
+    return Param(name, default, help, Number(low=0, low_open=True))
 
 
 def open_unit_interval(name: str, default: float, help: str) -> Param:
-    return Param(name, float, default, help, "a number in (0, 1)", check=lambda v: 0 < v < 1)
+    return Param(name, default, help, Number(0, 1, low_open=True, high_open=True))
 
 
 def zero_or_above(name: str, low: float, help: str) -> Param:
     """A float defaulting to 0, which the mechanism reads as "derive it" (``help`` says how), else > ``low``."""
-    allowed = f"0 or a finite number > {low:g}"
-    return Param(name, float, 0.0, help, allowed, check=lambda v: v == 0 or (math.isfinite(v) and v > low))
+    return Param(name, 0.0, help, Number(low=low, low_open=True, zero=True))
 
 
 def int_range(name: str, low: int, high: int, default: int, help: str) -> Param:
-    return Param(name, int, default, help, f"an integer in {low}..{high}", check=lambda v: low <= v <= high)
+    return Param(name, default, help, Integer(low, high))
 
 
 def choice(name: str, choices: tuple[str, ...], default: str, help: str) -> Param:
-    return Param(
-        name, str, default, help, f"one of: {', '.join(choices)}", choices=choices, check=lambda v: v in choices
-    )
+    return Param(name, default, help, Choice(choices))
 
 
 def as_update(x: torch.Tensor) -> torch.Tensor:
@@ -185,14 +167,11 @@ class Mechanism(abc.ABC):
         if unknown:
             valid = ", ".join(sorted([*specs, "private_seed"]))
             raise ValueError(f"unknown parameter {unknown[0]!r} for mechanism {self.name!r}; valid: {valid}")
-        if private_seed is not None and (
-            isinstance(private_seed, bool) or not isinstance(private_seed, numbers.Integral)
-        ):
-            raise ValueError(f"private_seed must be an integer or None, got {private_seed!r}")
+        private_seed = Optional(Integer()).check(private_seed, "private_seed")
         self.params: dict[str, Any] = {
             p.name: p.validate(params[p.name]) if p.name in params else p.default for p in self.params_spec
         }
-        self.private_seed = None if private_seed is None else int(private_seed)
+        self.private_seed = private_seed
 
     @abc.abstractmethod
     def encode(self, x: torch.Tensor, seed: int) -> Message:

@@ -35,6 +35,7 @@ from auditkit.mechanisms.registry import create, mechanism_class, names
 from auditkit.mechanisms.randomness import shared_seed
 from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.mechanisms.views import View
+from auditkit.validation import Choice
 
 __all__ = [
     "GroupsTable",
@@ -275,8 +276,7 @@ def fusion_weights(
     ``noise_variance``: per-coordinate variance of noise the mechanism itself adds (LaplaceSQ: 2 rho^2 / eps1^2;
     0 for ``dpsq``), part of E||L(v) - v||^2; stochastic rounding's own error at a cell centre is also Delta^2/4.
     """
-    if mode not in FUSION_MODES:
-        raise ValueError(f"mode must be one of: {', '.join(FUSION_MODES)}, got {mode!r}")
+    Choice(FUSION_MODES).check(mode, "mode")
     ids = np.asarray(group_ids, dtype=np.int64)
     if ids.ndim != 1 or ids.size == 0 or ids.min() < 0 or ids.max() >= len(groups.sizes):
         raise ValueError(f"group_ids must be a non-empty sequence of group indices in 0..{len(groups.sizes) - 1}")
@@ -384,8 +384,7 @@ class DeviceGroupProtocol:
         if mechanism_class(mechanism).protocol != self.name:
             grouped = [n for n in names() if mechanism_class(n).protocol == self.name]
             raise ValueError(f"mechanism must run the {self.name} protocol ({', '.join(grouped)}), got {mechanism!r}")
-        if fusion not in FUSION_MODES:
-            raise ValueError(f"fusion must be one of: {', '.join(FUSION_MODES)}, got {fusion!r}")
+        Choice(FUSION_MODES).check(fusion, "fusion")
         params = dict(params or {})
         if "bits" in params:
             raise ValueError("params must not set bits: group m quantizes with groups.bits[m]")
@@ -406,7 +405,7 @@ class DeviceGroupProtocol:
         if isinstance(sizes, str):
             if sizes not in CLUSTER_MODES:
                 raise ValueError(
-                    f"cluster_sizes must be one of: {', '.join(CLUSTER_MODES)} or a tuple of integers, got {sizes!r}"
+                    f"cluster_sizes must be one of {', '.join(CLUSTER_MODES)} or a tuple of integers, got {sizes!r}"
                 )
             if self.total is None:
                 raise ValueError(f'cluster_sizes="{sizes}" needs total (N)')

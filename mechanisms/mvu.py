@@ -35,6 +35,7 @@ from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGu
 from auditkit.mechanisms.message import MAX_LENGTH, Message
 from auditkit.mechanisms.randomness import private_generator
 from auditkit.mechanisms.registry import register
+from auditkit.validation import Integer, Number
 
 __all__ = [
     "MVU",
@@ -127,12 +128,9 @@ class MVUDesign:
 
 
 def _check_design_args(eps: float, bits: int, input_bits: int) -> None:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not EPS_RANGE[0] <= eps <= EPS_RANGE[1]:
-        raise ValueError(f"eps must be a number in [{EPS_RANGE[0]:g}, {EPS_RANGE[1]:g}], got {eps!r}")
-    if isinstance(bits, bool) or not isinstance(bits, int) or not 1 <= bits <= MAX_BITS:
-        raise ValueError(f"bits must be an integer in 1..{MAX_BITS}, got {bits!r}")
-    if isinstance(input_bits, bool) or not isinstance(input_bits, int) or not 1 <= input_bits <= MAX_INPUT_BITS:
-        raise ValueError(f"input_bits must be an integer in 1..{MAX_INPUT_BITS}, got {input_bits!r}")
+    Number(*EPS_RANGE).check(eps, "eps")
+    Integer(1, MAX_BITS).check(bits, "bits")
+    Integer(1, MAX_INPUT_BITS).check(input_bits, "input_bits")
 
 
 class _ChannelLP:
@@ -410,8 +408,7 @@ _TORCH_COINS = (
 
 def _eps_param() -> Param:
     low, high = EPS_RANGE
-    return Param("eps", float, 4.0, "eps: the LDP epsilon of each coordinate (the channel's ratio bound)",
-                 f"a number in [{low:g}, {high:g}]", check=lambda v: math.isfinite(v) and low <= v <= high)
+    return Param("eps", 4.0, "eps: the LDP epsilon of each coordinate (the channel's ratio bound)", Number(low, high))
 
 
 @register

@@ -27,7 +27,8 @@ SOURCES = {
 # * auditkit.flower.strategy (AuditStrategy, what a user's own Flower ServerApp wraps its strategy in) is app: it
 #   checks the user's config tables with auditkit.config; the rest of auditkit.flower is the FL engine.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("auditkit.version", "auditkit.config_bounds", "auditkit.bibliography", "auditkit.output_folder",
+    ("base", ("auditkit.version", "auditkit.validation", "auditkit.config_bounds", "auditkit.bibliography",
+              "auditkit.output_folder",
               "auditkit.strict_json")),
     ("mechanisms", ("auditkit.mechanisms",)),
     ("attacks", ("auditkit.attacks",)),

@@ -25,12 +25,10 @@ from auditkit import mechanisms
 from auditkit.accounting.report import claim_solver
 from auditkit.mechanisms.guarantee import CLAIM_EXCEEDED, REPLACE_ONE, PrivacyGuarantee
 from auditkit.mechanisms.tdist import minimum_variance_t, t_epsilon, t_scale_for_epsilon
+from auditkit.validation import Integer, Number
 
 
-def _positive(value: float, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
+_positive = Number(low=0, low_open=True).check  # (value, name) -> the value as a float
 
 
 def gaussian(*, sigma: float, clip: float = 1.0, delta: float = 1e-5) -> PrivacyGuarantee:
@@ -54,8 +52,7 @@ def t_mechanism(
     """
     nu, s2 = _positive(nu, "nu"), _positive(s2, "s2")
     sensitivity = _positive(sensitivity, "sensitivity")
-    if isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1:
-        raise ValueError(f"dimension must be an integer >= 1, got {dimension!r}")
+    Integer(low=1).check(dimension, "dimension")
     actual = t_epsilon(nu, s2, sensitivity, dimension)
     claimed = actual if eps is None else _positive(eps, "eps")
     return PrivacyGuarantee(

@@ -38,6 +38,7 @@ from auditkit.accounting.report import FLOptions, claim_solver, paper_claim
 from auditkit.mechanisms import Param
 from auditkit.mechanisms.base import choice
 from auditkit.mechanisms.guarantee import REPLACE_ONE, PrivacyGuarantee
+from auditkit.validation import Integer, Number
 
 FORMULAS = ("exact", "paper003")  # how Theorem 12 is evaluated: as derived, or as 003 printed it
 
@@ -57,18 +58,12 @@ def _log_expm1(x: np.ndarray | float) -> np.ndarray:
 
 
 def _check(tau: int, dataset_size: int, clients: int, clip: float) -> None:
-    if isinstance(tau, bool) or not isinstance(tau, (int, np.integer)) or tau < 1:
-        raise ValueError(f"tau must be an integer >= 1, got {tau!r}")
-    if isinstance(dataset_size, bool) or not isinstance(dataset_size, (int, np.integer)) or dataset_size < 1:
-        raise ValueError(f"dataset_size must be an integer >= 1, got {dataset_size!r}")
-    if isinstance(clients, bool) or not isinstance(clients, (int, np.integer)) or clients < 1:
-        raise ValueError(f"clients must be an integer >= 1, got {clients!r}")
-    _positive(clip, "clip")
+    for name, count in (("tau", tau), ("dataset_size", dataset_size), ("clients", clients)):
+        _COUNT.check(count, name)
+    _POSITIVE.check(clip, "clip")
 
 
-def _positive(value: float, name: str) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+_COUNT, _POSITIVE = Integer(low=1), Number(low=0, low_open=True)
 
 
 def sampling_probability(tau: int, dataset_size: int) -> float:
@@ -84,7 +79,7 @@ def amplified_epsilon(eps_tilde: float, *, tau: int, dataset_size: int) -> float
 
 def base_epsilon(eps: float, *, tau: int, dataset_size: int) -> float:
     """The inverse of `amplified_epsilon`: eps_tilde = ln(1 + (e^eps - 1) / p)."""
-    _positive(eps, "eps")
+    _POSITIVE.check(eps, "eps")
     p = sampling_probability(tau, dataset_size)
     return float(np.logaddexp(0.0, _log_expm1(eps) - math.log(p)))
 
@@ -103,8 +98,8 @@ def gaussian_delta(
 ) -> float:
     """delta of 003 Theorem 12, eq. (16), exactly as written."""
     _check(tau, dataset_size, clients, clip)
-    _positive(sigma, "sigma")
-    _positive(eps_tilde, "eps_tilde")
+    _POSITIVE.check(sigma, "sigma")
+    _POSITIVE.check(eps_tilde, "eps_tilde")
     j, log_wg = _log_group_weights(eps_tilde, tau, dataset_size)
     a = tau * clip / (math.sqrt(clients) * sigma)
     b = math.sqrt(clients) * eps_tilde * sigma / (2 * j * tau * clip)
@@ -116,7 +111,7 @@ def gaussian_delta(
 
 def delta_floor(eps_tilde: float, *, tau: int, dataset_size: int) -> float:
     """lim_{sigma -> 0} of eq. (16): sum_j w_j g_j. A target delta at or above it needs no noise."""
-    _positive(eps_tilde, "eps_tilde")
+    _POSITIVE.check(eps_tilde, "eps_tilde")
     _, log_wg = _log_group_weights(eps_tilde, tau, dataset_size)
     return float(np.exp(logsumexp(log_wg)))
 
@@ -211,11 +206,11 @@ def cepam_laplace(
     smaller `eps_tilde` is refused: the theorem says nothing about it.
     """
     _check(tau, dataset_size, 1, clip)
-    _positive(scale, "scale")
+    _POSITIVE.check(scale, "scale")
     minimum = 2 * tau * clip / scale
     if eps_tilde is None:
         eps_tilde = minimum
-    _positive(eps_tilde, "eps_tilde")
+    _POSITIVE.check(eps_tilde, "eps_tilde")
     if eps_tilde < minimum:
         raise ValueError(
             f"eps_tilde must be >= 2 tau gamma / b = {minimum:g} for Theorem 13 to give delta = 0, got {eps_tilde:g}"
@@ -238,14 +233,10 @@ def cepam_laplace(
 
 
 FL_OPTIONS = (  # the FL settings 003's record-level claims read (``auditkit account`` options)
-    Param("tau", int, None, "local steps per round tau (003's record-level claim)", "an integer >= 1",
-          check=lambda v: v >= 1),
-    Param("dataset_size", int, None, "records per client n_k (003's record-level claim)", "an integer >= 1",
-          check=lambda v: v >= 1),
-    Param("clients", int, None, "clients K averaged per round (003 Theorem 12)", "an integer >= 1",
-          check=lambda v: v >= 1),
-    Param("eps_tilde", float, None, "CEPAM's base epsilon (003 Theorem 12)", "a finite number > 0",
-          check=lambda v: v > 0),
+    Param("tau", None, "local steps per round tau (003's record-level claim)", _COUNT),
+    Param("dataset_size", None, "records per client n_k (003's record-level claim)", _COUNT),
+    Param("clients", None, "clients K averaged per round (003 Theorem 12)", _COUNT),
+    Param("eps_tilde", None, "CEPAM's base epsilon (003 Theorem 12)", _POSITIVE),
     choice("formula", FORMULAS, "exact",
            "how 003's Theorem 12 is evaluated: exact, or paper003 (the swapped arguments that reproduce its "
            "printed numbers)"),

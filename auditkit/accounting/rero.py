@@ -28,11 +28,12 @@ alpha). This module evaluates that bound for the trade-off functions of the tool
 from __future__ import annotations
 
 import math
-import numbers
 
 import dp_accounting
 from scipy.integrate import quad
 from scipy.special import log_ndtr, ndtr, ndtri
+
+from auditkit.validation import Integer, Number
 
 __all__ = [
     "GAUSSIAN_M_POINT",
@@ -57,38 +58,10 @@ NO_CLAIM = "no claim"
 # --- argument checks -------------------------------------------------------------------------------------------
 
 
-def _real(value: object, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or math.isnan(value):
-        raise ValueError(f"{name} must be a real number, got {value!r}")
-    return float(value)
-
-
-def _nonnegative(value: object, name: str) -> float:
-    """A number >= 0; +inf is allowed (the bound is then 1)."""
-    x = _real(value, name)
-    if x < 0:
-        raise ValueError(f"{name} must be >= 0 (inf allowed), got {value!r}")
-    return x
-
-
-def _kappa(value: object) -> float:
-    x = _real(value, "kappa")
-    if not 0 < x <= 1:
-        raise ValueError(f"kappa must be in (0, 1] (the prior's own success probability, e.g. 1/M), got {value!r}")
-    return x
-
-
-def _delta(value: object) -> float:
-    x = _real(value, "delta")
-    if not 0 <= x <= 1:
-        raise ValueError(f"delta must be in [0, 1], got {value!r}")
-    return x
-
-
-def _candidates(value: object) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 2:
-        raise ValueError(f"candidates must be an integer >= 2 (the number M of equally likely inputs), got {value!r}")
-    return int(value)
+_NON_NEGATIVE = Number(low=0, finite=False)  # +inf allowed: the bound is then 1
+_KAPPA = Number(0, 1, low_open=True)  # the prior's own success probability, e.g. 1/M
+_DELTA = Number(0, 1)
+_CANDIDATES = Integer(low=2)  # the number M of equally likely inputs
 
 
 # --- the bounds ------------------------------------------------------------------------------------------------
@@ -106,7 +79,8 @@ def rero_bound(*, eps: float, delta: float, kappa: float) -> float:
     ``eps`` >= 0 (inf allowed); e^eps is never formed when eps + ln(kappa) >= 0 (the bound is then 1), so
     eps = 1e4 does not overflow. ``delta`` in [0, 1]; ``kappa`` in (0, 1].
     """
-    eps, delta, kappa = _nonnegative(eps, "eps"), _delta(delta), _kappa(kappa)
+    eps, delta = _NON_NEGATIVE.check(eps, "eps"), _DELTA.check(delta, "delta")
+    kappa = _KAPPA.check(kappa, "kappa")
     log_growth = eps + math.log(kappa)  # ln(e^eps kappa)
     first = 1.0 if log_growth >= 0 else delta + math.exp(log_growth)
     second = 1.0 - math.exp(-eps) * (1.0 - delta - kappa)  # exp(-inf) = 0
@@ -120,7 +94,7 @@ def gdp_rero_bound(*, mu: float, kappa: float) -> float:
     2022); 1 - G_mu(kappa) is the ReRo bound of Kaissis et al. 2023 (their Gaussian case). ``mu`` >= 0
     (inf allowed), ``kappa`` in (0, 1]. mu = 0 gives kappa: the output carries no information.
     """
-    mu, kappa = _nonnegative(mu, "mu"), _kappa(kappa)
+    mu, kappa = _NON_NEGATIVE.check(mu, "mu"), _KAPPA.check(kappa, "kappa")
     if mu == 0:
         return kappa  # exactly, not Phi(Phi^-1(kappa)) with its rounding
     return float(ndtr(ndtri(kappa) + mu))  # kappa = 1: ndtri = inf, the bound is 1
@@ -154,7 +128,7 @@ def laplace_rero_bound(*, eps: float, kappa: float) -> float:
 
     ``eps`` >= 0 (inf allowed), ``kappa`` in (0, 1]. eps = 0 gives kappa.
     """
-    eps, kappa = _nonnegative(eps, "eps"), _kappa(kappa)
+    eps, kappa = _NON_NEGATIVE.check(eps, "eps"), _KAPPA.check(kappa, "kappa")
     if math.isinf(eps):
         return 1.0
     if kappa > 0.5:
@@ -182,7 +156,7 @@ def gaussian_rero_bound(*, mu: float, candidates: int) -> float:
     (outside it phi(z - mu/sqrt2) has mass < 4e-33), with Phi(z)^(M-1) = exp((M-1) log Phi(z)); absolute error
     below 1e-12. ``mu`` >= 0 (inf allowed: 1), ``candidates`` an integer >= 2.
     """
-    mu, m = _nonnegative(mu, "mu"), _candidates(candidates)
+    mu, m = _NON_NEGATIVE.check(mu, "mu"), _CANDIDATES.check(candidates, "candidates")
     if math.isinf(mu):
         return 1.0
     if mu == 0:
@@ -203,7 +177,7 @@ def gaussian_rero_bound(*, mu: float, candidates: int) -> float:
 
 
 def _noise_multiplier(event: dp_accounting.DpEvent) -> float:
-    nm = _real(event.noise_multiplier, "the event's noise_multiplier")
+    nm = Number(finite=False).check(event.noise_multiplier, "the event's noise_multiplier")
     if nm < 0:
         raise ValueError(f"the event's noise_multiplier must be >= 0, got {nm!r}")
     return nm
@@ -236,7 +210,7 @@ def claim_rero_bound(
     The claim is taken at its word: a claim smaller than the event's own privacy gives a smaller (unsound)
     bound. Ties go to the first bound listed. ``eps`` None (no claim): (1.0, "no claim").
     """
-    m = _candidates(candidates)
+    m = _CANDIDATES.check(candidates, "candidates")
     if eps is None:
         return 1.0, NO_CLAIM
     kappa = 1.0 / m

@@ -15,11 +15,13 @@ from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
-from auditkit.cli.options import choice, flag_of, mechanism_argument, out_option, plugin_option, spec_options
+from auditkit.cli.options import (Checked, choice, flag_of, mechanism_argument, out_option, plugin_option, ranged,
+                                  spec_options)
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import console
 from auditkit.fl.sampling import ACCOUNTED_PARTICIPATION_OPTIONS
 from auditkit.mechanisms import Param
+from auditkit.validation import Integer
 
 __all__ = ["CLAIM_PANEL", "PARTICIPATION_PANEL", "command"]
 
@@ -42,8 +44,8 @@ def _participation_options() -> list[Any]:
                     "(amplified by client sampling where the claim covers it: --participation poisson --sample-rate "
                     "q).")
 @mechanism_argument
-@click.option("--rounds", type=click.IntRange(min=1), default=1, show_default=True, help="FL rounds T to compose over.")
-@click.option("--composition-delta", type=click.FloatRange(0, 1, max_open=True), default=1e-5,
+@click.option("--rounds", type=Checked(Integer(low=1)), default=1, show_default=True, help="FL rounds T to compose over.")
+@click.option("--composition-delta", type=ranged("accounting.composition_delta"), default=1e-5,
               show_default=True, help="delta at which the composed epsilon is stated.")
 @click.option("--accountant", type=choice(ACCOUNTANTS), default="opacus-prv", show_default=True,
               help="Accountant that composes the rounds (Opacus composes Gaussian rounds only).")
@@ -69,17 +71,10 @@ def _account(mechanism: str, words: dict[str, str], **options: Any) -> None:
 
 
 def _spec_values(specs: list[Param] | tuple[Param, ...], words: dict[str, str]) -> dict[str, Any]:
-    """The options given on the command line typed by their ``specs``; the others at their defaults (if any)."""
-    values = {}
-    for spec in specs:
-        if spec.name in words:
-            try:
-                values[spec.name] = spec.parse(words[spec.name])
-            except ValueError as err:
-                raise UsageFailure(str(err)) from None
-        elif spec.default is not None:
-            values[spec.name] = spec.default
-    return values
+    """The options given on the command line (typed by their specs' constraints, ``options.Checked``); the others at
+    their defaults (if any)."""
+    return {spec.name: words.get(spec.name, spec.default) for spec in specs
+            if spec.name in words or spec.default is not None}
 
 
 def _as_flags(message: str, specs: tuple[Param, ...]) -> str:

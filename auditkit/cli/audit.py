@@ -15,7 +15,7 @@ from auditkit.cli.configured import load, title
 from auditkit.cli.errors import UsageFailure, fail, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli import options
-from auditkit.cli.options import config_options, config_overrides, flag_of, path
+from auditkit.cli.options import config_options, config_overrides, flag_of, path, ranged
 from auditkit.cli.outputs import overwrite_option, snr
 from auditkit.cli.terminal import AuditProgress, Reporter, console, error_console, print_written
 from auditkit.config import AuditConfig, load_config, merge, preset_dict, read_config
@@ -47,7 +47,7 @@ AUDIT_TABLE_MIN_WIDTH = 140  # columns the audit's summary table needs; below, o
 @click.option("--resume", is_flag=True, default=False,
               help="Continue the audit in --out: keep its finished stages (same inputs and code), run only the rest.")
 @overwrite_option
-@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=None,
+@click.option("--confidence", type=ranged("distinguish.confidence"), default=None,
               help="Family-wise confidence of every verdict, Bonferroni over all the audit's tests (default: the "
                    "config's [distinguish] confidence, 0.95).")
 def command(config: Path | None, preset: str | None, out: Path, plugin: tuple[str, ...], recorded: Path | None,

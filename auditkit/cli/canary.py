@@ -15,10 +15,11 @@ from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
-from auditkit.cli.options import choice, mechanism_argument, out_option, plugin_option
+from auditkit.cli.options import Checked, choice, mechanism_argument, out_option, plugin_option, ranged
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
 from auditkit.stages.idealized_canary import STATISTICS, canary_pairs, claim_at_delta, idealized_canary_audit
+from auditkit.validation import Integer
 
 __all__ = ["CANARY_TABLE_MIN_WIDTH", "command"]
 
@@ -33,7 +34,7 @@ __all__ = ["CANARY_TABLE_MIN_WIDTH", "command"]
          "certified lower bound and the verdict. Beside it, the independent-calls bound: the classical two-sample "
          "test, valid here because every canary is its own call (not in a training run), never the verdict.")
 @mechanism_argument
-@click.option("--canaries", type=click.IntRange(min=2), default=100_000, show_default=True,
+@click.option("--canaries", type=Checked(Integer(low=2)), default=100_000, show_default=True,
               help="Canaries m: each one independent call of the mechanism, included (x1) or not (x0) with "
                    "probability 1/2.")
 @click.option("--bound", type=choice(BOUNDS), default="fdp", show_default=True,
@@ -42,9 +43,9 @@ __all__ = ["CANARY_TABLE_MIN_WIDTH", "command"]
 @click.option("--guesses", default="claim", show_default=True,
               help="How many canaries k are guessed on, fixed before the bits are read: claim (the k the claim's own "
                    "curve makes best), grid (m, m/2, m/4, m/8, Bonferroni) or an integer.")
-@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+@click.option("--confidence", type=ranged("distinguish.confidence"), default=0.95,
               show_default=True, help="Confidence of the bounds.")
-@click.option("--bound-delta", type=click.FloatRange(0, 1, max_open=True), default=None,
+@click.option("--bound-delta", type=ranged("accounting.composition_delta"), default=None,
               help="delta of the bounds (default: the claim's delta).")
 @click.option("--pair", default=None,
               help="The neighbouring pair of the claim's audit setting, by label (default: the first, axis).")

@@ -14,7 +14,7 @@ from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
-from auditkit.cli.options import mechanism_argument, out_option, plugin_option
+from auditkit.cli.options import mechanism_argument, out_option, plugin_option, ranged
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
 from auditkit.stages.distinguish import distinguish_family, run_distinguish
@@ -27,7 +27,7 @@ __all__ = ["command"]
 @mechanism_argument
 @click.option("--trials", type=int, default=200_000, show_default=True,
               help="Outputs per neighbouring pair, split evenly between its two inputs.")
-@click.option("--confidence", type=click.FloatRange(0, 1, min_open=True, max_open=True), default=0.95,
+@click.option("--confidence", type=ranged("distinguish.confidence"), default=0.95,
               show_default=True, help="Family-wise confidence over every test run (Bonferroni).")
 @click.option("--bound-delta", type=float, default=None, help="delta of the lower bounds (default: the claim's delta).")
 @click.option("--adaptive/--no-adaptive", default=True, show_default=True,

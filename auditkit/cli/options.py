@@ -15,15 +15,17 @@ import click
 
 from auditkit.config import PRESETS, TRAINING_BACKENDS
 from auditkit.fl.spec import DPSGDSpec
-from auditkit.config_bounds import MAX_MEMORY_GIB, SIZES
+from auditkit.config_bounds import RANGES, SIZES
 from auditkit.data.catalog import DATASETS
 from auditkit.data.partition import PARTITION_SCHEMES
 from auditkit.mechanisms.registry import DEFAULT_PLUGIN_TIMEOUT, set_plugin_timeout
 from auditkit.models import MODEL_NAMES
+from auditkit.validation import Choice, Constraint, ValidationError
 
 __all__ = [
     "GroupedOption",
     "HelpArgument",
+    "Checked",
     "choice",
     "config_options",
     "CONFIG_KEYS",
@@ -35,27 +37,61 @@ __all__ = [
     "out_option",
     "path",
     "plugin_option",
+    "ranged",
+    "sized",
     "spec_options",
 ]
 
 Decorator = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
-def choice(values: Iterable[str]) -> click.Choice:
-    """A closed vocabulary: click checks the word and lists the values in the help and the error."""
-    return click.Choice(list(values))
+class Checked(click.ParamType):
+    """A flag's type from an ``auditkit.validation`` constraint (the one definition of what a value may be): the
+    word is parsed and checked by it, and a refused word is its one-line message, "--rounds must be an integer in
+    1..100000, got 0" (exit 2). ``where``: the name in the message (default: the flag)."""
+
+    def __init__(self, constraint: Constraint, where: str | None = None) -> None:
+        self.constraint, self.where = constraint, where
+        self.name = {float: "float", int: "integer", bool: "boolean"}.get(constraint.type, "text")
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        where = self.where or (param.opts[0] if param is not None and param.opts else "value")
+        try:
+            if isinstance(value, str):
+                return self.constraint.parse(value, where)
+            return self.constraint.check(value, where)
+        except ValidationError as err:
+            raise click.UsageError(str(err), ctx) from None
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        """The words of a closed vocabulary, else none."""
+        return self.constraint.words if isinstance(self.constraint, Choice) else ()
+
+    def get_metavar(self, param: click.Parameter, ctx: click.Context | None = None) -> str | None:
+        return "[" + "|".join(self.choices) + "]" if self.choices else self.name.upper()
+
+    def shell_complete(self, ctx: click.Context, param: click.Parameter, incomplete: str) -> list[Any]:
+        from click.shell_completion import CompletionItem
+
+        return [CompletionItem(word) for word in self.choices if word.startswith(incomplete)]
 
 
-class _SizedInt(click.IntRange):
-    """An IntRange whose word that is no number reads "'abc' is not a valid integer", as a plain int flag's did."""
+def choice(values: Iterable[str]) -> Checked:
+    """A closed vocabulary (``auditkit.validation.Choice``): the word is checked, the help and the error list the
+    values."""
+    return Checked(Choice(tuple(values)))
 
-    name = "integer"
+
+def sized(key: str) -> Checked:
+    """The range of config key ``key``'s size (``auditkit.config_bounds.SIZES``, the one definition): the flag's value
+    is checked by it, and the help and the error show the range."""
+    return Checked(SIZES[key])
 
 
-def sized(key: str) -> click.IntRange:
-    """The range of config key ``key``'s size (``auditkit.config_bounds.SIZES``, the one definition): click checks
-    the flag's value and shows the range in the help and the error."""
-    return _SizedInt(*SIZES[key])
+def ranged(key: str) -> Checked:
+    """A flag for config key ``key``, checked by its constraint (``auditkit.config_bounds.RANGES``)."""
+    return Checked(RANGES[key])
 
 
 def path(**kwargs: Any) -> click.Path:
@@ -88,14 +124,9 @@ def flag_of(name: str) -> str:
 
 
 def spec_options(specs: Sequence[Any], group: str, panel: str) -> list[click.Option]:
-    """One option per ``Param`` spec, its word handed on unparsed (the spec parses it, naming what is allowed)."""
-    def metavar(spec: Any) -> str:
-        if spec.choices:
-            return "[" + "|".join(spec.choices) + "]"
-        return {float: "FLOAT", int: "INTEGER"}.get(spec.type, "TEXT")
-
+    """One option per ``Param`` spec, its word parsed and checked by the spec's constraint (``Checked``)."""
     return [GroupedOption(flag_of(spec.name), group=group, key=spec.name, panel=panel, source=f"option {spec.name!r}",
-                          metavar=metavar(spec), type=str,
+                          type=Checked(spec.constraint, spec.name),
                           help=f"{spec.help} ({spec.allowed}"
                                + ("" if spec.default is None else f"; default {spec.default!r}") + ")")
             for spec in specs]
@@ -189,7 +220,7 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      help="Where FL training runs (builtin: the batched simulator in this process; flower: Flower's "
                           "Simulation Engine on Ray, pip install 'auditkit[flower]', resources in the config's "
                           "[flower])."),
-        click.option("--max-memory", type=click.FloatRange(0, MAX_MEMORY_GIB, min_open=True), default=None,
+        click.option("--max-memory", type=ranged("limits.max_memory_gib"), default=None,
                      metavar="GIB", help="The memory (GiB) a training run's estimate may need before it is refused "
                                          "(default: this machine's memory; auditkit.fl.memory)."),
         dp_sgd_options,

@@ -9,6 +9,7 @@ import torch
 
 from auditkit.mechanisms.base import Param, choice
 from auditkit.mechanisms.randomness import generator
+from auditkit.validation import Number
 
 PARTICIPATION = ("full", "uniform", "replacement", "poisson")
 
@@ -16,8 +17,8 @@ ACCOUNTED_PARTICIPATION_OPTIONS = (
     choice("participation", PARTICIPATION, "full",
            "who takes part in a round; 'poisson' (each client with probability --sample-rate) is the sampling the "
            "accountants amplify, where the mechanism's claim covers it"),
-    Param("sample_rate", float, None, "q, each client's probability of taking part in a round (participation "
-          "'poisson')", "a number in (0, 1]", check=lambda q: 0 < q <= 1),
+    Param("sample_rate", None, "q, each client's probability of taking part in a round (participation 'poisson')",
+          Number(0, 1, low_open=True)),
 )
 """The rounds' client sampling as ``auditkit account`` takes it (``--participation``, ``--sample-rate``)."""
 

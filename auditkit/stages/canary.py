@@ -54,7 +54,6 @@ the cost is trials x one short run -- meant for small models and few rounds.
 from __future__ import annotations
 
 import dataclasses
-import math
 import time
 from dataclasses import dataclass
 from collections.abc import Callable
@@ -77,6 +76,7 @@ from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.models import create_model
 from auditkit.stages.setting import build_mechanism, prepare_data, resolve_device
 from auditkit.stages.train import Experiment
+from auditkit.validation import Choice, Integer, Number, Optional
 from auditkit.mechanisms.views import View
 from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff
 from auditkit.stages.account import account_rounds
@@ -275,25 +275,7 @@ def _frozen(values: torch.Tensor, dtype: type) -> np.ndarray:
     return out
 
 
-def _integer(name: str, value: Any, low: int, high: int | None = None) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
-        allowed = f"in {low}..{high}" if high is not None else f">= {low}"
-        raise ValueError(f"{name} must be an integer {allowed}, got {value!r}")
-
-
-def _check_norm(canary_norm: float | None) -> None:
-    if canary_norm is not None and not (math.isfinite(canary_norm) and canary_norm > 0):
-        raise ValueError(f"canary_norm must be None or a finite number > 0, got {canary_norm!r}")
-
-
-def _check_common(confidence: float, delta: float | None, canary_norm: float | None, pair: str) -> None:
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if delta is not None and not 0 <= delta < 1:
-        raise ValueError(f"delta must be None or in [0, 1), got {delta!r}")
-    _check_norm(canary_norm)
-    if pair not in PAIRS:
-        raise ValueError(f"pair must be one of {', '.join(PAIRS)}, got {pair!r}")
+_NORM = Optional(Number(low=0, low_open=True))  # canary_norm: None is the mechanism's clip
 
 
 def _quickstart_setting() -> AuditConfig:
@@ -330,8 +312,8 @@ def canary_run(config: AuditConfig, canaries: int, *, canary_norm: float | None 
     that chooses the clients itself (``select_clients``: DP-SQ's device groups), a claim under another relation
     than REPLACE_ONE or ADD_OR_REMOVE_ONE.
     """
-    _integer("canaries", canaries, 1)
-    _check_norm(canary_norm)
+    Integer(low=1).check(canaries, "canaries")
+    _NORM.check(canary_norm, "canary_norm")
     if config.training.backend != "builtin":
         raise ValueError(f"training.backend must be 'builtin' for canary clients, got {config.training.backend!r}")
     start = time.perf_counter()
@@ -451,13 +433,15 @@ def repeated_training_audit(
     canary_round: the round the canary client takes part in (default the last).
     seed:         keys the trials' training and mechanism randomness (the data stay the config's).
     """
-    if view not in VIEWS:
-        raise ValueError(f"view must be one of {', '.join(VIEWS)}, got {view!r}")
-    _check_common(confidence, delta, canary_norm, pair)
+    Choice(VIEWS).check(view, "view")
+    Number(0, 1, low_open=True, high_open=True).check(confidence, "confidence")
+    Optional(Number(0, 1, high_open=True)).check(delta, "delta")
+    _NORM.check(canary_norm, "canary_norm")
+    Choice(PAIRS).check(pair, "pair")
     config = _without_checkpoints(config if config is not None else _quickstart_setting())
     rounds = config.training.rounds
     canary_round = rounds if canary_round is None else canary_round
-    _integer("canary_round", canary_round, 1, rounds)
+    Integer(1, rounds).check(canary_round, "canary_round")
     device = resolve_device(config.device)
     mechanism = build_mechanism(config)
     data, input_shape, num_classes, _ = prepare_data(config)

@@ -40,6 +40,7 @@ from auditkit.attacks.neighbouring_pairs import NeighbouringPair
 from auditkit.attacks.one_run import BOUNDS, GUESS_RULES, OneRunBound, largest_refuted_scale, one_run_bound
 from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, TradeOff
+from auditkit.validation import Choice, Integer, Number
 
 __all__ = [
     "INDEPENDENT_LABEL",
@@ -225,15 +226,12 @@ def idealized_canary_audit(
     claim). A registered name is created with ``private_seed = derive_seed("canary-private", seed)``."""
     if isinstance(mechanism, str):
         mechanism = mechanisms.create(mechanism, private_seed=derive_seed("canary-private", seed))
-    if isinstance(canaries, bool) or not isinstance(canaries, int | np.integer) or canaries < 2:
-        raise ValueError(f"canaries must be an integer >= 2, got {canaries!r}")
-    if bound not in BOUNDS:
-        raise ValueError(f"bound must be one of {', '.join(BOUNDS)}, got {bound!r}")
+    canaries = Integer(low=2).check(canaries, "canaries")
+    Choice(BOUNDS).check(bound, "bound")
     if isinstance(guesses, str) and guesses not in GUESS_RULES:
         raise ValueError(f"guesses must be one of {', '.join(GUESS_RULES)} or an integer in 1..{canaries}, "
                          f"got {guesses!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    Number(0, 1, low_open=True, high_open=True).check(confidence, "confidence")
     claim = mechanism.guarantee()
     curve, delta, claimed_epsilon = claim_at_delta(mechanism, delta)
     pairs = canary_pairs(mechanism, seed=seed)

@@ -157,7 +157,7 @@ def test_one_gradient_reading_of_a_single_step_update_is_exact(lenet16, clean):
         ({"lr": -1.0}, "lr must be a finite number > 0"),
         ({"signed": True}, "signed=True needs optimizer='adam'"),
         ({"observation": "update"}, "local_lr is required"),
-        ({"box": 1}, "box must be True or False"),
+        ({"box": 1}, "box must be true or false"),
         ({"mode": "parallel"}, "mode must be one of batched, sequential"),
         ({"device": "tpu9"}, "device must be None or a torch device"),
     ],

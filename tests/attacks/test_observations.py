@@ -47,7 +47,7 @@ def test_update_to_gradient_is_minus_update_over_lr_times_steps():
 
 @pytest.mark.parametrize(
     ("kwargs", "message"),
-    [({"lr": 0.0, "local_steps": 1}, "lr must be a positive number"), ({"lr": 0.1, "local_steps": 0}, "local_steps")],
+    [({"lr": 0.0, "local_steps": 1}, "lr must be a finite number > 0"), ({"lr": 0.1, "local_steps": 0}, "local_steps")],
 )
 def test_update_to_gradient_rejects_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):

@@ -56,7 +56,7 @@ def test_dpsq_and_msp_presets_have_the_papers_systems():
     ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4}, [{"name": "dpsq", "clusters": "optimal"}],
      "clusters = 'optimal' needs groups.bandwidth"),
     ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4}, [{"name": "dpsq", "fusion": "snr"}],
-     r"mechanisms\[0\].fusion must be one of: central-cell, oracle, bound, resolution, mean, got 'snr'"),
+     r"mechanisms\[0\].fusion must be one of central-cell, oracle, bound, resolution, mean, got 'snr'"),
     (None, [{"name": "dpsq", "fusion": "mean"}], r"mechanisms\[0\].fusion needs a \[groups\] table"),
     (None, [{"name": "gaussian", "fusion": "mean"}], r"unknown parameter 'fusion' for mechanism 'gaussian'"),
     ({"sizes": [5, 5], "bits": [2, 4], "clients_per_round": 4, "speed": 3}, [{"name": "dpsq"}], "groups.speed"),
@@ -92,12 +92,12 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"training": {"clients": 2.5}}, "training.clients must be an integer, got 2.5"),
     ({"training": {"model": "resnet"}}, "training.model must be one of linear, mlp, cnn"),
     ({"training": {"lr": math.nan}}, "training.lr must be a finite number, got nan"),
-    ({"data": {"dataset": "svhn"}}, "data.dataset must be one of mnist-5k, digits, mnist, cifar10; got 'svhn'"),
+    ({"data": {"dataset": "svhn"}}, "data.dataset must be one of mnist-5k, digits, mnist, cifar10, got 'svhn'"),
     ({"device": "tpu"}, "device must be one of auto, cpu, cuda, cuda:N"),
-    ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be rounds in [1, 10], got 99"),
-    ({"training": {"participation": "uniform"}}, "training.clients_per_round must be an integer in [1, 10]"),
+    ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be a list of integers in 1..10, got [1, 99]"),
+    ({"training": {"participation": "uniform"}}, "training.clients_per_round (participation 'uniform') must be an integer in 1..10"),
     ({"training": {"participation": "replacement"}},
-     "training.clients_per_round must be an integer in 1..100000 with participation 'replacement', got None"),
+     "training.clients_per_round (participation 'replacement') must be an integer in 1..100000, got None"),
     ({"mechanism": {"name": "nope"}}, "mechanism: unknown mechanism 'nope'"),
     ({"mechanism": {"name": "gaussian", "sigma": -1.0}}, "mechanism: sigma"),
     ({"mechanisms": [{"name": "gaussian"}, {"name": "nope"}]}, "mechanisms[1]: unknown mechanism 'nope'"),
@@ -113,8 +113,8 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"inversion": {"round": 7}}, "inversion.round must be one of the checkpoints [1], got 7"),
     ({"inversion": {"restarts": 0}}, "inversion.restarts must be an integer in 1..1000, got 0"),
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer in 100..10000000, got 10"),
-    ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be in (0, 1), got 1.0"),
-    ({"data": {"prefer": "svhn"}}, "data.prefer must be one of mnist-5k, digits, mnist, cifar10; got 'svhn'"),
+    ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be a number in (0, 1), got 1.0"),
+    ({"data": {"prefer": "svhn"}}, "data.prefer must be one of mnist-5k, digits, mnist, cifar10, got 'svhn'"),
     # renamed keys and mechanism parameters (docs/names.md) name the new one
     ({"inversion": {"clients": 2}}, "config key 'inversion.clients' was renamed to 'inversion.targets'"),
     ({"probe": {"clients": 2}}, "config key 'probe.clients' was renamed to 'probe.targets'"),
@@ -163,7 +163,7 @@ def test_accounting_and_plugins_round_trip_and_are_validated(tmp_path):
     assert config.to_dict()["plugins"] == []
     with pytest.raises(ConfigError, match="accounting.accountant must be one of opacus-prv, opacus-rdp"):
         from_dict({"accounting": {"accountant": "moments"}})
-    with pytest.raises(ConfigError, match=r"accounting.composition_delta must be in \[0, 1\), got 1.0"):
+    with pytest.raises(ConfigError, match=r"accounting.composition_delta must be a number in \[0, 1\), got 1.0"):
         from_dict({"accounting": {"composition_delta": 1.0}})
     with pytest.raises(ConfigError, match="plugin 'no_such_plugin_module' failed to load: No module named"):
         from_dict({"plugins": ["no_such_plugin_module"]})
@@ -189,7 +189,7 @@ def test_the_config_offers_every_inversion_attack_the_attacks_package_has():
 def test_training_backend_is_builtin_or_flower():
     assert from_dict({}).training.backend == "builtin"
     assert "flower" not in from_dict({}).to_dict()  # the [flower] table is written only when it is used
-    with pytest.raises(ConfigError, match=r"^training\.backend must be one of builtin, flower; got 'ray'$"):
+    with pytest.raises(ConfigError, match=r"^training\.backend must be one of builtin, flower, got 'ray'$"):
         from_dict({"training": {"backend": "ray"}})
     with pytest.raises(ConfigError, match=r"config key 'flower.cpus' is not allowed; allowed keys in \[flower\]: "
                                           r"num_cpus, num_gpus, ray_address"):
@@ -211,9 +211,9 @@ def test_dp_sgd_table_is_off_by_default_and_round_trips(tmp_path):
 
 
 @pytest.mark.parametrize(("table", "message"), [
-    ({"noise_multiplier": 0}, "dp_sgd.noise_multiplier must be > 0, got 0.0"),
-    ({"noise_multiplier": -1.5}, "dp_sgd.noise_multiplier must be > 0, got -1.5"),
-    ({"noise_multiplier": 1.0, "max_grad_norm": 0}, "dp_sgd.max_grad_norm must be > 0, got 0.0"),
+    ({"noise_multiplier": 0}, "dp_sgd.noise_multiplier must be a number in [1e-09, 1e+09], got 0.0"),
+    ({"noise_multiplier": -1.5}, "dp_sgd.noise_multiplier must be a number in [1e-09, 1e+09], got -1.5"),
+    ({"noise_multiplier": 1.0, "max_grad_norm": 0}, "dp_sgd.max_grad_norm must be a finite number > 0, got 0.0"),
     ({"noise_multiplier": "high"}, "dp_sgd.noise_multiplier must be a finite number, got 'high'"),
     ({"noise_multiplier": math.inf}, "dp_sgd.noise_multiplier must be a finite number, got inf"),
     ({"max_grad_norm": 0.5}, "dp_sgd.noise_multiplier must be given to turn DP-SGD on ([dp_sgd] sets max_grad_norm "

@@ -29,7 +29,7 @@ def _updates(rows: int, size: int, norm: float, seed: int = 0) -> torch.Tensor:
     ({"noise_multiplier": 0.0}, "noise_multiplier must be a finite number > 0, got 0.0"),
     ({"noise_multiplier": -1.0}, "noise_multiplier must be a finite number > 0"),
     ({"clip": 0.0}, "clip must be a finite number > 0"),
-    ({"clipping": "both"}, "clipping must be one of: client, server"),
+    ({"clipping": "both"}, "clipping must be one of client, server"),
 ])
 def test_bad_parameters_are_refused_in_one_line(params, message):
     with pytest.raises(ValueError, match=message) as err:

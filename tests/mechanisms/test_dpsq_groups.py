@@ -151,7 +151,7 @@ def test_oracle_fusion_uses_the_measured_distortions():
     assert np.allclose(w.numpy(), theta / theta.sum())
     with pytest.raises(ValueError, match="oracle_distortions must hold one measured"):
         fusion_weights("oracle", PAPER, [0, 1], dimension=4, bound=10.0)
-    with pytest.raises(ValueError, match="mode must be one of: central-cell, oracle, bound, resolution, mean"):
+    with pytest.raises(ValueError, match="mode must be one of central-cell, oracle, bound, resolution, mean"):
         fusion_weights("snr", PAPER, [0, 1], dimension=4, bound=10.0)
     with pytest.raises(ValueError, match="group_ids must be a non-empty sequence of group indices in 0..1"):
         fusion_weights("mean", PAPER, [2], dimension=4, bound=10.0)
@@ -265,12 +265,12 @@ def test_laplace_sq_protocol_counts_its_noise_in_the_weights():
     ("kwargs", "message"),
     [
         ({"mechanism": "gaussian"}, "mechanism must run the device-groups protocol \\(dpsq, laplace-sq\\)"),
-        ({"fusion": "snr"}, "fusion must be one of: central-cell, oracle, bound, resolution, mean"),
+        ({"fusion": "snr"}, "fusion must be one of central-cell, oracle, bound, resolution, mean"),
         ({"params": {"bits": 3}}, "params must not set bits"),
         ({"params": {"eps": -1}}, "eps must be a finite number > 0"),
         ({"cluster_sizes": "optimal", "total": 4}, r'cluster_sizes="optimal" needs bandwidth \(B\)'),
         ({"cluster_sizes": "random"}, r'cluster_sizes="random" needs total \(N\)'),
-        ({"cluster_sizes": "all", "total": 4}, "cluster_sizes must be one of: random, optimal, proportional"),
+        ({"cluster_sizes": "all", "total": 4}, "cluster_sizes must be one of random, optimal, proportional"),
         ({"cluster_sizes": (0, 2)}, r"cluster_sizes must be one integer 1 <= c_m <= g_m per group \(4, 4\)"),
         ({"cluster_sizes": (2, 2), "bandwidth": 10}, "cluster_sizes \\(2, 2\\) use 12 bits per coordinate"),
         ({"cluster_sizes": "random", "total": 9}, "total must be an integer in 2..8"),

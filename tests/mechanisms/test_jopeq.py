@@ -106,7 +106,7 @@ def test_laplace_separate_form_adds_the_full_laplace_noise_and_the_dither():
 
 
 def test_laplace_support_rule_refuses_unknown_words():
-    with pytest.raises(ValueError, match="support_rule must be one of: jopeq-code, paper002"):
+    with pytest.raises(ValueError, match="support_rule must be one of jopeq-code, paper002"):
         mechanisms.create("jopeq-laplace", support_rule="reference")
 
 

@@ -66,7 +66,7 @@ def test_unknown_parameter_names_the_valid_ones():
         ("sdq", "bits", 2.5, "an integer in 1..16"),
         ("sdq", "bits", 8.0, "an integer in 1..16"),
         ("sdq", "support", math.nan, "a finite number > 0"),
-        ("sdq", "compat", "bogus", "one of: none, jopeq-code"),
+        ("sdq", "compat", "bogus", "one of none, jopeq-code"),
     ],
 )
 def test_invalid_values_name_the_parameter_and_what_is_allowed(name, param, value, allowed):

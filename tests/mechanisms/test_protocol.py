@@ -100,7 +100,7 @@ def test_without_its_table_the_protocol_uses_its_defaults_and_a_bad_table_names_
     assert protocol.name == "median-relay" and protocol.drop == 0 and protocol.keep_views == "yes"
     with pytest.raises(ConfigError, match=r"^relay.drop must be an integer in \[0, 3\], got 4$"):
         _config(plugin, relay={"drop": 4})
-    with pytest.raises(ConfigError, match=r"^mechanism.keep_views must be one of: yes, no, got 'maybe'$"):
+    with pytest.raises(ConfigError, match=r"^mechanism.keep_views must be one of yes, no, got 'maybe'$"):
         _config(plugin, mechanism={"keep_views": "maybe"})
     with pytest.raises(ConfigError, match="relay.hops"):
         _config(plugin, relay={"hops": 2})

@@ -116,12 +116,12 @@ def test_none_has_no_claim(run):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--bound", "both"], "invalid value for '--bound': 'both' is not one of 'fdp', 'steinke'"),
+    (["--bound", "both"], "--bound must be one of fdp, steinke, got 'both'"),
     (["--guesses", "best"], "--guesses must be claim, grid or an integer in 1..10000 (--canaries), got 'best'"),
     (["--guesses", "20000"], "--guesses must be claim, grid or an integer in 1..10000 (--canaries), got '20000'"),
-    (["--canaries", "1"], "invalid value for '--canaries': 1 is not in the range x>=2"),
-    (["--confidence", "1"], "invalid value for '--confidence': 1.0 is not in the range 0<x<1"),
-    (["--bound-delta", "1.5"], "invalid value for '--bound-delta': 1.5 is not in the range 0<=x<1"),
+    (["--canaries", "1"], "--canaries must be an integer >= 2, got 1"),
+    (["--confidence", "1"], "--confidence must be a number in (0, 1), got 1.0"),
+    (["--bound-delta", "1.5"], "--bound-delta must be a number in [0, 1), got 1.5"),
     (["--bound-delta", "0"], "--bound-delta: the claim's curve GDP μ = 1 gives no finite epsilon at delta 0"),
     (["--pair", "diagonal"], "--pair must be one of axis, spread, random-1, random-2, zero-vs-axis, beyond-clip"),
     (["--bits", "3"], "--bits is not a parameter of mechanism 'gaussian'"),

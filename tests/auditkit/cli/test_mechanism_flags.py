@@ -47,7 +47,7 @@ def non_default(name, spec):
     parameter changed too (jopeq-exact's n = 2 needs noise = t): (value, the other parameters)."""
     others = [o for o in mechanisms.mechanism_class(name).params_spec if o.name != spec.name]
     for value in _candidates(spec):
-        if value == spec.default or spec.check(value) is False or not _accepted(name, {spec.name: value}):
+        if value == spec.default or not _accepted(name, {spec.name: value}):
             continue
         return value, {}
     for value in _candidates(spec):
@@ -126,7 +126,7 @@ def test_a_parameter_the_mechanism_lacks_is_refused_by_name(tmp_path):
 
 def test_a_refused_value_names_the_parameter_and_what_is_allowed(tmp_path):
     result = CliRunner().invoke(APP, ["distinguish", "dpsq", "--range", "sideways"])
-    assert result.exit_code == 2 and "range must be one of: literal, adaptive, got 'sideways'" in result.output
+    assert result.exit_code == 2 and "range must be one of literal, adaptive, got 'sideways'" in result.output
     result = CliRunner().invoke(APP, ["account", "jopeq-t", "--bits", "2.5"])
     assert result.exit_code == 2 and "bits must be an integer in 1..12, got '2.5'" in result.output
 

@@ -27,5 +27,5 @@ def test_a_run_records_the_inverse_schedules_rates_and_a_bad_name_is_refused():
     config = from_dict({"training": {"clients": 3, "rounds": 3, "tau": 1, "lr": 0.2, "lr_schedule": "inverse"},
                         "mechanism": {"name": "none"}})
     assert [r.lr for r in Experiment(config).train().result.rounds] == pytest.approx([0.2, 0.1, 0.2 / 3])
-    with pytest.raises(ConfigError, match="training.lr_schedule must be one of plateau, inverse; got 'cosine'"):
+    with pytest.raises(ConfigError, match="training.lr_schedule must be one of plateau, inverse, got 'cosine'"):
         from_dict({"training": {"lr_schedule": "cosine"}})

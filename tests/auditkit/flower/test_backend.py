@@ -113,8 +113,8 @@ def test_cli_bad_flower_settings_exit_2_and_write_nothing(tmp_path, flower_table
 
 
 @pytest.mark.parametrize("flower, message", [
-    ({"num_cpus": 0}, r"^flower\.num_cpus must be > 0 \(CPUs per client\), got 0"),
-    ({"num_gpus": -1}, r"^flower\.num_gpus must be >= 0"),
+    ({"num_cpus": 0}, r"^flower\.num_cpus \(CPUs per client\) must be a finite number > 0, got 0"),
+    ({"num_gpus": -1}, r"^flower\.num_gpus \(GPUs per client, fractions allowed\) must be a finite number >= 0"),
     ({"ray_address": " "}, r"^flower\.ray_address must be host:port or ray://host:port"),
 ])
 def test_flower_table_errors_name_the_key(flower, message):

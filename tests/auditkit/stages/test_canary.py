@@ -179,7 +179,7 @@ def test_what_canary_clients_cannot_join_is_a_one_line_error(change, canaries, m
     with pytest.raises(ValueError, match=match) as info:
         canary_run(config, canaries)
     assert "\n" not in str(info.value)
-    with pytest.raises(ValueError, match="canary_norm must be None or a finite number > 0"):
+    with pytest.raises(ValueError, match="canary_norm must be a finite number > 0 or None"):
         canary_run(quickstart(**SMALL), 10, canary_norm=-1.0)
 
 
