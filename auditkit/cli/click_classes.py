@@ -13,7 +13,8 @@ from click.core import ParameterSource
 
 from auditkit.cli.errors import UnknownCommand
 from auditkit.cli.mechanism_flags import MechanismOption
-from auditkit.cli.options import GroupedOption, HelpArgument
+from auditkit.cli.options import Checked, GroupedOption, HelpArgument
+from auditkit.validation import Integer, Number
 
 __all__ = ["AuditkitCommand", "AuditkitGroup"]
 
@@ -69,6 +70,9 @@ class AuditkitCommand(click.Command):
                 sections["Arguments"].append((param.human_readable_name, param.help or ""))
                 continue
             record = param.get_help_record(ctx)
+            if record is not None and isinstance(param.type, Checked) and isinstance(param.type.constraint,
+                                                                                    Integer | Number):
+                record = (record[0], f"{record[1]}  [{param.type.constraint.allowed}]".strip())
             if record is not None:
                 sections.setdefault(param.panel if isinstance(param, GroupedOption) else "Options", []).append(record)
         for title, rows in sections.items():
