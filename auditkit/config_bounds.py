@@ -8,11 +8,12 @@ until killed. Every message is one line naming the key and what is allowed.
 """
 from __future__ import annotations
 
+import enum
 import types
 import typing
 from typing import Any
 
-from auditkit.validation import Constraint, Flag, Integer, ListOf, Number, Text, ValidationError
+from auditkit.validation import Choice, Constraint, Flag, Integer, ListOf, Number, Text, ValidationError
 
 
 class ConfigError(ValidationError):
@@ -36,6 +37,10 @@ SIZES: dict[str, Integer] = {
     # (the memory check bounds the product); the papers use tau <= 15 and batches <= 10
     "training.tau": Integer(1, 10_000),
     "training.batch_size": Integer(1, 10_000),
+    # passes over a client's data per round: a client of n_k examples takes local_epochs x ceil(n_k / B) steps
+    "training.local_epochs": Integer(1, 1_000),
+    # clients trained as one batched tensor program: their parameters, state and gradients held at once
+    "training.client_chunk": Integer(1, 100_000),
     # (training.checkpoints: each must be a round of the run, so within these rounds)
     # gradient inversion: one reconstruction per target, each start an L-BFGS run of `iterations` model passes
     # (the presets: 2-4 targets, 100-300 iterations, 2-4 restarts)
@@ -88,6 +93,8 @@ RANGES: dict[str, Constraint] = {
     "training.momentum": _FRACTION,
     "training.lr_factor": Number(0, 1, low_open=True),
     "training.lr_patience": Integer(low=0),
+    "training.weight_decay": Number(0, 1),
+    "training.server_lr": Number(0, 100, low_open=True),
     "accounting.composition_delta": _FRACTION,
     "distinguish.confidence": Number(0, 1, low_open=True, high_open=True),
     "dp_sgd.noise_multiplier": NOISE,  # > 0 as well: a clipping-only run has no example-level claim
@@ -168,9 +175,11 @@ _OF_TYPE: dict[Any, Constraint] = {
 
 def constraint_of(annotation: Any) -> Constraint:
     """The constraint of a field's type (``int``, ``float``, ``str``, ``bool``, ``tuple[int, ...]`` (at least 1),
-    ``tuple[float, ...]``, or one of them ``| None``): an int accepts a float of integer value, a float any finite
+    ``tuple[float, ...]``, a ``StrEnum``, or one of them ``| None``): an int accepts a float of integer value, a float any finite
     number."""
     kinds = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    if isinstance(kinds[0], type) and issubclass(kinds[0], enum.StrEnum):  # a closed vocabulary: its members
+        return Choice(kinds[0])
     return _OF_TYPE[kinds[0]]
 
 

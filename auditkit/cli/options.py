@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from auditkit.config import PRESETS, TRAINING_BACKENDS
-from auditkit.fl.spec import DPSGDSpec
+from auditkit.fl.spec import BNStats, ClientMode, DPSGDSpec, Optimizer, OptimizerState, Precision
 from auditkit.config_bounds import RANGES, SIZES
 from auditkit.data.catalog import DATASETS
 from auditkit.data.partition import PARTITION_SCHEMES
@@ -216,6 +216,25 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--batch-size", type=sized("training.batch_size"), default=None,
                      help="Samples per local step (1 = CEPAM)."),
         click.option("--lr", type=float, default=None, help="Client learning rate."),
+        click.option("--local-epochs", type=sized("training.local_epochs"), default=None,
+                     help="Passes over each client's data per round, in shuffled batches (instead of --tau steps)."),
+        click.option("--optimizer", type=choice(Optimizer), default=None,
+                     help="The clients' optimiser (sgd: with --momentum from the config; adam: PyTorch's Adam)."),
+        click.option("--weight-decay", type=ranged("training.weight_decay"), default=None,
+                     help="L2 weight decay of the clients' optimiser."),
+        click.option("--optimizer-state", type=choice(OptimizerState), default=None,
+                     help="kept: a client's momentum / Adam moments carry over to its next round; reset: a fresh "
+                          "optimiser every round."),
+        click.option("--server-lr", type=ranged("training.server_lr"), default=None,
+                     help="The server's step: w <- w + server_lr * aggregate."),
+        click.option("--client-mode", type=choice(ClientMode), default=None,
+                     help="train: BatchNorm on the batch's statistics, dropout on; eval: on the received statistics."),
+        click.option("--bn-stats", type=choice(BNStats), default=None,
+                     help="BatchNorm running statistics: averaged by the server (in the clear) or kept local (FedBN)."),
+        click.option("--precision", type=choice(Precision), default=None,
+                     help="The clients' arithmetic: fp32, or bf16 autocast (parameters stay fp32)."),
+        click.option("--client-chunk", type=sized("training.client_chunk"), default=None,
+                     help="Clients trained as one batched program (default: as many as fit in memory)."),
         click.option("--backend", type=choice(TRAINING_BACKENDS), default=None,
                      help="Where FL training runs (builtin: the batched simulator in this process; flower: Flower's "
                           "Simulation Engine on Ray, pip install 'auditkit[flower]', resources in the config's "
@@ -235,6 +254,8 @@ CONFIG_KEYS: dict[str, str] = {
     "download": "data.download", "partition": "data.partition", "model": "training.model",
     "clients": "training.clients", "rounds": "training.rounds", "tau": "training.tau",
     "batch_size": "training.batch_size", "lr": "training.lr", "backend": "training.backend",
+    **{name: f"training.{name}" for name in ("local_epochs", "optimizer", "weight_decay", "optimizer_state",
+                                             "server_lr", "client_mode", "bn_stats", "precision", "client_chunk")},
     "max_memory": "limits.max_memory_gib",
 }
 """The config key each option of ``config_options`` sets (parameter name -> dotted key); ``dp_sgd_options`` set

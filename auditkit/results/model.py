@@ -13,9 +13,10 @@ from pydantic import Field, model_validator
 
 from auditkit.attacks.headline import TestKind
 from auditkit.attacks.verdicts import Evidence, Verdict
+from auditkit.fl.spec import BNStats, ClientMode, Optimizer, OptimizerState, Precision
 from auditkit.mechanisms.capabilities import CapabilityState
 from auditkit.mechanisms.views import View
-from auditkit.results.types import (Bool, Finite, Int, JsonObject, Name, Number, Section, Text, figure_path,
+from auditkit.results.types import (Bool, Int, JsonObject, Name, Number, Section, Text, figure_path,
                                     one_of, short)
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "Command", "ResultsDocument", "Setting"]
@@ -62,6 +63,17 @@ class TrainingInfo(Section):
     participation: Text
     sampling: Text
     backend: Text = None
+    # how the clients trained (absent: a document from before they were recorded, or a recording's app)
+    local_epochs: Int = None
+    optimizer: one_of(Optimizer) = None
+    momentum: Number = None
+    weight_decay: Number = None
+    optimizer_state: one_of(OptimizerState) = None
+    server_lr: Number = None
+    client_mode: one_of(ClientMode) = None
+    bn_stats: one_of(BNStats) = None  # only for a model with BatchNorm running statistics
+    precision: one_of(Precision) = None
+    client_chunk: Int = None  # clients trained as one batched program (the built-in backend)
 
 
 class Provenance(Section):

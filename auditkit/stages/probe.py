@@ -33,7 +33,9 @@ from auditkit import attacks
 from auditkit import mechanisms
 from auditkit.attacks import metrics
 from auditkit.attacks.gradient_inversion import iteration_settings
-from auditkit.fl.local_training import train_clients_batched
+from auditkit.fl.local_training import LocalSteps, LocalTraining, train_clients_batched
+from auditkit.fl.optimizers import LocalOptimizer
+from auditkit.fl.spec import Optimizer
 from auditkit.fl.simulation import FederatedData
 from auditkit.config import AuditConfig
 from auditkit.stage_store import stage_key
@@ -91,8 +93,8 @@ def probe_updates(model: nn.Module, weights: torch.Tensor, images: torch.Tensor,
     on its own B examples (``images``: K x B x C x H x W) from the global ``weights``."""
     steps_in = images.unsqueeze(1).expand(-1, local_steps, *images.shape[1:])
     steps_y = labels.unsqueeze(1).expand(-1, local_steps, labels.shape[1])
-    zeros = torch.zeros(len(images), weights.numel())
-    after = train_clients_batched(model, weights, zeros, steps_in, steps_y, lr=lr, mu=momentum).params
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, lr, momentum))
+    after = train_clients_batched(model, weights, LocalSteps.gathered(steps_in, steps_y), training).params
     return (after - weights).detach()
 
 

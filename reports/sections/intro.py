@@ -45,10 +45,12 @@ def _context(results: ResultsDocument) -> list[str]:
     if model is not None:
         clauses.append(f"model {model.name} ({model.num_params:,} parameters)")
     if training is not None:
-        clauses.append(f"{training.rounds} FedAvg rounds of τ = {training.tau} local steps "
-                       f"(batch size {training.batch_size}, learning rate {number(training.lr, 'g')}, "
-                       f"participation: {training.participation})")
+        local = (plural(training.local_epochs, "local epoch") if training.local_epochs is not None
+                 else f"τ = {training.tau} local steps")
+        clauses.append(f"{training.rounds} FedAvg rounds of {local} (batch size {training.batch_size}, "
+                       f"learning rate {number(training.lr, 'g')}, participation: {training.participation})")
     return clauses
+
 
 
 def _same(values: list[Any]) -> Any:
