@@ -102,6 +102,7 @@ class Observation:
     batch_size: int
     views: dict[str, object]
     ground_truth: dict[str, torch.Tensor]
+    global_buffers: dict[str, torch.Tensor] = field(default_factory=dict)  # the model's buffers the clients received
 
 
 @dataclass
@@ -190,6 +191,7 @@ class FederatedSimulation:
                 clients_per_round=t.clients_per_round, sample_rate=t.sample_rate,
             )
         before = self.params.clone()
+        buffers_before = dict(self.buffers)  # replaced, never mutated, by the round
         record_views = round_ in t.checkpoints
         bits: list[int] = []
         stats: dict[str, float] = {}
@@ -220,6 +222,7 @@ class FederatedSimulation:
                     round=round_, clients=clients, global_before=before.cpu(), lr=lr, tau=batches.shape[1],
                     batch_size=t.batch_size, views=views,
                     ground_truth={"updates": updates.detach().cpu(), "batch_indices": batches.cpu()},
+                    global_buffers={k: v.detach().cpu().clone() for k, v in buffers_before.items()},
                 )
         val_loss, val_acc = self.evaluate(self.data.validation)
         test_loss, test_acc = self.evaluate(self.data.test)

@@ -202,10 +202,12 @@ class RecordedView:
     extra: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
     observations: dict[str, str] = dataclasses.field(default_factory=dict)
     view: str = "server"
+    buffers: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # the global model's (BatchNorm)
+    client_mode: str = "train"
 
     @classmethod
     def from_observation(cls, observation: Any, train_images: torch.Tensor, count: int,
-                         protocol: str = "uplink") -> "RecordedView":
+                         protocol: str = "uplink", client_mode: str = "train") -> "RecordedView":
         """The first ``count`` clients of an ``auditkit.fl.simulation.Observation`` of a run whose mechanism has
         ``protocol`` (the run's round protocol); a protocol with an update estimator has its server view turned into estimates."""
         count = min(count, len(observation.clients))
@@ -232,6 +234,7 @@ class RecordedView:
             truth=observation.ground_truth["updates"][:count].detach().float().clone(),
             images_used=train_images[used].detach().float().clone(), lr=observation.lr, tau=observation.tau,
             extra=extra, observations=observations, view=view,
+            buffers={k: v.clone() for k, v in observation.global_buffers.items()}, client_mode=str(client_mode),
         )
 
     def to_tensors(self) -> dict[str, Any]:
@@ -240,6 +243,21 @@ class RecordedView:
     @classmethod
     def from_tensors(cls, saved: Mapping[str, Any]) -> "RecordedView":
         return cls(**saved)
+
+
+def as_the_clients_ran(model: nn.Module, buffers: Mapping[str, torch.Tensor], client_mode: str) -> None:
+    """Put the attacked ``model`` in the clients' mode: ``eval``, normalising by the global running statistics
+    ``buffers`` it receives; ``train``, normalising each input by its own batch statistics without tracking them
+    (``torch.func.replace_all_batch_norm_modules_``: the attacker's dummy batch is not the client's batch)."""
+    own = dict(model.named_buffers())
+    with torch.no_grad():
+        for name, value in buffers.items():
+            own[name].copy_(value)
+    if client_mode == "eval":
+        model.eval()
+    else:
+        model.train()
+        torch.func.replace_all_batch_norm_modules_(model)
 
 
 def _best_matches(reconstructions: torch.Tensor, images_used: torch.Tensor) -> torch.Tensor:
@@ -272,6 +290,7 @@ def attack_recorded_view(
     from torch.nn.utils import vector_to_parameters
 
     vector_to_parameters(view.global_before.clone(), model.parameters())
+    as_the_clients_ran(model, view.buffers, view.client_mode)
     settings = dict(settings or {})
     if unroll:
         settings.update(observation="update", local_steps=view.tau, local_lr=view.lr)

@@ -35,13 +35,14 @@ from auditkit.attacks import metrics
 from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.fl.local_training import LocalSteps, LocalTraining, train_clients_batched
 from auditkit.fl.optimizers import LocalOptimizer
-from auditkit.fl.spec import Optimizer
+from auditkit.fl.spec import ClientMode, Optimizer
 from auditkit.fl.simulation import FederatedData
 from auditkit.config import AuditConfig
 from auditkit.stage_store import stage_key
 from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.stages.identification import claim_bound, identification_tests, matched_entry
+from auditkit.stages.inversion import as_the_clients_ran
 from auditkit.models import create_model
 from auditkit.stages.setting import prepare_data
 from auditkit.attacks.identification import candidate_scorer
@@ -93,7 +94,8 @@ def probe_updates(model: nn.Module, weights: torch.Tensor, images: torch.Tensor,
     on its own B examples (``images``: K x B x C x H x W) from the global ``weights``."""
     steps_in = images.unsqueeze(1).expand(-1, local_steps, *images.shape[1:])
     steps_y = labels.unsqueeze(1).expand(-1, local_steps, labels.shape[1])
-    training = LocalTraining(LocalOptimizer(Optimizer.SGD, lr, momentum))
+    mode = ClientMode.TRAIN if model.training else ClientMode.EVAL  # as the clients ran (``as_the_clients_ran``)
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, lr, momentum), mode)
     after = train_clients_batched(model, weights, LocalSteps.gathered(steps_in, steps_y), training).params
     return (after - weights).detach()
 
@@ -310,6 +312,7 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
     probe, ident, seed = config.probe, config.identification, config.seed
     data, shape, classes, _ = prepare_data(config)
     model = create_model(config.training.model, input_shape=shape, num_classes=classes)
+    as_the_clients_ran(model, saved.get("buffers", {}), config.training.client_mode)
     weights, lr, momentum = saved["weights"], float(saved["lr"]), config.training.momentum
     clients = probe_clients(data, probe.targets, probe.batch_size, seed=seed)
     companions = clients.indices[0, 1:]  # the informed adversary knows the rest of the target's batch

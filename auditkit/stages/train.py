@@ -166,10 +166,12 @@ def train_stage(config: AuditConfig, *, on_round: Callable[[RoundRecord], None] 
     tensors: dict[str, Any] = {}
     if config.inversion.enabled and observed:
         tensors["view"] = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
-                                                        config.inversion.targets, run.protocol).to_tensors()
+                                                        config.inversion.targets, run.protocol,
+                                                        config.training.client_mode).to_tensors()
     if probed:
         tensors["probe"] = {"round": probed[0].round, "lr": probed[0].lr,
-                            "weights": probed[0].global_before.detach().float().cpu().clone()}
+                            "weights": probed[0].global_before.detach().float().cpu().clone(),
+                            "buffers": probed[0].global_buffers}
     result = {"training": results.training_entry(run.result, run.protocol), "device": str(run.device),
               "provenance": data_provenance(run), "inversion_round": inversion_round if observed else None}
     return StageOutput(result, tensors=tensors or None)
