@@ -612,6 +612,9 @@ def _check_dp_sgd(config: AuditConfig) -> None:
     """A composition delta DP-SGD's Gaussian claim can be stated at (its noise multiplier and clip: ``RANGES``). That
     ``training.batch_size`` fits the smallest client is checked once the data are split
     (``auditkit.stages.train.prepare_data``)."""
+    if config.dp_sgd.enabled and config.training.local_epochs is not None:
+        raise ConfigError("training.local_epochs cannot be combined with [dp_sgd]: DP-SGD samples its own Poisson "
+                          "batches for training.tau steps (what its accounting assumes); leave local_epochs out")
     if config.dp_sgd.enabled and config.accounting.composition_delta == 0:
         raise ConfigError("dp_sgd's example-level claim needs accounting.composition_delta > 0 (a Gaussian has no "
                           "finite epsilon at delta 0), got 0")

@@ -261,3 +261,25 @@ def test_a_dataset_named_with_files_is_kept_over_the_preference(tmp_path):
     loader checks DIR; with ``download`` the preferred dataset is fetched into DIR, not replaced."""
     assert from_dict(_jopeq({"dataset": "cifar10", "data_dir": str(tmp_path)})).data.dataset == "cifar10"
     assert from_dict(_jopeq({"data_dir": str(tmp_path), "download": True})).data.dataset == "mnist"
+
+
+def test_local_training_keys_are_checked_in_one_line():
+    """The [training] keys of local training: closed vocabularies and ranges named with what is allowed."""
+    t = from_dict({"training": {"local_epochs": 2, "optimizer": "adam", "weight_decay": 5e-4, "server_lr": 0.5,
+                                "client_mode": "eval", "bn_stats": "local", "precision": "bf16",
+                                "optimizer_state": "reset", "client_chunk": 8}}).training
+    assert (t.local_epochs, t.optimizer, t.client_mode, t.bn_stats, t.precision) == (2, "adam", "eval", "local", "bf16")
+    for key, value, message in [
+        ("optimizer", "rmsprop", "training.optimizer must be one of sgd, adam, got 'rmsprop'"),
+        ("client_mode", "test", "training.client_mode must be one of train, eval, got 'test'"),
+        ("bn_stats", "mean", "training.bn_stats must be one of averaged, local, got 'mean'"),
+        ("precision", "fp16", "training.precision must be one of fp32, bf16, got 'fp16'"),
+        ("local_epochs", 0, "training.local_epochs must be an integer in 1..1000, got 0"),
+        ("server_lr", 0, "training.server_lr must be a number in (0, 100], got 0.0"),
+        ("weight_decay", -0.1, "training.weight_decay must be a number in [0, 1], got -0.1"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            from_dict({"training": {key: value}})
+        assert str(err.value) == message
+    with pytest.raises(ConfigError, match=r"^training\.local_epochs cannot be combined with \[dp_sgd\]"):
+        from_dict({"training": {"local_epochs": 1}, "dp_sgd": {"noise_multiplier": 1.0}})
