@@ -7,7 +7,7 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     plugins = ["my_pkg.my_mech"]   # modules that register mechanisms of one's own (plugins)
 
     [data]
-    dataset = "mnist-5k"     # mnist-5k (embedded, the default) | digits (embedded) | mnist | fashion-mnist | svhn | cifar10
+    dataset = "mnist-5k"     # mnist-5k (embedded, the default) | digits (embedded) | mnist | fashion-mnist | svhn | cifar10 | cifar100
     partition = "iid"        # iid | dirichlet | shards
 
     [training]

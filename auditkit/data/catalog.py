@@ -6,14 +6,14 @@ from pathlib import Path
 from auditkit.data.dataset import Dataset
 from auditkit.data.embedded import load_digits_dataset, load_mnist_5k_dataset
 
-DATASETS = ("mnist-5k", "digits", "mnist", "fashion-mnist", "svhn", "cifar10")
+DATASETS = ("mnist-5k", "digits", "mnist", "fashion-mnist", "svhn", "cifar10", "cifar100")
 EMBEDDED = ("mnist-5k", "digits")  # shipped with installed libraries: no data_dir, no download
 
 
 def load_dataset(name: str, *, data_dir: str | Path | None = None, download: bool = False) -> Dataset:
     """Load dataset ``name`` (one of :data:`DATASETS`).
 
-    ``mnist-5k`` and ``digits`` are embedded and ignore ``data_dir``; ``mnist``, ``fashion-mnist``, ``svhn`` and ``cifar10`` are read from ``data_dir``
+    ``mnist-5k`` and ``digits`` are embedded and ignore ``data_dir``; ``mnist``, ``fashion-mnist``, ``svhn``, ``cifar10`` and ``cifar100`` are read from ``data_dir``
     through torchvision and are downloaded there only when ``download`` is true. Missing files raise
     :class:`~auditkit.data.DataNotFoundError` saying where to put which files.
     """
@@ -26,7 +26,8 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, download: boo
         from auditkit.data import torchvision_sets
 
         loader = {"mnist": torchvision_sets.load_mnist, "fashion-mnist": torchvision_sets.load_fashion_mnist,
-                  "svhn": torchvision_sets.load_svhn, "cifar10": torchvision_sets.load_cifar10}[name]
+                  "svhn": torchvision_sets.load_svhn, "cifar10": torchvision_sets.load_cifar10,
+                  "cifar100": torchvision_sets.load_cifar100}[name]
         return loader(data_dir, download=download)
     raise ValueError(f"dataset must be one of {', '.join(DATASETS)}, got {name!r}")
 
@@ -45,6 +46,8 @@ def dataset_available(name: str, data_dir: str | Path | None) -> bool:
         folder, files = Path(data_dir) / "FashionMNIST" / "raw", torchvision_sets.FASHION_MNIST_FILES
     elif name == "svhn":
         folder, files = Path(data_dir) / "svhn", torchvision_sets.SVHN_FILES
+    elif name == "cifar100":
+        folder, files = Path(data_dir) / "cifar-100-python", torchvision_sets.CIFAR100_FILES
     else:
         folder, files = Path(data_dir) / "cifar-10-batches-py", torchvision_sets.CIFAR10_FILES
     return all((folder / f).is_file() for f in files)

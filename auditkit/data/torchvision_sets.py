@@ -1,6 +1,8 @@
-"""MNIST, Fashion-MNIST, SVHN and CIFAR-10 (the papers' data), read from a local folder: MNIST through torchvision's own loader, CIFAR-10
-in torchvision's layout through ``auditkit.data.safe_pickle`` (its batches are pickles, which torchvision loads with
-plain ``pickle.load``; checksums are not verified, so subsets and re-packed batches are accepted).
+"""MNIST, Fashion-MNIST, SVHN, CIFAR-10 and CIFAR-100 read from a local folder in torchvision's layouts.
+
+MNIST and Fashion-MNIST go through torchvision's own loaders; CIFAR's batches through ``auditkit.data.safe_pickle``
+(they are pickles, which torchvision loads with plain ``pickle.load``) and SVHN's .mat files through scipy as
+torchvision does. Checksums are not verified, so subsets and re-packed files are accepted.
 
 Nothing is downloaded unless ``download=True``. When files are missing we raise :class:`DataNotFoundError`
 ourselves, before torchvision is asked, so the message says exactly which files go where.
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from torchvision.datasets import CIFAR10, MNIST, SVHN, FashionMNIST
+from torchvision.datasets import CIFAR10, CIFAR100, MNIST, SVHN, FashionMNIST
 
 from auditkit.data.dataset import DataNotFoundError, Dataset, Split
 from auditkit.data.safe_pickle import load_cifar_batch
@@ -21,6 +23,7 @@ MNIST_FILES = tuple(Path(name).stem for name, _ in MNIST.resources)
 FASHION_MNIST_FILES = tuple(Path(name).stem for name, _ in FashionMNIST.resources)
 SVHN_FILES = tuple(SVHN.split_list[split][1] for split in ("train", "test"))  # .mat files read with scipy.io.loadmat
 CIFAR10_FILES = tuple(name for name, _ in CIFAR10.train_list + CIFAR10.test_list) + (CIFAR10.meta["filename"],)
+CIFAR100_FILES = tuple(name for name, _ in CIFAR100.train_list + CIFAR100.test_list) + (CIFAR100.meta["filename"],)
 _HINT = "(or pass --download on a machine with network access)"
 
 
@@ -132,4 +135,24 @@ def load_cifar10(data_dir: str | Path | None, *, download: bool = False) -> Data
         num_classes=10,
         input_shape=(3, 32, 32),
         source="CIFAR-10 (Krizhevsky 2009) read in torchvision's layout from --data-dir",
+    )
+
+
+def load_cifar100(data_dir: str | Path | None, *, download: bool = False) -> Dataset:
+    """CIFAR-100 (Krizhevsky 2009) from ``data_dir/cifar-100-python/`` (train, test, meta), 3x32x32, the 100 fine
+    labels (``fine_labels``, as torchvision's CIFAR100 reads them)."""
+    root = _data_root("CIFAR-100", data_dir, CIFAR100.base_folder, CIFAR100_FILES)
+    if download:
+        CIFAR100(root, train=True, download=True)  # torchvision's download verifies the archive's checksum
+    _require_files("CIFAR-100", root, CIFAR100.base_folder, CIFAR100_FILES)
+    folder = root / CIFAR100.base_folder
+    train, test = ([load_cifar_batch(folder / name, label_key="fine_labels", num_classes=100) for name, _ in files]
+                   for files in (CIFAR100.train_list, CIFAR100.test_list))
+    return Dataset(
+        name="cifar100",
+        train=_split(*_stacked(train)),
+        test=_split(*_stacked(test)),
+        num_classes=100,
+        input_shape=(3, 32, 32),
+        source="CIFAR-100 (Krizhevsky 2009) read in torchvision's layout from --data-dir",
     )

@@ -1,4 +1,4 @@
-"""MNIST, Fashion-MNIST, SVHN and CIFAR-10 through torchvision's real loaders, on tiny files in the genuine on-disk formats."""
+"""MNIST, Fashion-MNIST, SVHN, CIFAR-10 and CIFAR-100 through torchvision's real loaders and layouts, on tiny genuine-format files."""
 import pickle
 import socket
 import struct
@@ -100,6 +100,46 @@ def test_cifar10_round_trips_through_torchvision(cifar_dir):
 
 
 SVHN_FILES = ["train_32x32.mat", "test_32x32.mat"]
+CIFAR100_FILES = ["train", "test", "meta"]
+
+
+def write_cifar100(root, n_train=7, n_test=5, seed=2):
+    """cifar-100-python/{train,test,meta}: py2 pickles with b"data", b"fine_labels" (0..99) and b"coarse_labels"."""
+    rng = np.random.default_rng(seed)
+    folder = root / "cifar-100-python"
+    folder.mkdir()
+    data = {}
+    for name, n in (("train", n_train), ("test", n_test)):
+        images = rng.integers(0, 256, size=(n, 3, 32, 32), dtype=np.uint8)
+        fine = rng.integers(0, 100, size=n)
+        fine[0] = 99  # the top of the label range
+        write_py2_pickle(folder / name, {b"filenames": [b"x.png"] * n, b"batch_label": b"test",
+                                         b"fine_labels": fine.tolist(), b"coarse_labels": (fine // 5).tolist(),
+                                         b"data": images.reshape(n, 3072)})
+        data[name] = (images, fine)
+    write_py2_pickle(folder / "meta", {b"fine_label_names": [b"c%d" % i for i in range(100)],
+                                       b"coarse_label_names": [b"s%d" % i for i in range(20)]})
+    return data
+
+
+def test_cifar100_reads_the_fine_labels(tmp_path):
+    data = write_cifar100(tmp_path)
+    dataset = load_dataset("cifar100", data_dir=tmp_path)
+    assert dataset.name == "cifar100" and dataset.num_classes == 100 and dataset.input_shape == (3, 32, 32)
+    for split, key in ((dataset.train, "train"), (dataset.test, "test")):
+        images, fine = data[key]
+        assert split.y.tolist() == fine.tolist()
+        torch.testing.assert_close(split.x * 255, torch.from_numpy(images).float(), rtol=0, atol=1e-4)
+
+
+def test_cifar100_label_out_of_range_is_one_line(tmp_path):
+    write_cifar100(tmp_path)
+    folder = tmp_path / "cifar-100-python"
+    write_py2_pickle(folder / "test", {b"data": np.zeros((1, 3072), np.uint8), b"fine_labels": [100]})
+    with pytest.raises(DataNotFoundError) as caught:
+        load_dataset("cifar100", data_dir=tmp_path)
+    assert str(caught.value) == (f"{folder / 'test'} is not a CIFAR python batch: it needs 'fine_labels', one integer "
+                                 "in 0..99 per row of 'data'")
 
 
 def test_fashion_mnist_reads_torchvision_fashionmnist_folder(tmp_path, make_mnist):
@@ -138,6 +178,7 @@ def test_svhn_round_trips_through_torchvision(tmp_path):
 @pytest.mark.parametrize("name, folder, files", [("mnist", "MNIST/raw", MNIST_FILES),
                                                  ("fashion-mnist", "FashionMNIST/raw", MNIST_FILES),
                                                  ("svhn", "svhn", SVHN_FILES),
+                                                 ("cifar100", "cifar-100-python", CIFAR100_FILES),
                                                  ("cifar10", "cifar-10-batches-py", CIFAR_FILES)])
 def test_missing_files_say_where_to_put_which(tmp_path, name, folder, files):
     with pytest.raises(DataNotFoundError) as caught:
@@ -150,7 +191,7 @@ def test_missing_files_say_where_to_put_which(tmp_path, name, folder, files):
     assert "--download" in message
 
 
-@pytest.mark.parametrize("name", ["mnist", "fashion-mnist", "svhn", "cifar10"])
+@pytest.mark.parametrize("name", ["mnist", "fashion-mnist", "svhn", "cifar10", "cifar100"])
 def test_no_data_dir_asks_for_one(name):
     with pytest.raises(DataNotFoundError, match="needs a data folder: pass --data-dir DIR"):
         load_dataset(name)
@@ -161,3 +202,10 @@ def test_one_missing_file_is_reported(mnist_dir):
     (root / "MNIST" / "raw" / "t10k-labels-idx1-ubyte").unlink()
     with pytest.raises(DataNotFoundError, match="MNIST not found in"):
         load_dataset("mnist", data_dir=root)
+
+
+def test_missing_svhn_message_is_exact(tmp_path):
+    with pytest.raises(DataNotFoundError) as caught:
+        load_dataset("svhn", data_dir=tmp_path)
+    assert str(caught.value) == (f"SVHN not found in '{tmp_path}': put train_32x32.mat, test_32x32.mat in "
+                                 f"{tmp_path / 'svhn'}/ (or pass --download on a machine with network access)")
