@@ -9,6 +9,7 @@ mechanisms and attacks check their parameters with it too.
 """
 from __future__ import annotations
 
+import abc
 import enum
 import math
 import numbers
@@ -26,7 +27,7 @@ _REFUSED = object()  # what ``_convert`` returns for a value of the wrong kind
 
 
 @dataclass(frozen=True)
-class Constraint:
+class Constraint(abc.ABC):
     """What a value must be. Subclasses give ``_words`` (the allowed values in words, singular or plural),
     ``_convert`` (the value in its type, or ``_REFUSED``) and ``_admits`` (the converted value within bounds)."""
 
@@ -56,8 +57,9 @@ class Constraint:
     def _read(self, word: str) -> Any:
         return word
 
+    @abc.abstractmethod
     def _words(self, plural: bool) -> str:
-        raise NotImplementedError
+        """The allowed values in words (``plural``: as a list's elements are)."""
 
     def _convert(self, value: Any) -> Any:
         return value

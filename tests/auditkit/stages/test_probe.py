@@ -94,7 +94,7 @@ def test_probe_inputs_are_checked_against_the_data(data):
     ({"identification": {"candidates": [1, 10]}},
      r"identification.candidates must be a list of integers in 2\.\.10000, got \[1, 10\]"),
     ({"identification": {"candidates": []}},
-     r"identification.candidates must be a list of integers in 2\.\.10000, not empty"),
+     r"identification.candidates must be a non-empty list of integers in 2\.\.10000, got \[\]"),
     ({"identification": {"candidates": [10, 10]}}, "identification.candidates must not repeat a value"),
     ({"identification": {"trials": 0}}, "identification.trials must be"),
     ({"probe": {"attack": "magic"}}, "probe.attack must be one of dlg, idlg, inverting_gradients, analytic"),
