@@ -93,7 +93,7 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"training": {"model": "resnet"}}, "training.model must be one of linear, mlp, cnn"),
     ({"training": {"lr": math.nan}}, "training.lr must be a finite number, got nan"),
     ({"data": {"dataset": "imagenet"}}, "data.dataset must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
-                                       "cifar100, got 'imagenet'"),
+                                       "cifar100, imagefolder, got 'imagenet'"),
     ({"device": "tpu"}, "device must be one of auto, cpu, cuda, cuda:N"),
     ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be a list of integers in 1..10, got [1, 99]"),
     ({"training": {"participation": "uniform"}}, "training.clients_per_round (participation 'uniform') must be an integer in 1..10"),
@@ -116,7 +116,7 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer in 100..10000000, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be a number in (0, 1), got 1.0"),
     ({"data": {"prefer": "imagenet"}}, "data.prefer must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
-                                      "cifar100, got 'imagenet'"),
+                                      "cifar100, imagefolder, got 'imagenet'"),
     # renamed keys and mechanism parameters (docs/names.md) name the new one
     ({"inversion": {"clients": 2}}, "config key 'inversion.clients' was renamed to 'inversion.targets'"),
     ({"probe": {"clients": 2}}, "config key 'probe.clients' was renamed to 'probe.targets'"),
