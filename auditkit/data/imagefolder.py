@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from PIL import UnidentifiedImageError
 from torchvision import transforms
 from torchvision.datasets import ImageFolder
 from torchvision.datasets.folder import IMG_EXTENSIONS, find_classes
@@ -41,8 +42,8 @@ def load_imagefolder(data_dir: str | Path | None, *, seed: int, test_fraction: f
     if (root / "train").is_dir() and (root / "test").is_dir():
         train, test = _folder(root / "train"), _folder(root / "test")
         if test.classes != train.classes:
-            raise DataNotFoundError(f"{_WHERE} {str(root)!r}: test/ has the classes {', '.join(test.classes)}; it must have "
-                             f"those of train/: {', '.join(train.classes)}")
+            raise DataNotFoundError(f"{_WHERE} {str(root)!r}: test/ has the classes {', '.join(test.classes)}; it "
+                                    f"must have those of train/: {', '.join(train.classes)}")
         _check_size(root, len(train) + len(test), image_size)
         train_split, test_split = _read(train, image_size), _read(test, image_size)
         classes, how = train.classes, "its train/ and test/ folders"
@@ -52,18 +53,19 @@ def load_imagefolder(data_dir: str | Path | None, *, seed: int, test_fraction: f
         images = _read(folder, image_size)
         train_ix, test_ix = stratified_split(images.y.numpy(), test_fraction, seed=seed)
         if len(test_ix) == 0:
-            raise DataNotFoundError(f"{_WHERE} {str(root)!r}: data.test_fraction {test_fraction!r} of its {len(images)} "
-                             f"images leaves no test image; raise it or add images")
+            raise DataNotFoundError(f"{_WHERE} {str(root)!r}: data.test_fraction {test_fraction!r} of its "
+                                    f"{len(images)} images leaves no test image; raise it or add images")
         train_split = Split(images.x[train_ix], images.y[train_ix])
         test_split = Split(images.x[test_ix], images.y[test_ix])
-        classes, how = folder.classes, f"split {1 - test_fraction:g} / {test_fraction:g} per class, seed {seed}"
+        classes, how = folder.classes, f"split {1 - test_fraction:g} / {test_fraction:g} per class, seeded"
     return Dataset(
         name="imagefolder",
         train=train_split,
         test=test_split,
         num_classes=len(classes),
         input_shape=(3, image_size, image_size),
-        source=f"image folder {str(root)!r} read through torchvision's ImageFolder ({how}), RGB {image_size}x{image_size}",
+        source=(f"image folder {str(root)!r} read through torchvision's ImageFolder ({how}), RGB "
+                f"{image_size}x{image_size}"),
         classes=tuple(classes),
     )
 
@@ -90,7 +92,8 @@ def _folder(root: Path) -> ImageFolder:
     if not classes:
         raise DataNotFoundError(f"{_WHERE} {str(root)!r} has no class subfolders; imagefolder needs {_LAYOUT}")
     if len(classes) < 2:
-        raise DataNotFoundError(f"{_WHERE} {str(root)!r} has one class subfolder ({classes[0]}); imagefolder needs at least 2")
+        raise DataNotFoundError(f"{_WHERE} {str(root)!r} has one class subfolder ({classes[0]}); imagefolder needs "
+                                "at least 2")
     for name in classes:
         if not any(p.is_file() and p.suffix.lower() in IMG_EXTENSIONS for p in (root / name).rglob("*")):
             raise DataNotFoundError(f"{_WHERE} {str(root)!r}: class folder {name!r} holds no image "
@@ -102,9 +105,9 @@ def _check_size(root: Path, count: int, image_size: int) -> None:
     """Refuse, before decoding, a folder whose float32 tensors would pass :data:`MAX_IMAGES` or :data:`MAX_GIB`."""
     gib = count * 3 * image_size**2 * 4 / 2**30
     if count > MAX_IMAGES or gib > MAX_GIB:
-        raise DataNotFoundError(f"{_WHERE} {str(root)!r} holds {count:,} images, {gib:.1f} GiB as float32 at data.image_size "
-                         f"{image_size}; at most {MAX_IMAGES:,} images and {MAX_GIB} GiB: lower data.image_size or "
-                         f"use a subset")
+        raise DataNotFoundError(f"{_WHERE} {str(root)!r} holds {count:,} images, {gib:.1f} GiB as float32 at "
+                                f"data.image_size {image_size}; at most {MAX_IMAGES:,} images and {MAX_GIB} GiB: lower "
+                                f"data.image_size or use a subset")
 
 
 def _read(folder: ImageFolder, image_size: int) -> Split:
@@ -114,7 +117,9 @@ def _read(folder: ImageFolder, image_size: int) -> Split:
     for i, (path, _) in enumerate(folder.samples):
         try:
             images[i] = resize(folder.loader(path))
-        except (OSError, ValueError, SyntaxError) as err:  # PIL: UnidentifiedImageError is an OSError
-            raise DataNotFoundError(f"{_WHERE}: cannot read image {path!r} ({type(err).__name__}: {err})".split("\n")[0]
-                             ) from None
+        except UnidentifiedImageError:  # its message repeats the path inside a file object's repr
+            raise DataNotFoundError(f"{_WHERE}: cannot read image {path!r} (not an image format PIL knows)") from None
+        except (OSError, ValueError, SyntaxError) as err:  # PIL's errors on truncated or corrupt files
+            raise DataNotFoundError(" ".join(f"{_WHERE}: cannot read image {path!r} ({type(err).__name__}: {err})"
+                                             .split())) from None
     return Split(images.float().div_(255.0), torch.as_tensor(folder.targets, dtype=torch.int64))
