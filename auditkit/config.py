@@ -7,7 +7,7 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     plugins = ["my_pkg.my_mech"]   # modules that register mechanisms of one's own (plugins)
 
     [data]
-    dataset = "mnist-5k"     # mnist-5k (embedded, the default) | digits (embedded) | mnist | cifar10
+    dataset = "mnist-5k"     # mnist-5k (embedded, the default) | digits (embedded) | mnist | fashion-mnist | svhn | cifar10 | cifar100 | imagefolder
     partition = "iid"        # iid | dirichlet | shards
 
     [training]
@@ -98,7 +98,10 @@ class DataConfig:
     download: bool = False
     partition: str = "iid"
     dirichlet_alpha: float = 0.5
+    shards_per_client: int = 2  # partition "shards": shards of label-sorted samples per client (McMahan et al. 2017)
     validation_fraction: float = 0.1
+    test_fraction: float = 0.2  # imagefolder without train/ and test/ folders: the share of each class held out
+    image_size: int = 32  # imagefolder: every image resized to this many pixels square, RGB
 
 
 @dataclass(frozen=True)

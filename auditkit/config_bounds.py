@@ -42,6 +42,11 @@ SIZES: dict[str, Integer] = {
     # clients trained as one batched tensor program: their parameters, state and gradients held at once
     "training.client_chunk": Integer(1, 100_000),
     # (training.checkpoints: each must be a round of the run, so within these rounds)
+    # imagefolder's images are resized to image_size squared: 8 is below any model's use, 512 above ImageNet's 224
+    # (the loader refuses a folder whose float32 tensors would take too much memory)
+    "data.image_size": Integer(8, 512),
+    # McMahan et al. use 2; the partition needs clients x shards_per_client <= the training samples
+    "data.shards_per_client": Integer(1, 10_000),
     # gradient inversion: one reconstruction per target, each start an L-BFGS run of `iterations` model passes
     # (the presets: 2-4 targets, 100-300 iterations, 2-4 restarts)
     "inversion.targets": Integer(1, 10_000),
@@ -89,6 +94,7 @@ _FRACTION = Number(0, 1, high_open=True)  # [0, 1)
 RANGES: dict[str, Constraint] = {
     "data.dirichlet_alpha": _POSITIVE,
     "data.validation_fraction": _FRACTION,
+    "data.test_fraction": Number(0, 1, low_open=True, high_open=True),
     "training.lr": _POSITIVE,
     "training.momentum": _FRACTION,
     "training.lr_factor": Number(0, 1, low_open=True),

@@ -47,6 +47,8 @@ class Data(Section):
     test: Int
     client_sizes: list[Int]
     classes: Int = None
+    dirichlet_alpha: Finite = None  # the partition's parameter: dirichlet's alpha, shards' shards per client
+    shards_per_client: Int = None
 
 
 class ModelInfo(Section):

@@ -28,9 +28,8 @@ from auditkit.fl.simulation import RoundRecord, SimulationResult
 from auditkit.flower.recording import Recording, RecordingError
 from auditkit.models import count_parameters, create_model
 from auditkit.stages.inversion import MESSAGES_IN_CLEAR, RecordedView
-from auditkit.stages.setting import build_mechanism
+from auditkit.stages.setting import build_mechanism, load_configured_dataset
 from auditkit.stages.train import training_provenance
-from auditkit.data import load_dataset
 
 __all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
 
@@ -121,7 +120,7 @@ def _truth_clients(recording: Recording, round_: int) -> list[int]:
 def _model_fit(config: AuditConfig) -> tuple[int, tuple[int, ...], str]:
     """The parameter count of the config's model on its data, the data's image shape, and how messages name them."""
     d = config.data
-    dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=False)  # the audit has loaded it already
+    dataset = load_configured_dataset(config, download=False)  # the audit has loaded it already
     model = create_model(config.training.model, input_shape=dataset.input_shape, num_classes=dataset.num_classes)
     return count_parameters(model), tuple(dataset.input_shape), f"{config.training.model} on {d.dataset}"
 

@@ -22,8 +22,9 @@ from auditkit.config import from_dict
 from auditkit.flower.backend import ClientSetup
 from auditkit.models import create_model
 
-__all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "flower_client_setup", "prepare_data",
-           "protocol_context", "protocol_table_name", "resolve_device"]
+__all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "flower_client_setup",
+           "load_configured_dataset", "partition_parameters", "prepare_data", "protocol_context", "protocol_table_name",
+           "resolve_device"]
 
 
 def resolve_device(name: str) -> torch.device:
@@ -35,13 +36,30 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def load_configured_dataset(config: AuditConfig, *, download: bool | None = None):
+    """The dataset ``config.data`` names, with its folder, image size and (imagefolder) test split keyed by the
+    config's seed; ``download``: the config's ``data.download`` unless given."""
+    d = config.data
+    return load_dataset(d.dataset, data_dir=d.data_dir, download=d.download if download is None else download,
+                        seed=derive_seed(config.seed, "test-split"), test_fraction=d.test_fraction,
+                        image_size=d.image_size)
+
+
+def partition_parameters(config: AuditConfig) -> dict[str, Any]:
+    """The parameters of the configured partition scheme, as the results record them: ``dirichlet_alpha`` for
+    ``dirichlet``, ``shards_per_client`` for ``shards``, none for ``iid``."""
+    d = config.data
+    return {"dirichlet": {"dirichlet_alpha": d.dirichlet_alpha},
+            "shards": {"shards_per_client": d.shards_per_client}}.get(d.partition, {})
+
+
 def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, int], int, dict[str, Any]]:
     """Load the dataset, take its validation split (fixed by the dataset, or carved off the training split with
     ``data.validation_fraction``), partition the training split across clients. With ``[dp_sgd]`` every client
     must hold at least ``training.batch_size`` examples (its sampling rate B / n_k is a probability): a
     ConfigError says so otherwise, before anything is written."""
     d = config.data
-    dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=d.download)
+    dataset = load_configured_dataset(config)
     if dataset.validation is not None:  # fixed by the dataset's definition (mnist-5k): validation_fraction unused
         train, validation = dataset.train, dataset.validation
     else:
@@ -54,9 +72,12 @@ def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, in
     clients = config.training.clients
     if clients > len(train.y):
         raise ConfigError(f"training.clients must be at most the {len(train.y)} training samples, got {clients}")
+    if d.partition == "shards" and clients * d.shards_per_client > len(train.y):
+        raise ConfigError(f"data.shards_per_client must be at most the {len(train.y)} training samples / "
+                          f"training.clients ({clients}), got {d.shards_per_client}")
     parts = partition(
         train.y, clients, d.partition, seed=derive_seed(config.seed, "partition") % 2**32,
-        alpha=d.dirichlet_alpha,
+        alpha=d.dirichlet_alpha, shards_per_client=d.shards_per_client,
     )
     indices = [torch.as_tensor(np.asarray(p), dtype=torch.long) for p in parts]
     smallest = min(len(ix) for ix in indices)
@@ -64,7 +85,8 @@ def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, in
         raise ConfigError(f"dp_sgd needs training.batch_size <= the smallest client's example count ({smallest}); "
                           f"got {config.training.batch_size}")
     summary = {
-        "dataset": d.dataset, "source": dataset.source, "partition": d.partition, "train": len(train.y),
+        "dataset": d.dataset, "source": dataset.source, "partition": d.partition, **partition_parameters(config),
+        "train": len(train.y),
         "validation": len(validation.y), "test": len(dataset.test.y),
         "client_sizes": [len(ix) for ix in indices], "classes": dataset.num_classes,
     }

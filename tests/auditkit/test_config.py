@@ -92,7 +92,8 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"training": {"clients": 2.5}}, "training.clients must be an integer, got 2.5"),
     ({"training": {"model": "resnet"}}, "training.model must be one of linear, mlp, cnn"),
     ({"training": {"lr": math.nan}}, "training.lr must be a finite number, got nan"),
-    ({"data": {"dataset": "svhn"}}, "data.dataset must be one of mnist-5k, digits, mnist, cifar10, got 'svhn'"),
+    ({"data": {"dataset": "imagenet"}}, "data.dataset must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
+                                       "cifar100, imagefolder, got 'imagenet'"),
     ({"device": "tpu"}, "device must be one of auto, cpu, cuda, cuda:N"),
     ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be a list of integers in 1..10, got [1, 99]"),
     ({"training": {"participation": "uniform"}}, "training.clients_per_round (participation 'uniform') must be an integer in 1..10"),
@@ -114,7 +115,16 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"inversion": {"restarts": 0}}, "inversion.restarts must be an integer in 1..1000, got 0"),
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer in 100..10000000, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be a number in (0, 1), got 1.0"),
-    ({"data": {"prefer": "svhn"}}, "data.prefer must be one of mnist-5k, digits, mnist, cifar10, got 'svhn'"),
+    ({"data": {"prefer": "imagenet"}}, "data.prefer must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
+                                      "cifar100, imagefolder, got 'imagenet'"),
+    ({"data": {"image_size": 4}}, "data.image_size must be an integer in 8..512, got 4"),
+    ({"data": {"image_size": 1024}}, "data.image_size must be an integer in 8..512, got 1024"),
+    ({"data": {"image_size": 32.5}}, "data.image_size must be an integer, got 32.5"),
+    ({"data": {"test_fraction": 0}}, "data.test_fraction must be a number in (0, 1), got 0"),
+    ({"data": {"test_fraction": 1.0}}, "data.test_fraction must be a number in (0, 1), got 1.0"),
+    ({"data": {"test_fraction": "half"}}, "data.test_fraction must be a finite number, got 'half'"),
+    ({"data": {"shards_per_client": 0}}, "data.shards_per_client must be an integer in 1..10000, got 0"),
+    ({"data": {"shards_per_client": True}}, "data.shards_per_client must be an integer, got True"),
     # renamed keys and mechanism parameters (docs/names.md) name the new one
     ({"inversion": {"clients": 2}}, "config key 'inversion.clients' was renamed to 'inversion.targets'"),
     ({"probe": {"clients": 2}}, "config key 'probe.clients' was renamed to 'probe.targets'"),
@@ -132,6 +142,16 @@ def test_bad_values_name_the_key_and_the_allowed_values(raw, message):
         from_dict(raw)
     assert message in str(err.value)
     assert "\n" not in str(err.value)
+
+
+def test_the_imagefolder_and_partition_keys_default_and_round_trip(tmp_path):
+    default = from_dict({}).data
+    assert (default.test_fraction, default.image_size, default.shards_per_client) == (0.2, 32, 2)
+    (tmp_path / "a").mkdir()
+    config = from_dict({"data": {"dataset": "imagefolder", "data_dir": str(tmp_path), "test_fraction": 0.25,
+                                 "image_size": 64.0, "partition": "shards", "shards_per_client": 3}})
+    assert (config.data.test_fraction, config.data.image_size, config.data.shards_per_client) == (0.25, 64, 3)
+    assert isinstance(config.data.image_size, int) and from_dict(config.to_dict()) == config
 
 
 def test_toml_file_round_trips(tmp_path):
