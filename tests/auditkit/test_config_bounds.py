@@ -61,7 +61,7 @@ def test_the_flags_take_their_ranges_from_the_bounds():
     for command in ("train", "audit"):
         params = {p.name: p for p in build_cli().commands[command].params}
         sized = {name: key for name, key in CONFIG_KEYS.items() if key in SIZES}
-        assert set(sized) == {"seed", "clients", "rounds", "tau", "batch_size"}
+        assert set(sized) == {"seed", "clients", "rounds", "tau", "batch_size", "local_epochs", "client_chunk"}
         for name, key in sized.items():
             assert params[name].type.constraint is SIZES[key], name
         assert params["max_memory"].type.constraint is RANGES["limits.max_memory_gib"]
