@@ -5,7 +5,7 @@ models (``training.model``) and datasets (``data.dataset``) alike.
 Every failure is one line naming the key, the factory and what went wrong: no such file, no such function, the
 import's exception in one line. Parsing (:func:`parse_factory`) imports nothing: a config naming a factory is
 checked without running code, which runs only where a model or dataset is built (:func:`load_factory`). Base layer:
-imports nothing of auditkit.
+imports only ``auditkit.config_bounds`` (a :class:`FactoryError` is a ``ConfigError``: the config named the factory).
 """
 from __future__ import annotations
 
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from auditkit.config_bounds import ConfigError
+
 __all__ = ["FACTORY_FORMS", "Factory", "FactoryError", "parse_factory", "load_factory", "call_factory", "one_line"]
 
 FACTORY_FORMS = "'path/to/file.py:fn', 'package.module:fn' or 'entry:NAME'"
@@ -27,7 +29,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _MODULE = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 
-class FactoryError(ValueError):
+class FactoryError(ConfigError):
     """A factory cannot be loaded or gave something else than asked; the one-line message names the key."""
 
 

@@ -5,18 +5,22 @@ from pathlib import Path
 
 from auditkit.data.dataset import Dataset
 from auditkit.data.embedded import load_digits_dataset, load_mnist_5k_dataset
+from auditkit.data.factory import dataset_from_factory, is_dataset_factory
 
 DATASETS = ("mnist-5k", "digits", "mnist", "cifar10")
 EMBEDDED = ("mnist-5k", "digits")  # shipped with installed libraries: no data_dir, no download
 
 
 def load_dataset(name: str, *, data_dir: str | Path | None = None, download: bool = False) -> Dataset:
-    """Load dataset ``name`` (one of :data:`DATASETS`).
+    """Load dataset ``name`` (one of :data:`DATASETS`, or a user's factory ``my_data.py:make_data``,
+    ``auditkit.data.factory``).
 
     ``mnist-5k`` and ``digits`` are embedded and ignore ``data_dir``; ``mnist`` and ``cifar10`` are read from ``data_dir``
     through torchvision and are downloaded there only when ``download`` is true. Missing files raise
     :class:`~auditkit.data.DataNotFoundError` saying where to put which files.
     """
+    if is_dataset_factory(name):
+        return dataset_from_factory(name)
     if name == "mnist-5k":
         return load_mnist_5k_dataset()
     if name == "digits":
@@ -32,7 +36,7 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, download: boo
 
 def dataset_available(name: str, data_dir: str | Path | None) -> bool:
     """Whether ``load_dataset(name, data_dir=data_dir)`` finds its files without downloading."""
-    if name in EMBEDDED:
+    if name in EMBEDDED or is_dataset_factory(name):  # a factory makes its data itself
         return True
     if data_dir is None:
         return False

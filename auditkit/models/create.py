@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from auditkit.config_bounds import ConfigError
-from auditkit.factories import FACTORY_FORMS, call_factory, load_factory, one_line, parse_factory
+from auditkit.factories import FACTORY_FORMS, FactoryError, call_factory, load_factory, one_line, parse_factory
 from auditkit.models.seed import MODEL_NAMES, SEED_SHAPES, seed_model
 from auditkit.models.torchvision_models import (
     TORCHVISION, batch_norm_layers, group_norm, is_resnet, torchvision_model, torchvision_names)
@@ -95,7 +95,7 @@ def create_model(name: str, *, input_shape: tuple[int, int, int] | None = None, 
         fn = load_factory(name, where, MODEL_GROUP)
         model = call_factory(fn, name, where, input_shape=input_shape, num_classes=num_classes)
         if not isinstance(model, nn.Module):
-            raise ValueError(f"{where}: factory {name!r} must return a torch.nn.Module, got {type(model).__name__}")
+            raise FactoryError(f"{where}: factory {name!r} must return a torch.nn.Module, got {type(model).__name__}")
     if norm == "group":
         model = group_norm(model)
     _trial_forward(model, name, input_shape, num_classes, where)

@@ -34,7 +34,7 @@ from auditkit import mechanisms
 from auditkit.attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
-from auditkit.models import MODEL_NAMES, create_model
+from auditkit.models import build_model, create_model
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import AuditConfig
 from auditkit.stages.base import GridFigure
@@ -78,12 +78,11 @@ def load_targets(source: str = "patches", count: int = 8, *, seed: int = 0) -> T
 
 
 def attacked_model(name: str, input_shape: Sequence[int], *, seed: int, num_classes: int = 10) -> nn.Module:
-    """The attacked model with weights drawn from ``seed`` (the LeNet's U(-0.5, 0.5), as DLG)."""
-    if name not in MODEL_NAMES:
-        raise ValueError(f"model must be one of {', '.join(MODEL_NAMES)}, got {name!r}")
+    """The attacked model (any form ``auditkit.models.create_model`` builds) with weights drawn from ``seed`` (the
+    LeNet's U(-0.5, 0.5), as DLG)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "inversion-model"))
-        return create_model(name, input_shape=tuple(input_shape), num_classes=num_classes)
+        return create_model(name, input_shape=tuple(input_shape), num_classes=num_classes, where="model")
 
 
 def server_view(
@@ -315,10 +314,11 @@ DEFAULT_CURVE: dict[str, list[dict[str, Any]]] = {
 }
 
 
-def invert_recorded_view(view: RecordedView, model_name: str, inversion: Any, seed: int) -> dict[str, Any]:
+def invert_recorded_view(view: RecordedView, training: Any, inversion: Any, seed: int) -> dict[str, Any]:
     """``attack_recorded_view`` with the settings of a config's ``[inversion]`` (attack, iterations, restarts,
-    unroll) on a freshly built ``model_name`` shaped for the view's images (10 classes, every dataset's)."""
-    model = create_model(model_name, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
+    unroll) on a freshly built model of the ``[training]`` table (``auditkit.models.build_model``: its model and
+    options) shaped for the view's images (10 classes, every built-in dataset's)."""
+    model = build_model(training, tuple(view.images_used.shape[2:]), 10)
     settings = {**iteration_settings(inversion.attack, inversion.iterations), "seed": seed}
     if inversion.restarts is not None:
         settings["restarts"] = inversion.restarts
@@ -438,7 +438,7 @@ def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
     reconstruction grid for ``figures/reconstruction-{figure_id}.png`` (the caller draws it:
     ``auditkit.figure_files.write_grid``)."""
     inv = config.inversion
-    done = invert_recorded_view(view, config.training.model, inv, config.seed)
+    done = invert_recorded_view(view, config.training, inv, config.seed)
     figure = f"figures/reconstruction-{figure_id}.png"
     rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
             "defended": done["defended"]["reconstructions"].numpy()}

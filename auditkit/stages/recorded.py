@@ -26,7 +26,7 @@ from auditkit import results
 from auditkit.config import AuditConfig, ConfigError, from_dict
 from auditkit.fl.simulation import RoundRecord, SimulationResult
 from auditkit.flower.recording import Recording, RecordingError
-from auditkit.models import count_parameters, create_model
+from auditkit.models import build_model, count_parameters
 from auditkit.stages.inversion import MESSAGES_IN_CLEAR, RecordedView
 from auditkit.stages.setting import build_mechanism
 from auditkit.stages.train import training_provenance
@@ -122,7 +122,7 @@ def _model_fit(config: AuditConfig) -> tuple[int, tuple[int, ...], str]:
     """The parameter count of the config's model on its data, the data's image shape, and how messages name them."""
     d = config.data
     dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=False)  # the audit has loaded it already
-    model = create_model(config.training.model, input_shape=dataset.input_shape, num_classes=dataset.num_classes)
+    model = build_model(config.training, dataset.input_shape, dataset.num_classes)
     return count_parameters(model), tuple(dataset.input_shape), f"{config.training.model} on {d.dataset}"
 
 

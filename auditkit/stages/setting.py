@@ -20,7 +20,7 @@ from auditkit.mechanisms.protocol import ProtocolContext, RoundProtocol
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import from_dict
 from auditkit.flower.backend import ClientSetup
-from auditkit.models import create_model
+from auditkit.models import build_model
 
 __all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "flower_client_setup", "prepare_data",
            "protocol_context", "protocol_table_name", "resolve_device"]
@@ -118,6 +118,6 @@ def flower_client_setup(spec: dict[str, Any]) -> Any:
     ``auditkit.flower.backend.ClientSetup`` the backend's ``ClientApp`` trains with."""
     config = from_dict(spec)
     data, input_shape, num_classes, _ = prepare_data(config)
-    model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
+    model = build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled)
     return ClientSetup(training=config.training, dp_sgd=config.dp_sgd, seed=config.seed, data=data,
                        model=model, mechanism=build_mechanism(config))

@@ -131,7 +131,7 @@ def test_attack_on_a_real_fl_checkpoint_scores_against_the_clients_own_images():
     assert config.inversion.restarts is None
     for restarts, expected in ((None, attacks.preset_settings("inverting_gradients")["restarts"]), (3, 3)):
         inversion = dataclasses.replace(config.inversion, iterations=2, restarts=restarts)
-        recorded = inversion_stage.invert_recorded_view(view, config.training.model, inversion, seed=0)
+        recorded = inversion_stage.invert_recorded_view(view, config.training, inversion, seed=0)
         assert recorded["settings"]["restarts"] == expected
 
 
