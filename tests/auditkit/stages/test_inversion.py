@@ -76,7 +76,7 @@ def test_bad_input_is_refused_before_any_attack():
         inversion_stage.run_inversion("gan")
     with pytest.raises(ValueError, match="unknown mechanism"):
         inversion_stage.run_inversion("idlg", mechanism="bogus")
-    with pytest.raises(ValueError, match="model must be one of"):
+    with pytest.raises(ValueError, match=r"^model must be a seed model \(linear, .*, got 'resnet'$"):
         inversion_stage.run_inversion("idlg", model="resnet")
     with pytest.raises(ValueError, match="unknown mechanism"):
         inversion_stage.defence_curve(curve={"bogus": [{}]})
