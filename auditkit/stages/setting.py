@@ -11,6 +11,7 @@ import torch
 
 from auditkit import mechanisms
 from auditkit.config import AuditConfig, ConfigError
+from auditkit.factories import parse_factory
 from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import build_protocol as fl_build_protocol
 from auditkit.fl.aggregation import client_mechanism
@@ -110,6 +111,10 @@ def client_spec(config: AuditConfig) -> dict[str, Any]:
     spec["plugins"] = [str(Path(p).resolve()) if p.endswith(".py") else p for p in config.plugins]
     if config.data.data_dir is not None:
         spec["data"]["data_dir"] = str(Path(config.data.data_dir).resolve())
+    for table, key in (("training", "model"), ("data", "dataset")):  # a factory file, as a plugin's
+        factory = parse_factory(spec[table][key])
+        if factory is not None and factory.kind == "file":
+            spec[table][key] = f"{Path(factory.target).resolve()}:{factory.function}"
     return spec
 
 
