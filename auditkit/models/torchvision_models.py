@@ -13,7 +13,6 @@ from __future__ import annotations
 import functools
 import math
 
-import torchvision
 from torch import nn
 
 __all__ = ["TORCHVISION", "RESNET_FAMILY", "torchvision_names", "is_resnet", "torchvision_model", "group_norm",
@@ -28,6 +27,8 @@ _AUX_LOGITS = ("googlenet", "inception_v3")
 @functools.cache
 def torchvision_names() -> tuple[str, ...]:
     """Every torchvision classification model (``torchvision.models.list_models(module=torchvision.models)``)."""
+    import torchvision  # on demand: importing torchvision adds seconds to every command's start-up
+
     return tuple(torchvision.models.list_models(module=torchvision.models))
 
 
@@ -40,6 +41,8 @@ def torchvision_model(name: str, input_shape: tuple[int, int, int], num_classes:
                       small_stem: bool = False) -> nn.Module:
     """Untrained torchvision model ``name`` for ``input_shape`` (C, H, W) and ``num_classes``; ``small_stem`` (ResNet
     family only, the caller checks) swaps in the small-image stem."""
+    import torchvision  # on demand, as in torchvision_names
+
     options = {"aux_logits": False, "init_weights": True} if name in _AUX_LOGITS else {}
     model = torchvision.models.get_model(name, weights=None, num_classes=num_classes, **options)
     channels = input_shape[0]
