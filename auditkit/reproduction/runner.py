@@ -182,7 +182,8 @@ def _round_attack(config: AuditConfig) -> dict[str, Any]:
     observed = [o for o in run.result.observations if o.round == config.checkpoint_round]
     view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
                                          config.inversion.targets, run.protocol)
-    done = invert_recorded_view(view, config.training, config.inversion, config.seed)
+    done = invert_recorded_view(view, config.training, config.inversion, config.seed,
+                                experiment.num_classes)
     scores = done["defended"]["scores"]
     return {"round_mse": scores["mse_mean"], "ssim": scores["ssim_mean"],
             "clean_mse": done["clean"]["scores"]["mse_mean"], "test_accuracy": run.result.rounds[-1].test_accuracy}

@@ -339,12 +339,13 @@ def check_attack_layers(attack: str, model: nn.Module, num_classes: int, *, wher
                           f"has none; choose {where} = 'dlg' (labels optimised)")
 
 
-def invert_recorded_view(view: RecordedView, training: Any, inversion: Any, seed: int) -> dict[str, Any]:
+def invert_recorded_view(view: RecordedView, training: Any, inversion: Any, seed: int,
+                         num_classes: int = 10) -> dict[str, Any]:
     """``attack_recorded_view`` with the settings of a config's ``[inversion]`` (attack, iterations, restarts,
     unroll) on a freshly built model of the ``[training]`` table (``auditkit.models.build_model``: its model and
-    options) shaped for the view's images (10 classes, every built-in dataset's)."""
-    model = build_model(training, tuple(view.images_used.shape[2:]), 10)
-    check_attack_layers(inversion.attack, model, 10, where="inversion.attack", model_name=training.model)
+    options) shaped for the view's images and the data's ``num_classes`` (10: every built-in dataset's)."""
+    model = build_model(training, tuple(view.images_used.shape[2:]), num_classes)
+    check_attack_layers(inversion.attack, model, num_classes, where="inversion.attack", model_name=training.model)
     settings = {**iteration_settings(inversion.attack, inversion.iterations), "seed": seed}
     if inversion.restarts is not None:
         settings["restarts"] = inversion.restarts
@@ -464,7 +465,9 @@ def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
     reconstruction grid for ``figures/reconstruction-{figure_id}.png`` (the caller draws it:
     ``auditkit.figure_files.write_grid``)."""
     inv = config.inversion
-    done = invert_recorded_view(view, config.training, inv, config.seed)
+    d = config.data  # loaded by the train stage already (a factory's data may have other than 10 classes)
+    classes = load_dataset(d.dataset, data_dir=d.data_dir, download=False).num_classes
+    done = invert_recorded_view(view, config.training, inv, config.seed, classes)
     figure = f"figures/reconstruction-{figure_id}.png"
     rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
             "defended": done["defended"]["reconstructions"].numpy()}

@@ -51,6 +51,7 @@ class Experiment:
         self.device = resolve_device(config.device)
         self.mechanism = build_mechanism(config)
         data, input_shape, num_classes, self.data_summary = prepare_data(config)
+        self.num_classes = num_classes  # the attacks' models are built for it (auditkit.stages.inversion)
         model = build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled)
         self.memory = check_memory(config, model, data)  # above the memory limit: refused before any allocation
         protocol = build_protocol(self.mechanism, config)
