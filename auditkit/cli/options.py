@@ -17,9 +17,10 @@ from auditkit.config import PRESETS, TRAINING_BACKENDS
 from auditkit.fl.spec import BNStats, ClientMode, DPSGDSpec, Optimizer, OptimizerState, Precision
 from auditkit.config_bounds import RANGES, SIZES
 from auditkit.data.catalog import DATASETS
+from auditkit.data.factory import DatasetName
 from auditkit.data.partition import PARTITION_SCHEMES
 from auditkit.mechanisms.registry import DEFAULT_PLUGIN_TIMEOUT, set_plugin_timeout
-from auditkit.models import MODEL_NAMES
+from auditkit.models import NORMS, ModelName
 from auditkit.validation import Choice, Constraint, ValidationError
 
 __all__ = [
@@ -202,13 +203,21 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--seed", type=sized("seed"), default=None,
                      help="Seeds the data split, the training and the mechanisms."),
         click.option("--device", default=None, help="auto | cpu | cuda | cuda:N"),
-        click.option("--dataset", type=choice(DATASETS), default=None,
-                     help="mnist-5k: 5,000 real MNIST digits, embedded like digits; the others load from --data-dir."),
+        click.option("--dataset", type=Checked(DatasetName(DATASETS)), default=None, metavar="NAME|FILE.py:FN",
+                     help="mnist-5k: 5,000 real MNIST digits, embedded like digits; mnist and cifar10 load from "
+                          "--data-dir; or a factory of your own (my_data.py:make_data, package.module:fn, "
+                          "entry:NAME)."),
         click.option("--data-dir", type=path(file_okay=False), default=None, help="Folder holding MNIST / CIFAR-10."),
         click.option("--download", is_flag=True, default=False, help="Download MNIST / CIFAR-10 into --data-dir."),
         click.option("--partition", type=choice(PARTITION_SCHEMES), default=None,
                      help="How the training data is split over the clients."),
-        click.option("--model", type=choice(MODEL_NAMES), default=None, help="The model the clients train."),
+        click.option("--model", type=Checked(ModelName()), default=None, metavar="NAME",
+                     help="The model the clients train: a seed model (cnn, lenet, ...), torchvision:NAME or a factory "
+                          "(my_models.py:make_net, package.module:fn, entry:NAME)."),
+        click.option("--small-stem", is_flag=True, default=False,
+                     help="The ResNet family's 3x3 stride-1 stem without max-pool, for 32x32 inputs."),
+        click.option("--norm", type=choice(NORMS), default=None,
+                     help="group: every BatchNorm replaced by GroupNorm (as DP-SGD needs)."),
         click.option("--clients", type=sized("training.clients"), default=None, help="Number of clients K."),
         click.option("--rounds", type=sized("training.rounds"), default=None,
                      help="FL rounds T (checkpoints past T are dropped)."),
@@ -252,6 +261,7 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
 CONFIG_KEYS: dict[str, str] = {
     "seed": "seed", "device": "device", "dataset": "data.dataset", "data_dir": "data.data_dir",
     "download": "data.download", "partition": "data.partition", "model": "training.model",
+    "small_stem": "training.small_stem", "norm": "training.norm",
     "clients": "training.clients", "rounds": "training.rounds", "tau": "training.tau",
     "batch_size": "training.batch_size", "lr": "training.lr", "backend": "training.backend",
     **{name: f"training.{name}" for name in ("local_epochs", "optimizer", "weight_decay", "optimizer_state",

@@ -5,6 +5,7 @@ from pathlib import Path
 
 from auditkit.data.dataset import Dataset
 from auditkit.data.embedded import load_digits_dataset, load_mnist_5k_dataset
+from auditkit.data.factory import dataset_from_factory, is_dataset_factory
 
 DATASETS = ("mnist-5k", "digits", "mnist", "fashion-mnist", "svhn", "cifar10", "cifar100", "imagefolder")
 EMBEDDED = ("mnist-5k", "digits")  # shipped with installed libraries: no data_dir, no download
@@ -12,7 +13,8 @@ EMBEDDED = ("mnist-5k", "digits")  # shipped with installed libraries: no data_d
 
 def load_dataset(name: str, *, data_dir: str | Path | None = None, download: bool = False, seed: int | None = None,
                  test_fraction: float = 0.2, image_size: int = 32) -> Dataset:
-    """Load dataset ``name`` (one of :data:`DATASETS`).
+    """Load dataset ``name`` (one of :data:`DATASETS`, or a user's factory ``my_data.py:make_data``,
+    ``auditkit.data.factory``).
 
     ``mnist-5k`` and ``digits`` are embedded and ignore ``data_dir``; ``mnist``, ``fashion-mnist``, ``svhn``, ``cifar10`` and ``cifar100`` are read from ``data_dir``
     through torchvision and are downloaded there only when ``download`` is true. Missing files raise
@@ -20,6 +22,8 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, download: boo
     ``data_dir`` in torchvision's ImageFolder layout at ``image_size`` (``auditkit.data.imagefolder``); without
     ``train/`` and ``test/`` subfolders split with ``test_fraction`` and ``seed``, which it then needs.
     """
+    if is_dataset_factory(name):
+        return dataset_from_factory(name)
     if name == "mnist-5k":
         return load_mnist_5k_dataset()
     if name == "digits":
@@ -44,7 +48,7 @@ def load_dataset(name: str, *, data_dir: str | Path | None = None, download: boo
 
 def dataset_available(name: str, data_dir: str | Path | None) -> bool:
     """Whether ``load_dataset(name, data_dir=data_dir)`` finds its files without downloading."""
-    if name in EMBEDDED:
+    if name in EMBEDDED or is_dataset_factory(name):  # a factory makes its data itself
         return True
     if data_dir is None:
         return False

@@ -41,9 +41,10 @@ from auditkit.config import AuditConfig
 from auditkit.stage_store import stage_key
 from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
+from auditkit.stages.inversion import check_attack_layers
 from auditkit.stages.identification import claim_bound, identification_tests, matched_entry
 from auditkit.stages.inversion import as_the_clients_ran
-from auditkit.models import create_model
+from auditkit.models import build_model
 from auditkit.stages.setting import prepare_data
 from auditkit.attacks.identification import candidate_scorer
 
@@ -311,8 +312,10 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
     settings that differ only in their epsilon compute one."""
     probe, ident, seed = config.probe, config.identification, config.seed
     data, shape, classes, _ = prepare_data(config)
-    model = create_model(config.training.model, input_shape=shape, num_classes=classes)
+    model = build_model(config.training, shape, classes)
     as_the_clients_ran(model, saved.get("buffers", {}), config.training.client_mode)
+    if probe.enabled:
+        check_attack_layers(probe.attack, model, classes, where="probe.attack", model_name=config.training.model)
     weights, lr, momentum = saved["weights"], float(saved["lr"]), config.training.momentum
     clients = probe_clients(data, probe.targets, probe.batch_size, seed=seed)
     companions = clients.indices[0, 1:]  # the informed adversary knows the rest of the target's batch

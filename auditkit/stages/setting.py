@@ -11,6 +11,7 @@ import torch
 
 from auditkit import mechanisms
 from auditkit.config import AuditConfig, ConfigError
+from auditkit.factories import parse_factory
 from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import build_protocol as fl_build_protocol
 from auditkit.fl.aggregation import client_mechanism
@@ -20,7 +21,7 @@ from auditkit.mechanisms.protocol import ProtocolContext, RoundProtocol
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import from_dict
 from auditkit.flower.backend import ClientSetup
-from auditkit.models import create_model
+from auditkit.models import build_model
 
 __all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "flower_client_setup",
            "load_configured_dataset", "partition_parameters", "prepare_data", "protocol_context", "protocol_table_name",
@@ -132,6 +133,10 @@ def client_spec(config: AuditConfig) -> dict[str, Any]:
     spec["plugins"] = [str(Path(p).resolve()) if p.endswith(".py") else p for p in config.plugins]
     if config.data.data_dir is not None:
         spec["data"]["data_dir"] = str(Path(config.data.data_dir).resolve())
+    for table, key in (("training", "model"), ("data", "dataset")):  # a factory file, as a plugin's
+        factory = parse_factory(spec[table][key])
+        if factory is not None and factory.kind == "file":
+            spec[table][key] = f"{Path(factory.target).resolve()}:{factory.function}"
     return spec
 
 
@@ -140,6 +145,6 @@ def flower_client_setup(spec: dict[str, Any]) -> Any:
     ``auditkit.flower.backend.ClientSetup`` the backend's ``ClientApp`` trains with."""
     config = from_dict(spec)
     data, input_shape, num_classes, _ = prepare_data(config)
-    model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
+    model = build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled)
     return ClientSetup(training=config.training, dp_sgd=config.dp_sgd, seed=config.seed, data=data,
                        model=model, mechanism=build_mechanism(config))

@@ -16,7 +16,7 @@ from auditkit import results
 from auditkit.config import AuditConfig
 from auditkit.fl.memory import check_memory
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult
-from auditkit.models import create_model
+from auditkit.models import build_model
 from auditkit.stages.account import account_run
 from auditkit.stages.base import StageOutput
 from auditkit.stages.inversion import RecordedView
@@ -53,7 +53,8 @@ class Experiment:
         self.device = resolve_device(config.device)
         self.mechanism = build_mechanism(config)
         data, input_shape, num_classes, self.data_summary = prepare_data(config)
-        model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
+        self.num_classes = num_classes  # the attacks' models are built for it (auditkit.stages.inversion)
+        model = build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled)
         self.memory = check_memory(config, model, data, self.device)  # above the memory limit: refused before any allocation
         protocol = build_protocol(self.mechanism, config)
         if config.training.backend == "flower":

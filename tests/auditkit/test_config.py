@@ -90,10 +90,26 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"training": {"clients": 0}}, "training.clients must be an integer in 1..100000, got 0"),
     ({"training": {"tau": 0}}, "training.tau must be an integer in 1..10000, got 0"),
     ({"training": {"clients": 2.5}}, "training.clients must be an integer, got 2.5"),
-    ({"training": {"model": "resnet"}}, "training.model must be one of linear, mlp, cnn"),
+    ({"training": {"model": "resnet"}}, "training.model must be a seed model (linear, mlp, cnn, cifar_cnn, lenet, mlp200), "
+                                        "'torchvision:NAME' (a classification model of torchvision.models.list_models()) "
+                                        "or a factory 'path/to/file.py:fn', 'package.module:fn' or 'entry:NAME', got "
+                                        "'resnet'"),
+    ({"training": {"model": "torchvision:resnet99"}}, "training.model must be a seed model"),
+    ({"training": {"model": "my_models.py"}}, "training.model must be a seed model"),
+    ({"training": {"model": "no_such_dir/my_models.py:make_net"}},
+     "training.model: factory 'no_such_dir/my_models.py:make_net' failed to load: no such file"),
+    ({"training": {"norm": "layer"}}, "training.norm must be one of batch, group, got 'layer'"),
+    ({"training": {"small_stem": 1}}, "training.small_stem must be true or false, got 1"),
+    ({"training": {"model": "torchvision:vgg11", "small_stem": True}},
+     "training.small_stem applies to the ResNet family (torchvision:resnet*, torchvision:resnext*, "
+     "torchvision:wide_resnet*), not training.model 'torchvision:vgg11'"),
+    ({"training": {"model": "cnn", "small_stem": True}}, "training.small_stem applies to the ResNet family"),
     ({"training": {"lr": math.nan}}, "training.lr must be a finite number, got nan"),
     ({"data": {"dataset": "imagenet"}}, "data.dataset must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
-                                       "cifar100, imagefolder, got 'imagenet'"),
+                                       "cifar100, imagefolder or a factory 'path/to/file.py:fn', 'package.module:fn' or "
+                                       "'entry:NAME', got 'imagenet'"),
+    ({"data": {"dataset": "no_such_dir/my_data.py:make_data"}},
+     "data.dataset: factory 'no_such_dir/my_data.py:make_data' failed to load: no such file"),
     ({"device": "tpu"}, "device must be one of auto, cpu, cuda, cuda:N"),
     ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be a list of integers in 1..10, got [1, 99]"),
     ({"training": {"participation": "uniform"}}, "training.clients_per_round (participation 'uniform') must be an integer in 1..10"),
@@ -116,7 +132,8 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer in 100..10000000, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be a number in (0, 1), got 1.0"),
     ({"data": {"prefer": "imagenet"}}, "data.prefer must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
-                                      "cifar100, imagefolder, got 'imagenet'"),
+                                      "cifar100, imagefolder or a factory 'path/to/file.py:fn', 'package.module:fn' or "
+                                      "'entry:NAME', got 'imagenet'"),
     ({"data": {"image_size": 4}}, "data.image_size must be an integer in 8..512, got 4"),
     ({"data": {"image_size": 1024}}, "data.image_size must be an integer in 8..512, got 1024"),
     ({"data": {"image_size": 32.5}}, "data.image_size must be an integer, got 32.5"),
@@ -161,6 +178,24 @@ def test_toml_file_round_trips(tmp_path):
     config = load_config(path)
     assert (config.seed, config.training.clients, config.mechanism.params) == (3, 4, {"sigma": 0.5})
     assert from_dict(config.to_dict()) == config
+
+
+def test_model_forms_and_options_are_accepted_and_factory_files_are_relative_to_the_config(tmp_path):
+    config = from_dict({"training": {"model": "torchvision:resnet18", "small_stem": True, "norm": "group"}})
+    assert (config.training.model, config.training.small_stem, config.training.norm) == ("torchvision:resnet18", True,
+                                                                                         "group")
+    assert from_dict(config.to_dict()) == config
+    assert from_dict({}).training.small_stem is False and from_dict({}).training.norm == "batch"
+    assert from_dict({"training": {"model": "entry:my-net"}, "data": {"dataset": "my_pkg.data:make"}}).data.dataset \
+        == "my_pkg.data:make"  # parsed, not imported: neither exists
+    (tmp_path / "cfg").mkdir()
+    for name in ("my_models.py", "my_data.py"):
+        (tmp_path / "cfg" / name).write_text("raise RuntimeError('imported while checking the config')\n")
+    path = tmp_path / "cfg" / "c.toml"
+    path.write_text('[training]\nmodel = "my_models.py:make_net"\n[data]\ndataset = "my_data.py:make_data"\n')
+    config = load_config(path)  # the files exist beside the config, and are not imported by the check
+    assert config.training.model == f"{tmp_path / 'cfg' / 'my_models.py'}:make_net"
+    assert config.data.dataset == f"{tmp_path / 'cfg' / 'my_data.py'}:make_data"
 
 
 def test_missing_and_invalid_files(tmp_path):
