@@ -16,7 +16,7 @@ from auditkit.attacks.verdicts import Evidence, Verdict
 from auditkit.fl.spec import BNStats, ClientMode, Optimizer, OptimizerState, Precision
 from auditkit.mechanisms.capabilities import CapabilityState
 from auditkit.mechanisms.views import View
-from auditkit.results.types import (Bool, Int, JsonObject, Name, Number, Section, Text, figure_path,
+from auditkit.results.types import (Bool, Finite, Int, JsonObject, Name, Number, Section, Text, figure_path,
                                     one_of, short)
 
 __all__ = ["SCHEMA", "SCHEMA_VERSION", "Command", "ResultsDocument", "Setting"]
