@@ -72,9 +72,12 @@ class LocalSteps:
         index = self.indices[rows, step]
         return self.x[index], self.y[index]
 
-    def chunk(self, rows: slice) -> "LocalSteps":
-        return dataclasses.replace(self, indices=self.indices[rows],
-                                   active=None if self.active is None else self.active[rows])
+    def rows(self, rows: torch.Tensor) -> "LocalSteps":
+        """The steps of clients ``rows`` (a chunk), up to the last step one of them takes."""
+        active = None if self.active is None else self.active[rows.to(self.active.device)]
+        last = self.steps if active is None else int(active.any(0).nonzero().max()) + 1
+        return dataclasses.replace(self, indices=self.indices[rows.to(self.indices.device), :last],
+                                   active=None if active is None else active[:, :last])
 
 
 @dataclass(frozen=True)
@@ -172,32 +175,39 @@ def train_clients_batched(
     """
     size = steps.clients
     chunk = training.chunk or size
-    parts = [_train_chunk(model, start if start.dim() == 1 else start[lo:lo + chunk], steps.chunk(slice(lo, lo + chunk)),
-                          training,
-                          state=None if state is None else {k: v[lo:lo + chunk] for k, v in state.items()},
-                          buffers=_chunk_buffers(model, buffers, lo, chunk),
-                          dp_sgd=None if dp_sgd is None else _chunk_dp_sgd(dp_sgd, lo, chunk))
-             for lo in range(0, size, chunk)]
-    if len(parts) == 1:
-        return parts[0]
+    if chunk >= size:
+        return _train_chunk(model, start, steps, training, state=state, buffers=buffers, dp_sgd=dp_sgd)
+    # clients of similar step counts share a chunk, which stops at its longest client (unequal local epochs)
+    order = (torch.arange(size) if steps.active is None else
+             torch.argsort(steps.active.sum(1).cpu(), descending=True, stable=True))
+    parts = []
+    for lo in range(0, size, chunk):
+        rows = order[lo:lo + chunk]
+        parts.append(_train_chunk(
+            model, start if start.dim() == 1 else start[rows.to(start.device)], steps.rows(rows), training,
+            state=None if state is None else {k: v[rows.to(v.device)] for k, v in state.items()},
+            buffers=_rows_of_buffers(model, buffers, rows),
+            dp_sgd=None if dp_sgd is None else _rows_of_dp_sgd(dp_sgd, rows)))
+    back = torch.argsort(order)  # chunk order -> the callers' client order
+    join = lambda tensors: torch.cat(tensors)[back.to(tensors[0].device)]  # noqa: E731
     return LocalResult(
-        params=torch.cat([p.params for p in parts]),
-        state={k: torch.cat([p.state[k] for p in parts]) for k in parts[0].state},
-        buffers={k: torch.cat([p.buffers[k] for p in parts]) for k in parts[0].buffers},
-        loss=torch.cat([p.loss for p in parts]),
+        params=join([p.params for p in parts]),
+        state={k: join([p.state[k] for p in parts]) for k in parts[0].state},
+        buffers={k: join([p.buffers[k] for p in parts]) for k in parts[0].buffers},
+        loss=join([p.loss for p in parts]),
     )
 
 
-def _chunk_buffers(model: nn.Module, buffers: dict[str, torch.Tensor] | None, lo: int,
-                   chunk: int) -> dict[str, torch.Tensor] | None:
+def _rows_of_buffers(model: nn.Module, buffers: dict[str, torch.Tensor] | None,
+                     rows: torch.Tensor) -> dict[str, torch.Tensor] | None:
     if buffers is None:
         return None
     own = dict(model.named_buffers())
-    return {k: v if v.dim() == own[k].dim() else v[lo:lo + chunk] for k, v in buffers.items()}
+    return {k: v if v.dim() == own[k].dim() else v[rows.to(v.device)] for k, v in buffers.items()}
 
 
-def _chunk_dp_sgd(dp_sgd: DPSGD, lo: int, chunk: int) -> DPSGD:
-    return dataclasses.replace(dp_sgd, mask=dp_sgd.mask[lo:lo + chunk], noise=dp_sgd.noise[lo:lo + chunk])
+def _rows_of_dp_sgd(dp_sgd: DPSGD, rows: torch.Tensor) -> DPSGD:
+    return dataclasses.replace(dp_sgd, mask=dp_sgd.mask[rows], noise=tuple(dp_sgd.noise[int(r)] for r in rows))
 
 
 def _train_chunk(model: nn.Module, start: torch.Tensor, steps: LocalSteps, training: LocalTraining, *,

@@ -187,13 +187,16 @@ def test_local_epochs_pass_over_every_example_and_idle_unequal_clients():
     assert a.buffers["1.num_batches_tracked"].tolist() == [4, 6, 2]
 
 
-def test_chunks_give_the_same_clients():
-    """Training 5 clients in chunks of 2 gives what one batched program of 5 gives."""
+@pytest.mark.parametrize("epochs", [None, 2])
+def test_chunks_give_the_same_clients(epochs):
+    """Training 5 clients in chunks of 2 gives what one batched program of 5 gives, with tau steps and with local
+    epochs on unequal clients (chunks grouped by step count, each stopping at its longest client)."""
     model = _bn_net()
     x, y = _examples()
-    own = list(torch.arange(60).reshape(5, 12))
-    indices, _, _ = local_batches(own, list(range(5)), 1, seed=0, tau=3, batch_size=4)
-    steps = LocalSteps(x, y, indices)
+    own = [torch.arange(0, 4), torch.arange(4, 30), torch.arange(30, 38), torch.arange(38, 50), torch.arange(50, 60)]
+    indices, active, _ = local_batches(own, list(range(5)), 1, seed=0, tau=3, batch_size=4, local_epochs=epochs)
+    assert (active is None) == (epochs is None)
+    steps = LocalSteps(x, y, indices, active)
     whole = train_clients_batched(model, flat_parameters(model), steps,
                                   LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9)))
     parts = train_clients_batched(model, flat_parameters(model), steps,
