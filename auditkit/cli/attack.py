@@ -72,7 +72,8 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings: dic
         attacks.preset_settings(attack)
         mechanisms.preflight(mechanisms.create(mechanism, **params))  # a plugin's bug: PluginCodeError, one line
         targets = inversion.load_targets(source, images, seed=seed)
-        inversion.attacked_model(model, targets.input_shape, seed=seed)  # the model takes the images (one line if not)
+        net = inversion.attacked_model(model, targets.input_shape, seed=seed)  # it takes the images (one line if not)
+        inversion.check_attack_layers(attack, net, 10, where="attack", model_name=model, labels_given=label_given)
         out = check_output(out, overwrite)
     except ValueError as err:
         raise UsageFailure(str(err)) from None

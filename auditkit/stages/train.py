@@ -55,6 +55,7 @@ class Experiment:
         data, input_shape, num_classes, self.data_summary = prepare_data(config)
         self.num_classes = num_classes  # the attacks' models are built for it (auditkit.stages.inversion)
         model = build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled)
+        self.model = model  # the configured model, whose layers the audit's attacks are checked against
         self.memory = check_memory(config, model, data, self.device)  # above the memory limit: refused before any allocation
         protocol = build_protocol(self.mechanism, config)
         if config.training.backend == "flower":

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import pickle
+import struct
 from pathlib import Path
 
 import numpy as np
@@ -17,12 +18,31 @@ from auditkit.data import image_patch_sources, load_image_patches
 NAMES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
 
 
+class Py2Pickler(pickle._Pickler):
+    """Writes bytes as Python 2 ``str`` opcodes, as the real batches (pickled under Python 2) hold them; protocol 2
+    would otherwise write them through ``_codecs.encode``, a call auditkit's safe unpickler refuses."""
+
+    dispatch = pickle._Pickler.dispatch.copy()
+
+    def save_py2_str(self, obj: bytes) -> None:
+        if len(obj) < 256:
+            self.write(pickle.SHORT_BINSTRING + bytes([len(obj)]) + obj)
+        else:
+            self.write(pickle.BINSTRING + struct.pack("<i", len(obj)) + obj)
+        self.memoize(obj)
+
+    dispatch[bytes] = save_py2_str
+
+
+def dump(obj: object, path: Path) -> None:
+    with open(path, "wb") as f:
+        Py2Pickler(f, protocol=2).dump(obj)
+
+
 def write_batch(path: Path, images: np.ndarray, labels: np.ndarray) -> None:
     """One batch file as CIFAR-10 ships it: b"data" N x 3072 uint8 (the red, green, then blue 32x32 planes)."""
-    with open(path, "wb") as f:
-        pickle.dump({b"batch_label": path.name.encode(), b"data": images.reshape(len(images), 3072),
-                     b"labels": labels.tolist(), b"filenames": [f"{i}.png".encode() for i in range(len(images))]},
-                    f, protocol=2)
+    dump({b"batch_label": path.name.encode(), b"data": images.reshape(len(images), 3072),
+          b"labels": labels.tolist(), b"filenames": [f"{i}.png".encode() for i in range(len(images))]}, path)
 
 
 def main() -> None:
@@ -42,9 +62,8 @@ def main() -> None:
     for i, part in enumerate(np.array_split(np.arange(args.train), 5), start=1):
         write_batch(folder / f"data_batch_{i}", images[part], labels[part])
     write_batch(folder / "test_batch", images[args.train:], labels[args.train:])
-    with open(folder / "batches.meta", "wb") as f:
-        pickle.dump({b"num_cases_per_batch": 10000, b"num_vis": 3072,
-                     b"label_names": [n.encode() for n in NAMES]}, f, protocol=2)
+    dump({b"num_cases_per_batch": 10000, b"num_vis": 3072, b"label_names": [n.encode() for n in NAMES]},
+         folder / "batches.meta")
     print(f"wrote {args.train} training and {args.test} test images of {len(photos)} photographs to {folder}")
 
 
