@@ -47,7 +47,7 @@ from auditkit.stages.canary import judged_views
 from auditkit.stages.distinguish import distinguish_family
 from auditkit.stages.pipeline import PIPELINE
 from auditkit.stages.inversion import check_attack_layers
-from auditkit.stages.probe import check_probe_inputs, sweep_group
+from auditkit.stages.probe import check_probe_inputs, check_probe_memory, sweep_group
 from auditkit.stages.recorded import check_recording
 from auditkit.stages.setting import build_mechanism, build_protocol
 from auditkit.stages.train import Experiment
@@ -128,6 +128,7 @@ class Audit:
         self._data_summary = experiment.data_summary
         try:
             check_probe_inputs(config, experiment.simulation.data)
+            check_probe_memory(config, experiment.model, experiment.simulation.data)
         except ValueError as err:
             raise ConfigError(str(err)) from None
         for attack, where, enabled in ((config.inversion.attack, "inversion.attack", config.inversion.enabled),

@@ -234,6 +234,7 @@ class IdentificationConfig:
     enabled: bool = True
     candidates: tuple[int, ...] = (10, 100)
     trials: int = 500
+    pool: int | None = None  # the examples whose updates the adversary scores (unset: 2 x max(candidates), >= 200)
 
 
 @dataclass(frozen=True)
@@ -710,6 +711,9 @@ def _check_probe(config: AuditConfig) -> None:
         raise ConfigError(f"probe.round must be one of the checkpoints {list(t.checkpoints)}, got {probe.round}")
     ListOf(SIZES["identification.candidates"], nonempty=True).check(list(ident.candidates),
                                                                     "identification.candidates")
+    if ident.pool is not None:
+        Integer(max(ident.candidates), SIZES["identification.pool"].high).check(
+            ident.pool, "identification.pool (at least the largest identification.candidates)")
     if len(set(ident.candidates)) != len(ident.candidates):
         raise ConfigError(f"identification.candidates must not repeat a value, got {list(ident.candidates)}")
 

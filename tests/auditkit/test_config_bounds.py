@@ -18,6 +18,8 @@ def _raw(key: str, value: int) -> dict:
         return {"training": {"participation": "replacement", name: value}}
     if key == "identification.candidates":
         return {section: {name: [value]}}
+    if key == "identification.pool":  # at least the largest candidate count
+        return {section: {name: value, "candidates": [2]}}
     if key == "training.rounds":
         return {section: {name: value, "checkpoints": [1]}}
     return {section: {name: value}}
