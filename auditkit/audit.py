@@ -46,7 +46,8 @@ from auditkit.stages.base import AuditContext, Event, SettingPlan, SettingRun, S
 from auditkit.stages.canary import judged_views
 from auditkit.stages.distinguish import distinguish_family
 from auditkit.stages.pipeline import PIPELINE
-from auditkit.stages.probe import check_probe_inputs, sweep_group
+from auditkit.stages.inversion import check_attack_layers
+from auditkit.stages.probe import check_probe_inputs, check_probe_memory, sweep_group
 from auditkit.stages.recorded import check_recording
 from auditkit.stages.setting import build_mechanism, build_protocol
 from auditkit.stages.train import Experiment
@@ -127,8 +128,14 @@ class Audit:
         self._data_summary = experiment.data_summary
         try:
             check_probe_inputs(config, experiment.simulation.data)
+            check_probe_memory(config, experiment.model, experiment.simulation.data)
         except ValueError as err:
             raise ConfigError(str(err)) from None
+        for attack, where, enabled in ((config.inversion.attack, "inversion.attack", config.inversion.enabled),
+                                       (config.probe.attack, "probe.attack", config.probe.enabled)):
+            if enabled:  # a layer the attack reads and the model lacks: one line now, not after the training
+                check_attack_layers(attack, experiment.model, experiment.num_classes, where=where,
+                                    model_name=config.training.model)
         if config.training.backend == "flower":  # every setting, not only the first, must fit the backend
             for plan in self.plans:
                 check_protocol(build_protocol(self.mechanisms[plan.id], plan.config))

@@ -7,11 +7,13 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     plugins = ["my_pkg.my_mech"]   # modules that register mechanisms of one's own (plugins)
 
     [data]
-    dataset = "mnist-5k"     # mnist-5k (embedded, the default) | digits (embedded) | mnist | cifar10
+    dataset = "mnist-5k"     # mnist-5k (embedded, the default) | digits (embedded) | mnist | fashion-mnist | svhn | cifar10 | cifar100 | imagefolder | my_data.py:make_data
     partition = "iid"        # iid | dirichlet | shards
 
     [training]
-    model = "cnn"
+    model = "cnn"            # a seed model | torchvision:resnet18 | my_models.py:make_net (docs/guide/models.md)
+    small_stem = false       # the ResNet family's 3x3 stride-1 stem for 32x32 inputs
+    norm = "batch"           # batch | group (GroupNorm for every BatchNorm, as DP-SGD needs)
     clients = 10
     rounds = 60
     tau = 15
@@ -69,14 +71,17 @@ from auditkit.config_bounds import device as _device, name_length
 from auditkit.config_bounds import reject_unknown as _reject_unknown, section as _section
 from auditkit.data import DATASETS, PARTITION_SCHEMES, DataNotFoundError, dataset_available, load_dataset
 from auditkit.data.catalog import EMBEDDED
+from auditkit.data.factory import DatasetName
+from auditkit.factories import parse_factory
 from auditkit.fl.schedule import LR_SCHEDULES
 from auditkit.fl.spec import DPSGDSpec, TrainingSpec
 from auditkit.fl.sampling import PARTICIPATION
 from auditkit.flower.settings import FlowerConfig, check_training
 from auditkit.mechanisms.protocol import selects_clients
-from auditkit.models import MODEL_NAMES
+from auditkit.models import NORMS, ModelName
+from auditkit.models.torchvision_models import is_resnet
 from auditkit.mechanisms import View
-from auditkit.validation import Choice, Integer, ListOf, Number, Text, ValidationError
+from auditkit.validation import Choice, Constraint, Integer, ListOf, Number, Text, ValidationError
 from auditkit.attacks.gradient_inversion import INVERSION_ATTACKS
 from auditkit.flower.install import flower_missing
 from auditkit.attacks.one_run import BOUNDS, GUESS_RULES
@@ -98,7 +103,10 @@ class DataConfig:
     download: bool = False
     partition: str = "iid"
     dirichlet_alpha: float = 0.5
+    shards_per_client: int = 2  # partition "shards": shards of label-sorted samples per client (McMahan et al. 2017)
     validation_fraction: float = 0.1
+    test_fraction: float = 0.2  # imagefolder without train/ and test/ folders: the share of each class held out
+    image_size: int = 32  # imagefolder: every image resized to this many pixels square, RGB
 
 
 @dataclass(frozen=True)
@@ -106,8 +114,10 @@ class TrainingConfig(TrainingSpec):
     """The ``[training]`` table: the FL engine's run (``auditkit.fl.spec.TrainingSpec``: clients, local steps,
     optimiser, schedule, participation, checkpoints) plus the model and the engine that runs it."""
 
-    model: str = "cnn"
+    model: str = "cnn"  # a seed model, torchvision:NAME or a factory (auditkit.models.create)
     backend: str = "builtin"  # builtin (the batched simulator in this process) | flower (Flower's Simulation Engine)
+    small_stem: bool = False  # the ResNet family's small-image stem (auditkit.models.torchvision_models)
+    norm: str = "batch"  # batch | group: every BatchNorm replaced by GroupNorm (DP-SGD needs per-example statistics)
 
 
 @dataclass(frozen=True)
@@ -224,6 +234,7 @@ class IdentificationConfig:
     enabled: bool = True
     candidates: tuple[int, ...] = (10, 100)
     trials: int = 500
+    pool: int | None = None  # the examples whose updates the adversary scores (unset: 2 x max(candidates), >= 200)
 
 
 @dataclass(frozen=True)
@@ -353,8 +364,9 @@ def _mechanism_table(m: MechanismConfig) -> dict[str, Any]:
 
 
 def read_config(path: str | Path) -> dict[str, Any]:
-    """The raw tables of a TOML config file; its ``plugins`` given as ``.py`` paths are made relative to the file's
-    folder (a config and the plugin beside it move together)."""
+    """The raw tables of a TOML config file; its ``plugins`` given as ``.py`` paths, and the factory files
+    ``training.model``, ``data.dataset`` and ``data.prefer`` name (``my_models.py:make_net``), are made relative to the
+    file's folder (a config and the plugin or factory beside it move together)."""
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"config file {str(path)!r} does not exist")
@@ -366,6 +378,11 @@ def read_config(path: str | Path) -> dict[str, Any]:
     if isinstance(plugins, list):
         raw["plugins"] = [str(path.parent / p) if isinstance(p, str) and p.endswith(".py") and not Path(p).is_absolute()
                           else p for p in plugins]
+    for table, key in (("training", "model"), ("data", "dataset"), ("data", "prefer")):  # factory files, alike
+        section = raw.get(table)
+        factory = parse_factory(section.get(key)) if isinstance(section, dict) else None
+        if factory is not None and factory.kind == "file" and not Path(factory.target).is_absolute():
+            section[key] = f"{path.parent / factory.target}:{factory.function}"
     return raw
 
 
@@ -579,14 +596,16 @@ def _sweep(sweep: Any, params: dict[str, Any], where: str) -> dict[str, tuple[An
 
 _SEED = dataclasses.replace(SIZES["seed"], whole_floats=True)
 
-CHOICES: dict[str, Choice] = {
-    "data.dataset": Choice(DATASETS), "data.partition": Choice(PARTITION_SCHEMES), "data.prefer": Choice(DATASETS),
-    "training.model": Choice(MODEL_NAMES), "training.participation": Choice(PARTICIPATION),
+CHOICES: dict[str, Constraint] = {
+    "data.dataset": DatasetName(DATASETS), "data.partition": Choice(PARTITION_SCHEMES),
+    "data.prefer": DatasetName(DATASETS), "training.model": ModelName(), "training.norm": Choice(NORMS),
+    "training.participation": Choice(PARTICIPATION),
     "training.client_weights": Choice(CLIENT_WEIGHTS), "training.lr_schedule": Choice(LR_SCHEDULES),
     "training.backend": Choice(TRAINING_BACKENDS), "accounting.accountant": Choice(ACCOUNTANTS),
     "probe.scale": Choice(PROBE_SCALES), "canary.view": Choice(CANARY_VIEWS),
 }
-"""The config keys with a closed vocabulary (``auditkit.config_bounds`` holds the numbers' ranges)."""
+"""The config keys with a closed vocabulary, or a form (a model, a dataset: a name or a user's factory, parsed and not
+imported here); ``auditkit.config_bounds`` holds the numbers' ranges."""
 
 
 def _check_values(config: AuditConfig) -> None:
@@ -594,6 +613,7 @@ def _check_values(config: AuditConfig) -> None:
     check_keys(config, SIZES)  # every size-like key within its bounds (auditkit.config_bounds.SIZES), first
     check_keys(config, RANGES)
     check_keys(config, CHOICES)
+    _check_factory_files(config)
     _check_backend(config)
     if t.participation == "uniform":
         Integer(1, t.clients).check(t.clients_per_round, "training.clients_per_round (participation 'uniform')")
@@ -608,10 +628,27 @@ def _check_values(config: AuditConfig) -> None:
     _check_dp_sgd(config)
 
 
+def _check_factory_files(config: AuditConfig) -> None:
+    """A factory file that ``training.model``, ``data.dataset`` or ``data.prefer`` names exists (its code is imported
+    only where the model or data are built, ``auditkit.factories``); ``training.small_stem`` is for the ResNet
+    family, whose names need no import to tell."""
+    t, d = config.training, config.data
+    for key, value in (("training.model", t.model), ("data.dataset", d.dataset), ("data.prefer", d.prefer)):
+        factory = parse_factory(value)
+        if factory is not None and factory.kind == "file" and not Path(factory.target).is_file():
+            raise ConfigError(f"{key}: factory {value!r} failed to load: no such file")
+    if t.small_stem and not (t.model.startswith("torchvision:") and is_resnet(t.model.removeprefix("torchvision:"))):
+        raise ConfigError("training.small_stem applies to the ResNet family (torchvision:resnet*, torchvision:resnext*, "
+                          f"torchvision:wide_resnet*), not training.model {t.model!r}")
+
+
 def _check_dp_sgd(config: AuditConfig) -> None:
     """A composition delta DP-SGD's Gaussian claim can be stated at (its noise multiplier and clip: ``RANGES``). That
     ``training.batch_size`` fits the smallest client is checked once the data are split
     (``auditkit.stages.train.prepare_data``)."""
+    if config.dp_sgd.enabled and config.training.local_epochs is not None:
+        raise ConfigError("training.local_epochs cannot be combined with [dp_sgd]: DP-SGD samples its own Poisson "
+                          "batches for training.tau steps (what its accounting assumes); leave local_epochs out")
     if config.dp_sgd.enabled and config.accounting.composition_delta == 0:
         raise ConfigError("dp_sgd's example-level claim needs accounting.composition_delta > 0 (a Gaussian has no "
                           "finite epsilon at delta 0), got 0")
@@ -674,6 +711,9 @@ def _check_probe(config: AuditConfig) -> None:
         raise ConfigError(f"probe.round must be one of the checkpoints {list(t.checkpoints)}, got {probe.round}")
     ListOf(SIZES["identification.candidates"], nonempty=True).check(list(ident.candidates),
                                                                     "identification.candidates")
+    if ident.pool is not None:
+        Integer(max(ident.candidates), SIZES["identification.pool"].high).check(
+            ident.pool, "identification.pool (at least the largest identification.candidates)")
     if len(set(ident.candidates)) != len(ident.candidates):
         raise ConfigError(f"identification.candidates must not repeat a value, got {list(ident.candidates)}")
 

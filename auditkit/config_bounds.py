@@ -8,11 +8,12 @@ until killed. Every message is one line naming the key and what is allowed.
 """
 from __future__ import annotations
 
+import enum
 import types
 import typing
 from typing import Any
 
-from auditkit.validation import Constraint, Flag, Integer, ListOf, Number, Text, ValidationError
+from auditkit.validation import Choice, Constraint, Flag, Integer, ListOf, Number, Text, ValidationError
 
 
 class ConfigError(ValidationError):
@@ -36,7 +37,16 @@ SIZES: dict[str, Integer] = {
     # (the memory check bounds the product); the papers use tau <= 15 and batches <= 10
     "training.tau": Integer(1, 10_000),
     "training.batch_size": Integer(1, 10_000),
+    # passes over a client's data per round: a client of n_k examples takes local_epochs x ceil(n_k / B) steps
+    "training.local_epochs": Integer(1, 1_000),
+    # clients trained as one batched tensor program: their parameters, state and gradients held at once
+    "training.client_chunk": Integer(1, 100_000),
     # (training.checkpoints: each must be a round of the run, so within these rounds)
+    # imagefolder's images are resized to image_size squared: 8 is below any model's use, 512 above ImageNet's 224
+    # (the loader refuses a folder whose float32 tensors would take too much memory)
+    "data.image_size": Integer(8, 512),
+    # McMahan et al. use 2; the partition needs clients x shards_per_client <= the training samples
+    "data.shards_per_client": Integer(1, 10_000),
     # gradient inversion: one reconstruction per target, each start an L-BFGS run of `iterations` model passes
     # (the presets: 2-4 targets, 100-300 iterations, 2-4 restarts)
     "inversion.targets": Integer(1, 10_000),
@@ -50,6 +60,8 @@ SIZES: dict[str, Integer] = {
     # identification: trials x candidates likelihoods of a whole update (default 500 x up to 100)
     "identification.candidates": Integer(2, 10_000),
     "identification.trials": Integer(1, 100_000),
+    # every pool example's update is held at once (pool x the model's parameters)
+    "identification.pool": Integer(2, 100_000),
     # every output of a test is held in memory at once (trials x the audit dimension, float64); the default is
     # 100,000 and an interval's width shrinks only as 1/sqrt(trials)
     "distinguish.trials": Integer(100, 10_000_000),
@@ -84,10 +96,13 @@ _FRACTION = Number(0, 1, high_open=True)  # [0, 1)
 RANGES: dict[str, Constraint] = {
     "data.dirichlet_alpha": _POSITIVE,
     "data.validation_fraction": _FRACTION,
+    "data.test_fraction": Number(0, 1, low_open=True, high_open=True),
     "training.lr": _POSITIVE,
     "training.momentum": _FRACTION,
     "training.lr_factor": Number(0, 1, low_open=True),
     "training.lr_patience": Integer(low=0),
+    "training.weight_decay": Number(0, 1),
+    "training.server_lr": Number(0, 100, low_open=True),
     "accounting.composition_delta": _FRACTION,
     "distinguish.confidence": Number(0, 1, low_open=True, high_open=True),
     "dp_sgd.noise_multiplier": NOISE,  # > 0 as well: a clipping-only run has no example-level claim
@@ -168,9 +183,11 @@ _OF_TYPE: dict[Any, Constraint] = {
 
 def constraint_of(annotation: Any) -> Constraint:
     """The constraint of a field's type (``int``, ``float``, ``str``, ``bool``, ``tuple[int, ...]`` (at least 1),
-    ``tuple[float, ...]``, or one of them ``| None``): an int accepts a float of integer value, a float any finite
+    ``tuple[float, ...]``, a ``StrEnum``, or one of them ``| None``): an int accepts a float of integer value, a float any finite
     number."""
     kinds = typing.get_args(annotation) if isinstance(annotation, types.UnionType) else (annotation,)
+    if isinstance(kinds[0], type) and issubclass(kinds[0], enum.StrEnum):  # a closed vocabulary: its members
+        return Choice(kinds[0])
     return _OF_TYPE[kinds[0]]
 
 

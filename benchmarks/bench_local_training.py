@@ -14,8 +14,10 @@ import time
 
 import torch
 
-from auditkit.fl.local_training import train_clients_batched, train_clients_sequential
+from auditkit.fl.local_training import LocalSteps, LocalTraining, train_clients_batched, train_clients_sequential
+from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.params import flat_parameters
+from auditkit.fl.spec import Optimizer
 from auditkit.models import create_model
 
 
@@ -42,12 +44,12 @@ def main() -> None:
     torch.manual_seed(0)
     model = create_model(args.model).to(device)
     start = flat_parameters(model).to(device)
-    momentum = torch.zeros(args.clients, start.numel(), device=device)
     inputs = torch.rand(args.clients, args.tau, args.batch_size, 1, 28, 28, device=device)
     labels = torch.randint(0, 10, (args.clients, args.tau, args.batch_size), device=device)
-    kwargs = dict(lr=0.01, mu=0.9)
-    batched = lambda: train_clients_batched(model, start, momentum, inputs, labels, **kwargs)  # noqa: E731
-    sequential = lambda: train_clients_sequential(model, start, momentum, inputs, labels, **kwargs)  # noqa: E731
+    steps = LocalSteps.gathered(inputs, labels)
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, 0.01, 0.9))
+    batched = lambda: train_clients_batched(model, start, steps, training)  # noqa: E731
+    sequential = lambda: train_clients_sequential(model, start, steps, training)  # noqa: E731
     batched(), sequential()  # warm-up: vmap tracing, allocator, cuDNN autotuning
     times = {"batched": [], "sequential": []}
     for _ in range(args.repeats):

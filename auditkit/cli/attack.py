@@ -16,11 +16,11 @@ from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
-from auditkit.cli.options import HelpArgument, choice, out_option, plugin_option
+from auditkit.cli.options import Checked, HelpArgument, choice, out_option, plugin_option
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
 from auditkit.figure_files import write_grid
-from auditkit.models import MODEL_NAMES
+from auditkit.models import ModelName
 from auditkit.stages import inversion
 
 __all__ = ["command"]
@@ -39,8 +39,9 @@ __all__ = ["command"]
               help="Images attacked (one single-image client each).")
 @click.option("--source", type=choice(inversion.SOURCES), default="patches", show_default=True,
               help="patches: natural RGB 32x32; digits: embedded 1x28x28.")
-@click.option("--model", type=choice(MODEL_NAMES), default="lenet", show_default=True,
-              help="Attacked model (lenet: DLG's sigmoid LeNet).")
+@click.option("--model", type=Checked(ModelName()), default="lenet", show_default=True, metavar="NAME",
+              help="Attacked model (lenet: DLG's sigmoid LeNet; any seed model, torchvision:NAME or a factory "
+                   "my_models.py:make_net).")
 @click.option("--label-given", is_flag=True, default=False,
               help="Hand the attacker the true labels (JoPEQ's evaluation).")
 @click.option("--iterations", type=int, default=None,
@@ -70,7 +71,9 @@ def _attack(attack: str, mechanism: str, words: dict[str, str], *, settings: dic
     try:  # everything the run depends on is checked before the first (slow) attack
         attacks.preset_settings(attack)
         mechanisms.preflight(mechanisms.create(mechanism, **params))  # a plugin's bug: PluginCodeError, one line
-        inversion.load_targets(source, images, seed=seed)
+        targets = inversion.load_targets(source, images, seed=seed)
+        net = inversion.attacked_model(model, targets.input_shape, seed=seed)  # it takes the images (one line if not)
+        inversion.check_attack_layers(attack, net, 10, where="attack", model_name=model, labels_given=label_given)
         out = check_output(out, overwrite)
     except ValueError as err:
         raise UsageFailure(str(err)) from None

@@ -14,12 +14,13 @@ from typing import Any
 import click
 
 from auditkit.config import PRESETS, TRAINING_BACKENDS
-from auditkit.fl.spec import DPSGDSpec
+from auditkit.fl.spec import BNStats, ClientMode, DPSGDSpec, Optimizer, OptimizerState, Precision
 from auditkit.config_bounds import RANGES, SIZES
 from auditkit.data.catalog import DATASETS
+from auditkit.data.factory import DatasetName
 from auditkit.data.partition import PARTITION_SCHEMES
 from auditkit.mechanisms.registry import DEFAULT_PLUGIN_TIMEOUT, set_plugin_timeout
-from auditkit.models import MODEL_NAMES
+from auditkit.models import NORMS, ModelName
 from auditkit.validation import Choice, Constraint, ValidationError
 
 __all__ = [
@@ -202,13 +203,21 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--seed", type=sized("seed"), default=None,
                      help="Seeds the data split, the training and the mechanisms."),
         click.option("--device", default=None, help="auto | cpu | cuda | cuda:N"),
-        click.option("--dataset", type=choice(DATASETS), default=None,
-                     help="mnist-5k: 5,000 real MNIST digits, embedded like digits; the others load from --data-dir."),
+        click.option("--dataset", type=Checked(DatasetName(DATASETS)), default=None, metavar="NAME|FILE.py:FN",
+                     help="mnist-5k: 5,000 real MNIST digits, embedded like digits; mnist and cifar10 load from "
+                          "--data-dir; or a factory of your own (my_data.py:make_data, package.module:fn, "
+                          "entry:NAME)."),
         click.option("--data-dir", type=path(file_okay=False), default=None, help="Folder holding MNIST / CIFAR-10."),
         click.option("--download", is_flag=True, default=False, help="Download MNIST / CIFAR-10 into --data-dir."),
         click.option("--partition", type=choice(PARTITION_SCHEMES), default=None,
                      help="How the training data is split over the clients."),
-        click.option("--model", type=choice(MODEL_NAMES), default=None, help="The model the clients train."),
+        click.option("--model", type=Checked(ModelName()), default=None, metavar="NAME",
+                     help="The model the clients train: a seed model (cnn, lenet, ...), torchvision:NAME or a factory "
+                          "(my_models.py:make_net, package.module:fn, entry:NAME)."),
+        click.option("--small-stem", is_flag=True, default=False,
+                     help="The ResNet family's 3x3 stride-1 stem without max-pool, for 32x32 inputs."),
+        click.option("--norm", type=choice(NORMS), default=None,
+                     help="group: every BatchNorm replaced by GroupNorm (as DP-SGD needs)."),
         click.option("--clients", type=sized("training.clients"), default=None, help="Number of clients K."),
         click.option("--rounds", type=sized("training.rounds"), default=None,
                      help="FL rounds T (checkpoints past T are dropped)."),
@@ -216,6 +225,25 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--batch-size", type=sized("training.batch_size"), default=None,
                      help="Samples per local step (1 = CEPAM)."),
         click.option("--lr", type=float, default=None, help="Client learning rate."),
+        click.option("--local-epochs", type=sized("training.local_epochs"), default=None,
+                     help="Passes over each client's data per round, in shuffled batches (instead of --tau steps)."),
+        click.option("--optimizer", type=choice(Optimizer), default=None,
+                     help="The clients' optimiser (sgd: with --momentum from the config; adam: PyTorch's Adam)."),
+        click.option("--weight-decay", type=ranged("training.weight_decay"), default=None,
+                     help="L2 weight decay of the clients' optimiser."),
+        click.option("--optimizer-state", type=choice(OptimizerState), default=None,
+                     help="kept: a client's momentum / Adam moments carry over to its next round; reset: a fresh "
+                          "optimiser every round."),
+        click.option("--server-lr", type=ranged("training.server_lr"), default=None,
+                     help="The server's step: w <- w + server_lr * aggregate."),
+        click.option("--client-mode", type=choice(ClientMode), default=None,
+                     help="train: BatchNorm on the batch's statistics, dropout on; eval: on the received statistics."),
+        click.option("--bn-stats", type=choice(BNStats), default=None,
+                     help="BatchNorm running statistics: averaged by the server (in the clear) or kept local (FedBN)."),
+        click.option("--precision", type=choice(Precision), default=None,
+                     help="The clients' arithmetic: fp32, or bf16 autocast (parameters stay fp32)."),
+        click.option("--client-chunk", type=sized("training.client_chunk"), default=None,
+                     help="Clients trained as one batched program (default: as many as fit in memory)."),
         click.option("--backend", type=choice(TRAINING_BACKENDS), default=None,
                      help="Where FL training runs (builtin: the batched simulator in this process; flower: Flower's "
                           "Simulation Engine on Ray, pip install 'auditkit[flower]', resources in the config's "
@@ -233,8 +261,11 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
 CONFIG_KEYS: dict[str, str] = {
     "seed": "seed", "device": "device", "dataset": "data.dataset", "data_dir": "data.data_dir",
     "download": "data.download", "partition": "data.partition", "model": "training.model",
+    "small_stem": "training.small_stem", "norm": "training.norm",
     "clients": "training.clients", "rounds": "training.rounds", "tau": "training.tau",
     "batch_size": "training.batch_size", "lr": "training.lr", "backend": "training.backend",
+    **{name: f"training.{name}" for name in ("local_epochs", "optimizer", "weight_decay", "optimizer_state",
+                                             "server_lr", "client_mode", "bn_stats", "precision", "client_chunk")},
     "max_memory": "limits.max_memory_gib",
 }
 """The config key each option of ``config_options`` sets (parameter name -> dotted key); ``dp_sgd_options`` set

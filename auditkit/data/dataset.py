@@ -38,6 +38,7 @@ class Dataset:
 
     ``validation``: a validation split fixed by the dataset's definition (``mnist-5k``), or None when the
     experiment carves one off the training split. ``source``: where the images come from, for provenance.
+    ``classes``: the class names in label order, where the dataset names them (``imagefolder``: its class folders).
     """
 
     name: str
@@ -47,3 +48,4 @@ class Dataset:
     input_shape: tuple[int, int, int]
     validation: Split | None = None
     source: str = ""
+    classes: tuple[str, ...] = ()

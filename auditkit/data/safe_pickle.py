@@ -46,16 +46,20 @@ def load_pickle(path: Path) -> Any:
         raise DataNotFoundError(f"{path} is not a CIFAR python batch: {err}") from None
 
 
-def load_cifar_batch(path: Path) -> tuple[np.ndarray, list[int]]:
-    """(uint8 N x 3 x 32 x 32 images, N labels in 0..9) of one CIFAR-10 python batch."""
+def load_cifar_batch(path: Path, *, label_key: str = "labels",
+                     num_classes: int = 10) -> tuple[np.ndarray, list[int]]:
+    """(uint8 N x 3 x 32 x 32 images, N labels in 0..num_classes-1) of one CIFAR python batch.
+
+    CIFAR-10's batches hold ``labels``; CIFAR-100's hold ``fine_labels`` (100 classes) beside ``coarse_labels``.
+    """
     entry = load_pickle(path)
     data = entry.get("data") if isinstance(entry, dict) else None
-    labels = entry.get("labels") if isinstance(entry, dict) else None
+    labels = entry.get(label_key) if isinstance(entry, dict) else None
     if not isinstance(data, np.ndarray) or data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != CIFAR_ROW_BYTES:
         raise DataNotFoundError(f"{path} is not a CIFAR python batch: it needs 'data', uint8 rows of "
                                 f"{CIFAR_ROW_BYTES} bytes")
     if (not isinstance(labels, list) or len(labels) != len(data)
-            or not all(isinstance(y, int) and 0 <= y < 10 for y in labels)):
-        raise DataNotFoundError(f"{path} is not a CIFAR python batch: it needs 'labels', one integer in 0..9 per "
-                                "row of 'data'")
+            or not all(isinstance(y, int) and 0 <= y < num_classes for y in labels)):
+        raise DataNotFoundError(f"{path} is not a CIFAR python batch: it needs '{label_key}', one integer in "
+                                f"0..{num_classes - 1} per row of 'data'")
     return data.reshape(-1, 3, 32, 32), labels

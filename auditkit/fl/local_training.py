@@ -1,24 +1,30 @@
-"""Local client training: tau steps of momentum SGD on every selected client.
+"""Local client training: every selected client's local steps from the global model.
 
 Two implementations of the same computation:
 
-* `train_clients_batched` — one tensor program for all clients: the clients' parameters are
-  stacked along a leading K axis and each step is `vmap(grad(loss))` over clients
-  (`torch.func`), so K clients cost about as much as one large batch.
-* `train_clients_sequential` — the plain reference: one `torch.optim.SGD` per client, one
-  client after another. Tests check both give the same parameters to float tolerance.
+* `train_clients_batched` — one tensor program for a chunk of clients: their parameters are stacked (S, P) and
+  each step is ``vmap(grad(loss))`` over clients (``torch.func``); the optimiser updates the flat (S, P) tensor in
+  a few fused kernels (``auditkit.fl.optimizers``). Chunks of ``LocalTraining.chunk`` clients bound the memory.
+* `train_clients_sequential` — the plain reference: one ``torch.optim`` optimiser per client, one client after
+  another. Tests check both give the same parameters, optimiser state and BatchNorm buffers to float tolerance.
 
-Both take the same pre-drawn batch indices, so they consume identical data. The momentum
-update is PyTorch's (dampening 0, no Nesterov): ``b <- mu*b + g; w <- w - lr*b``.
+Both read the same pre-drawn batch indices (`LocalSteps`), so they consume identical data. A client with fewer
+local steps than the round's longest (``local_epochs`` on unequal clients) idles through the rest (``active``).
+
+BatchNorm: in ``train`` mode a client normalises by its batch's statistics and updates its own running
+statistics (buffers stacked (S, ...) and mutated inside the vmap, as ``nn.BatchNorm`` does in place); in ``eval``
+mode it normalises by the running statistics it received and leaves them unchanged (dropout off as well).
 
 With ``dp_sgd`` (``auditkit.fl.dp_sgd.DPSGD``) the step's gradient g is DP-SGD's (Abadi et al. 2016):
 g = (sum_i m_i clip_C(g_i) + N(0, (z C)^2 I)) / B over the step's Poisson batch (mask m), the per-example
 gradients g_i batched with ``torch.func`` inside the vmap over clients (``auditkit.fl.dp_sgd.clipped_gradient_sums``),
 or one example at a time with autograd in the sequential reference. Each client's noise comes from its own
-generator in step order, so both paths draw the same noise.
+generator in step order, so both paths, and every chunking, draw the same noise.
 """
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -26,19 +32,78 @@ from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
 
 from auditkit.fl.dp_sgd import DPSGD, clipped_gradient_sums, noisy_step_gradient, step_noise
+from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.params import ParamLayout
-from auditkit.fl.sampling import draw_batches, draw_poisson_batches
-from auditkit.fl.spec import DPSGDSpec
+from auditkit.fl.sampling import draw_batches, draw_epoch_batches, draw_poisson_batches
+from auditkit.fl.spec import ClientMode, DPSGDSpec, Optimizer, Precision
 from auditkit.mechanisms.randomness import generator
+
+__all__ = ["LocalResult", "LocalSteps", "LocalTraining", "local_batches", "train_clients_batched",
+           "train_clients_sequential"]
+
+
+@dataclass(frozen=True)
+class LocalSteps:
+    """The data of every local step of S clients: ``indices`` (S, T, B) into the examples ``x`` and labels ``y``,
+    and ``active`` (S, T), the steps each client takes (None: all T)."""
+
+    x: torch.Tensor
+    y: torch.Tensor
+    indices: torch.Tensor
+    active: torch.Tensor | None = None
+
+    @classmethod
+    def gathered(cls, inputs: torch.Tensor, labels: torch.Tensor) -> "LocalSteps":
+        """Steps from batches already gathered: ``inputs`` (S, T, B, ...) and ``labels`` (S, T, B)."""
+        shape = labels.shape
+        return cls(inputs.reshape(-1, *inputs.shape[3:]), labels.reshape(-1),
+                   torch.arange(labels.numel(), device=labels.device).reshape(shape))
+
+    @property
+    def clients(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def steps(self) -> int:
+        return int(self.indices.shape[1])
+
+    def batch(self, rows: slice, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The examples (s, B, ...) and labels (s, B) of step ``step`` of clients ``rows``."""
+        index = self.indices[rows, step]
+        return self.x[index], self.y[index]
+
+    def rows(self, rows: torch.Tensor) -> "LocalSteps":
+        """The steps of clients ``rows`` (a chunk), up to the last step one of them takes."""
+        active = None if self.active is None else self.active[rows.to(self.active.device)]
+        last = self.steps if active is None else int(active.any(0).nonzero().max()) + 1
+        return dataclasses.replace(self, indices=self.indices[rows.to(self.indices.device), :last],
+                                   active=None if active is None else active[:, :last])
+
+
+@dataclass(frozen=True)
+class LocalTraining:
+    """How the clients train: the optimiser, the model's mode, the arithmetic, and how many clients one batched
+    program holds (None: all of the round's)."""
+
+    optimizer: LocalOptimizer
+    mode: ClientMode = ClientMode.TRAIN
+    precision: Precision = Precision.FP32
+    chunk: int | None = None
 
 
 @dataclass
 class LocalResult:
-    """What local training returns: new client parameters, momentum state, mean training loss."""
+    """What local training returns for S clients."""
 
-    params: torch.Tensor  # (K, P) flat parameters after tau steps
-    momentum: torch.Tensor  # (K, P) momentum buffers after tau steps
-    loss: torch.Tensor  # (K,) mean training loss over the tau steps (DP-SGD: over the sampled examples; 0 for none)
+    params: torch.Tensor  # (S, P) flat parameters after the local steps
+    state: dict[str, torch.Tensor]  # the optimiser's state, (S, P) slots (Adam's step count (S,))
+    buffers: dict[str, torch.Tensor]  # the model's buffers (BatchNorm running statistics), (S, ...) by name
+    loss: torch.Tensor  # (S,) mean training loss over the steps taken (DP-SGD: over the sampled examples)
+
+    @property
+    def momentum(self) -> torch.Tensor:
+        """SGD's (S, P) momentum buffers."""
+        return self.state["momentum"]
 
 
 def local_batches(
@@ -49,119 +114,241 @@ def local_batches(
     seed: int,
     tau: int,
     batch_size: int,
+    local_epochs: int | None = None,
     dp_sgd: DPSGDSpec | None = None,
-) -> tuple[torch.Tensor, DPSGD | None]:
-    """The dataset indices (S, tau, B) every local step of ``clients`` trains on in round ``round_``, and DP-SGD's
-    settings for them: ``batch_size`` samples drawn with replacement (``draw_batches``) and None, or, with
-    ``dp_sgd`` enabled, Poisson batches of expected size ``batch_size`` padded to the round's largest
-    (``draw_poisson_batches``) with their mask and each client's noise generator, keyed by
+) -> tuple[torch.Tensor, torch.Tensor | None, DPSGD | None]:
+    """The dataset indices (S, T, B) every local step of ``clients`` trains on in round ``round_``, the steps each
+    client takes (S, T) (None: all), and DP-SGD's settings for them: ``tau`` steps of ``batch_size`` samples drawn
+    with replacement (``draw_batches``); ``local_epochs`` passes over the client's data in shuffled batches
+    (``draw_epoch_batches``); or, with ``dp_sgd`` enabled, Poisson batches of expected size ``batch_size`` padded to
+    the round's largest (``draw_poisson_batches``) with their mask and each client's noise generator, keyed by
     ``dp-sgd-noise/{round_}/{k}`` (the same for the built-in simulator and Flower's clients)."""
-    if dp_sgd is None or not dp_sgd.enabled:
-        return draw_batches(client_indices, clients, round_, seed=seed, tau=tau, batch_size=batch_size), None
-    indices, mask = draw_poisson_batches(client_indices, clients, round_, seed=seed, tau=tau, batch_size=batch_size)
-    noise = tuple(generator(seed, f"dp-sgd-noise/{round_}/{k}") for k in clients)
-    return indices, DPSGD(dp_sgd.noise_multiplier, dp_sgd.max_grad_norm, batch_size, mask, noise)
+    if dp_sgd is not None and dp_sgd.enabled:
+        indices, mask = draw_poisson_batches(client_indices, clients, round_, seed=seed, tau=tau,
+                                             batch_size=batch_size)
+        noise = tuple(generator(seed, f"dp-sgd-noise/{round_}/{k}") for k in clients)
+        return indices, None, DPSGD(dp_sgd.noise_multiplier, dp_sgd.max_grad_norm, batch_size, mask, noise)
+    if local_epochs is not None:
+        indices, active = draw_epoch_batches(client_indices, clients, round_, seed=seed, epochs=local_epochs,
+                                             batch_size=batch_size)
+        return indices, (None if bool(active.all()) else active), None
+    return draw_batches(client_indices, clients, round_, seed=seed, tau=tau, batch_size=batch_size), None, None
+
+
+def _buffers_for(model: nn.Module, buffers: dict[str, torch.Tensor] | None, clients: int) -> dict[str, torch.Tensor]:
+    """The model's buffers stacked (S, ...): ``buffers`` given per client or shared, else the model's own."""
+    own = dict(model.named_buffers())
+    given = own if buffers is None else buffers
+    out = {}
+    for name, value in given.items():
+        shared = value.dim() == own[name].dim()
+        out[name] = (value.expand(clients, *value.shape) if shared else value).clone()
+    return out
+
+
+def _autocast(precision: Precision, device: torch.device):
+    if precision == Precision.BF16:
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    return contextlib.nullcontext()
 
 
 def train_clients_batched(
     model: nn.Module,
     start: torch.Tensor,
-    momentum: torch.Tensor,
-    inputs: torch.Tensor,
-    labels: torch.Tensor,
+    steps: LocalSteps,
+    training: LocalTraining,
     *,
-    lr: float,
-    mu: float,
+    state: dict[str, torch.Tensor] | None = None,
+    buffers: dict[str, torch.Tensor] | None = None,
     dp_sgd: DPSGD | None = None,
 ) -> LocalResult:
-    """Run tau local SGD steps on K clients at once.
+    """Run every local step of S clients, ``training.chunk`` clients at a time.
 
     Args:
-        model: the architecture (its own parameter values are ignored).
-        start: (P,) global parameters every client starts from, or (K, P) per-client starts.
-        momentum: (K, P) per-client momentum buffers (zeros for a fresh client).
-        inputs: (K, tau, B, C, H, W) each client's batch for each step.
-        labels: (K, tau, B) the matching labels.
-        lr, mu: learning rate and momentum coefficient.
-        dp_sgd: DP-SGD's settings (``inputs``' third axis is then the padded Poisson batch), or None for plain SGD.
+        model: the architecture (its parameter values are ignored; its buffers are the default ``buffers``).
+        start: (P,) global parameters every client starts from, or (S, P) per-client starts.
+        steps: each client's batches (``LocalSteps``).
+        training: optimiser, mode, precision, chunk.
+        state: the optimiser's state per client ((S, P) slots; None: a fresh optimiser).
+        buffers: the model's buffers, shared (as the model's) or per client (S, ...); None: the model's own.
+        dp_sgd: DP-SGD's settings (``steps``' batches are then the padded Poisson batches), or None for plain steps.
     """
-    layout = ParamLayout.of(model)
-    clients, steps = inputs.shape[:2]
-    params = start.expand(clients, -1) if start.dim() == 1 else start
-    params = layout.unflatten(params.clone())
-    buffers = layout.unflatten(momentum.clone())
-
-    def loss_fn(p: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-        return nn.functional.cross_entropy(functional_call(model, p, (x,)), y)
-
-    step_grad = vmap(grad_and_value(loss_fn), randomness="different")
-    losses = torch.zeros(clients, device=start.device)
-    counted = torch.full((clients,), float(steps), device=start.device)  # DP-SGD: the examples sampled
-    if dp_sgd is not None:
-        mask = dp_sgd.mask.to(start.device, start.dtype)
-        counted = mask.sum((1, 2)).clamp(min=1)
-    for step in range(steps):
-        if dp_sgd is None:
-            grads, loss = step_grad(params, inputs[:, step], labels[:, step])
-            losses += loss.detach()
-        else:
-            sums, per_example = clipped_gradient_sums(model, params, inputs[:, step], labels[:, step],
-                                                      mask[:, step], dp_sgd.max_grad_norm)
-            losses += (per_example.detach() * mask[:, step]).sum(1)
-            noise = layout.unflatten(step_noise(dp_sgd.noise, layout.size, dtype=start.dtype, device=start.device))
-            grads = {name: noisy_step_gradient(sums[name], noise[name], dp_sgd) for name in layout.names}
-        for name in layout.names:
-            buffers[name] = mu * buffers[name] + grads[name]
-            params[name] = params[name] - lr * buffers[name]
+    size = steps.clients
+    chunk = training.chunk or size
+    if chunk >= size:
+        return _train_chunk(model, start, steps, training, state=state, buffers=buffers, dp_sgd=dp_sgd)
+    # clients of similar step counts share a chunk, which stops at its longest client (unequal local epochs)
+    order = (torch.arange(size) if steps.active is None else
+             torch.argsort(steps.active.sum(1).cpu(), descending=True, stable=True))
+    parts = []
+    for lo in range(0, size, chunk):
+        rows = order[lo:lo + chunk]
+        parts.append(_train_chunk(
+            model, start if start.dim() == 1 else start[rows.to(start.device)], steps.rows(rows), training,
+            state=None if state is None else {k: v[rows.to(v.device)] for k, v in state.items()},
+            buffers=_rows_of_buffers(model, buffers, rows),
+            dp_sgd=None if dp_sgd is None else _rows_of_dp_sgd(dp_sgd, rows)))
+    back = torch.argsort(order)  # chunk order -> the callers' client order
+    join = lambda tensors: torch.cat(tensors)[back.to(tensors[0].device)]  # noqa: E731
     return LocalResult(
-        params=layout.flatten(params, batch_dims=1).detach(),
-        momentum=layout.flatten(buffers, batch_dims=1).detach(),
-        loss=losses / counted,
+        params=join([p.params for p in parts]),
+        state={k: join([p.state[k] for p in parts]) for k in parts[0].state},
+        buffers={k: join([p.buffers[k] for p in parts]) for k in parts[0].buffers},
+        loss=join([p.loss for p in parts]),
     )
+
+
+def _rows_of_buffers(model: nn.Module, buffers: dict[str, torch.Tensor] | None,
+                     rows: torch.Tensor) -> dict[str, torch.Tensor] | None:
+    if buffers is None:
+        return None
+    own = dict(model.named_buffers())
+    return {k: v if v.dim() == own[k].dim() else v[rows.to(v.device)] for k, v in buffers.items()}
+
+
+def _rows_of_dp_sgd(dp_sgd: DPSGD, rows: torch.Tensor) -> DPSGD:
+    return dataclasses.replace(dp_sgd, mask=dp_sgd.mask[rows], noise=tuple(dp_sgd.noise[int(r)] for r in rows))
+
+
+def _train_chunk(model: nn.Module, start: torch.Tensor, steps: LocalSteps, training: LocalTraining, *,
+                 state: dict[str, torch.Tensor] | None, buffers: dict[str, torch.Tensor] | None,
+                 dp_sgd: DPSGD | None) -> LocalResult:
+    layout = ParamLayout.of(model)
+    clients, count = steps.clients, steps.steps
+    device, dtype = start.device, start.dtype
+    optimizer = training.optimizer
+    flat = (start.expand(clients, -1) if start.dim() == 1 else start).clone()
+    state = ({k: v.clone() for k, v in state.items()} if state is not None
+             else optimizer.initial_state(clients, layout.size, device=device, dtype=dtype))
+    stacked = _buffers_for(model, buffers, clients)
+    model.train(training.mode == ClientMode.TRAIN)
+    track = training.mode == ClientMode.TRAIN and bool(stacked)
+    precision = _autocast(training.precision, device)
+
+    def loss_fn(p: dict[str, torch.Tensor], b: dict[str, torch.Tensor], x: torch.Tensor, y: torch.Tensor):
+        b = {k: v.clone() for k, v in b.items()} if track else b  # BatchNorm updates its running stats in place
+        with precision:
+            logits = functional_call(model, (p, b), (x,))
+        return nn.functional.cross_entropy(logits.float(), y), b
+
+    step_grad = vmap(grad_and_value(loss_fn, has_aux=True), randomness="different")
+    active = None if steps.active is None else steps.active.to(device)
+    losses = torch.zeros(clients, device=device)
+    counted = (torch.full((clients,), float(count), device=device) if active is None
+               else active.sum(1).to(dtype).clamp(min=1))
+    if dp_sgd is not None:
+        mask = dp_sgd.mask.to(device, dtype)
+        counted = mask.sum((1, 2)).clamp(min=1)
+    for step in range(count):
+        params = layout.unflatten(flat)
+        x, y = steps.batch(slice(None), step)
+        on = None if active is None else active[:, step]
+        if dp_sgd is None:
+            grads, (loss, new_buffers) = step_grad(params, stacked, x, y)
+            losses += loss.detach() if on is None else loss.detach() * on
+            if track:
+                stacked = new_buffers if on is None else {
+                    k: torch.where(on.view(-1, *[1] * (v.dim() - 1)), v, stacked[k]) for k, v in new_buffers.items()}
+        else:
+            sums, per_example = clipped_gradient_sums(model, params, x, y, mask[:, step], dp_sgd.max_grad_norm)
+            losses += (per_example.detach() * mask[:, step]).sum(1)
+            noise = layout.unflatten(step_noise(dp_sgd.noise, layout.size, dtype=dtype, device=device))
+            grads = {name: noisy_step_gradient(sums[name], noise[name], dp_sgd) for name in layout.names}
+        flat, state = optimizer.step(flat, layout.flatten(grads, batch_dims=1).to(dtype), state, on)
+    return LocalResult(params=flat.detach(), state={k: v.detach() for k, v in state.items()},
+                       buffers={k: v.detach() for k, v in stacked.items()}, loss=losses / counted)
 
 
 def train_clients_sequential(
     model: nn.Module,
     start: torch.Tensor,
-    momentum: torch.Tensor,
-    inputs: torch.Tensor,
-    labels: torch.Tensor,
+    steps: LocalSteps,
+    training: LocalTraining,
     *,
-    lr: float,
-    mu: float,
+    state: dict[str, torch.Tensor] | None = None,
+    buffers: dict[str, torch.Tensor] | None = None,
     dp_sgd: DPSGD | None = None,
 ) -> LocalResult:
-    """Reference path: the same computation as `train_clients_batched`, one client at a time
-    with `torch.optim.SGD` (with ``dp_sgd``: one example at a time, `_private_gradient`)."""
-    clients, steps = inputs.shape[:2]
+    """Reference path: the same computation as `train_clients_batched`, one client at a time with ``torch.optim``
+    (with ``dp_sgd``: one example at a time, `_private_gradient`)."""
     layout = ParamLayout.of(model)
-    out_params, out_momentum, out_loss = [], [], []
+    clients = steps.clients
+    device = start.device
+    optimizer = training.optimizer
+    state = state if state is not None else optimizer.initial_state(clients, layout.size, device=device,
+                                                                     dtype=start.dtype)
+    stacked = _buffers_for(model, buffers, clients)
+    own_buffers = dict(model.named_buffers())
+    out_params, out_loss = [], []
+    out_state: dict[str, list[torch.Tensor]] = {k: [] for k in state}
+    out_buffers: dict[str, list[torch.Tensor]] = {k: [] for k in stacked}
+    model.train(training.mode == ClientMode.TRAIN)
     for k in range(clients):
-        start_k = start if start.dim() == 1 else start[k]
-        torch.nn.utils.vector_to_parameters(start_k.clone(), model.parameters())
-        optimizer = torch.optim.SGD(model.parameters(), lr=lr, momentum=mu)
-        for param, buf in zip(model.parameters(), layout.unflatten(momentum[k]).values()):
-            optimizer.state[param]["momentum_buffer"] = buf.clone()
+        torch.nn.utils.vector_to_parameters((start if start.dim() == 1 else start[k]).clone(), model.parameters())
+        for name, value in stacked.items():
+            own_buffers[name].copy_(value[k])
+        torch_optimizer = optimizer.torch_optimizer(model.parameters())
+        _load_state(torch_optimizer, optimizer, layout, {slot: v[k] for slot, v in state.items()})
         total, counted = 0.0, 0
-        for step in range(steps):
-            optimizer.zero_grad()
+        for step in range(steps.steps):
+            if steps.active is not None and not bool(steps.active[k, step]):
+                continue
+            x, y = steps.batch(slice(k, k + 1), step)
+            torch_optimizer.zero_grad()
             if dp_sgd is None:
-                loss = nn.functional.cross_entropy(model(inputs[k, step]), labels[k, step])
+                with _autocast(training.precision, device):
+                    logits = model(x[0])
+                loss = nn.functional.cross_entropy(logits.float(), y[0])
                 loss.backward()
                 total, counted = total + loss.item(), counted + 1
             else:
                 used = dp_sgd.mask[k, step].bool()
-                step_total = _private_gradient(model, inputs[k, step][used], labels[k, step][used], dp_sgd, k)
+                step_total = _private_gradient(model, x[0][used], y[0][used], dp_sgd, k)
                 total, counted = total + step_total, counted + int(used.sum())
-            optimizer.step()
+            torch_optimizer.step()
         out_params.append(torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone())
-        out_momentum.append(torch.cat([optimizer.state[p]["momentum_buffer"].reshape(-1) for p in model.parameters()]))
+        for slot, value in _read_state(torch_optimizer, optimizer, {s: v[k] for s, v in state.items()}).items():
+            out_state[slot].append(value)
+        for name in stacked:
+            out_buffers[name].append(own_buffers[name].detach().clone())
         out_loss.append(total / max(counted, 1))
     return LocalResult(
         params=torch.stack(out_params),
-        momentum=torch.stack(out_momentum),
-        loss=torch.tensor(out_loss, device=start.device),
+        state={k: torch.stack(v) for k, v in out_state.items()},
+        buffers={k: torch.stack(v) for k, v in out_buffers.items()},
+        loss=torch.tensor(out_loss, device=device),
     )
+
+
+_TORCH_SLOTS = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}
+
+
+def _load_state(torch_optimizer: torch.optim.Optimizer, optimizer: LocalOptimizer, layout: ParamLayout,
+                state: dict[str, torch.Tensor]) -> None:
+    """One client's flat state into ``torch_optimizer``'s per-parameter state (a fresh Adam has no state yet)."""
+    if optimizer.name == Optimizer.ADAM and float(state["step"]) == 0:
+        return
+    pieces = {slot: layout.unflatten(state[slot]) for slot in optimizer.slots}
+    for i, param in enumerate(torch_optimizer.param_groups[0]["params"]):
+        name = layout.names[i]
+        entry = {_TORCH_SLOTS[slot]: pieces[slot][name].clone() for slot in optimizer.slots}
+        if optimizer.name == Optimizer.ADAM:
+            entry["step"] = state["step"].detach().clone().cpu()
+        torch_optimizer.state[param] = entry
+
+
+def _read_state(torch_optimizer: torch.optim.Optimizer, optimizer: LocalOptimizer,
+                before: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """One client's flat state out of ``torch_optimizer`` (``before`` where it never stepped)."""
+    params = torch_optimizer.param_groups[0]["params"]
+    if not torch_optimizer.state.get(params[0]):
+        return {k: v.clone() for k, v in before.items()}
+    out = {slot: torch.cat([torch_optimizer.state[p][_TORCH_SLOTS[slot]].reshape(-1) for p in params])
+           for slot in optimizer.slots}
+    if optimizer.name == Optimizer.ADAM:
+        out["step"] = torch.as_tensor(float(torch_optimizer.state[params[0]]["step"]), dtype=before["step"].dtype,
+                                      device=before["step"].device)
+    return out
 
 
 def _private_gradient(model: nn.Module, inputs: torch.Tensor, labels: torch.Tensor, dp_sgd: DPSGD, client: int) -> float:

@@ -7,15 +7,17 @@ dies on an allocation, or swaps, well after it started (issue 39). What the buil
 parameters, tau local steps of B samples of D values and A activation values per example:
 
 * the data: the dataset's tensors (train, validation, test) as split;
-* the clients' state: K x P momentum buffers (``FederatedSimulation.momentum``), kept for every client;
-* a round's batches: S x tau x B sample indices, drawn and gathered (int64, three copies), and their images
-  S x tau x B x D (float32) with their labels, all drawn at once (``FederatedSimulation._train_locally``);
+* the clients' state: K x P per optimiser slot (SGD's momentum, Adam's two moments) under
+  ``optimizer_state = kept`` (``FederatedSimulation.client_state``), none under ``reset``;
+* a round's batches: S x T x B sample indices (T: tau, or the largest client's local_epochs x ceil(n_k / B)),
+  drawn at once (int64, three copies); their images are gathered one step of one chunk at a time;
 * a round's clients: ``PER_CLIENT_PARAMETER`` bytes for each of their parameters, about ten float32-sized copies:
   local training's parameters, momentum, gradients and their next values (``train_clients_batched``), then the
   updates, the float64 copies a mechanism encodes and decodes, the bytes sent, the server view and the SNR's
   clipped copies (``UplinkProtocol``); with DP-SGD also the per-example gradients, S x B x P twice; with canary
   clients (``[canary]``) their rows go through the protocol as well;
-* a step's activations: S x B x A values, kept for the backward pass beside their gradients (three copies);
+* a step's activations: S x B x A values, kept for the backward pass beside their gradients (three copies), for
+  the ``client_chunk`` clients trained at once (``client_chunk``);
 * the checkpoint rounds' observations: the server view, the messages and the true updates (three S x P float32)
   and the round's sample indices, kept for the attacks;
 * the interpreter, torch and the other libraries (``RUNTIME``).
@@ -45,6 +47,7 @@ GIB = 2**30
 MIB = 2**20
 SAFETY = 1.5
 PER_CLIENT_PARAMETER = 40  # bytes per parameter of a client taking part in a round (module docstring)
+TRAINING_PER_PARAMETER = 16  # ... of them held in training, by the chunk of clients trained at once
 RUNTIME = 512 * MIB  # the interpreter, torch, numpy, scipy and the mechanisms' libraries once imported
 _FLOAT, _INDEX = 4, 8  # float32 values, int64 indices and labels
 
@@ -91,31 +94,61 @@ def round_clients(training) -> int:
     return min(training.clients, math.ceil(mean + 6 * math.sqrt(mean) + 1))
 
 
+CHUNK_BUDGET_CPU = 2 * GIB  # what one batched chunk of clients may hold on the CPU
+CHUNK_BUDGET_GPU = 0.5  # ... on a GPU: this fraction of its free memory
+
+
+def client_chunk(model: nn.Module, input_shape: tuple[int, ...], batch_size: int, device: torch.device) -> int:
+    """How many clients one batched program trains (``training.client_chunk`` unset): those whose parameters in
+    training (``TRAINING_PER_PARAMETER`` bytes each: parameters, optimiser state, gradients, their next values) and one step's activations (three float32 copies of B x A) fit
+    ``CHUNK_BUDGET_CPU``, or ``CHUNK_BUDGET_GPU`` of the GPU's free memory; at least 1."""
+    per_client = (sum(p.numel() for p in model.parameters()) * TRAINING_PER_PARAMETER
+                  + 3 * batch_size * activation_values(model, tuple(input_shape)) * _FLOAT)
+    if device.type == "cuda":
+        budget = torch.cuda.mem_get_info(device)[0] * CHUNK_BUDGET_GPU
+    else:
+        budget = CHUNK_BUDGET_CPU
+    return max(1, int(budget // per_client))
+
+
+def _steps(training, client_sizes: list[int] | None) -> int:
+    """T, the local steps of a round's longest client."""
+    if training.local_epochs is None or not client_sizes:
+        return training.tau
+    return training.local_epochs * math.ceil(max(client_sizes) / training.batch_size)
+
+
 def estimate_memory(training, *, num_params: int, input_numel: int, activations: int, dataset_bytes: int,
-                    dp_sgd: bool = False, canaries: int = 0) -> MemoryEstimate:
+                    dp_sgd: bool = False, canaries: int = 0, client_sizes: list[int] | None = None,
+                    chunk: int | None = None) -> MemoryEstimate:
     """The memory of a run of ``training`` (a ``TrainingConfig``) on a model of ``num_params`` parameters whose
     examples hold ``input_numel`` values and ``activations`` activation values, on ``dataset_bytes`` of data; with
-    ``dp_sgd``, per-example gradients; with ``canaries`` canary clients, their rows in each round's protocol."""
+    ``dp_sgd``, per-example gradients; with ``canaries`` canary clients, their rows in each round's protocol;
+    ``client_sizes``: the clients' example counts (local epochs' steps); ``chunk``: clients trained at once."""
     t, p = training, num_params
     s = round_clients(t)
+    at_once = min(s, chunk or s)
+    steps = _steps(t, client_sizes)
+    slots = 0 if t.optimizer_state == "reset" else (2 if t.optimizer == "adam" else 1)
     batch = t.batch_size + (math.ceil(6 * math.sqrt(t.batch_size)) + 1 if dp_sgd else 0)  # Poisson, padded
-    samples = s * t.tau * batch
+    samples = s * steps * batch
     rows = s + (math.ceil(canaries * min(1.0, s / t.clients)) if canaries else 0)
     parts = {
         "data": dataset_bytes,
-        "client state": t.clients * p * _FLOAT,
-        "round": rows * p * PER_CLIENT_PARAMETER + (2 * s * batch * p * _FLOAT if dp_sgd else 0),
-        "batches": samples * (input_numel * _FLOAT + 4 * _INDEX),
-        "activations": 3 * s * batch * activations * _FLOAT,
+        "client state": slots * t.clients * p * _FLOAT,
+        "round": (rows * p * (PER_CLIENT_PARAMETER - TRAINING_PER_PARAMETER) + at_once * p * TRAINING_PER_PARAMETER
+                  + (2 * at_once * batch * p * _FLOAT if dp_sgd else 0)),
+        "batches": samples * 3 * _INDEX + at_once * batch * (input_numel * _FLOAT + _INDEX),
+        "activations": 3 * at_once * batch * activations * _FLOAT,
         "checkpoints": len(t.checkpoints) * (3 * s * p * _FLOAT + samples * _INDEX),
         "runtime": RUNTIME,
     }
     what = {
         "data": "the dataset",
-        "client state": f"clients {t.clients:,} x {p:,} parameters of momentum",
+        "client state": f"clients {t.clients:,} x {p:,} parameters x {slots} optimiser slot(s)",
         "round": f"a round's {rows:,} clients x {p:,} parameters in training and the protocol",
-        "batches": f"a round's {s:,} x {t.tau:,} x {batch:,} samples of {input_numel:,} values",
-        "activations": f"a step's {s:,} x {batch:,} examples x {activations:,} activations",
+        "batches": f"a round's {s:,} x {steps:,} x {batch:,} sample indices",
+        "activations": f"a step's {at_once:,} x {batch:,} examples x {activations:,} activations",
         "checkpoints": f"{len(t.checkpoints)} checkpoint rounds' observations",
         "runtime": "the libraries",
     }
@@ -157,9 +190,10 @@ def machine_memory() -> int | None:
     return min(found) if found else None
 
 
-def check_memory(config, model: nn.Module, data) -> MemoryEstimate | None:
+def check_memory(config, model: nn.Module, data, device: torch.device | None = None) -> MemoryEstimate | None:
     """Refuse, as one ConfigError line, a run of ``config`` (an ``AuditConfig``) on ``model`` and ``data`` (the
-    split ``FederatedData``) whose estimate exceeds the memory limit; the estimate otherwise (None: not checked,
+    split ``FederatedData``) trained on ``device`` (its chunk of clients: ``client_chunk``) whose estimate exceeds the
+    memory limit; the estimate otherwise (None: not checked,
     Flower's backend or a machine whose memory cannot be read)."""
     if config.training.backend != "builtin":
         return None
@@ -168,7 +202,10 @@ def check_memory(config, model: nn.Module, data) -> MemoryEstimate | None:
         config.training, num_params=sum(p.numel() for p in model.parameters()),
         input_numel=math.prod(data.train.x.shape[1:]), activations=activation_values(model, data.train.x.shape[1:]),
         dataset_bytes=sum(t.numel() * t.element_size() for t in tensors), dp_sgd=config.dp_sgd.enabled,
-        canaries=config.canary.canaries if config.canary.enabled else 0)
+        canaries=config.canary.canaries if config.canary.enabled else 0,
+        client_sizes=[len(ix) for ix in data.client_indices],
+        chunk=config.training.client_chunk or client_chunk(model, tuple(data.train.x.shape[1:]),
+                                                           config.training.batch_size, device or torch.device("cpu")))
     given = config.limits.max_memory_gib
     limit = machine_memory() if given is None else given * GIB
     if limit is None or estimate.needed <= limit:

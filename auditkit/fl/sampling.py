@@ -5,6 +5,8 @@ depend on how many random numbers earlier rounds consumed.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from auditkit.mechanisms.base import Param, choice
@@ -82,6 +84,41 @@ def draw_batches(
         positions = torch.randint(len(own), (tau, batch_size), generator=g)
         rows.append(own[positions])
     return torch.stack(rows)
+
+
+def draw_epoch_batches(
+    client_indices: list[torch.Tensor],
+    clients: list[int],
+    round_: int,
+    *,
+    seed: int,
+    epochs: int,
+    batch_size: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Dataset indices (len(clients), T, batch_size) of ``epochs`` passes over each client's data, and which of
+    the T steps each client takes (len(clients), T) bool.
+
+    Each epoch of client k shuffles its n_k examples (the stream keyed by ``epochs/{round_}/{k}``) and cuts the
+    permutation into ceil(n_k / B) batches of B; the last batch is filled up from the start of the same permutation
+    (cyclically when n_k < B), so every batch holds B examples and BatchNorm's batch statistics never see padding.
+    Client k takes E ceil(n_k / B) steps; T is the round's largest, the rest of a row repeats its first batch and
+    is inactive (the client idles through it).
+    """
+    rows = []
+    for k in clients:
+        g = generator(seed, f"epochs/{round_}/{k}")
+        own = client_indices[k]
+        per_epoch = math.ceil(len(own) / batch_size)
+        passes = []
+        for _ in range(epochs):
+            order = torch.randperm(len(own), generator=g)
+            order = order.repeat(math.ceil(per_epoch * batch_size / len(own)))[:per_epoch * batch_size]
+            passes.append(own[order].reshape(per_epoch, batch_size))
+        rows.append(torch.cat(passes))
+    steps = max(len(r) for r in rows)
+    indices = torch.stack([torch.cat([r, r[:1].expand(steps - len(r), -1)]) for r in rows])
+    active = torch.arange(steps)[None, :] < torch.tensor([len(r) for r in rows])[:, None]
+    return indices, active
 
 
 def draw_poisson_batches(

@@ -2,11 +2,12 @@
 
 Per round t:
   1. select clients (full / uniform / Poisson participation),
-  2. local training: tau momentum-SGD steps per client from the global model (batched over
-     clients with `torch.func`, or the sequential reference path),
+  2. local training from the global model: tau steps or local_epochs passes, SGD or Adam, in train or eval
+     mode (batched over clients with `torch.func`, or the sequential reference path),
   3. the round protocol: x_k = w_k - w_global is encoded with the shared seed keyed by (k, t),
      the real bytes are decoded at the server and aggregated (FedAvg by default),
-  4. w_global <- w_global + aggregate; evaluate on validation and test data,
+  4. w_global <- w_global + server_lr * aggregate; BatchNorm running statistics averaged (FedAvg weights, in
+     the clear, beside the mechanism) or kept by each client (FedBN); evaluate on validation and test data,
   5. halve the learning rate on a validation plateau,
   6. at checkpoint rounds, record what each threat-model view saw.
 
@@ -25,12 +26,15 @@ from torch.func import functional_call
 from auditkit.data import Split
 from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol, selects_clients
 from auditkit.fl.dp_sgd import DPSGD
-from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
+from auditkit.fl.local_training import (LocalResult, LocalSteps, LocalTraining, local_batches, train_clients_batched,
+                                        train_clients_sequential)
+from auditkit.fl.memory import client_chunk
+from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.fl.sampling import select_clients
 from auditkit.fl.schedule import make_schedule
 from auditkit.fl.snr import snr
-from auditkit.fl.spec import DPSGDSpec, TrainingSpec
+from auditkit.fl.spec import BNStats, DPSGDSpec, OptimizerState, TrainingSpec
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.mechanisms import View
 
@@ -98,6 +102,7 @@ class Observation:
     batch_size: int
     views: dict[str, object]
     ground_truth: dict[str, torch.Tensor]
+    global_buffers: dict[str, torch.Tensor] = field(default_factory=dict)  # the model's buffers the clients received
 
 
 @dataclass
@@ -148,7 +153,15 @@ class FederatedSimulation:
         self.model = model.to(self.device)
         self.layout = ParamLayout.of(self.model)
         self.params = flat_parameters(self.model).to(self.device)
-        self.momentum = torch.zeros(training.clients, self.layout.size, device=self.device)
+        self.buffers = {name: b.detach().clone() for name, b in self.model.named_buffers()}
+        self.client_state = (self._optimizer(training.lr).initial_state(training.clients, self.layout.size,
+                                                                        device=self.device)
+                             if training.optimizer_state == OptimizerState.KEPT else None)
+        self.client_buffers = ({name: b.expand(training.clients, *b.shape).clone() for name, b in self.buffers.items()}
+                               if training.bn_stats == BNStats.LOCAL and self.buffers else None)
+        self._active: torch.Tensor | None = None  # the steps each client of the round takes (``_draw_batches``)
+        self.chunk = training.client_chunk or client_chunk(self.model, data.train.x.shape[1:], training.batch_size,
+                                                           self.device)
         sizes = torch.tensor([len(ix) for ix in data.client_indices], dtype=torch.float64)
         self.client_weights = sizes if training.client_weights == "data" else torch.ones_like(sizes)
         self.schedule = make_schedule(training.lr_schedule, training.lr, patience=training.lr_patience,
@@ -178,6 +191,7 @@ class FederatedSimulation:
                 clients_per_round=t.clients_per_round, sample_rate=t.sample_rate,
             )
         before = self.params.clone()
+        buffers_before = dict(self.buffers)  # replaced, never mutated, by the round
         record_views = round_ in t.checkpoints
         bits: list[int] = []
         stats: dict[str, float] = {}
@@ -187,12 +201,12 @@ class FederatedSimulation:
             # a central-noise round releases its noise even when nobody was sampled: skipping it would reveal n = 0
             empty = torch.zeros(0, self.layout.size, device=self.device)
             outcome = self.protocol.communicate(empty, [], self.client_weights[[]], round_, global_params=before)
-            self.params = before + outcome.aggregate.to(self.device, before.dtype)
+            self.params = before + t.server_lr * outcome.aggregate.to(self.device, before.dtype)
             stats = dict(outcome.stats)
         if clients:
             batches = self._draw_batches(clients, round_).to(self.device)
             updates, losses, outcome = self._exchange(clients, batches, lr, round_, before)
-            self.params = before + outcome.aggregate.to(self.device, before.dtype)
+            self.params = before + t.server_lr * outcome.aggregate.to(self.device, before.dtype)
             bits, stats = outcome.bits, dict(outcome.stats)
             server = outcome.views.get(View.SERVER)
             if isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
@@ -205,9 +219,10 @@ class FederatedSimulation:
                 views = dict(outcome.views)
                 views[View.PEER] = self.params.detach().cpu().clone()
                 observation = Observation(
-                    round=round_, clients=clients, global_before=before.cpu(), lr=lr, tau=t.tau,
+                    round=round_, clients=clients, global_before=before.cpu(), lr=lr, tau=batches.shape[1],
                     batch_size=t.batch_size, views=views,
                     ground_truth={"updates": updates.detach().cpu(), "batch_indices": batches.cpu()},
+                    global_buffers={k: v.detach().cpu().clone() for k, v in buffers_before.items()},
                 )
         val_loss, val_acc = self.evaluate(self.data.validation)
         test_loss, test_acc = self.evaluate(self.data.test)
@@ -227,7 +242,7 @@ class FederatedSimulation:
         the clients' mean training losses (S,) and the protocol's outcome. A backend whose clients run elsewhere
         (``auditkit.flower``) replaces this method and nothing else."""
         local = self._train_locally(clients, batches, lr, round_)
-        self.momentum[clients] = local.momentum
+        self._keep_client_state(clients, local)
         updates = local.params - before
         check_finite(updates, round_)
         outcome = self.protocol.communicate(updates, clients, self.client_weights[clients], round_,
@@ -238,20 +253,58 @@ class FederatedSimulation:
         """Dataset indices (S, tau, B) of every local step of ``clients`` in round ``round_`` (``local_batches``);
         with DP-SGD the Poisson batches' mask and noise generators are kept for ``_train_locally``."""
         t = self.training
-        batches, self._private = local_batches(self.data.client_indices, clients, round_, seed=self.seed, tau=t.tau,
-                                               batch_size=t.batch_size, dp_sgd=self.dp_sgd)
+        batches, self._active, self._private = local_batches(
+            self.data.client_indices, clients, round_, seed=self.seed, tau=t.tau, batch_size=t.batch_size,
+            local_epochs=t.local_epochs, dp_sgd=self.dp_sgd)
         return batches
 
-    def _train_locally(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int):
+    def _optimizer(self, lr: float) -> LocalOptimizer:
         t = self.training
-        inputs = self.data.train.x[batches]  # (S, tau, B, C, H, W)
-        labels = self.data.train.y[batches]
-        train = train_clients_batched if t.batched else train_clients_sequential
-        self.model.train()
+        return LocalOptimizer(t.optimizer, lr, t.momentum, t.weight_decay)
+
+    def local_training(self, lr: float) -> LocalTraining:
+        """How the clients train in a round of learning rate ``lr``."""
+        t = self.training
+        return LocalTraining(self._optimizer(lr), t.client_mode, t.precision, self.chunk)
+
+    def _train_locally(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int) -> LocalResult:
+        steps = LocalSteps(self.data.train.x, self.data.train.y, batches, self._active)
+        train = train_clients_batched if self.training.batched else train_clients_sequential
+        state = None if self.client_state is None else {k: v[clients] for k, v in self.client_state.items()}
+        buffers = (self.buffers if self.client_buffers is None else
+                   {k: v[clients] for k, v in self.client_buffers.items()})
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(derive_seed(self.seed, "dropout", round_))  # only dropout draws from it
-            return train(self.model, self.params, self.momentum[clients], inputs, labels, lr=lr, mu=t.momentum,
+            return train(self.model, self.params, steps, self.local_training(lr), state=state, buffers=buffers,
                          dp_sgd=self._private)
+
+    def _keep_client_state(self, clients: list[int], local: LocalResult) -> None:
+        """The optimiser state the clients keep (``optimizer_state = kept``) and the BatchNorm running statistics:
+        each client's own (``bn_stats = local``), or their FedAvg-weighted mean (``averaged``; a count such as
+        ``num_batches_tracked``: the largest)."""
+        if self.client_state is not None:
+            for slot, value in local.state.items():
+                self.client_state[slot][clients] = value
+        if self.client_buffers is not None:
+            for name, value in local.buffers.items():
+                self.client_buffers[name][clients] = value
+            return
+        weights = self.client_weights[clients].to(self.device, torch.float32)
+        weights = weights / weights.sum()
+        for name, value in local.buffers.items():
+            if value.is_floating_point():
+                self.buffers[name] = torch.einsum("s,s...->...", weights.to(value.dtype), value)
+            else:
+                self.buffers[name] = value.max(0).values
+
+    def evaluation_buffers(self) -> dict[str, torch.Tensor]:
+        """The buffers the global model is evaluated with: the server's, or under ``bn_stats = local`` the clients'
+        running statistics averaged with the FedAvg weights (for the evaluation only; the server never holds them)."""
+        if self.client_buffers is None:
+            return self.buffers
+        weights = (self.client_weights / self.client_weights.sum()).to(self.device, torch.float32)
+        return {name: torch.einsum("k,k...->...", weights.to(v.dtype), v) if v.is_floating_point() else v.max(0).values
+                for name, v in self.client_buffers.items()}
 
     @torch.no_grad()
     def evaluate(self, split: Split, batch_size: int = 4096) -> tuple[float, float]:
@@ -260,10 +313,11 @@ class FederatedSimulation:
             return float("nan"), float("nan")
         self.model.eval()
         params = self.layout.unflatten(self.params)
+        buffers = self.evaluation_buffers()
         loss_sum, correct = 0.0, 0
         for start in range(0, len(split.y), batch_size):
             x, y = split.x[start:start + batch_size], split.y[start:start + batch_size]
-            logits = functional_call(self.model, params, (x,))
+            logits = functional_call(self.model, (params, buffers), (x,))
             loss_sum += float(nn.functional.cross_entropy(logits, y, reduction="sum"))
             correct += int((logits.argmax(1) == y).sum())
         return loss_sum / len(split.y), correct / len(split.y)

@@ -7,15 +7,55 @@ and the engine that runs it, and its ``[dp_sgd]`` table is a :class:`DPSGDSpec`.
 """
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
-__all__ = ["DPSGDSpec", "TrainingSpec"]
+__all__ = ["BNStats", "ClientMode", "DPSGDSpec", "Optimizer", "OptimizerState", "Precision", "TrainingSpec"]
+
+
+class Optimizer(enum.StrEnum):
+    """The clients' local optimiser, with PyTorch's semantics (``auditkit.fl.optimizers``)."""
+
+    SGD = "sgd"  # torch.optim.SGD: momentum (dampening 0, no Nesterov), L2 weight decay
+    ADAM = "adam"  # torch.optim.Adam: betas (0.9, 0.999), eps 1e-8, L2 weight decay (not AdamW)
+
+
+class OptimizerState(enum.StrEnum):
+    """What a client's optimiser state (momentum, Adam's moments) does between the rounds it takes part in."""
+
+    KEPT = "kept"  # carried over to the client's next round (K x P per slot, the papers' CEPAM runs)
+    RESET = "reset"  # a fresh optimiser every round, as Flower's and most FL clients build one in fit()
+
+
+class ClientMode(enum.StrEnum):
+    """The mode the clients' model trains in: BatchNorm on the batch's statistics and dropout on (``train``), or
+    BatchNorm on the global running statistics and dropout off (``eval``)."""
+
+    TRAIN = "train"
+    EVAL = "eval"
+
+
+class BNStats(enum.StrEnum):
+    """What happens to the clients' BatchNorm running statistics after a round (buffers, never through the
+    mechanism)."""
+
+    AVERAGED = "averaged"  # the server averages them with the FedAvg weights, in the clear, and broadcasts them
+    LOCAL = "local"  # each client keeps its own (FedBN, Li et al. 2021); the server never receives them
+
+
+class Precision(enum.StrEnum):
+    """The arithmetic of the clients' forward and backward passes."""
+
+    FP32 = "fp32"
+    BF16 = "bf16"  # torch.autocast to bfloat16; parameters, optimiser state and updates stay float32
 
 
 @dataclass(frozen=True)
 class TrainingSpec:
-    """FedAvg's run: clients, rounds, local steps, optimiser, learning-rate schedule, participation, the rounds
-    whose views are recorded, and whether clients train batched (``auditkit.fl.local_training``)."""
+    """FedAvg's run: clients, rounds, local steps (``tau`` steps, or ``local_epochs`` passes over each client's
+    data), optimiser, learning-rate schedules (client and server), participation, the rounds whose views are
+    recorded, and how clients train (``auditkit.fl.local_training``): batched over ``client_chunk`` clients at a
+    time (None: sized to memory), in train or eval mode, at fp32 or bf16."""
 
     clients: int = 10
     rounds: int = 60
@@ -32,6 +72,15 @@ class TrainingSpec:
     client_weights: str = "data"
     checkpoints: tuple[int, ...] = (1,)
     batched: bool = True
+    local_epochs: int | None = None  # set: E passes over the client's data in shuffled batches instead of tau steps
+    optimizer: Optimizer = Optimizer.SGD
+    weight_decay: float = 0.0
+    optimizer_state: OptimizerState = OptimizerState.KEPT
+    server_lr: float = 1.0  # w <- w + server_lr * aggregate
+    client_mode: ClientMode = ClientMode.TRAIN
+    bn_stats: BNStats = BNStats.AVERAGED
+    precision: Precision = Precision.FP32
+    client_chunk: int | None = None
 
 
 @dataclass(frozen=True)

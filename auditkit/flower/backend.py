@@ -42,9 +42,11 @@ from typing import Any
 import torch
 
 from auditkit.config_bounds import ConfigError
-from auditkit.fl.spec import DPSGDSpec, TrainingSpec
+from auditkit.fl.spec import DPSGDSpec, Optimizer, OptimizerState, TrainingSpec
 from auditkit.mechanisms.protocol import RoundOutcome, SendsUploads
-from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
+from auditkit.fl.local_training import (LocalSteps, LocalTraining, local_batches, train_clients_batched,
+                                        train_clients_sequential)
+from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult, check_finite
 from auditkit.flower.install import require_flower
 from auditkit.flower.settings import FLOWER_COUNTERPARTS, FlowerConfig, check_training, flower_counterpart  # noqa: F401
@@ -54,7 +56,12 @@ from auditkit.fl.aggregation import UplinkProtocol
 __all__ = ["FLOWER_COUNTERPARTS", "FlowerSimulation", "check_protocol", "check_resources", "check_training",
            "connect_ray", "flower_counterpart"]
 
-MOMENTUM = "auditkit.momentum"  # the node's momentum buffer in context.state
+_STATE = "auditkit.optimizer."  # + slot: the node's optimiser state in context.state (optimizer_state = kept)
+
+
+def _slots(optimizer: LocalOptimizer) -> tuple[str, ...]:
+    """The optimiser state a node keeps: its (P,) slots, and Adam's step count."""
+    return (*optimizer.slots, "step") if optimizer.name == Optimizer.ADAM else optimizer.slots
 NODE_WAIT_S = 120.0  # how long the server waits for the simulated nodes to register
 
 
@@ -184,17 +191,20 @@ def train_client(spec: dict[str, Any], num_cpus: float, client_setup: Callable[[
     config = message.content["config"]
     client, round_, lr = int(config["client"]), int(config["round"]), float(config["lr"])
     start = flatten_record(message.content["arrays"])
-    momentum = (flatten_record(context.state[MOMENTUM]) if MOMENTUM in context.state.array_records
-                else torch.zeros_like(start))
-    batches, dp_sgd = local_batches(rt.data.client_indices, [client], round_, seed=seed, tau=t.tau,
-                                    batch_size=t.batch_size, dp_sgd=rt.dp_sgd)
+    optimizer = LocalOptimizer(t.optimizer, lr, t.momentum, t.weight_decay)
+    kept = t.optimizer_state == OptimizerState.KEPT
+    state = {slot: flatten_record(context.state[_STATE + slot]).reshape((1, -1) if slot != "step" else (1,))
+             for slot in _slots(optimizer) if kept and _STATE + slot in context.state.array_records} or None
+    batches, active, dp_sgd = local_batches(rt.data.client_indices, [client], round_, seed=seed, tau=t.tau,
+                                            batch_size=t.batch_size, local_epochs=t.local_epochs, dp_sgd=rt.dp_sgd)
     train = train_clients_batched if t.batched else train_clients_sequential
-    rt.model.train()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "dropout", round_, client))
-        local = train(rt.model, start, momentum[None], rt.data.train.x[batches], rt.data.train.y[batches],
-                      lr=lr, mu=t.momentum, dp_sgd=dp_sgd)
-    context.state[MOMENTUM] = flat_record(local.momentum[0])
+        local = train(rt.model, start, LocalSteps(rt.data.train.x, rt.data.train.y, batches, active),
+                      LocalTraining(optimizer, t.client_mode, t.precision), state=state, dp_sgd=dp_sgd)
+    if kept:
+        for slot, value in local.state.items():
+            context.state[_STATE + slot] = flat_record(value[0].reshape(-1))
     update = local.params[0] - start
     weight = 1 if rt.protocol is None else len(rt.data.client_indices[client])
     content = RecordDict({
@@ -243,6 +253,10 @@ class FlowerSimulation(FederatedSimulation):
                  client_setup: Callable[[dict[str, Any]], ClientSetup], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         check_protocol(self.protocol)
+        if self.buffers:
+            raise ConfigError(f"training.backend = 'flower' does not carry a model's buffers ({next(iter(self.buffers))!r}"
+                              ": BatchNorm running statistics) between its clients and the server; use training.backend "
+                              "= 'builtin', or training.norm = 'group'")
         counterpart = flower_counterpart(self.protocol.name)
         self.on_counterpart = counterpart is not None
         if counterpart is not None:
@@ -250,7 +264,7 @@ class FlowerSimulation(FederatedSimulation):
         self.flower = flower
         self.spec = spec
         self.client_setup = client_setup
-        self.momentum = None  # the clients keep their own, in their nodes' context.state
+        self.client_state = None  # the clients keep their own, in their nodes' context.state
         self._grid: Any = None
         self._nodes: list[int] = []  # client k is node self._nodes[k]
         self._clients: dict[int, int] = {}  # node id -> client

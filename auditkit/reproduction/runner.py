@@ -36,7 +36,7 @@ from auditkit.stages.train import Experiment
 from auditkit.reproduction.paper import ATTACK, ROUND_ATTACK, TRAIN, Ordering, Paper, Table
 from auditkit.results.reproduction import OrderingVerdict, RowVerdict
 from auditkit import attacks, mechanisms
-from auditkit.models import MODEL_NAMES
+from auditkit.models import model_kind
 from auditkit.results import training_entry
 from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.stages.inversion import RecordedView, invert_recorded_view, run_inversion
@@ -143,7 +143,7 @@ def _checked(setting: dict[str, Any], seed: int) -> Any:
     mechanisms.create(params.pop("name"), **params)
     if setting["kind"] == ATTACK:
         attack = raw["attack"]
-        if attack["name"] not in attacks.INVERSION_ATTACKS or attack["model"] not in MODEL_NAMES:
+        if attack["name"] not in attacks.INVERSION_ATTACKS or model_kind(attack["model"]) is None:
             raise ValueError(f"attack {attack['name']!r} on model {attack['model']!r} is not available")
     return raw
 
@@ -182,7 +182,8 @@ def _round_attack(config: AuditConfig) -> dict[str, Any]:
     observed = [o for o in run.result.observations if o.round == config.checkpoint_round]
     view = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
                                          config.inversion.targets, run.protocol)
-    done = invert_recorded_view(view, config.training.model, config.inversion, config.seed)
+    done = invert_recorded_view(view, config.training, config.inversion, config.seed,
+                                experiment.num_classes)
     scores = done["defended"]["scores"]
     return {"round_mse": scores["mse_mean"], "ssim": scores["ssim_mean"],
             "clean_mse": done["clean"]["scores"]["mse_mean"], "test_accuracy": run.result.rounds[-1].test_accuracy}

@@ -13,6 +13,7 @@ from pydantic import Field, model_validator
 
 from auditkit.attacks.headline import TestKind
 from auditkit.attacks.verdicts import Evidence, Verdict
+from auditkit.fl.spec import BNStats, ClientMode, Optimizer, OptimizerState, Precision
 from auditkit.mechanisms.capabilities import CapabilityState
 from auditkit.mechanisms.views import View
 from auditkit.results.types import (Bool, Finite, Int, JsonObject, Name, Number, Section, Text, figure_path,
@@ -46,6 +47,8 @@ class Data(Section):
     test: Int
     client_sizes: list[Int]
     classes: Int = None
+    dirichlet_alpha: Finite = None  # the partition's parameter: dirichlet's alpha, shards' shards per client
+    shards_per_client: Int = None
 
 
 class ModelInfo(Section):
@@ -62,6 +65,17 @@ class TrainingInfo(Section):
     participation: Text
     sampling: Text
     backend: Text = None
+    # how the clients trained (absent: a document from before they were recorded, or a recording's app)
+    local_epochs: Int = None
+    optimizer: one_of(Optimizer) = None
+    momentum: Number = None
+    weight_decay: Number = None
+    optimizer_state: one_of(OptimizerState) = None
+    server_lr: Number = None
+    client_mode: one_of(ClientMode) = None
+    bn_stats: one_of(BNStats) = None  # only for a model with BatchNorm running statistics
+    precision: one_of(Precision) = None
+    client_chunk: Int = None  # clients trained as one batched program (the built-in backend)
 
 
 class Provenance(Section):

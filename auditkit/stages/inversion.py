@@ -34,11 +34,14 @@ from auditkit import mechanisms
 from auditkit.attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
-from auditkit.models import MODEL_NAMES, create_model
+from auditkit.models import build_model, create_model
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import AuditConfig
 from auditkit.stages.base import GridFigure
+from auditkit.stages.setting import load_configured_dataset
+from auditkit.attacks.analytic_inversion import first_linear
 from auditkit.attacks.gradient_inversion import iteration_settings
+from auditkit.config_bounds import ConfigError
 from auditkit import results
 
 SOURCES = ("patches", "digits")
@@ -78,12 +81,11 @@ def load_targets(source: str = "patches", count: int = 8, *, seed: int = 0) -> T
 
 
 def attacked_model(name: str, input_shape: Sequence[int], *, seed: int, num_classes: int = 10) -> nn.Module:
-    """The attacked model with weights drawn from ``seed`` (the LeNet's U(-0.5, 0.5), as DLG)."""
-    if name not in MODEL_NAMES:
-        raise ValueError(f"model must be one of {', '.join(MODEL_NAMES)}, got {name!r}")
+    """The attacked model (any form ``auditkit.models.create_model`` builds) with weights drawn from ``seed`` (the
+    LeNet's U(-0.5, 0.5), as DLG)."""
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "inversion-model"))
-        return create_model(name, input_shape=tuple(input_shape), num_classes=num_classes)
+        return create_model(name, input_shape=tuple(input_shape), num_classes=num_classes, where="model")
 
 
 def server_view(
@@ -146,6 +148,7 @@ def run_inversion(
     settings = {"seed": seed, **dict(settings or {})}
     attacks.preset_settings(attack)  # validates the name before any work
     net = attacked_model(model, targets.input_shape, seed=seed)
+    check_attack_layers(attack, net, 10, where="attack", model_name=model, labels_given=label_given)
     clean_gradients = attacks.per_image_gradients(net, targets.images, targets.labels)
     defended_gradients, bits = server_view(configured, clean_gradients, seed=seed)
     reference = _attack(attack, net, clean_gradients, targets, label_given, settings, scoring) if clean else None
@@ -202,10 +205,12 @@ class RecordedView:
     extra: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)
     observations: dict[str, str] = dataclasses.field(default_factory=dict)
     view: str = "server"
+    buffers: dict[str, torch.Tensor] = dataclasses.field(default_factory=dict)  # the global model's (BatchNorm)
+    client_mode: str = "train"
 
     @classmethod
     def from_observation(cls, observation: Any, train_images: torch.Tensor, count: int,
-                         protocol: str = "uplink") -> "RecordedView":
+                         protocol: str = "uplink", client_mode: str = "train") -> "RecordedView":
         """The first ``count`` clients of an ``auditkit.fl.simulation.Observation`` of a run whose mechanism has
         ``protocol`` (the run's round protocol); a protocol with an update estimator has its server view turned into estimates."""
         count = min(count, len(observation.clients))
@@ -232,6 +237,7 @@ class RecordedView:
             truth=observation.ground_truth["updates"][:count].detach().float().clone(),
             images_used=train_images[used].detach().float().clone(), lr=observation.lr, tau=observation.tau,
             extra=extra, observations=observations, view=view,
+            buffers={k: v.clone() for k, v in observation.global_buffers.items()}, client_mode=str(client_mode),
         )
 
     def to_tensors(self) -> dict[str, Any]:
@@ -240,6 +246,21 @@ class RecordedView:
     @classmethod
     def from_tensors(cls, saved: Mapping[str, Any]) -> "RecordedView":
         return cls(**saved)
+
+
+def as_the_clients_ran(model: nn.Module, buffers: Mapping[str, torch.Tensor], client_mode: str) -> None:
+    """Put the attacked ``model`` in the clients' mode: ``eval``, normalising by the global running statistics
+    ``buffers`` it receives; ``train``, normalising each input by its own batch statistics without tracking them
+    (``torch.func.replace_all_batch_norm_modules_``: the attacker's dummy batch is not the client's batch)."""
+    own = dict(model.named_buffers())
+    with torch.no_grad():
+        for name, value in buffers.items():
+            own[name].copy_(value)
+    if client_mode == "eval":
+        model.eval()
+    else:
+        model.train()
+        torch.func.replace_all_batch_norm_modules_(model)
 
 
 def _best_matches(reconstructions: torch.Tensor, images_used: torch.Tensor) -> torch.Tensor:
@@ -272,6 +293,7 @@ def attack_recorded_view(
     from torch.nn.utils import vector_to_parameters
 
     vector_to_parameters(view.global_before.clone(), model.parameters())
+    as_the_clients_ran(model, view.buffers, view.client_mode)
     settings = dict(settings or {})
     if unroll:
         settings.update(observation="update", local_steps=view.tau, local_lr=view.lr)
@@ -315,10 +337,35 @@ DEFAULT_CURVE: dict[str, list[dict[str, Any]]] = {
 }
 
 
-def invert_recorded_view(view: RecordedView, model_name: str, inversion: Any, seed: int) -> dict[str, Any]:
+def check_attack_layers(attack: str, model: nn.Module, num_classes: int, *, where: str, model_name: str,
+                        labels_given: bool = False) -> None:
+    """``ConfigError`` in one line, naming the attack and the layer, when ``model`` lacks a layer ``attack`` reads:
+    an output ``nn.Linear`` (num_classes x features weight) whose gradient gives each image's label (iDLG's label
+    extraction, Zhao et al. 2020, used by idlg, inverting_gradients and analytic unless the labels are given), or a
+    fully-connected layer with a bias whose gradients give its input exactly (the analytic attack)."""
+    if attack == "analytic":
+        try:
+            first_linear(model)
+        except ValueError:
+            raise ConfigError(f"{where} {attack!r} needs a fully-connected layer with a bias (nn.Linear(..., bias=True)"
+                              f"), whose gradients give its input exactly, and {model_name!r} has none; choose "
+                              f"{where} = 'inverting_gradients' or 'dlg'") from None
+    if labels_given or attacks.preset_settings(attack)["label_strategy"] != "extract":
+        return
+    matrices = [p for p in model.parameters() if p.dim() == 2]
+    if not matrices or matrices[-1].shape[0] != num_classes:
+        raise ConfigError(f"{where} {attack!r} needs an output nn.Linear layer (a {num_classes} x features weight, "
+                          f"last of the model's), whose gradient gives each image's label (iDLG), and {model_name!r} "
+                          f"has none; choose {where} = 'dlg' (labels optimised)")
+
+
+def invert_recorded_view(view: RecordedView, training: Any, inversion: Any, seed: int,
+                         num_classes: int = 10) -> dict[str, Any]:
     """``attack_recorded_view`` with the settings of a config's ``[inversion]`` (attack, iterations, restarts,
-    unroll) on a freshly built ``model_name`` shaped for the view's images (10 classes, every dataset's)."""
-    model = create_model(model_name, input_shape=tuple(view.images_used.shape[2:]), num_classes=10)
+    unroll) on a freshly built model of the ``[training]`` table (``auditkit.models.build_model``: its model and
+    options) shaped for the view's images and the data's ``num_classes`` (10: every built-in dataset's)."""
+    model = build_model(training, tuple(view.images_used.shape[2:]), num_classes)
+    check_attack_layers(inversion.attack, model, num_classes, where="inversion.attack", model_name=training.model)
     settings = {**iteration_settings(inversion.attack, inversion.iterations), "seed": seed}
     if inversion.restarts is not None:
         settings["restarts"] = inversion.restarts
@@ -438,7 +485,9 @@ def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
     reconstruction grid for ``figures/reconstruction-{figure_id}.png`` (the caller draws it:
     ``auditkit.figure_files.write_grid``)."""
     inv = config.inversion
-    done = invert_recorded_view(view, config.training.model, inv, config.seed)
+    # loaded by the train stage already (a factory's data may have other than 10 classes)
+    classes = load_configured_dataset(config, download=False).num_classes
+    done = invert_recorded_view(view, config.training, inv, config.seed, classes)
     figure = f"figures/reconstruction-{figure_id}.png"
     rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
             "defended": done["defended"]["reconstructions"].numpy()}

@@ -33,14 +33,18 @@ from auditkit import attacks
 from auditkit import mechanisms
 from auditkit.attacks import metrics
 from auditkit.attacks.gradient_inversion import iteration_settings
-from auditkit.fl.local_training import train_clients_batched
+from auditkit.fl.local_training import LocalSteps, LocalTraining, train_clients_batched
+from auditkit.fl.optimizers import LocalOptimizer
+from auditkit.fl.spec import ClientMode, Optimizer
 from auditkit.fl.simulation import FederatedData
-from auditkit.config import AuditConfig
+from auditkit.config import AuditConfig, ConfigError
+from auditkit.fl.memory import GIB, client_chunk, machine_memory, size
 from auditkit.stage_store import stage_key
 from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.stages.identification import claim_bound, identification_tests, matched_entry
-from auditkit.models import create_model
+from auditkit.stages.inversion import as_the_clients_ran, check_attack_layers
+from auditkit.models import build_model
 from auditkit.stages.setting import prepare_data
 from auditkit.attacks.identification import candidate_scorer
 
@@ -71,6 +75,37 @@ def check_probe_inputs(config: AuditConfig, data: FederatedData) -> None:
                          f"got {max(config.identification.candidates)}")
 
 
+POOL_BYTES_PER_PARAMETER = 24  # a pool update in float32, its clip-scaled copy, and the float64 rows scored
+
+
+def pool_size(config: AuditConfig, data: FederatedData) -> int:
+    """How many training examples the identification pool holds: ``identification.pool``, else twice the largest
+    candidate count and at least 200 (never more than the training examples beside the probe batch's companions)."""
+    probe, ident = config.probe, config.identification
+    if ident.pool is not None:
+        wanted = ident.pool
+    else:
+        wanted = max(2 * max(ident.candidates), 200) if ident.enabled else max(probe.targets, 200)
+    return min(wanted, len(data.train.y) - (probe.batch_size - 1))
+
+
+def check_probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> None:
+    """Refuse, in one line before any stage runs, a probe whose pool of updates (one per pool example, each as
+    large as the model, ``POOL_BYTES_PER_PARAMETER`` bytes a parameter) exceeds the memory limit."""
+    if not (config.probe.enabled or config.identification.enabled):
+        return
+    rows = pool_size(config, data)
+    params = sum(p.numel() for p in model.parameters())
+    needed = rows * params * POOL_BYTES_PER_PARAMETER
+    given = config.limits.max_memory_gib
+    limit = machine_memory() if given is None else given * GIB
+    if limit is not None and needed > limit:
+        raise ConfigError(f"the probe and identification need about {size(needed)} (a pool of {rows:,} updates x "
+                          f"{params:,} parameters) but the memory limit is {size(limit)}; for a model this size lower "
+                          "identification.pool (and candidates), set probe.enabled = false and identification.enabled "
+                          "= false, or raise [limits] max_memory_gib")
+
+
 def probe_clients(data: FederatedData, count: int, batch_size: int, *, seed: int) -> ProbeClients:
     """``count`` probe clients, client i holding ``batch_size`` distinct examples of FL client i mod K's data."""
     generator = torch.Generator().manual_seed(derive_seed(seed, "probe-clients") % 2**63)
@@ -91,8 +126,10 @@ def probe_updates(model: nn.Module, weights: torch.Tensor, images: torch.Tensor,
     on its own B examples (``images``: K x B x C x H x W) from the global ``weights``."""
     steps_in = images.unsqueeze(1).expand(-1, local_steps, *images.shape[1:])
     steps_y = labels.unsqueeze(1).expand(-1, local_steps, labels.shape[1])
-    zeros = torch.zeros(len(images), weights.numel())
-    after = train_clients_batched(model, weights, zeros, steps_in, steps_y, lr=lr, mu=momentum).params
+    mode = ClientMode.TRAIN if model.training else ClientMode.EVAL  # as the clients ran (``as_the_clients_ran``)
+    chunk = client_chunk(model, tuple(images.shape[2:]), images.shape[1], weights.device)  # a big pool, in chunks
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, lr, momentum), mode, chunk=chunk)
+    after = train_clients_batched(model, weights, LocalSteps.gathered(steps_in, steps_y), training).params
     return (after - weights).detach()
 
 
@@ -307,12 +344,14 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
     settings that differ only in their epsilon compute one."""
     probe, ident, seed = config.probe, config.identification, config.seed
     data, shape, classes, _ = prepare_data(config)
-    model = create_model(config.training.model, input_shape=shape, num_classes=classes)
+    model = build_model(config.training, shape, classes)
+    as_the_clients_ran(model, saved.get("buffers", {}), config.training.client_mode)
+    if probe.enabled:
+        check_attack_layers(probe.attack, model, classes, where="probe.attack", model_name=config.training.model)
     weights, lr, momentum = saved["weights"], float(saved["lr"]), config.training.momentum
     clients = probe_clients(data, probe.targets, probe.batch_size, seed=seed)
     companions = clients.indices[0, 1:]  # the informed adversary knows the rest of the target's batch
-    pool_size = max(2 * max(ident.candidates), 200) if ident.enabled else max(probe.targets, 200)
-    pool_rows = identification_pool(data, min(pool_size, len(data.train.y) - len(companions)), companions, seed=seed)
+    pool_rows = identification_pool(data, pool_size(config, data), companions, seed=seed)
     if ident.enabled and max(ident.candidates) > len(pool_rows):
         raise ValueError(f"identification.candidates must be at most the {len(pool_rows)} training examples "
                          f"available, got {max(ident.candidates)}")

@@ -9,7 +9,8 @@ model the probe starts from, the per-round bits and metrics. Every later stage r
 
 A recording is data and may come from anyone: the plugins its config names are never imported. The plugins are the
 user's own (``--plugin``, a CONFIG's ``plugins``), and a recording naming one the user did not give is refused in one
-line (:func:`recorded_config`). Its views are checked against the config's model before any stage runs
+line (:func:`recorded_config`). So is a recording whose ``training.model`` or ``data.dataset`` names a user's factory
+(``my_models.py:make_net``, ``auditkit.factories``) that the CONFIG does not name: the CONFIG's own is what runs. Its views are checked against the config's model before any stage runs
 (:func:`check_recording`).
 """
 from __future__ import annotations
@@ -24,13 +25,13 @@ import torch
 from auditkit import mechanisms
 from auditkit import results
 from auditkit.config import AuditConfig, ConfigError, from_dict
+from auditkit.factories import parse_factory
 from auditkit.fl.simulation import RoundRecord, SimulationResult
 from auditkit.flower.recording import Recording, RecordingError
-from auditkit.models import count_parameters, create_model
+from auditkit.models import build_model, count_parameters
 from auditkit.stages.inversion import MESSAGES_IN_CLEAR, RecordedView
-from auditkit.stages.setting import build_mechanism
+from auditkit.stages.setting import build_mechanism, load_configured_dataset
 from auditkit.stages.train import training_provenance
-from auditkit.data import load_dataset
 
 __all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
 
@@ -75,6 +76,43 @@ def _check_named_plugins(recording: Recording, own: list[Any]) -> None:
             f"{'them' if len(missing) > 1 else 'it'}, pass {' '.join(f'--plugin {_shown_plugin(p)}' for p in missing)}")
 
 
+_FACTORY_KEYS = (("training", "model"), ("data", "dataset"), ("data", "prefer"))
+
+
+def _same_factory(named: str, given: str) -> bool:
+    """Whether the user's factory ``given`` is the one a recording ``named``: the same function of the same module
+    (``_same_plugin``'s rule: "my_models.py:make_net" is "pkg.my_models:make_net"), or the same entry point."""
+    a, b = parse_factory(named), parse_factory(given)
+    if a is None or b is None or a.function != b.function or (a.kind == "entry") != (b.kind == "entry"):
+        return False
+    if a.kind == "entry":
+        return a.target == b.target
+    return _same_plugin(a.target if a.kind == "file" else a.module, b.target if b.kind == "file" else b.module)
+
+
+def _check_named_factories(recording: Recording, audit: dict[str, Any]) -> dict[tuple[str, str], str]:
+    """Refuse a recording whose ``training.model``, ``data.dataset`` or ``data.prefer`` names a user's factory the
+    user's own config (``audit``) does not name: a recording's code is never imported. Returns the user's spelling of
+    each factory named by both (key -> the CONFIG's value), which replaces the recording's: the file imported is the
+    user's, never a path a recording gives."""
+    own: dict[tuple[str, str], str] = {}
+    for table, key in _FACTORY_KEYS:
+        section = recording.config.get(table)
+        named = section.get(key) if isinstance(section, dict) else None
+        if parse_factory(named) is None:
+            continue
+        mine = audit.get(table)
+        given = mine.get(key) if isinstance(mine, dict) else None
+        if not (isinstance(given, str) and _same_factory(named, given)):
+            shown = _shown_plugin(named.rpartition(":")[0]) + ":" + named.rpartition(":")[2][:60]
+            raise RecordingError(
+                f"the recording {str(recording.root)!r} names the factory {table}.{key} = {shown!r} and auditkit never "
+                f"imports code a recording names; if you trust it, name the same factory as {table}.{key} in your "
+                "CONFIG")
+        own[(table, key)] = given
+    return own
+
+
 def recorded_config(recording: Recording, audit: dict[str, Any], plugins: Iterable[str] = ()) -> AuditConfig:
     """The audit config of a recording: its app tables over the ``audit`` tables (a CONFIG or preset); the
     inversion and the probe attack the first recorded round that holds ground truth unless ``audit`` names one.
@@ -84,8 +122,11 @@ def recorded_config(recording: Recording, audit: dict[str, Any], plugins: Iterab
     own = list(audit.get("plugins", [])) if isinstance(audit.get("plugins"), list) else []
     own += [p for p in plugins if p not in own]
     _check_named_plugins(recording, own)
+    factories = _check_named_factories(recording, audit)
     raw = {k: v for k, v in audit.items() if k not in app_tables}
     raw.update({k: v for k, v in recording.config.items() if k in app_tables})
+    for (table, key), given in factories.items():
+        raw[table] = {**raw[table], key: given}
     if own:
         raw["plugins"] = own
     if not isinstance(raw.get("training", {}), dict):
@@ -121,8 +162,8 @@ def _truth_clients(recording: Recording, round_: int) -> list[int]:
 def _model_fit(config: AuditConfig) -> tuple[int, tuple[int, ...], str]:
     """The parameter count of the config's model on its data, the data's image shape, and how messages name them."""
     d = config.data
-    dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=False)  # the audit has loaded it already
-    model = create_model(config.training.model, input_shape=dataset.input_shape, num_classes=dataset.num_classes)
+    dataset = load_configured_dataset(config, download=False)  # the audit has loaded it already
+    model = build_model(config.training, dataset.input_shape, dataset.num_classes)
     return count_parameters(model), tuple(dataset.input_shape), f"{config.training.model} on {d.dataset}"
 
 

@@ -11,6 +11,7 @@ import torch
 
 from auditkit import mechanisms
 from auditkit.config import AuditConfig, ConfigError
+from auditkit.factories import parse_factory
 from auditkit.data import Split, load_dataset, partition, train_validation_split
 from auditkit.fl.aggregation import build_protocol as fl_build_protocol
 from auditkit.fl.aggregation import client_mechanism
@@ -20,10 +21,11 @@ from auditkit.mechanisms.protocol import ProtocolContext, RoundProtocol
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import from_dict
 from auditkit.flower.backend import ClientSetup
-from auditkit.models import create_model
+from auditkit.models import build_model
 
-__all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "flower_client_setup", "prepare_data",
-           "protocol_context", "protocol_table_name", "resolve_device"]
+__all__ = ["build_mechanism", "build_protocol", "client_mechanism", "client_spec", "flower_client_setup",
+           "load_configured_dataset", "partition_parameters", "prepare_data", "protocol_context", "protocol_table_name",
+           "resolve_device"]
 
 
 def resolve_device(name: str) -> torch.device:
@@ -35,13 +37,30 @@ def resolve_device(name: str) -> torch.device:
     return torch.device(name)
 
 
+def load_configured_dataset(config: AuditConfig, *, download: bool | None = None):
+    """The dataset ``config.data`` names, with its folder, image size and (imagefolder) test split keyed by the
+    config's seed; ``download``: the config's ``data.download`` unless given."""
+    d = config.data
+    return load_dataset(d.dataset, data_dir=d.data_dir, download=d.download if download is None else download,
+                        seed=derive_seed(config.seed, "test-split"), test_fraction=d.test_fraction,
+                        image_size=d.image_size)
+
+
+def partition_parameters(config: AuditConfig) -> dict[str, Any]:
+    """The parameters of the configured partition scheme, as the results record them: ``dirichlet_alpha`` for
+    ``dirichlet``, ``shards_per_client`` for ``shards``, none for ``iid``."""
+    d = config.data
+    return {"dirichlet": {"dirichlet_alpha": d.dirichlet_alpha},
+            "shards": {"shards_per_client": d.shards_per_client}}.get(d.partition, {})
+
+
 def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, int], int, dict[str, Any]]:
     """Load the dataset, take its validation split (fixed by the dataset, or carved off the training split with
     ``data.validation_fraction``), partition the training split across clients. With ``[dp_sgd]`` every client
     must hold at least ``training.batch_size`` examples (its sampling rate B / n_k is a probability): a
     ConfigError says so otherwise, before anything is written."""
     d = config.data
-    dataset = load_dataset(d.dataset, data_dir=d.data_dir, download=d.download)
+    dataset = load_configured_dataset(config)
     if dataset.validation is not None:  # fixed by the dataset's definition (mnist-5k): validation_fraction unused
         train, validation = dataset.train, dataset.validation
     else:
@@ -54,9 +73,12 @@ def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, in
     clients = config.training.clients
     if clients > len(train.y):
         raise ConfigError(f"training.clients must be at most the {len(train.y)} training samples, got {clients}")
+    if d.partition == "shards" and clients * d.shards_per_client > len(train.y):
+        raise ConfigError(f"data.shards_per_client must be at most the {len(train.y)} training samples / "
+                          f"training.clients ({clients}), got {d.shards_per_client}")
     parts = partition(
         train.y, clients, d.partition, seed=derive_seed(config.seed, "partition") % 2**32,
-        alpha=d.dirichlet_alpha,
+        alpha=d.dirichlet_alpha, shards_per_client=d.shards_per_client,
     )
     indices = [torch.as_tensor(np.asarray(p), dtype=torch.long) for p in parts]
     smallest = min(len(ix) for ix in indices)
@@ -64,7 +86,8 @@ def prepare_data(config: AuditConfig) -> tuple[FederatedData, tuple[int, int, in
         raise ConfigError(f"dp_sgd needs training.batch_size <= the smallest client's example count ({smallest}); "
                           f"got {config.training.batch_size}")
     summary = {
-        "dataset": d.dataset, "source": dataset.source, "partition": d.partition, "train": len(train.y),
+        "dataset": d.dataset, "source": dataset.source, "partition": d.partition, **partition_parameters(config),
+        "train": len(train.y),
         "validation": len(validation.y), "test": len(dataset.test.y),
         "client_sizes": [len(ix) for ix in indices], "classes": dataset.num_classes,
     }
@@ -110,6 +133,10 @@ def client_spec(config: AuditConfig) -> dict[str, Any]:
     spec["plugins"] = [str(Path(p).resolve()) if p.endswith(".py") else p for p in config.plugins]
     if config.data.data_dir is not None:
         spec["data"]["data_dir"] = str(Path(config.data.data_dir).resolve())
+    for table, key in (("training", "model"), ("data", "dataset")):  # a factory file, as a plugin's
+        factory = parse_factory(spec[table][key])
+        if factory is not None and factory.kind == "file":
+            spec[table][key] = f"{Path(factory.target).resolve()}:{factory.function}"
     return spec
 
 
@@ -118,6 +145,6 @@ def flower_client_setup(spec: dict[str, Any]) -> Any:
     ``auditkit.flower.backend.ClientSetup`` the backend's ``ClientApp`` trains with."""
     config = from_dict(spec)
     data, input_shape, num_classes, _ = prepare_data(config)
-    model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
+    model = build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled)
     return ClientSetup(training=config.training, dp_sgd=config.dp_sgd, seed=config.seed, data=data,
                        model=model, mechanism=build_mechanism(config))

@@ -16,7 +16,7 @@ from auditkit import results
 from auditkit.config import AuditConfig
 from auditkit.fl.memory import check_memory
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult
-from auditkit.models import create_model
+from auditkit.models import build_model
 from auditkit.stages.account import account_run
 from auditkit.stages.base import StageOutput
 from auditkit.stages.inversion import RecordedView
@@ -36,6 +36,8 @@ class TrainingRun:
     seconds: float
     data_summary: dict[str, Any]
     protocol: str
+    client_chunk: int | None = None  # clients trained as one batched program (None: Flower's clients, one each)
+    batchnorm: bool = False  # the model has running statistics (``training.bn_stats`` applies)
 
 
 class Experiment:
@@ -51,8 +53,10 @@ class Experiment:
         self.device = resolve_device(config.device)
         self.mechanism = build_mechanism(config)
         data, input_shape, num_classes, self.data_summary = prepare_data(config)
-        model = create_model(config.training.model, input_shape=input_shape, num_classes=num_classes)
-        self.memory = check_memory(config, model, data)  # above the memory limit: refused before any allocation
+        self.num_classes = num_classes  # the attacks' models are built for it (auditkit.stages.inversion)
+        model = build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled)
+        self.model = model  # the configured model, whose layers the audit's attacks are checked against
+        self.memory = check_memory(config, model, data, self.device)  # above the memory limit: refused before any allocation
         protocol = build_protocol(self.mechanism, config)
         if config.training.backend == "flower":
             self.simulation = FlowerSimulation(model, data, protocol, config.training, seed=config.seed,
@@ -67,7 +71,10 @@ class Experiment:
         start = time.perf_counter()
         result = self.simulation.run(on_round)
         return TrainingRun(self.config, result, self.mechanism, self.device, time.perf_counter() - start,
-                           self.data_summary, self.simulation.protocol.name)
+                           self.data_summary, self.simulation.protocol.name,
+                           client_chunk=(None if self.config.training.backend == "flower" else
+                                         min(self.simulation.chunk, self.config.training.clients)),
+                           batchnorm=bool(self.simulation.buffers))
 
 
 def run_training(
@@ -88,16 +95,22 @@ def backend_label(backend: str) -> str:
 
 def training_provenance(
     config: AuditConfig, data: dict[str, Any], num_params: int, *, rounds: int | None = None,
-    sampling: str | None = None, backend: str | None = None,
+    sampling: str | None = None, backend: str | None = None, local: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The provenance's data, model and training blocks from ``config``'s training table; what a run knows
-    better -- the rounds it ran, how its batches were drawn, where it trained -- is given, else the config's."""
+    better -- the rounds it ran, how its batches were drawn, where it trained, how its clients trained
+    (``local_training``) -- is given, else the config's."""
     t = config.training
     if sampling is None and config.dp_sgd.enabled:
         sampling = (f"DP-SGD: each of the tau = {t.tau} local steps takes each of the client's n_k examples with "
                     f"probability {t.batch_size} / n_k (Poisson, expected batch {t.batch_size}), clips each "
                     f"example's gradient to {config.dp_sgd.max_grad_norm:g} and adds Gaussian noise of multiplier "
                     f"{config.dp_sgd.noise_multiplier:g}; participation: {t.participation}")
+    elif sampling is None and t.local_epochs is not None:
+        epochs = "the local epoch" if t.local_epochs == 1 else f"each of the {t.local_epochs} local epochs"
+        sampling = (f"{epochs} shuffles the client's n_k examples into "
+                    f"ceil(n_k / {t.batch_size}) batches of {t.batch_size} (the last filled up from the same "
+                    f"shuffle); participation: {t.participation}")
     elif sampling is None:
         sampling = (f"each of the tau = {t.tau} local steps draws {t.batch_size} sample(s) uniformly with "
                     f"replacement from the client's data; participation: {t.participation}")
@@ -106,13 +119,27 @@ def training_provenance(
         "model": {"name": t.model, "num_params": num_params},
         "training": {"clients": t.clients, "rounds": t.rounds if rounds is None else rounds, "tau": t.tau,
                      "batch_size": t.batch_size, "lr": t.lr, "participation": t.participation,
-                     "sampling": sampling, "backend": backend_label(t.backend) if backend is None else backend},
+                     "sampling": sampling, "backend": backend_label(t.backend) if backend is None else backend,
+                     **(local or {})},
     }
+
+
+def local_training(config: AuditConfig, *, client_chunk: int | None, batchnorm: bool) -> dict[str, Any]:
+    """How the clients of a run of ``config`` trained, as the provenance's training block records it."""
+    t = config.training
+    described = {"local_epochs": t.local_epochs, "optimizer": t.optimizer.value,
+                 "momentum": t.momentum if t.optimizer == "sgd" else None, "weight_decay": t.weight_decay,
+                 "optimizer_state": t.optimizer_state.value, "server_lr": t.server_lr,
+                 "client_mode": t.client_mode.value, "bn_stats": t.bn_stats.value if batchnorm else None,
+                 "precision": t.precision.value, "client_chunk": client_chunk}
+    return {key: value for key, value in described.items() if value is not None}
 
 
 def data_provenance(run: TrainingRun) -> dict[str, Any]:
     """The provenance's data, model and training blocks of a finished run (``training_provenance``)."""
-    return training_provenance(run.config, run.data_summary, run.result.num_params)
+    return training_provenance(run.config, run.data_summary, run.result.num_params,
+                               local=local_training(run.config, client_chunk=run.client_chunk,
+                                                    batchnorm=run.batchnorm))
 
 
 def results_document(run: TrainingRun, title: str) -> dict[str, Any]:
@@ -141,10 +168,12 @@ def train_stage(config: AuditConfig, *, on_round: Callable[[RoundRecord], None] 
     tensors: dict[str, Any] = {}
     if config.inversion.enabled and observed:
         tensors["view"] = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
-                                                        config.inversion.targets, run.protocol).to_tensors()
+                                                        config.inversion.targets, run.protocol,
+                                                        config.training.client_mode).to_tensors()
     if probed:
         tensors["probe"] = {"round": probed[0].round, "lr": probed[0].lr,
-                            "weights": probed[0].global_before.detach().float().cpu().clone()}
+                            "weights": probed[0].global_before.detach().float().cpu().clone(),
+                            "buffers": probed[0].global_buffers}
     result = {"training": results.training_entry(run.result, run.protocol), "device": str(run.device),
               "provenance": data_provenance(run), "inversion_round": inversion_round if observed else None}
     return StageOutput(result, tensors=tensors or None)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from auditkit.reports.sections.text import number, plural
-from auditkit.results.model import ResultsDocument
+from auditkit.results.model import Data, ResultsDocument
 
 
 def intro(results: ResultsDocument) -> str:
@@ -39,16 +39,27 @@ def _context(results: ResultsDocument) -> list[str]:
     data, model, training = p.data, p.model, p.training
     clauses = []
     if data is not None:
-        split = data.partition + (f" split over {training.clients} clients" if training is not None else " split")
+        split = partition_text(data) + (f" split over {training.clients} clients" if training is not None
+                                         else " split")
         clauses.append(f"on the {data.dataset} dataset ({split}; {data.train:,} training, "
                        f"{data.validation:,} validation and {data.test:,} test examples)")
     if model is not None:
         clauses.append(f"model {model.name} ({model.num_params:,} parameters)")
     if training is not None:
-        clauses.append(f"{training.rounds} FedAvg rounds of τ = {training.tau} local steps "
-                       f"(batch size {training.batch_size}, learning rate {number(training.lr, 'g')}, "
-                       f"participation: {training.participation})")
+        local = (plural(training.local_epochs, "local epoch") if training.local_epochs is not None
+                 else f"τ = {training.tau} local steps")
+        clauses.append(f"{training.rounds} FedAvg rounds of {local} (batch size {training.batch_size}, "
+                       f"learning rate {number(training.lr, 'g')}, participation: {training.participation})")
     return clauses
+
+
+def partition_text(data: Data) -> str:
+    """The partition with the parameter it was made with: "dirichlet (alpha = 0.5)", "shards (2 per client)"."""
+    if data.dirichlet_alpha is not None:
+        return f"{data.partition} (alpha = {number(data.dirichlet_alpha, 'g')})"
+    if data.shards_per_client is not None:
+        return f"{data.partition} ({data.shards_per_client} shards per client)"
+    return data.partition
 
 
 def _same(values: list[Any]) -> Any:

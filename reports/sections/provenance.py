@@ -1,7 +1,8 @@
 """The report's closing sections: the run's provenance, versions and config, and the footer line."""
 from __future__ import annotations
 
-from auditkit.results.model import ResultsDocument
+from auditkit.reports.sections.text import number
+from auditkit.results.model import ResultsDocument, TrainingInfo
 from auditkit.results.reproduction import Reproduction
 from auditkit.results.types import JsonObject
 from auditkit.strict_json import dumps_strict
@@ -26,6 +27,9 @@ def provenance(results: ResultsDocument) -> list[tuple[str, str]]:
         facts += [("sampling", p.training.sampling), ("participation", p.training.participation)]
         if p.training.backend:
             facts.append(("training backend", p.training.backend))
+        local = local_training(p.training)
+        if local is not None:
+            facts.append(("local training", local))
     return facts + [
         ("accountants", ", ".join(p.accountants) or "none"),
         ("neighbouring relations", ", ".join(p.neighbouring_relations) or "none"),
@@ -47,3 +51,25 @@ def footer(document: ResultsDocument | Reproduction) -> str:
     """The line that closes every report: which auditkit wrote the document, in which schema, for which command."""
     return (f"written by auditkit {document.provenance.auditkit_version} as {document.schema_} version "
             f"{document.schema_version} (command: {document.command.value})")
+
+
+def local_training(training: TrainingInfo) -> str | None:
+    """How the clients trained, in words (None: not recorded): optimiser, mode, BatchNorm statistics, precision."""
+    if training.optimizer is None:
+        return None
+    optimizer = training.optimizer.value
+    if training.momentum:
+        optimizer += f" with momentum {number(training.momentum, 'g')}"
+    if training.weight_decay:
+        optimizer += f", weight decay {number(training.weight_decay, 'g')}"
+    parts = [f"{optimizer} (state {training.optimizer_state.value} between rounds)",
+             f"clients in {training.client_mode.value} mode"]
+    if training.bn_stats is not None:
+        parts.append("BatchNorm running statistics " + (
+            "averaged by the server in the clear, beside the mechanism" if training.bn_stats == "averaged"
+            else "kept by each client (FedBN)"))
+    parts.append(f"server learning rate {number(training.server_lr, 'g')}")
+    parts.append(f"{training.precision.value} arithmetic")
+    if training.client_chunk is not None:
+        parts.append(f"batched {training.client_chunk:,} clients at a time")
+    return "; ".join(parts)

@@ -322,3 +322,14 @@ def test_dpsq_groups_and_msp_transcript_run_through_the_whole_pipeline(tmp_path)
     assert abs(msp["inversion"]["defended"]["ssim_mean"] - msp["inversion"]["clean"]["ssim_mean"]) < 0.02
     report = (tmp_path / "report.md").read_text(encoding="utf-8")
     assert "5 uploads/round" in report and "inversion of alpha0" in report
+
+
+def test_an_attack_needing_a_layer_the_model_lacks_is_refused_before_training(tmp_path):
+    """squeezenet's classifier is a convolution: the inversion's label extraction has no output nn.Linear to read."""
+    raw = {**TINY, "data": {"dataset": "digits"},
+           "training": {**TINY["training"], "model": "torchvision:squeezenet1_1"}}
+    with pytest.raises(ConfigError, match=r"^inversion.attack 'inverting_gradients' needs an output nn.Linear layer "
+                                          r".* and 'torchvision:squeezenet1_1' has none; choose inversion.attack = "
+                                          r"'dlg' \(labels optimised\)$"):
+        Audit(from_dict(raw), out=tmp_path / "out")
+    assert not (tmp_path / "out" / "results.json").exists()

@@ -90,9 +90,26 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"training": {"clients": 0}}, "training.clients must be an integer in 1..100000, got 0"),
     ({"training": {"tau": 0}}, "training.tau must be an integer in 1..10000, got 0"),
     ({"training": {"clients": 2.5}}, "training.clients must be an integer, got 2.5"),
-    ({"training": {"model": "resnet"}}, "training.model must be one of linear, mlp, cnn"),
+    ({"training": {"model": "resnet"}}, "training.model must be a seed model (linear, mlp, cnn, cifar_cnn, lenet, mlp200), "
+                                        "'torchvision:NAME' (a classification model of torchvision.models.list_models()) "
+                                        "or a factory 'path/to/file.py:fn', 'package.module:fn' or 'entry:NAME', got "
+                                        "'resnet'"),
+    ({"training": {"model": "torchvision:resnet99"}}, "training.model must be a seed model"),
+    ({"training": {"model": "my_models.py"}}, "training.model must be a seed model"),
+    ({"training": {"model": "no_such_dir/my_models.py:make_net"}},
+     "training.model: factory 'no_such_dir/my_models.py:make_net' failed to load: no such file"),
+    ({"training": {"norm": "layer"}}, "training.norm must be one of batch, group, got 'layer'"),
+    ({"training": {"small_stem": 1}}, "training.small_stem must be true or false, got 1"),
+    ({"training": {"model": "torchvision:vgg11", "small_stem": True}},
+     "training.small_stem applies to the ResNet family (torchvision:resnet*, torchvision:resnext*, "
+     "torchvision:wide_resnet*), not training.model 'torchvision:vgg11'"),
+    ({"training": {"model": "cnn", "small_stem": True}}, "training.small_stem applies to the ResNet family"),
     ({"training": {"lr": math.nan}}, "training.lr must be a finite number, got nan"),
-    ({"data": {"dataset": "svhn"}}, "data.dataset must be one of mnist-5k, digits, mnist, cifar10, got 'svhn'"),
+    ({"data": {"dataset": "imagenet"}}, "data.dataset must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
+                                       "cifar100, imagefolder or a factory 'path/to/file.py:fn', 'package.module:fn' or "
+                                       "'entry:NAME', got 'imagenet'"),
+    ({"data": {"dataset": "no_such_dir/my_data.py:make_data"}},
+     "data.dataset: factory 'no_such_dir/my_data.py:make_data' failed to load: no such file"),
     ({"device": "tpu"}, "device must be one of auto, cpu, cuda, cuda:N"),
     ({"training": {"checkpoints": [1, 99], "rounds": 10}}, "training.checkpoints must be a list of integers in 1..10, got [1, 99]"),
     ({"training": {"participation": "uniform"}}, "training.clients_per_round (participation 'uniform') must be an integer in 1..10"),
@@ -114,7 +131,17 @@ def test_mechanism_settings_sweeps_and_labels():
     ({"inversion": {"restarts": 0}}, "inversion.restarts must be an integer in 1..1000, got 0"),
     ({"distinguish": {"trials": 10}}, "distinguish.trials must be an integer in 100..10000000, got 10"),
     ({"distinguish": {"confidence": 1.0}}, "distinguish.confidence must be a number in (0, 1), got 1.0"),
-    ({"data": {"prefer": "svhn"}}, "data.prefer must be one of mnist-5k, digits, mnist, cifar10, got 'svhn'"),
+    ({"data": {"prefer": "imagenet"}}, "data.prefer must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
+                                      "cifar100, imagefolder or a factory 'path/to/file.py:fn', 'package.module:fn' or "
+                                      "'entry:NAME', got 'imagenet'"),
+    ({"data": {"image_size": 4}}, "data.image_size must be an integer in 8..512, got 4"),
+    ({"data": {"image_size": 1024}}, "data.image_size must be an integer in 8..512, got 1024"),
+    ({"data": {"image_size": 32.5}}, "data.image_size must be an integer, got 32.5"),
+    ({"data": {"test_fraction": 0}}, "data.test_fraction must be a number in (0, 1), got 0"),
+    ({"data": {"test_fraction": 1.0}}, "data.test_fraction must be a number in (0, 1), got 1.0"),
+    ({"data": {"test_fraction": "half"}}, "data.test_fraction must be a finite number, got 'half'"),
+    ({"data": {"shards_per_client": 0}}, "data.shards_per_client must be an integer in 1..10000, got 0"),
+    ({"data": {"shards_per_client": True}}, "data.shards_per_client must be an integer, got True"),
     # renamed keys and mechanism parameters (docs/names.md) name the new one
     ({"inversion": {"clients": 2}}, "config key 'inversion.clients' was renamed to 'inversion.targets'"),
     ({"probe": {"clients": 2}}, "config key 'probe.clients' was renamed to 'probe.targets'"),
@@ -134,6 +161,16 @@ def test_bad_values_name_the_key_and_the_allowed_values(raw, message):
     assert "\n" not in str(err.value)
 
 
+def test_the_imagefolder_and_partition_keys_default_and_round_trip(tmp_path):
+    default = from_dict({}).data
+    assert (default.test_fraction, default.image_size, default.shards_per_client) == (0.2, 32, 2)
+    (tmp_path / "a").mkdir()
+    config = from_dict({"data": {"dataset": "imagefolder", "data_dir": str(tmp_path), "test_fraction": 0.25,
+                                 "image_size": 64.0, "partition": "shards", "shards_per_client": 3}})
+    assert (config.data.test_fraction, config.data.image_size, config.data.shards_per_client) == (0.25, 64, 3)
+    assert isinstance(config.data.image_size, int) and from_dict(config.to_dict()) == config
+
+
 def test_toml_file_round_trips(tmp_path):
     path = tmp_path / "c.toml"
     path.write_text('seed = 3\n[training]\nclients = 4\nrounds = 2\ncheckpoints = [1]\n'
@@ -141,6 +178,24 @@ def test_toml_file_round_trips(tmp_path):
     config = load_config(path)
     assert (config.seed, config.training.clients, config.mechanism.params) == (3, 4, {"sigma": 0.5})
     assert from_dict(config.to_dict()) == config
+
+
+def test_model_forms_and_options_are_accepted_and_factory_files_are_relative_to_the_config(tmp_path):
+    config = from_dict({"training": {"model": "torchvision:resnet18", "small_stem": True, "norm": "group"}})
+    assert (config.training.model, config.training.small_stem, config.training.norm) == ("torchvision:resnet18", True,
+                                                                                         "group")
+    assert from_dict(config.to_dict()) == config
+    assert from_dict({}).training.small_stem is False and from_dict({}).training.norm == "batch"
+    assert from_dict({"training": {"model": "entry:my-net"}, "data": {"dataset": "my_pkg.data:make"}}).data.dataset \
+        == "my_pkg.data:make"  # parsed, not imported: neither exists
+    (tmp_path / "cfg").mkdir()
+    for name in ("my_models.py", "my_data.py"):
+        (tmp_path / "cfg" / name).write_text("raise RuntimeError('imported while checking the config')\n")
+    path = tmp_path / "cfg" / "c.toml"
+    path.write_text('[training]\nmodel = "my_models.py:make_net"\n[data]\ndataset = "my_data.py:make_data"\n')
+    config = load_config(path)  # the files exist beside the config, and are not imported by the check
+    assert config.training.model == f"{tmp_path / 'cfg' / 'my_models.py'}:make_net"
+    assert config.data.dataset == f"{tmp_path / 'cfg' / 'my_data.py'}:make_data"
 
 
 def test_missing_and_invalid_files(tmp_path):
@@ -261,3 +316,25 @@ def test_a_dataset_named_with_files_is_kept_over_the_preference(tmp_path):
     loader checks DIR; with ``download`` the preferred dataset is fetched into DIR, not replaced."""
     assert from_dict(_jopeq({"dataset": "cifar10", "data_dir": str(tmp_path)})).data.dataset == "cifar10"
     assert from_dict(_jopeq({"data_dir": str(tmp_path), "download": True})).data.dataset == "mnist"
+
+
+def test_local_training_keys_are_checked_in_one_line():
+    """The [training] keys of local training: closed vocabularies and ranges named with what is allowed."""
+    t = from_dict({"training": {"local_epochs": 2, "optimizer": "adam", "weight_decay": 5e-4, "server_lr": 0.5,
+                                "client_mode": "eval", "bn_stats": "local", "precision": "bf16",
+                                "optimizer_state": "reset", "client_chunk": 8}}).training
+    assert (t.local_epochs, t.optimizer, t.client_mode, t.bn_stats, t.precision) == (2, "adam", "eval", "local", "bf16")
+    for key, value, message in [
+        ("optimizer", "rmsprop", "training.optimizer must be one of sgd, adam, got 'rmsprop'"),
+        ("client_mode", "test", "training.client_mode must be one of train, eval, got 'test'"),
+        ("bn_stats", "mean", "training.bn_stats must be one of averaged, local, got 'mean'"),
+        ("precision", "fp16", "training.precision must be one of fp32, bf16, got 'fp16'"),
+        ("local_epochs", 0, "training.local_epochs must be an integer in 1..1000, got 0"),
+        ("server_lr", 0, "training.server_lr must be a number in (0, 100], got 0.0"),
+        ("weight_decay", -0.1, "training.weight_decay must be a number in [0, 1], got -0.1"),
+    ]:
+        with pytest.raises(ConfigError) as err:
+            from_dict({"training": {key: value}})
+        assert str(err.value) == message
+    with pytest.raises(ConfigError, match=r"^training\.local_epochs cannot be combined with \[dp_sgd\]"):
+        from_dict({"training": {"local_epochs": 1}, "dp_sgd": {"noise_multiplier": 1.0}})

@@ -18,6 +18,8 @@ def _raw(key: str, value: int) -> dict:
         return {"training": {"participation": "replacement", name: value}}
     if key == "identification.candidates":
         return {section: {name: [value]}}
+    if key == "identification.pool":  # at least the largest candidate count
+        return {section: {name: value, "candidates": [2]}}
     if key == "training.rounds":
         return {section: {name: value, "checkpoints": [1]}}
     return {section: {name: value}}
@@ -61,7 +63,7 @@ def test_the_flags_take_their_ranges_from_the_bounds():
     for command in ("train", "audit"):
         params = {p.name: p for p in build_cli().commands[command].params}
         sized = {name: key for name, key in CONFIG_KEYS.items() if key in SIZES}
-        assert set(sized) == {"seed", "clients", "rounds", "tau", "batch_size"}
+        assert set(sized) == {"seed", "clients", "rounds", "tau", "batch_size", "local_epochs", "client_chunk"}
         for name, key in sized.items():
             assert params[name].type.constraint is SIZES[key], name
         assert params["max_memory"].type.constraint is RANGES["limits.max_memory_gib"]

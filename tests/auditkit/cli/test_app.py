@@ -215,7 +215,7 @@ def test_choice_lists_come_from_the_tuples_the_code_checks():
     from auditkit import accounting, attacks
     from auditkit.accounting.composition import ACCOUNTANTS
     from auditkit.config import PRESETS
-    from auditkit.models import MODEL_NAMES
+    from auditkit.models import NORMS
 
     def choices(command, name):
         param = next(p for p in CLI.commands[command].params if p.name == name)
@@ -225,7 +225,7 @@ def test_choice_lists_come_from_the_tuples_the_code_checks():
     assert choices("account", "accountant") == list(ACCOUNTANTS)
     assert choices("account", "solve") == list(accounting.solvers())
     assert choices("audit", "preset") == choices("train", "preset") == list(PRESETS)
-    assert choices("audit", "model") == list(MODEL_NAMES)
+    assert choices("audit", "norm") == choices("train", "norm") == list(NORMS)
     attack = " ".join(help_text("attack").split())
     assert "The inversion attack: " + " | ".join(attacks.INVERSION_ATTACKS) in attack
     account = " ".join(help_text("account").split())
@@ -238,6 +238,8 @@ def test_choice_lists_come_from_the_tuples_the_code_checks():
     (["account", "gaussian", "--accountant", "opacus"], "error: --accountant must be one of "),
     (["canary", "gaussian", "--confidence", "1.5"], "error: --confidence must be a number in (0, 1), got 1.5"),
     (["report", "x.json", "--format", "pdf"], "error: --format must be one of "),
+    (["audit", "--model", "resnet"], "error: --model must be a seed model (linear, mlp, cnn, "),
+    (["train", "--norm", "layer"], "error: --norm must be one of batch, group, got 'layer'"),
 ])
 def test_a_value_outside_its_choices_or_range_is_one_line(args, line):
     result = auditkit(*args)

@@ -61,9 +61,10 @@ def test_digits_split_is_stratified(digits):
 
 
 def test_unknown_dataset_names_the_choices():
-    with pytest.raises(ValueError, match="dataset must be one of mnist-5k, digits, mnist, cifar10, got 'svhn'"):
-        load_dataset("svhn")
-    assert DATASETS == ("mnist-5k", "digits", "mnist", "cifar10")
+    with pytest.raises(ValueError, match="dataset must be one of mnist-5k, digits, mnist, fashion-mnist, svhn, cifar10, "
+                                         "cifar100, imagefolder, got 'imagenet'"):
+        load_dataset("imagenet")
+    assert DATASETS == ("mnist-5k", "digits", "mnist", "fashion-mnist", "svhn", "cifar10", "cifar100", "imagefolder")
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,9 @@ from scipy import stats
 from torch import nn
 
 from auditkit.fl.dp_sgd import DPSGD, clipped_gradient_sum, clipped_gradient_sums
-from auditkit.fl.local_training import train_clients_batched
+from auditkit.fl.local_training import LocalSteps, LocalTraining, train_clients_batched
+from auditkit.fl.optimizers import LocalOptimizer
+from auditkit.fl.spec import Optimizer
 from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.mechanisms.randomness import generator
 from auditkit.models import create_model
@@ -126,7 +128,8 @@ def test_noise_std_per_coordinate_is_z_times_c_and_matches_opacus():
     def step(noise_multiplier: float) -> torch.Tensor:
         noise = tuple(generator(7, f"dp-sgd-noise/1/{k}") for k in range(clients))
         dp_sgd = DPSGD(noise_multiplier, clip, batch, mask, noise)
-        return train_clients_batched(model, start, momentum, x, y, lr=1.0, mu=0.0, dp_sgd=dp_sgd).params
+        training = LocalTraining(LocalOptimizer(Optimizer.SGD, 1.0, 0.0))
+        return train_clients_batched(model, start, LocalSteps.gathered(x, y), training, dp_sgd=dp_sgd).params
 
     ours = ((step(0.0) - step(z)) * batch).flatten()
     assert ours.numel() == 125_600

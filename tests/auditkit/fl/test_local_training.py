@@ -1,11 +1,18 @@
 import pytest
 import torch
 
-from auditkit.fl.spec import DPSGDSpec
-from auditkit.fl.local_training import local_batches, train_clients_batched, train_clients_sequential
+from auditkit.fl.spec import DPSGDSpec, Optimizer
+from auditkit.fl.local_training import LocalSteps, LocalTraining, local_batches, train_clients_batched, train_clients_sequential
+from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.sampling import draw_batches
 from auditkit.fl.params import ParamLayout, flat_parameters
 from auditkit.models import create_model
+
+
+def _sgd(train, model, start, momentum, inputs, labels, *, lr, mu, dp_sgd=None):
+    """Momentum SGD with carried-over momentum, the papers' local training."""
+    return train(model, start, LocalSteps.gathered(inputs, labels), LocalTraining(LocalOptimizer(Optimizer.SGD, lr, mu)),
+                 state={"momentum": momentum}, dp_sgd=dp_sgd)
 
 
 def _problem(name, clients, tau, batch, shape=(1, 28, 28), seed=0):
@@ -21,8 +28,8 @@ def _problem(name, clients, tau, batch, shape=(1, 28, 28), seed=0):
 @pytest.mark.parametrize(("name", "batch"), [("cnn", 1), ("mlp", 4), ("linear", 8)])
 def test_batched_equals_sequential(name, batch):
     model, start, momentum, inputs, labels = _problem(name, clients=5, tau=15, batch=batch)
-    a = train_clients_batched(model, start, momentum, inputs, labels, lr=0.05, mu=0.9)
-    b = train_clients_sequential(model, start, momentum, inputs, labels, lr=0.05, mu=0.9)
+    a = _sgd(train_clients_batched, model, start, momentum, inputs, labels, lr=0.05, mu=0.9)
+    b = _sgd(train_clients_sequential, model, start, momentum, inputs, labels, lr=0.05, mu=0.9)
     assert torch.allclose(a.params, b.params, atol=1e-5, rtol=1e-5)
     assert torch.allclose(a.momentum, b.momentum, atol=1e-5, rtol=1e-5)
     assert torch.allclose(a.loss, b.loss, atol=1e-5)
@@ -33,7 +40,7 @@ def test_batched_equals_sequential(name, batch):
 
 def test_single_step_is_one_sgd_step_with_momentum():
     model, start, momentum, inputs, labels = _problem("linear", clients=1, tau=1, batch=3)
-    out = train_clients_batched(model, start, momentum, inputs, labels, lr=0.1, mu=0.9)
+    out = _sgd(train_clients_batched, model, start, momentum, inputs, labels, lr=0.1, mu=0.9)
     torch.nn.utils.vector_to_parameters(start.clone(), model.parameters())
     loss = torch.nn.functional.cross_entropy(model(inputs[0, 0]), labels[0, 0])
     grad = torch.cat([g.flatten() for g in torch.autograd.grad(loss, list(model.parameters()))])
@@ -61,24 +68,154 @@ def test_dp_sgd_batched_equals_sequential(name):
     targets = torch.randint(0, 10, (90,))
     own = list(torch.arange(90).reshape(3, 30))
     dp_sgd = DPSGDSpec(noise_multiplier=1.1, max_grad_norm=0.5)
-    batches, private = local_batches(own, [0, 1, 2], 3, seed=0, tau=3, batch_size=4, dp_sgd=dp_sgd)
+    batches, _, private = local_batches(own, [0, 1, 2], 3, seed=0, tau=3, batch_size=4, dp_sgd=dp_sgd)
     assert batches.shape[2] > 4 and (private.mask == 0).any()  # padded to the round's largest Poisson batch
     runs = []
     for train in (train_clients_batched, train_clients_sequential):
-        _, private = local_batches(own, [0, 1, 2], 3, seed=0, tau=3, batch_size=4, dp_sgd=dp_sgd)
-        runs.append(train(model, start, momentum, data[batches], targets[batches], lr=0.05, mu=0.9, dp_sgd=private))
+        _, _, private = local_batches(own, [0, 1, 2], 3, seed=0, tau=3, batch_size=4, dp_sgd=dp_sgd)
+        runs.append(_sgd(train, model, start, momentum, data[batches], targets[batches], lr=0.05, mu=0.9,
+                         dp_sgd=private))
     a, b = runs
     assert torch.allclose(a.params, b.params, atol=1e-5, rtol=1e-5)
     assert torch.allclose(a.momentum, b.momentum, atol=1e-5, rtol=1e-5)
     assert torch.allclose(a.loss, b.loss, atol=1e-5)
-    _, quiet = local_batches(own, [0, 1, 2], 3, seed=0, tau=3, batch_size=4,
-                             dp_sgd=DPSGDSpec(noise_multiplier=1e-6, max_grad_norm=0.5))
-    noiseless = train_clients_batched(model, start, momentum, data[batches], targets[batches], lr=0.05, mu=0.9,
-                                      dp_sgd=quiet)
+    _, _, quiet = local_batches(own, [0, 1, 2], 3, seed=0, tau=3, batch_size=4,
+                                dp_sgd=DPSGDSpec(noise_multiplier=1e-6, max_grad_norm=0.5))
+    noiseless = _sgd(train_clients_batched, model, start, momentum, data[batches], targets[batches], lr=0.05, mu=0.9,
+                     dp_sgd=quiet)
     assert (a.params - noiseless.params).abs().max() > 1e-3
 
 
 def test_without_dp_sgd_local_batches_are_the_uniform_draws():
     own = [torch.arange(0, 10), torch.arange(10, 30)]
-    batches, private = local_batches(own, [1], 2, seed=4, tau=3, batch_size=5)
-    assert private is None and torch.equal(batches, draw_batches(own, [1], 2, seed=4, tau=3, batch_size=5))
+    batches, active, private = local_batches(own, [1], 2, seed=4, tau=3, batch_size=5)
+    assert private is None and active is None and torch.equal(batches, draw_batches(own, [1], 2, seed=4, tau=3, batch_size=5))
+
+
+def _bn_net(channels: int = 1) -> torch.nn.Module:
+    """A small conv net with BatchNorm in both its 2d and 1d forms (running statistics as buffers). No bias before
+    a BatchNorm, as in ResNets: its gradient is zero up to rounding, which Adam's g / |g| would amplify."""
+    torch.manual_seed(1)
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(channels, 4, 3, bias=False), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(4 * 13 * 13, 16, bias=False), torch.nn.BatchNorm1d(16), torch.nn.ReLU(),
+        torch.nn.Linear(16, 10))
+
+
+def _examples(count: int = 60, seed: int = 2) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(count, 1, 28, 28, generator=g), torch.randint(0, 10, (count,), generator=g)
+
+
+def _both(model, start, steps, training, **kwargs):
+    return (train_clients_batched(model, start, steps, training, **kwargs),
+            train_clients_sequential(model, start, steps, training, **kwargs))
+
+
+def _close(a, b, atol=1e-5):
+    assert torch.allclose(a.params, b.params, atol=atol, rtol=1e-4)
+    assert a.state.keys() == b.state.keys() and a.buffers.keys() == b.buffers.keys()
+    for key in a.state:
+        assert torch.allclose(a.state[key], b.state[key], atol=atol, rtol=1e-4), key
+    for key in a.buffers:
+        assert torch.allclose(a.buffers[key].double(), b.buffers[key].double(), atol=atol, rtol=1e-4), key
+    assert torch.allclose(a.loss, b.loss, atol=atol)
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_batchnorm_batched_equals_sequential(mode):
+    """Train mode: each client normalises by its batch's statistics and its running statistics move (differently
+    per client); eval mode: the received statistics normalise and stay. Batched and sequential agree either way."""
+    model = _bn_net()
+    x, y = _examples()
+    own = list(torch.arange(60).reshape(3, 20))
+    indices, _, _ = local_batches(own, [0, 1, 2], 1, seed=0, tau=4, batch_size=5)
+    steps = LocalSteps(x, y, indices)
+    start = flat_parameters(model)
+    shared = {k: v.clone() for k, v in model.named_buffers()}
+    shared["1.running_var"] = torch.full((4,), 2.0)  # received statistics that are not the initial ones
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9), mode=mode)
+    a, b = _both(model, start, steps, training, buffers=shared)
+    _close(a, b)
+    means = a.buffers["1.running_mean"]
+    if mode == "train":
+        assert not torch.allclose(means[0], means[1]) and (means.abs() > 0).all()
+        assert a.buffers["1.num_batches_tracked"].tolist() == [4, 4, 4]
+    else:
+        assert torch.equal(means, torch.zeros(3, 4)) and torch.equal(a.buffers["1.running_var"][1], shared["1.running_var"])
+    assert (a.params - start).abs().amax(1).min() > 1e-3
+
+
+@pytest.mark.parametrize("weight_decay", [0.0, 0.01])
+def test_adam_batched_equals_torch_adam(weight_decay):
+    """Adam's fused flat update equals torch.optim.Adam, state included, from a fresh and from a carried state."""
+    model = _bn_net()
+    x, y = _examples()
+    own = list(torch.arange(60).reshape(3, 20))
+    indices, _, _ = local_batches(own, [0, 1, 2], 1, seed=1, tau=3, batch_size=4)
+    steps = LocalSteps(x, y, indices)
+    training = LocalTraining(LocalOptimizer(Optimizer.ADAM, 1e-3, weight_decay=weight_decay))
+    a, b = _both(model, flat_parameters(model), steps, training)
+    _close(a, b)
+    assert a.state["step"].tolist() == [3.0, 3.0, 3.0]
+    again_a, again_b = _both(model, a.params, steps, training, state=a.state, buffers=a.buffers)
+    _close(again_a, again_b)
+    assert again_a.state["step"].tolist() == [6.0, 6.0, 6.0]
+
+
+def test_local_epochs_pass_over_every_example_and_idle_unequal_clients():
+    """Two epochs over clients of 7, 12 and 3 examples in batches of 4: 4, 6 and 2 steps; each epoch holds every
+    example of the client (the last batch filled from the same permutation); the shorter clients idle through the
+    rest, and the batched path, which runs those steps masked, equals the sequential one that skips them."""
+    own = [torch.arange(0, 7), torch.arange(7, 19), torch.arange(19, 22)]
+    indices, active, private = local_batches(own, [0, 1, 2], 5, seed=3, tau=99, batch_size=4, local_epochs=2)
+    assert private is None and indices.shape == (3, 6, 4)
+    assert active.sum(1).tolist() == [4, 6, 2]
+    for row, ex, per_epoch in zip(indices, own, (2, 3, 1)):
+        for epoch in range(2):
+            taken = row[epoch * per_epoch:(epoch + 1) * per_epoch].flatten()
+            assert set(taken.tolist()) == set(ex.tolist())
+    again, _, _ = local_batches(own, [0, 1, 2], 5, seed=3, tau=99, batch_size=4, local_epochs=2)
+    assert torch.equal(indices, again)
+    other, _, _ = local_batches(own, [0, 1, 2], 6, seed=3, tau=99, batch_size=4, local_epochs=2)
+    assert not torch.equal(indices, other)
+    model = _bn_net()
+    x, y = _examples(22)
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9))
+    a, b = _both(model, flat_parameters(model), LocalSteps(x, y, indices, active), training)
+    _close(a, b)
+    assert a.buffers["1.num_batches_tracked"].tolist() == [4, 6, 2]
+
+
+@pytest.mark.parametrize("epochs", [None, 2])
+def test_chunks_give_the_same_clients(epochs):
+    """Training 5 clients in chunks of 2 gives what one batched program of 5 gives, with tau steps and with local
+    epochs on unequal clients (chunks grouped by step count, each stopping at its longest client)."""
+    model = _bn_net()
+    x, y = _examples()
+    own = [torch.arange(0, 4), torch.arange(4, 30), torch.arange(30, 38), torch.arange(38, 50), torch.arange(50, 60)]
+    indices, active, _ = local_batches(own, list(range(5)), 1, seed=0, tau=3, batch_size=4, local_epochs=epochs)
+    assert (active is None) == (epochs is None)
+    steps = LocalSteps(x, y, indices, active)
+    whole = train_clients_batched(model, flat_parameters(model), steps,
+                                  LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9)))
+    parts = train_clients_batched(model, flat_parameters(model), steps,
+                                  LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9), chunk=2))
+    _close(whole, parts)
+
+
+def test_bf16_autocast_trains_close_to_fp32():
+    """bf16 autocast (8 mantissa bits) moves the parameters as fp32 does: the updates point the same way (cosine >
+    0.98) and differ by a fifth of their length at most; the parameters stay float32."""
+    model = create_model("cnn")
+    x, y = _examples()
+    own = list(torch.arange(60).reshape(3, 20))
+    indices, _, _ = local_batches(own, [0, 1, 2], 1, seed=0, tau=3, batch_size=8)
+    start = flat_parameters(model)
+    fp32 = train_clients_batched(model, start, LocalSteps(x, y, indices), LocalTraining(LocalOptimizer(lr=0.05)))
+    bf16 = train_clients_batched(model, start, LocalSteps(x, y, indices),
+                                 LocalTraining(LocalOptimizer(lr=0.05), precision="bf16"))
+    assert bf16.params.dtype == torch.float32
+    moved, moved_bf16 = (fp32.params - start).flatten(), (bf16.params - start).flatten()
+    assert 0 < (moved_bf16 - moved).norm() < 0.2 * moved.norm()
+    assert torch.nn.functional.cosine_similarity(moved, moved_bf16, dim=0) > 0.98

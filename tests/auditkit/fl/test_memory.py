@@ -25,8 +25,8 @@ def test_the_parts_follow_the_run_sizes():
     t = from_dict({"training": {"clients": 100, "tau": 5, "batch_size": 10, "checkpoints": [1, 2]}}).training
     e = estimate_memory(t, num_params=1000, input_numel=784, activations=2000, dataset_bytes=10**6)
     assert e.parts["client state"] == 100 * 1000 * 4  # K x P float32 momentum
-    assert e.parts["round"] == 100 * 1000 * memory.PER_CLIENT_PARAMETER
-    assert e.parts["batches"] == 100 * 5 * 10 * (784 * 4 + 32)
+    assert e.parts["round"] == 100 * 1000 * memory.PER_CLIENT_PARAMETER  # no chunk: all 100 train at once
+    assert e.parts["batches"] == 100 * 5 * 10 * 3 * 8 + 100 * 10 * (784 * 4 + 8)  # indices; one step's images
     assert e.parts["activations"] == 3 * 100 * 10 * 2000 * 4
     assert e.parts["checkpoints"] == 2 * (3 * 100 * 1000 * 4 + 100 * 5 * 10 * 8)
     assert e.parts["data"] == 10**6 and e.parts["runtime"] == RUNTIME
@@ -35,6 +35,20 @@ def test_the_parts_follow_the_run_sizes():
     smaller = estimate_memory(uniform, num_params=1000, input_numel=784, activations=2000, dataset_bytes=10**6)
     assert smaller.parts["client state"] == e.parts["client state"]  # every client keeps its momentum
     assert smaller.parts["round"] == e.parts["round"] // 10  # a tenth of them take part
+    chunked = estimate_memory(t, num_params=1000, input_numel=784, activations=2000, dataset_bytes=10**6, chunk=4)
+    assert chunked.parts["round"] == 1000 * (100 * (memory.PER_CLIENT_PARAMETER - memory.TRAINING_PER_PARAMETER)
+                                             + 4 * memory.TRAINING_PER_PARAMETER)
+    assert chunked.parts["activations"] == 3 * 4 * 10 * 2000 * 4  # one chunk's step at a time
+    reset = from_dict({"training": {"clients": 100, "optimizer_state": "reset"}}).training
+    assert estimate_memory(reset, num_params=1000, input_numel=784, activations=2000,
+                           dataset_bytes=0).parts["client state"] == 0
+    adam = from_dict({"training": {"clients": 100, "optimizer": "adam"}}).training
+    assert estimate_memory(adam, num_params=1000, input_numel=784, activations=2000,
+                           dataset_bytes=0).parts["client state"] == 2 * 100 * 1000 * 4
+    epochs = from_dict({"training": {"clients": 100, "local_epochs": 2, "batch_size": 10}}).training
+    assert "x 12 x 10 sample indices" in estimate_memory(  # the largest client: 2 x ceil(55 / 10) steps
+        epochs, num_params=1000, input_numel=784, activations=2000, dataset_bytes=0,
+        client_sizes=[55, 20]).what["batches"]
 
 
 def test_activations_count_the_input_and_every_layer_output():
@@ -46,7 +60,7 @@ def test_the_machine_memory_is_read():
 
 
 def test_an_absurd_client_count_is_refused_in_one_line_before_anything_is_allocated(monkeypatch):
-    """3,500 clients of the 159,010-parameter mlp200 need about 45 GiB: refused before the simulation (and its
+    """3,500 clients of the 159,010-parameter mlp200 need about 35 GiB (trained in chunks): refused before the simulation (and its
     K x P momentum) is built."""
     def built(*args, **kwargs):
         raise AssertionError("the simulation was built")
@@ -55,7 +69,7 @@ def test_an_absurd_client_count_is_refused_in_one_line_before_anything_is_alloca
     with pytest.raises(ConfigError) as err:
         train.Experiment(from_dict(ABSURD))
     message = str(err.value)
-    assert re.match(r"the run needs about 4\d\.\d GiB \(", message)
+    assert re.match(r"the run needs about 3\d\.\d GiB \(", message)
     assert "a round's 3,500 clients x 159,010 parameters in training and the protocol" in message
     assert message.endswith("but the memory limit is 8 GiB ([limits] max_memory_gib); lower training.clients (or "
                             "clients_per_round), tau, batch_size or checkpoints, or raise [limits] max_memory_gib / "

@@ -74,7 +74,7 @@ def test_partial_participation_only_moves_selected_clients_momentum():
     sim = _simulation(participation="uniform", clients_per_round=2, rounds=1, checkpoints=(1,))
     record, obs = sim.step(1)
     assert len(record.clients) == 2 and obs.clients == record.clients
-    moved = (sim.momentum.abs().sum(dim=1) > 0).nonzero().flatten().tolist()
+    moved = (sim.client_state["momentum"].abs().sum(dim=1) > 0).nonzero().flatten().tolist()
     assert moved == record.clients
 
 
@@ -114,3 +114,54 @@ def test_a_central_noise_round_that_samples_nobody_still_releases_its_noise():
     for move in empty:
         assert move.double().std().item() == pytest.approx(0.5, rel=0.05)
     assert all(torch.equal(a, b) for (_, a), (_, b) in zip(moves, run()))
+
+
+def _bn_simulation(**training):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(1, 4, 3, bias=False), torch.nn.BatchNorm2d(4), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
+        torch.nn.Flatten(), torch.nn.Linear(4 * 13 * 13, 10))
+    config = TrainingConfig(**{"model": "cnn", "clients": 4, "rounds": 2, "tau": 3, "batch_size": 4, "lr": 0.05,
+                               "checkpoints": (2,), **training})
+    return FederatedSimulation(model, _data(), UplinkProtocol(mechanisms.create("none", private_seed=11), 0), config,
+                               seed=0)
+
+
+def test_batchnorm_statistics_are_averaged_or_kept_local():
+    """``averaged``: after a round the server's running statistics are the FedAvg-weighted mean of the clients';
+    ``local``: each client keeps its own (they differ), the server's stay the initial ones, and the evaluation uses
+    their weighted mean. Batched equals sequential with BatchNorm across whole rounds."""
+    averaged = _bn_simulation()
+    averaged.step(1)
+    assert not torch.allclose(averaged.buffers["1.running_mean"], torch.zeros(4))
+    kept = _bn_simulation(bn_stats="local")
+    kept.step(1)
+    stats = kept.client_buffers["1.running_mean"]
+    assert not torch.allclose(stats[0], stats[1])
+    weights = kept.client_weights / kept.client_weights.sum()
+    assert torch.allclose(kept.evaluation_buffers()["1.running_mean"], (weights[:, None].float() * stats).sum(0))
+    assert torch.allclose(averaged.buffers["1.running_mean"], kept.evaluation_buffers()["1.running_mean"], atol=1e-6)
+    assert torch.equal(kept.buffers["1.running_mean"], torch.zeros(4))
+    a, b = _bn_simulation().run(), _bn_simulation(batched=False).run()
+    assert torch.allclose(a.final_params, b.final_params, atol=1e-5)
+    assert [r.test_loss for r in a.rounds] == pytest.approx([r.test_loss for r in b.rounds], abs=1e-5)
+
+
+def test_server_lr_scales_the_aggregate():
+    """w <- w + server_lr * aggregate: with no mechanism noise, half the server step moves half as far."""
+    full, half = _simulation(rounds=1), _simulation(rounds=1, server_lr=0.5)
+    start = full.params.clone()
+    full.step(1)
+    half.step(1)
+    assert torch.allclose(half.params - start, 0.5 * (full.params - start), atol=1e-6)
+
+
+def test_local_epochs_and_adam_run_the_whole_simulation():
+    """Two local epochs of Adam with the optimiser reset each round: every client's step count covers its data twice,
+    and batched equals sequential over the run."""
+    a = _simulation(local_epochs=2, batch_size=8, optimizer="adam", lr=1e-3, optimizer_state="reset").run()
+    b = _simulation(local_epochs=2, batch_size=8, optimizer="adam", lr=1e-3, optimizer_state="reset",
+                    batched=False).run()
+    assert torch.allclose(a.final_params, b.final_params, atol=1e-5)
+    (obs,) = a.observations
+    assert obs.tau == 2 * -(-int(_data().client_indices[-1].numel()) // 8)  # the largest client's steps

@@ -9,7 +9,7 @@ from auditkit import attacks
 from auditkit.attacks.gradient_inversion import iteration_settings
 
 from auditkit.stages import inversion as inversion_stage
-from auditkit.config import from_dict
+from auditkit.config import ConfigError, from_dict
 from auditkit.models import create_model
 from auditkit.strict_json import dumps_strict
 from auditkit.stages.train import Experiment
@@ -76,7 +76,7 @@ def test_bad_input_is_refused_before_any_attack():
         inversion_stage.run_inversion("gan")
     with pytest.raises(ValueError, match="unknown mechanism"):
         inversion_stage.run_inversion("idlg", mechanism="bogus")
-    with pytest.raises(ValueError, match="model must be one of"):
+    with pytest.raises(ValueError, match=r"^model must be a seed model \(linear, .*, got 'resnet'$"):
         inversion_stage.run_inversion("idlg", model="resnet")
     with pytest.raises(ValueError, match="unknown mechanism"):
         inversion_stage.defence_curve(curve={"bogus": [{}]})
@@ -131,7 +131,7 @@ def test_attack_on_a_real_fl_checkpoint_scores_against_the_clients_own_images():
     assert config.inversion.restarts is None
     for restarts, expected in ((None, attacks.preset_settings("inverting_gradients")["restarts"]), (3, 3)):
         inversion = dataclasses.replace(config.inversion, iterations=2, restarts=restarts)
-        recorded = inversion_stage.invert_recorded_view(view, config.training.model, inversion, seed=0)
+        recorded = inversion_stage.invert_recorded_view(view, config.training, inversion, seed=0)
         assert recorded["settings"]["restarts"] == expected
 
 
@@ -168,3 +168,19 @@ def test_a_defended_reconstruction_is_scored_against_the_clean_runs_images_so_no
     rematched = inversion_stage._best_matches(result["defended"]["reconstructions"], view.images_used)
     assert metrics.score(result["defended"]["reconstructions"], rematched)["ssim_mean"] > \
         result["defended"]["scores"]["ssim_mean"]
+
+
+def test_an_attack_needing_a_layer_the_model_lacks_says_so_in_one_line():
+    """squeezenet's classifier is a convolution: no output nn.Linear for iDLG's labels, no FC layer for analytic."""
+    model = create_model("torchvision:squeezenet1_1", input_shape=(3, 32, 32), num_classes=10)
+    with pytest.raises(ConfigError) as err:
+        inversion_stage.check_attack_layers("idlg", model, 10, where="inversion.attack",
+                                            model_name="torchvision:squeezenet1_1")
+    assert str(err.value) == ("inversion.attack 'idlg' needs an output nn.Linear layer (a 10 x features weight, last of "
+                              "the model's), whose gradient gives each image's label (iDLG), and "
+                              "'torchvision:squeezenet1_1' has none; choose inversion.attack = 'dlg' (labels optimised)")
+    with pytest.raises(ConfigError, match=r"^probe.attack 'analytic' needs a fully-connected layer with a bias "):
+        inversion_stage.check_attack_layers("analytic", model, 10, where="probe.attack", model_name="squeeze")
+    inversion_stage.check_attack_layers("dlg", model, 10, where="inversion.attack", model_name="squeeze")  # optimised
+    inversion_stage.check_attack_layers("idlg", model, 10, where="attack", model_name="squeeze", labels_given=True)
+    inversion_stage.check_attack_layers("analytic", create_model("lenet"), 10, where="probe.attack", model_name="lenet")

@@ -146,3 +146,22 @@ def test_the_headline_is_the_worst_verdict_and_names_its_test():
     assert overall_verdict(vacuous, {"tests": [{"candidates": 10, "verdict": "inconclusive", "p_value": 1.0}]})[
         "verdict"] == "inconclusive"
     assert overall_verdict(None, None) is None
+
+
+def test_a_probe_pool_beyond_the_memory_limit_is_refused_before_any_stage(tmp_path):
+    """ResNet-18's 200 pool updates need about 50 GiB: with a 4 GiB limit the audit stops in one line before
+    training, naming the pool and the fix; with the probe and identification off the same check passes."""
+    import auditkit as toolkit
+    from auditkit.config import ConfigError, from_dict
+
+    raw = {"training": {"model": "torchvision:resnet18", "small_stem": True, "clients": 2, "rounds": 1,
+                        "checkpoints": [1]},
+           "data": {"dataset": "digits"}, "limits": {"max_memory_gib": 4}, "inversion": {"enabled": False}}
+    with pytest.raises(ConfigError) as err:
+        toolkit.run_audit(from_dict(raw), out=tmp_path / "out")
+    assert str(err.value).startswith("the probe and identification need about 4")
+    assert "(a pool of 200 updates x 11," in str(err.value) and "lower identification.pool" in str(err.value)
+    assert not (tmp_path / "out" / "results.json").exists()
+    with pytest.raises(ConfigError, match=r"^identification\.pool \(at least the largest identification\.candidates\) "
+                                          r"must be an integer in 100\.\.100000, got 50$"):
+        from_dict({**raw, "identification": {"pool": 50}})

@@ -153,3 +153,51 @@ def test_ground_truth_of_another_size_or_count_is_one_line(tmp_path):
     with pytest.raises(RecordingError, match=r"truth/round-0001-client-1\.pt: images must hold as many images as "
                                              r"every other client's of round 1 \(2\), got 3$"):
         check_recording(recording, config)
+
+
+MODEL_FACTORY = '''
+from pathlib import Path
+from torch import nn
+Path({marker!r}).write_text("imported")
+
+
+def make_net(input_shape, num_classes):
+    c, h, w = input_shape
+    return nn.Sequential(nn.Flatten(), nn.Linear(c * h * w, num_classes))
+'''
+
+
+@pytest.fixture
+def model_factory(tmp_path):
+    """A model factory file (the linear model, 7,850 parameters on 1x28x28) that leaves a marker when imported."""
+    path, marker = tmp_path / "own" / "rec_models.py", tmp_path / "IMPORTED"
+    path.parent.mkdir()
+    path.write_text(MODEL_FACTORY.format(marker=str(marker)))
+    yield path, marker
+    sys.modules.pop("rec_models", None)
+
+
+def test_a_factory_a_recording_names_is_refused_unless_the_users_config_names_it(tmp_path, model_factory):
+    path, marker = model_factory
+    app = {**APP, "training": {**APP["training"], "model": "/app/elsewhere/rec_models.py:make_net"}}
+    recording = write_recording(tmp_path / "rec", app)
+    with pytest.raises(RecordingError) as err:
+        recorded_config(recording, {})
+    assert str(err.value) == (f"the recording {str(tmp_path / 'rec')!r} names the factory training.model = "
+                              "'rec_models.py:make_net' and auditkit never imports code a recording names; if you "
+                              "trust it, name the same factory as training.model in your CONFIG")
+    with pytest.raises(RecordingError, match="names the factory training.model"):  # another function of the file
+        recorded_config(recording, {"training": {"model": f"{path}:other_net"}})
+    assert not marker.exists()
+    # the user's own file of that name is what runs, from where the user said
+    config = recorded_config(recording, {"training": {"model": f"{path}:make_net"}})
+    assert config.training.model == f"{path}:make_net" and config.training.clients == 4
+    check_recording(recording, config)  # builds the user's model: 7,850 parameters, as recorded
+    assert marker.exists()
+
+
+def test_a_dataset_factory_a_recording_names_is_refused_too(tmp_path):
+    recording = write_recording(tmp_path / "rec", {**APP, "data": {"dataset": "app_data:make_data"}})
+    with pytest.raises(RecordingError, match=r"names the factory data.dataset = 'app_data:make_data' and auditkit "
+                                             r"never imports code a recording names"):
+        recorded_config(recording, {"data": {"dataset": "digits"}})

@@ -92,26 +92,21 @@ def lenet(input_shape: tuple[int, int, int] = (3, 32, 32), num_classes: int = 10
     return model
 
 
-_BUILDERS: dict[str, Callable[..., nn.Module]] = {
+SEED_BUILDERS: dict[str, Callable[..., nn.Module]] = {
     "linear": linear, "mlp": mlp, "cnn": cnn, "cifar_cnn": cifar_cnn, "lenet": lenet, "mlp200": mlp200,
+}
+SEED_SHAPES: dict[str, tuple[int, int, int]] = {  # each builder's default input
+    "linear": (1, 28, 28), "mlp": (1, 28, 28), "cnn": (1, 28, 28), "cifar_cnn": (3, 32, 32), "lenet": (3, 32, 32),
+    "mlp200": (1, 28, 28),
 }
 
 
-def create_model(
-    name: str, *, input_shape: tuple[int, int, int] | None = None, num_classes: int = 10
-) -> nn.Module:
-    """Build a seed architecture by name; `input_shape` defaults to the architecture's own."""
-    if name not in _BUILDERS:
-        raise ValueError(f"unknown model {name!r}; valid: {', '.join(MODEL_NAMES)}")
-    builder = _BUILDERS[name]
+def seed_model(name: str, input_shape: tuple[int, int, int] | None = None, num_classes: int = 10) -> nn.Module:
+    """Build seed architecture ``name`` (one of ``MODEL_NAMES``); ``input_shape`` defaults to its own."""
+    builder = SEED_BUILDERS[name]
     if input_shape is None:
         return builder(num_classes=num_classes)
     return builder(tuple(input_shape), num_classes)
-
-
-def count_parameters(model: nn.Module) -> int:
-    """Number of trainable scalars."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
 def _numel(shape: tuple[int, ...]) -> int:

@@ -34,6 +34,7 @@ def test_lenet_weights_are_uniform_in_half_interval():
     assert weights.std().item() == pytest.approx((1 / 12) ** 0.5, rel=0.03)  # std of U(-0.5, 0.5)
 
 
-def test_unknown_model_names_the_valid_ones():
-    with pytest.raises(ValueError, match="unknown model 'resnet'; valid: linear, mlp, cnn"):
+def test_unknown_model_names_the_forms():
+    with pytest.raises(ValueError, match=r"^training.model must be a seed model \(linear, mlp, cnn, .*'torchvision:NAME'"
+                                         r".* or a factory .*, got 'resnet'$"):
         create_model("resnet")
