@@ -152,6 +152,20 @@ def _autocast(precision: Precision, device: torch.device):
     return contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def _batchnorm_in_fp32(model: nn.Module, precision: Precision):
+    """Under bf16 autocast, BatchNorm normalises in float32 (its input cast up, as mixed-precision training keeps
+    it): its statistics and running buffers stay float32, and vmap's batch_norm takes no mixed dtypes."""
+    hooks = [m.register_forward_pre_hook(lambda _m, args: (args[0].float(), *args[1:]))
+             for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)] \
+        if precision == Precision.BF16 else []
+    try:
+        yield
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
 def train_clients_batched(
     model: nn.Module,
     start: torch.Tensor,
@@ -173,6 +187,13 @@ def train_clients_batched(
         buffers: the model's buffers, shared (as the model's) or per client (S, ...); None: the model's own.
         dp_sgd: DP-SGD's settings (``steps``' batches are then the padded Poisson batches), or None for plain steps.
     """
+    with _batchnorm_in_fp32(model, training.precision):
+        return _train_chunks(model, start, steps, training, state=state, buffers=buffers, dp_sgd=dp_sgd)
+
+
+def _train_chunks(model: nn.Module, start: torch.Tensor, steps: LocalSteps, training: LocalTraining, *,
+                  state: dict[str, torch.Tensor] | None, buffers: dict[str, torch.Tensor] | None,
+                  dp_sgd: DPSGD | None) -> LocalResult:
     size = steps.clients
     chunk = training.chunk or size
     if chunk >= size:
@@ -272,51 +293,55 @@ def train_clients_sequential(
     """Reference path: the same computation as `train_clients_batched`, one client at a time with ``torch.optim``
     (with ``dp_sgd``: one example at a time, `_private_gradient`)."""
     layout = ParamLayout.of(model)
-    clients = steps.clients
-    device = start.device
-    optimizer = training.optimizer
-    state = state if state is not None else optimizer.initial_state(clients, layout.size, device=device,
-                                                                     dtype=start.dtype)
-    stacked = _buffers_for(model, buffers, clients)
-    own_buffers = dict(model.named_buffers())
-    out_params, out_loss = [], []
-    out_state: dict[str, list[torch.Tensor]] = {k: [] for k in state}
-    out_buffers: dict[str, list[torch.Tensor]] = {k: [] for k in stacked}
+    state = state if state is not None else training.optimizer.initial_state(
+        steps.clients, layout.size, device=start.device, dtype=start.dtype)
+    stacked = _buffers_for(model, buffers, steps.clients)
     model.train(training.mode == ClientMode.TRAIN)
-    for k in range(clients):
-        torch.nn.utils.vector_to_parameters((start if start.dim() == 1 else start[k]).clone(), model.parameters())
-        for name, value in stacked.items():
-            own_buffers[name].copy_(value[k])
-        torch_optimizer = optimizer.torch_optimizer(model.parameters())
-        _load_state(torch_optimizer, optimizer, layout, {slot: v[k] for slot, v in state.items()})
-        total, counted = 0.0, 0
-        for step in range(steps.steps):
-            if steps.active is not None and not bool(steps.active[k, step]):
-                continue
-            x, y = steps.batch(slice(k, k + 1), step)
-            torch_optimizer.zero_grad()
-            if dp_sgd is None:
-                with _autocast(training.precision, device):
-                    logits = model(x[0])
-                loss = nn.functional.cross_entropy(logits.float(), y[0])
-                loss.backward()
-                total, counted = total + loss.item(), counted + 1
-            else:
-                used = dp_sgd.mask[k, step].bool()
-                step_total = _private_gradient(model, x[0][used], y[0][used], dp_sgd, k)
-                total, counted = total + step_total, counted + int(used.sum())
-            torch_optimizer.step()
-        out_params.append(torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone())
-        for slot, value in _read_state(torch_optimizer, optimizer, {s: v[k] for s, v in state.items()}).items():
-            out_state[slot].append(value)
-        for name in stacked:
-            out_buffers[name].append(own_buffers[name].detach().clone())
-        out_loss.append(total / max(counted, 1))
+    with _batchnorm_in_fp32(model, training.precision):
+        runs = [_train_one(model, start if start.dim() == 1 else start[k], steps, training, k,
+                           {slot: v[k] for slot, v in state.items()}, {name: v[k] for name, v in stacked.items()},
+                           dp_sgd) for k in range(steps.clients)]
     return LocalResult(
-        params=torch.stack(out_params),
-        state={k: torch.stack(v) for k, v in out_state.items()},
-        buffers={k: torch.stack(v) for k, v in out_buffers.items()},
-        loss=torch.tensor(out_loss, device=device),
+        params=torch.stack([run.params for run in runs]),
+        state={slot: torch.stack([run.state[slot] for run in runs]) for slot in state},
+        buffers={name: torch.stack([run.buffers[name] for run in runs]) for name in stacked},
+        loss=torch.tensor([float(run.loss) for run in runs], device=start.device),
+    )
+
+
+def _train_one(model: nn.Module, start: torch.Tensor, steps: LocalSteps, training: LocalTraining, k: int,
+               state: dict[str, torch.Tensor], buffers: dict[str, torch.Tensor], dp_sgd: DPSGD | None) -> LocalResult:
+    """Client ``k`` of the sequential reference path, from its (P,) ``start``, optimiser ``state`` and ``buffers``."""
+    layout = ParamLayout.of(model)
+    optimizer = training.optimizer
+    own_buffers = dict(model.named_buffers())
+    torch.nn.utils.vector_to_parameters(start.clone(), model.parameters())
+    for name, value in buffers.items():
+        own_buffers[name].copy_(value)
+    torch_optimizer = optimizer.torch_optimizer(model.parameters())
+    _load_state(torch_optimizer, optimizer, layout, state)
+    total, counted = 0.0, 0
+    for step in range(steps.steps):
+        if steps.active is not None and not bool(steps.active[k, step]):
+            continue
+        x, y = steps.batch(slice(k, k + 1), step)
+        torch_optimizer.zero_grad()
+        if dp_sgd is None:
+            with _autocast(training.precision, start.device):
+                logits = model(x[0])
+            loss = nn.functional.cross_entropy(logits.float(), y[0])
+            loss.backward()
+            total, counted = total + loss.item(), counted + 1
+        else:
+            used = dp_sgd.mask[k, step].bool()
+            step_total = _private_gradient(model, x[0][used], y[0][used], dp_sgd, k)
+            total, counted = total + step_total, counted + int(used.sum())
+        torch_optimizer.step()
+    return LocalResult(
+        params=torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone(),
+        state=_read_state(torch_optimizer, optimizer, state),
+        buffers={name: own_buffers[name].detach().clone() for name in buffers},
+        loss=torch.tensor(total / max(counted, 1)),
     )
 
 

@@ -242,7 +242,8 @@ class FederatedSimulation:
         the clients' mean training losses (S,) and the protocol's outcome. A backend whose clients run elsewhere
         (``auditkit.flower``) replaces this method and nothing else."""
         local = self._train_locally(clients, batches, lr, round_)
-        self._keep_client_state(clients, local)
+        self._keep_state(clients, local.state)
+        self._keep_buffers(clients, local.buffers)
         updates = local.params - before
         check_finite(updates, round_)
         outcome = self.protocol.communicate(updates, clients, self.client_weights[clients], round_,
@@ -278,20 +279,23 @@ class FederatedSimulation:
             return train(self.model, self.params, steps, self.local_training(lr), state=state, buffers=buffers,
                          dp_sgd=self._private)
 
-    def _keep_client_state(self, clients: list[int], local: LocalResult) -> None:
-        """The optimiser state the clients keep (``optimizer_state = kept``) and the BatchNorm running statistics:
-        each client's own (``bn_stats = local``), or their FedAvg-weighted mean (``averaged``; a count such as
-        ``num_batches_tracked``: the largest)."""
+    def _keep_state(self, clients: list[int], state: dict[str, torch.Tensor]) -> None:
+        """The optimiser state the clients keep (``optimizer_state = kept``)."""
         if self.client_state is not None:
-            for slot, value in local.state.items():
+            for slot, value in state.items():
                 self.client_state[slot][clients] = value
+
+    def _keep_buffers(self, clients: list[int], buffers: dict[str, torch.Tensor]) -> None:
+        """The clients' BatchNorm running statistics (S, ...) after the round: each client's own (``bn_stats =
+        local``), or their FedAvg-weighted mean (``averaged``; a count such as ``num_batches_tracked``: the largest)."""
         if self.client_buffers is not None:
-            for name, value in local.buffers.items():
-                self.client_buffers[name][clients] = value
+            for name, value in buffers.items():
+                self.client_buffers[name][clients] = value.to(self.device)
             return
         weights = self.client_weights[clients].to(self.device, torch.float32)
         weights = weights / weights.sum()
-        for name, value in local.buffers.items():
+        for name, value in buffers.items():
+            value = value.to(self.device)
             if value.is_floating_point():
                 self.buffers[name] = torch.einsum("s,s...->...", weights.to(value.dtype), value)
             else:

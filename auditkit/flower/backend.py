@@ -42,7 +42,7 @@ from typing import Any
 import torch
 
 from auditkit.config_bounds import ConfigError
-from auditkit.fl.spec import DPSGDSpec, Optimizer, OptimizerState, TrainingSpec
+from auditkit.fl.spec import BNStats, DPSGDSpec, Optimizer, OptimizerState, TrainingSpec
 from auditkit.mechanisms.protocol import RoundOutcome, SendsUploads
 from auditkit.fl.local_training import (LocalSteps, LocalTraining, local_batches, train_clients_batched,
                                         train_clients_sequential)
@@ -184,7 +184,8 @@ def train_client(spec: dict[str, Any], num_cpus: float, client_setup: Callable[[
     from flwr.app import Message, MetricRecord, RecordDict
 
     # records imports flwr, the optional flower extra: only where a Flower run needs it
-    from auditkit.flower.records import PAYLOAD, TRUTH, flat_record, flatten_record, payload_record, truth_record
+    from auditkit.flower.records import (BUFFERS, PAYLOAD, TRUTH, buffers_record, flat_record, flatten_record,
+                                         payload_record, read_buffers, truth_record)
 
     rt = _runtime(spec, num_cpus, client_setup)
     t, seed = rt.training, rt.seed
@@ -197,20 +198,30 @@ def train_client(spec: dict[str, Any], num_cpus: float, client_setup: Callable[[
              for slot in _slots(optimizer) if kept and _STATE + slot in context.state.array_records} or None
     batches, active, dp_sgd = local_batches(rt.data.client_indices, [client], round_, seed=seed, tau=t.tau,
                                             batch_size=t.batch_size, local_epochs=t.local_epochs, dp_sgd=rt.dp_sgd)
+    own = dict(rt.model.named_buffers())
+    received = message.content.config_records.get(BUFFERS)  # the server's averaged statistics
+    kept_own = context.state.config_records.get(BUFFERS) if t.bn_stats == BNStats.LOCAL else None
+    buffers = next((read_buffers(r, own) for r in (received, kept_own) if r is not None), None)
     train = train_clients_batched if t.batched else train_clients_sequential
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "dropout", round_, client))
         local = train(rt.model, start, LocalSteps(rt.data.train.x, rt.data.train.y, batches, active),
-                      LocalTraining(optimizer, t.client_mode, t.precision), state=state, dp_sgd=dp_sgd)
+                      LocalTraining(optimizer, t.client_mode, t.precision), state=state, buffers=buffers,
+                      dp_sgd=dp_sgd)
     if kept:
         for slot, value in local.state.items():
             context.state[_STATE + slot] = flat_record(value[0].reshape(-1))
+    statistics = buffers_record({name: value[0] for name, value in local.buffers.items()}) if own else None
+    if statistics is not None and t.bn_stats == BNStats.LOCAL:
+        context.state[BUFFERS] = statistics
     update = local.params[0] - start
     weight = 1 if rt.protocol is None else len(rt.data.client_indices[client])
     content = RecordDict({
         "metrics": MetricRecord({"train-loss": float(local.loss[0]), "num-examples": weight}),
         TRUTH: truth_record(update),
     })
+    if statistics is not None:  # to the harness: averaged by the server, or (FedBN) for the evaluation only
+        content[BUFFERS] = statistics
     if rt.protocol is None:
         content["arrays"] = flat_record(local.params[0])
     elif torch.isfinite(update).all():
@@ -253,10 +264,6 @@ class FlowerSimulation(FederatedSimulation):
                  client_setup: Callable[[dict[str, Any]], ClientSetup], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         check_protocol(self.protocol)
-        if self.buffers:
-            raise ConfigError(f"training.backend = 'flower' does not carry a model's buffers ({next(iter(self.buffers))!r}"
-                              ": BatchNorm running statistics) between its clients and the server; use training.backend "
-                              "= 'builtin', or training.norm = 'group'")
         counterpart = flower_counterpart(self.protocol.name)
         self.on_counterpart = counterpart is not None
         if counterpart is not None:
@@ -318,10 +325,12 @@ class FlowerSimulation(FederatedSimulation):
         model = flat_record(before)
         unique = sorted(set(clients))  # a client drawn twice (with replacement) trains once: the same data and seeds
         messages = [Message(RecordDict({"arrays": model,
-                                        "config": ConfigRecord({"round": round_, "lr": float(lr), "client": k})}),
+                                        "config": ConfigRecord({"round": round_, "lr": float(lr), "client": k}),
+                                        **self._buffers_out()}),
                             dst_node_id=self._nodes[k], message_type="train")
                     for k in unique]
         replies = {self._clients[r.metadata.src_node_id]: r.content for r in self._send(messages, round_)}
+        self._buffers_in(clients, replies)
         truth = {k: read_truth(c[TRUTH]).to(self.device, before.dtype) for k, c in replies.items()}
         updates = torch.stack([truth[k] for k in clients])
         check_finite(updates, round_)
@@ -347,16 +356,39 @@ class FlowerSimulation(FederatedSimulation):
         for message in configured:  # FedAvg's messages share one content: each gets its own, naming its client
             node = message.metadata.dst_node_id
             config = ConfigRecord({**message.content["config"], "client": self._clients[node]})
-            messages.append(Message(RecordDict({"arrays": message.content["arrays"], "config": config}),
+            messages.append(Message(RecordDict({"arrays": message.content["arrays"], "config": config,
+                                                **self._buffers_out()}),
                                     dst_node_id=node, message_type=message.metadata.message_type))
         by_client = {self._clients[r.metadata.src_node_id]: r for r in self._send(messages, round_)}
         replies = [by_client[k] for k in clients]
+        self._buffers_in(clients, {k: r.content for k, r in by_client.items()})
         updates = torch.stack([read_truth(r.content[TRUTH]).to(self.device, before.dtype) for r in replies])
         check_finite(updates, round_)
         losses = torch.tensor([float(r.content["metrics"]["train-loss"]) for r in replies])
         for reply in replies:
             del reply.content[TRUTH]
         return updates, losses, self.protocol.aggregate(round_, replies, before)
+
+    def _buffers_out(self) -> dict[str, Any]:
+        """The message's ``BUFFERS`` record: the server's averaged running statistics (none: no buffers, or FedBN)."""
+        from auditkit.flower.records import BUFFERS, buffers_record  # flwr, the optional extra: as above
+
+        if not self.buffers or self.training.bn_stats != BNStats.AVERAGED:
+            return {}
+        return {BUFFERS: buffers_record(self.buffers)}
+
+    def _buffers_in(self, clients: list[int], replies: dict[int, Any]) -> None:
+        """The clients' running statistics from their replies, kept as the built-in simulator keeps them
+        (``_keep_buffers``) and stripped from the replies before a strategy reads them."""
+        from auditkit.flower.records import BUFFERS, read_buffers  # flwr, the optional extra: as above
+
+        if not self.buffers:
+            return
+        own = {name: b.cpu() for name, b in self.buffers.items()}
+        read = {k: read_buffers(content[BUFFERS], own) for k, content in replies.items()}
+        for content in replies.values():
+            del content[BUFFERS]
+        self._keep_buffers(clients, {name: torch.stack([read[k][name] for k in clients]) for name in own})
 
     def _send(self, messages: list[Any], round_: int) -> list[Any]:
         """The clients' replies to ``messages``; a client's error stops the run."""

@@ -10,7 +10,10 @@ Keys (one meaning each, in every message auditkit builds or reads):
   ``ArrayRecord`` the client side strips before the message leaves (the mods); in a simulated client's reply (the
   backend) its true update as float32 bytes in a ``ConfigRecord`` (:func:`truth_record`), so that the reply keeps
   the single ``ArrayRecord`` Flower's strategies and ``fixedclipping_mod`` require, and the simulated server hands
-  it to the harness and never to the protocol.
+  it to the harness and never to the protocol;
+* ``BUFFERS``: the model's buffers (BatchNorm running statistics) as float64 bytes in a ``ConfigRecord``, in the
+  model's ``named_buffers`` order: the server's averaged ones to the clients (``bn_stats = averaged``), each
+  client's own back in its reply (read by the harness, stripped before a strategy sees the reply).
 """
 from __future__ import annotations
 
@@ -18,11 +21,12 @@ import numpy as np
 import torch
 from flwr.app import Array, ArrayRecord, ConfigRecord
 
-__all__ = ["PAYLOAD", "TRUTH", "flat_record", "flatten_record", "payload_record", "read_payload", "read_truth",
-           "truth_record", "unflatten_like"]
+__all__ = ["BUFFERS", "PAYLOAD", "TRUTH", "buffers_record", "flat_record", "flatten_record", "payload_record", "read_payload", "read_truth",
+           "read_buffers", "truth_record", "unflatten_like"]
 
 PAYLOAD = "auditkit.payload"
 TRUTH = "auditkit.truth"
+BUFFERS = "auditkit.buffers"
 
 
 def flat_record(flat: torch.Tensor) -> ArrayRecord:
@@ -71,3 +75,16 @@ def truth_record(update: torch.Tensor) -> ConfigRecord:
 def read_truth(record: ConfigRecord) -> torch.Tensor:
     """The true update of a :func:`truth_record` (float32)."""
     return torch.from_numpy(np.frombuffer(bytes(record["update"]), dtype=np.float32).copy())
+
+
+def buffers_record(buffers: dict[str, torch.Tensor]) -> ConfigRecord:
+    """A model's buffers as one float64 vector's bytes (a count such as ``num_batches_tracked`` is exact in it)."""
+    flat = torch.cat([b.detach().cpu().to(torch.float64).reshape(-1) for b in buffers.values()])
+    return ConfigRecord({"buffers": flat.numpy().tobytes()})
+
+
+def read_buffers(record: ConfigRecord, like: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The buffers of a :func:`buffers_record`, shaped and typed as ``like`` (the model's ``named_buffers``)."""
+    flat = torch.from_numpy(np.frombuffer(bytes(record["buffers"]), dtype=np.float64).copy())
+    pieces = torch.split(flat, [b.numel() for b in like.values()])
+    return {name: piece.reshape(b.shape).to(b.dtype) for (name, b), piece in zip(like.items(), pieces)}

@@ -71,5 +71,5 @@ def local_training(training: TrainingInfo) -> str | None:
     parts.append(f"server learning rate {number(training.server_lr, 'g')}")
     parts.append(f"{training.precision.value} arithmetic")
     if training.client_chunk is not None:
-        parts.append(f"batched {training.client_chunk:,} clients at a time")
+        parts.append(f"batched up to {training.client_chunk:,} clients at a time")
     return "; ".join(parts)

@@ -219,3 +219,19 @@ def test_bf16_autocast_trains_close_to_fp32():
     moved, moved_bf16 = (fp32.params - start).flatten(), (bf16.params - start).flatten()
     assert 0 < (moved_bf16 - moved).norm() < 0.2 * moved.norm()
     assert torch.nn.functional.cosine_similarity(moved, moved_bf16, dim=0) > 0.98
+
+
+def test_bf16_autocast_trains_batchnorm_models_in_both_paths():
+    """Under bf16 autocast BatchNorm normalises in float32 (vmap's batch_norm takes no mixed dtypes): a BatchNorm
+    model trains batched and sequentially, to the same parameters within bf16's precision, buffers float32."""
+    model = _bn_net()
+    x, y = _examples()
+    own = list(torch.arange(60).reshape(3, 20))
+    indices, _, _ = local_batches(own, [0, 1, 2], 1, seed=0, tau=2, batch_size=8)
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9), precision="bf16")
+    start = flat_parameters(model)
+    a, b = _both(model, start, LocalSteps(x, y, indices), training)
+    assert a.buffers["1.running_mean"].dtype == torch.float32 and a.params.dtype == torch.float32
+    moved = (a.params - start).norm()
+    assert moved > 0 and (a.params - b.params).norm() < 0.1 * moved
+    assert not model[1]._forward_pre_hooks  # the float32 casts are removed after training

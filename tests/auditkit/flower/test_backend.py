@@ -122,3 +122,26 @@ def test_flower_table_errors_name_the_key(flower, message):
         from_dict({"training": {"backend": "flower"}, "flower": flower})
     config = from_dict({"training": {"backend": "flower"}})
     assert config.to_dict()["flower"] == {"num_cpus": 1.0, "num_gpus": 0.0, "ray_address": None}
+
+
+def test_flower_carries_batchnorm_statistics_as_the_builtin_simulator_does(tmp_path):
+    """A BatchNorm model (examples/my_models.py) in train mode: the server's averaged running statistics travel to
+    the clients and back beside the model; the Flower run equals the built-in one round by round, test accuracy
+    included (evaluated with the statistics). (``bn_stats = "local"``, each node keeping its own, passed the same
+    comparison when written; one Flower run per test keeps the suite's time.)"""
+    import shutil
+    from pathlib import Path
+
+    shutil.copy(Path(__file__).resolve().parents[3] / "examples" / "my_models.py", tmp_path / "my_models.py")
+    model = f"{tmp_path / 'my_models.py'}:make_net"
+    runs = {b: Experiment(from_dict(_config({"name": "gaussian", "sigma": 0.01, "clip": 10.0}, b, model=model,
+                                            bn_stats="averaged", batch_size=8))).train()
+            for b in ("builtin", "flower")}
+    builtin, flower = runs["builtin"].result, runs["flower"].result
+    for a, b in zip(builtin.observations, flower.observations, strict=True):
+        torch.testing.assert_close(b.views["peer"], a.views["peer"], rtol=0, atol=1e-5)
+        for name, value in a.global_buffers.items():
+            torch.testing.assert_close(b.global_buffers[name], value, rtol=0, atol=1e-5)
+    assert [r.test_accuracy for r in flower.rounds] == pytest.approx([r.test_accuracy for r in builtin.rounds],
+                                                                      abs=1e-9)
+    assert builtin.observations[-1].global_buffers["1.running_mean"].abs().sum() > 0  # the statistics moved
