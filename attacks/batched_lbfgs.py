@@ -42,6 +42,7 @@ class BatchedLBFGS:
         history_size: int = 100,
         tolerance_grad: float = 1e-7,
         tolerance_change: float = 1e-9,
+        sync_every: int | None = None,
     ) -> None:
         if x.dim() != 2:
             raise ValueError(f"x must be a 2-D tensor (problems x variables), got shape {tuple(x.shape)}")
@@ -49,7 +50,14 @@ class BatchedLBFGS:
             raise ValueError(f"max_iter must be >= 1, got {max_iter}")
         if history_size < 1:
             raise ValueError(f"history_size must be >= 1, got {history_size}")
+        if sync_every is not None and sync_every < 1:
+            raise ValueError(f"sync_every must be >= 1, got {sync_every}")
         self.x = x
+        # Asking whether any row is still live stops the host until the device catches up. On a GPU the inner
+        # loop checks only every few iterations (stopped rows stay frozen in between, so the iterates are the
+        # same); on the CPU every iteration, where an evaluation saved is worth more than a wait.
+        self.sync_every = sync_every if sync_every is not None else (4 if x.is_cuda else 1)
+        self._width = 0  # an upper bound of _count.max() known on the host: pairs stored so far, at most
         self.max_iter = max_iter
         self.max_eval = max_iter * 5 // 4
         self.history_size = history_size
@@ -95,11 +103,12 @@ class BatchedLBFGS:
         evals = torch.ones_like(n_iter)
         live = grad.abs().amax(dim=1) > self.tolerance_grad
         inner = 0
-        while inner < self.max_iter and bool(live.any()):
+        while inner < self.max_iter and (inner % self.sync_every or bool(live.any())):
             inner += 1
             n_iter = n_iter + live.long()
             later = live & (n_iter > 1)
-            direction = self._direction(grad, prev_grad, d, t, later) if bool(later.any()) else d
+            checked = self.sync_every == 1
+            direction = self._direction(grad, prev_grad, d, t, later) if not checked or bool(later.any()) else d
             d = torch.where((live & (n_iter == 1))[:, None], -grad, torch.where(later[:, None], direction, d))
             prev_grad = torch.where(live[:, None], grad, prev_grad)
             prev_loss = torch.where(live, loss64, prev_loss)
@@ -143,20 +152,21 @@ class BatchedLBFGS:
         y = grad - prev_grad
         s = d * t[:, None]
         ys = (y * s).sum(dim=1)
-        stored = (update & (ys > _CURVATURE_MIN)).nonzero().squeeze(1)
-        if len(stored):
-            slot = self._head[stored]
-            self._pairs[stored, slot, 0] = s[stored]
-            self._pairs[stored, slot, 1] = y[stored]
-            self._head[stored] = (slot + 1) % size
-            self._count[stored] = torch.clamp(self._count[stored] + 1, max=size)
-            self._h_diag[stored] = ys[stored] / (y[stored] * y[stored]).sum(dim=1)
-            # Age-ordered arrays move one place towards the old end; the new pair takes the newest place.
-            self._rho[stored, :-1] = self._rho[stored, 1:].clone()
-            self._rho[stored, -1] = 1.0 / ys[stored]
-            self._sy[stored, :-1, :-1] = self._sy[stored, 1:, 1:].clone()
-            self._yy[stored, :-1, :-1] = self._yy[stored, 1:, 1:].clone()
-        width = int(self._count.max())
+        stored = update & (ys > _CURVATURE_MIN)
+        # Masked writes instead of indexing the stored rows: no host sync, rows not stored keep their state.
+        every = torch.arange(len(grad), device=grad.device)
+        slot = self._head
+        fresh = torch.stack([s, y], dim=1)
+        self._pairs[every, slot] = torch.where(stored[:, None, None], fresh, self._pairs[every, slot])
+        self._head = torch.where(stored, (slot + 1) % size, slot)
+        self._count = torch.where(stored, torch.clamp(self._count + 1, max=size), self._count)
+        self._h_diag = torch.where(stored, ys / (y * y).sum(dim=1), self._h_diag)
+        # Age-ordered arrays move one place towards the old end; the new pair takes the newest place.
+        self._rho = torch.where(stored[:, None], torch.cat([self._rho[:, 1:], (1.0 / ys)[:, None]], dim=1), self._rho)
+        self._sy = torch.where(stored[:, None, None], _shifted(self._sy), self._sy)
+        self._yy = torch.where(stored[:, None, None], _shifted(self._yy), self._yy)
+        self._width = min(size, self._width + 1)
+        width = int(self._count.max()) if self.sync_every == 1 else self._width
         if width == 0:
             return -grad * self._h_diag[:, None]
         pairs = self._pairs[:, :width].reshape(len(grad), 2 * width, -1)  # slot order: s_0, y_0, s_1, y_1, ...
@@ -166,11 +176,11 @@ class BatchedLBFGS:
         by_age = dots.reshape(len(grad), 3, width, 2).gather(
             2, slot_of_age[:, None, :, None].expand(-1, 3, -1, 2)
         ) * valid[:, None, :, None]
-        if len(stored):
-            self._sy[stored, -1, :] = by_age[stored, 1, :, 1]
-            self._sy[stored, :, -1] = by_age[stored, 2, :, 0]
-            self._yy[stored, -1, :] = by_age[stored, 2, :, 1]
-            self._yy[stored, :, -1] = by_age[stored, 2, :, 1]
+        keep = stored[:, None]
+        self._sy[:, -1, :] = torch.where(keep, by_age[:, 1, :, 1], self._sy[:, -1, :])
+        self._sy[:, :, -1] = torch.where(keep, by_age[:, 2, :, 0], self._sy[:, :, -1])
+        self._yy[:, -1, :] = torch.where(keep, by_age[:, 2, :, 1], self._yy[:, -1, :])
+        self._yy[:, :, -1] = torch.where(keep, by_age[:, 2, :, 1], self._yy[:, :, -1])
 
         rho, sy, yy, h_diag = self._rho, self._sy, self._yy, self._h_diag[:, None]
         s_g, y_g = -by_age[:, 0, :, 0], -by_age[:, 0, :, 1]  # <s_i, G>, <y_i, G> with G = -g
@@ -196,3 +206,11 @@ class BatchedLBFGS:
         valid = rank >= 0
         slot = (self._head[:, None] - count + rank) % count.clamp(min=1)
         return torch.where(valid, slot, torch.zeros_like(slot)).clamp(max=width - 1), valid.to(self._rho.dtype)
+
+
+def _shifted(gram: Tensor) -> Tensor:
+    """``gram`` (rows x size x size) moved one place towards the old end along both axes; the newest row and
+    column are zero until the new pair's inner products fill them."""
+    out = torch.zeros_like(gram)
+    out[:, :-1, :-1] = gram[:, 1:, 1:]
+    return out

@@ -26,7 +26,8 @@ def _problems():
     ("history_size", "max_iter", "lr"),
     [(3, 7, 0.5), (100, 20, 1.0), (4, 2, 0.3)],  # ring-buffer wrap-around; torch defaults; max_eval < max_iter + 1
 )
-def test_rows_follow_torch_lbfgs_including_rows_that_stop(history_size, max_iter, lr):
+@pytest.mark.parametrize("sync_every", [1, 3])  # 3: the GPU's way, liveness asked only every third iteration
+def test_rows_follow_torch_lbfgs_including_rows_that_stop(history_size, max_iter, lr, sync_every):
     objective, x0 = _problems()
     stop_after = {1: 3, 3: 5}  # these problems are not stepped any more after that many steps
     steps = 8
@@ -37,7 +38,7 @@ def test_rows_follow_torch_lbfgs_including_rows_that_stop(history_size, max_iter
         (grad,) = torch.autograd.grad(values.sum(), x)
         return values.detach(), grad, values.detach() * 2
 
-    batched = BatchedLBFGS(x0.clone(), max_iter=max_iter, history_size=history_size)
+    batched = BatchedLBFGS(x0.clone(), max_iter=max_iter, history_size=history_size, sync_every=sync_every)
     for step in range(steps):
         rows = torch.tensor([i for i in range(PROBLEMS) if step < stop_after.get(i, steps)])
         loss, extra = batched.step(functools.partial(closure, rows=rows), rows, lr)
