@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 
 from auditkit.attacks.verdicts import NO_CLAIM, VIOLATED, Evidence, Verdict, adjusted_p_value, evidence
 
-__all__ = ["SEVERITY", "TestKind", "canary_test", "decided_by", "distinguishing_test", "overall_verdict",
+__all__ = ["SEVERITY", "TestKind", "canary_test", "decided_by", "distinguishing_test", "membership_test", "overall_verdict",
            "strongest_bound"]
 
 # The headline's order: a refutation outranks everything; a test that could refute and did not outranks one
@@ -24,6 +24,7 @@ class TestKind(enum.StrEnum):
     ADAPTIVE = "adaptive"
     IDENTIFICATION = "identification"
     CANARY = "canary"  # a judged view of a one-run canary audit
+    MEMBERSHIP = "membership"  # an attack of the membership stage, its one-run bound on the target run
     ANALYTIC = "analytic"  # refuted by computation: the declared true epsilon, or the accounting's check
     NO_CLAIM = "no claim"
 
@@ -47,6 +48,12 @@ def canary_test(canary: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
                       view=view["view"], whole_run=True)
 
 
+def membership_test(membership: dict[str, Any], attack: dict[str, Any]) -> dict[str, Any]:
+    """An attack of the membership stage as a decisive test: its one-run bound against the whole run's claim."""
+    return decided_by(TestKind.MEMBERSHIP, f"membership inference ({attack['attack']}, {membership['level']} level) "
+                      "against the whole run's claim", test=attack["attack"], view="public", whole_run=True)
+
+
 def distinguishing_test(distinguish: dict[str, Any]) -> dict[str, Any]:
     pair = distinguish["worst_pair"]
     return decided_by(TestKind.DISTINGUISHING, f"distinguishing test (worst pair: {pair})", pair=pair)
@@ -63,9 +70,10 @@ class _Test(NamedTuple):
 
 
 def _tests(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None,
-           canary: dict[str, Any] | None = None) -> list[_Test]:
-    """Every test a setting ran: distinguishing, adaptive, identification, and each judged view of a one-run
-    canary audit (no p-value: judged at its Bonferroni share of the confidence)."""
+           canary: dict[str, Any] | None = None, membership: dict[str, Any] | None = None) -> list[_Test]:
+    """Every test a setting ran: distinguishing, adaptive, identification, each judged view of a one-run canary
+    audit and each membership attack (those two without a p-value: judged at their Bonferroni share of the
+    confidence)."""
     tests: list[_Test] = []
     if distinguish is not None:
         tests.append(_Test(distinguishing_test(distinguish), distinguish["verdict"], distinguish["p_value"]))
@@ -76,6 +84,9 @@ def _tests(distinguish: dict[str, Any] | None, identification: dict[str, Any] | 
                   for t in identification["tests"]]
     if canary is not None:
         tests += [_Test(canary_test(canary, view), view["result"]["verdict"], None) for view in canary["views"]]
+    if membership is not None:
+        tests += [_Test(membership_test(membership, attack), attack["result"]["verdict"], None)
+                  for attack in membership["attacks"]]
     return tests
 
 
@@ -122,7 +133,8 @@ def _analytic_refutations(mechanism: dict[str, Any] | None, accounting: dict[str
 def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None,
                     mechanism: dict[str, Any] | None = None,
                     accounting: dict[str, Any] | None = None,
-                    canary: dict[str, Any] | None = None) -> dict[str, Any] | None:
+                    canary: dict[str, Any] | None = None,
+                    membership: dict[str, Any] | None = None) -> dict[str, Any] | None:
     """A setting's headline: the worst verdict over all its tests (the order of ``SEVERITY``), the test that
     decided it (``decided_by``; among equals, the smallest p-value, a test with a p-value before one without)
     and that p-value; None when no test ran. ``evidence`` grades a refutation by its Bonferroni-adjusted p-value
@@ -131,7 +143,7 @@ def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str
     refutes statistically still decides). A mechanism without a claim is "no claim", whatever its tests
     measured. With the ``mechanism`` section, ``bound`` is the strongest certified epsilon lower bound
     (``strongest_bound``)."""
-    tests = _tests(distinguish, identification, canary)
+    tests = _tests(distinguish, identification, canary, membership)
     if not tests:
         return None
     statistical = len(tests)  # the analytic checks below are evidence, not tests of the family

@@ -1,6 +1,7 @@
 """The audit pipeline: one config in, ``results.json``, ``report.html`` and ``report.md`` out.
 
-For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.settings`) five stages run (and a sixth, ``canary``, where enabled):
+For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.settings`) five stages run (and
+``canary`` and ``membership`` where enabled):
 
 * ``train``       FedAvg with the mechanism between clients and server; the per-round metrics, bits and the
                   ``server`` view of the inversion round are kept (``auditkit.stages.train``);
@@ -44,6 +45,7 @@ from auditkit.reports import render_report
 from auditkit.stage_store import StageStore, stage_key
 from auditkit.stages.base import AuditContext, Event, SettingPlan, SettingRun, Stage
 from auditkit.stages.canary import judged_views
+from auditkit.stages.membership import membership_family
 from auditkit.stages.distinguish import distinguish_family
 from auditkit.stages.pipeline import PIPELINE
 from auditkit.stages.inversion import check_attack_layers
@@ -53,7 +55,8 @@ from auditkit.stages.setting import build_mechanism, build_protocol
 from auditkit.stages.train import Experiment
 from auditkit.version import __version__
 
-STAGES = ("train", "account", "inversion", "probe", "distinguish")  # every setting's; "canary" where enabled
+# every setting's stages; "canary" and "membership" run where enabled
+STAGES = ("train", "account", "inversion", "probe", "distinguish")
 
 
 def plan_audit(config: AuditConfig) -> list[SettingPlan]:
@@ -83,7 +86,7 @@ def canary_family(mechanism: mechanisms.Mechanism, config: AuditConfig) -> int:
 
 def family_size(plans: list[SettingPlan], built: dict[str, mechanisms.Mechanism] | None = None) -> int:
     """The number of tests the whole audit runs: the Bonferroni family of every verdict it reports
-    (distinguishing pairs, adaptive tests, identification tests, the canary stage's views). ``built``: each plan's
+    (distinguishing pairs, adaptive tests, identification tests, the canary stage's views, the membership attacks). ``built``: each plan's
     mechanism by plan id (built here when absent)."""
     total = 0
     for p in plans:
@@ -91,6 +94,7 @@ def family_size(plans: list[SettingPlan], built: dict[str, mechanisms.Mechanism]
         if p.config.distinguish.enabled:
             total += distinguish_family(mechanism, p.config.distinguish.adaptive, p.config.distinguish.search)
         total += identification_family(mechanism, p.config) + canary_family(mechanism, p.config)
+        total += membership_family(mechanism, p.config)
     return total
 
 
@@ -150,8 +154,10 @@ class Audit:
 
     @property
     def stage_count(self) -> int:
-        """The stages the progress bar counts: ``STAGES`` per setting, and the canary stage where enabled."""
-        return len(self.plans) * len(STAGES) + sum(plan.config.canary.enabled for plan in self.plans)
+        """The stages the progress bar counts: ``STAGES`` per setting, and the canary and membership stages where
+        enabled."""
+        return len(self.plans) * len(STAGES) + sum(plan.config.canary.enabled + plan.config.membership.enabled
+                                                    for plan in self.plans)
 
     def run(self, on_event: Event | None = None) -> dict[str, Any]:
         """Run (or resume) every stage, then write ``results.json``, ``report.html`` and ``report.md``."""
@@ -226,7 +232,7 @@ class Audit:
         return results.setting(plan.id, plan.label, self.mechanisms[plan.id], sweep=plan.sweep,
                                training=s["train"]["training"], accounting=s["account"], inversion=s["inversion"],
                                probe=probed["probe"], identification=probed["identification"],
-                               distinguish=s["distinguish"], canary=s["canary"],
+                               distinguish=s["distinguish"], canary=s["canary"], membership=s["membership"],
                                reproducible=self.reproducible[plan.id])
 
 

@@ -45,6 +45,8 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
     [canary]                 # canary clients in a run of their own: the whole run's claim, one run (audit only)
     enabled = true
     canaries = 500
+    [membership]             # membership inference against the final model, reference runs beside it (audit only)
+    level = "record"         # record | client
 
     [limits]                 # what this machine allows a run (not part of the experiment, left out of to_dict)
     max_memory_gib = 64      # the estimated memory a run may need (unset: this machine's memory)
@@ -85,6 +87,7 @@ from auditkit.validation import Choice, Constraint, Integer, ListOf, Number, Tex
 from auditkit.attacks.gradient_inversion import INVERSION_ATTACKS
 from auditkit.flower.install import flower_missing
 from auditkit.attacks.one_run import BOUNDS, GUESS_RULES
+from auditkit.attacks.membership_game import MEMBERSHIP_LEVELS
 
 # the bundled presets: the TOML files of auditkit/presets, the default first
 PRESETS = ("quickstart", *sorted(entry.name.removesuffix(".toml") for entry in resources.files("auditkit.presets").iterdir()
@@ -270,6 +273,21 @@ class CanaryConfig:
 
 
 @dataclass(frozen=True)
+class MembershipConfig:
+    """Membership inference against the final global model (``auditkit.stages.membership``): a target run and
+    ``references`` reference runs of the same config on re-drawn memberships, trained together; ``level`` "record"
+    (``candidates`` training records, each in its client's data with probability 1/2) or "client" (every client in
+    the federation with probability 1/2); RMIA compares with ``population`` held-out records. Each attack's one-run
+    bound on the target run is one test of the audit's Bonferroni family."""
+
+    enabled: bool = False
+    level: str = "record"
+    references: int = 8
+    candidates: int = 500
+    population: int = 1000
+
+
+@dataclass(frozen=True)
 class LimitsConfig:
     """What this machine allows a run: ``max_memory_gib``, the memory (GiB) a training run's estimate may need
     (``auditkit.fl.memory``; unset: this machine's physical memory, or its cgroup's limit when lower). A property of
@@ -299,6 +317,7 @@ class AuditConfig:
     identification: IdentificationConfig = field(default_factory=IdentificationConfig)
     distinguish: DistinguishConfig = field(default_factory=DistinguishConfig)
     canary: CanaryConfig = field(default_factory=CanaryConfig)
+    membership: MembershipConfig = field(default_factory=MembershipConfig)
     limits: LimitsConfig = field(default_factory=LimitsConfig)
 
     @property
@@ -419,7 +438,7 @@ def _from_dict(raw: dict[str, Any]) -> AuditConfig:
     protocol_tables = mechanisms.protocol_tables()
     top_allowed = {"seed", "device", "title", "plugins", "data", "training", "flower", "mechanism", "mechanisms",
                    "accounting", "dp_sgd", "inversion", "probe", "identification", "distinguish", "canary",
-                   "limits", *protocol_tables}
+                   "membership", "limits", *protocol_tables}
     _reject_unknown(raw, top_allowed, "")
     seed = _SEED.check(raw.get("seed", 0), "seed")
     device = _device(raw.get("device", "auto"))
@@ -439,6 +458,7 @@ def _from_dict(raw: dict[str, Any]) -> AuditConfig:
         identification=_section(raw.get("identification", {}), IdentificationConfig, "identification"),
         distinguish=_section(raw.get("distinguish", {}), DistinguishConfig, "distinguish"),
         canary=_section(raw.get("canary", {}), CanaryConfig, "canary"),
+        membership=_section(raw.get("membership", {}), MembershipConfig, "membership"),
         limits=_section(raw.get("limits", {}), LimitsConfig, "limits"),
     )
     _check_values(config)
@@ -603,6 +623,7 @@ CHOICES: dict[str, Constraint] = {
     "training.client_weights": Choice(CLIENT_WEIGHTS), "training.lr_schedule": Choice(LR_SCHEDULES),
     "training.backend": Choice(TRAINING_BACKENDS), "accounting.accountant": Choice(ACCOUNTANTS),
     "probe.scale": Choice(PROBE_SCALES), "canary.view": Choice(CANARY_VIEWS),
+    "membership.level": Choice(MEMBERSHIP_LEVELS),
 }
 """The config keys with a closed vocabulary, or a form (a model, a dataset: a name or a user's factory, parsed and not
 imported here); ``auditkit.config_bounds`` holds the numbers' ranges."""
@@ -729,6 +750,9 @@ def _check_audit_stages(config: AuditConfig) -> None:
         raise ConfigError("inversion needs at least one training.checkpoints round (or inversion.enabled = false)")
     _check_probe(config)
     _check_canary(config)
+    if config.membership.enabled and config.training.backend != "builtin":
+        raise ConfigError("membership.enabled needs training.backend = 'builtin': its reference runs train in the "
+                          f"built-in simulation, got {config.training.backend!r}")
 
 
 def _check_canary(config: AuditConfig) -> None:

@@ -67,6 +67,10 @@ SIZES: dict[str, Integer] = {
     "distinguish.trials": Integer(100, 10_000_000),
     # canary clients: one coin and one score each per round (Andrew et al. use 1,000)
     "canary.canaries": Integer(2, 100_000),
+    # membership: every run trains the whole federation (references + 1 runs, stacked) and scores every candidate
+    "membership.references": Integer(2, 1_000),
+    "membership.candidates": Integer(2, 100_000),
+    "membership.population": Integer(1, 100_000),
 }
 
 # A mechanism's noise parameter (its ``noise_param``: sigma, scale, noise_multiplier) and its ``eps``, and DP-SGD's

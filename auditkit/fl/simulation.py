@@ -106,6 +106,21 @@ class Observation:
 
 
 @dataclass
+class RoundStart:
+    """A round before local training (``FederatedSimulation.begin_round``): its learning rate, the clients taking
+    part, the global parameters and buffers they start from, their batches (S, T, B), and the statistics of a
+    central-noise release when nobody took part."""
+
+    round: int
+    lr: float
+    clients: list[int]
+    before: torch.Tensor
+    buffers: dict[str, torch.Tensor]
+    batches: torch.Tensor | None = None
+    stats: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
 class SimulationResult:
     rounds: list[RoundRecord]
     final_params: torch.Tensor  # the `public` view
@@ -181,8 +196,15 @@ class FederatedSimulation:
 
     def step(self, round_: int) -> tuple[RoundRecord, Observation | None]:
         """One FL round; returns its metrics and, at a checkpoint, the observation."""
+        start = self.begin_round(round_)
+        exchanged = (self._exchange(start.clients, start.batches, start.lr, round_, start.before)
+                     if start.clients else None)
+        return self.end_round(start, exchanged)
+
+    def begin_round(self, round_: int) -> RoundStart:
+        """A round up to local training: who takes part and on which batches; a central-noise round with nobody
+        sampled is released here."""
         t = self.training
-        lr = self.schedule.lr
         if selects_clients(self.protocol):  # a protocol that chooses who takes part
             clients = self.protocol.select_clients(round_)
         else:
@@ -190,22 +212,29 @@ class FederatedSimulation:
                 t.clients, round_, seed=self.seed, participation=t.participation,
                 clients_per_round=t.clients_per_round, sample_rate=t.sample_rate,
             )
-        before = self.params.clone()
-        buffers_before = dict(self.buffers)  # replaced, never mutated, by the round
-        record_views = round_ in t.checkpoints
-        bits: list[int] = []
-        stats: dict[str, float] = {}
-        train_loss = float("nan")
-        observation = None
+        start = RoundStart(round_, self.schedule.lr, clients, self.params.clone(), dict(self.buffers))
         if not clients and getattr(self.protocol, "releases_empty_rounds", False):
             # a central-noise round releases its noise even when nobody was sampled: skipping it would reveal n = 0
             empty = torch.zeros(0, self.layout.size, device=self.device)
-            outcome = self.protocol.communicate(empty, [], self.client_weights[[]], round_, global_params=before)
-            self.params = before + t.server_lr * outcome.aggregate.to(self.device, before.dtype)
-            stats = dict(outcome.stats)
+            outcome = self.protocol.communicate(empty, [], self.client_weights[[]], round_, global_params=start.before)
+            self.params = start.before + t.server_lr * outcome.aggregate.to(self.device, start.before.dtype)
+            start.stats.update(outcome.stats)
         if clients:
-            batches = self._draw_batches(clients, round_).to(self.device)
-            updates, losses, outcome = self._exchange(clients, batches, lr, round_, before)
+            start.batches = self._draw_batches(clients, round_).to(self.device)
+        return start
+
+    def end_round(self, start: RoundStart, exchanged: tuple[torch.Tensor, torch.Tensor, RoundOutcome] | None
+                  ) -> tuple[RoundRecord, Observation | None]:
+        """The round after the exchange (true updates, losses, the protocol's outcome; None: nobody took part):
+        the global step, the evaluation, the schedule, the checkpoint's observation."""
+        t = self.training
+        round_, clients, before = start.round, start.clients, start.before
+        bits: list[int] = []
+        stats = dict(start.stats)
+        train_loss = float("nan")
+        observation = None
+        if exchanged is not None:
+            updates, losses, outcome = exchanged
             self.params = before + t.server_lr * outcome.aggregate.to(self.device, before.dtype)
             bits, stats = outcome.bits, dict(outcome.stats)
             server = outcome.views.get(View.SERVER)
@@ -215,20 +244,20 @@ class FederatedSimulation:
                 signal = updates if received is None else received(updates, clients)
                 stats["snr"] = snr(signal.to(updates.device), server)
             train_loss = float(losses.mean())
-            if record_views:
+            if round_ in t.checkpoints:
                 views = dict(outcome.views)
                 views[View.PEER] = self.params.detach().cpu().clone()
                 observation = Observation(
-                    round=round_, clients=clients, global_before=before.cpu(), lr=lr, tau=batches.shape[1],
-                    batch_size=t.batch_size, views=views,
-                    ground_truth={"updates": updates.detach().cpu(), "batch_indices": batches.cpu()},
-                    global_buffers={k: v.detach().cpu().clone() for k, v in buffers_before.items()},
+                    round=round_, clients=clients, global_before=before.cpu(), lr=start.lr,
+                    tau=start.batches.shape[1], batch_size=t.batch_size, views=views,
+                    ground_truth={"updates": updates.detach().cpu(), "batch_indices": start.batches.cpu()},
+                    global_buffers={k: v.detach().cpu().clone() for k, v in start.buffers.items()},
                 )
         val_loss, val_acc = self.evaluate(self.data.validation)
         test_loss, test_acc = self.evaluate(self.data.test)
         self.schedule.step(val_loss if self.data.validation.y.numel() else test_loss)
         record = RoundRecord(
-            round=round_, lr=lr, clients=clients, train_loss=train_loss,
+            round=round_, lr=start.lr, clients=clients, train_loss=train_loss,
             validation_loss=val_loss, validation_accuracy=val_acc,
             test_loss=test_loss, test_accuracy=test_acc, bits=bits,
             bits_per_coordinate=(sum(bits) / (len(bits) * self.layout.size)) if bits else 0.0,
@@ -241,7 +270,11 @@ class FederatedSimulation:
         """Local training of ``clients`` from ``before`` and the round protocol: returns the true updates (S, P),
         the clients' mean training losses (S,) and the protocol's outcome. A backend whose clients run elsewhere
         (``auditkit.flower``) replaces this method and nothing else."""
-        local = self._train_locally(clients, batches, lr, round_)
+        return self.deliver(clients, self._train_locally(clients, batches, lr, round_), round_, before)
+
+    def deliver(self, clients: list[int], local: LocalResult, round_: int,
+                before: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, RoundOutcome]:
+        """The clients' local training results through the round protocol (the second half of ``_exchange``)."""
         self._keep_state(clients, local.state)
         self._keep_buffers(clients, local.buffers)
         updates = local.params - before
@@ -268,12 +301,19 @@ class FederatedSimulation:
         t = self.training
         return LocalTraining(self._optimizer(lr), t.client_mode, t.precision, self.chunk)
 
-    def _train_locally(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int) -> LocalResult:
+    def client_inputs(self, clients: list[int], batches: torch.Tensor
+                      ) -> tuple[LocalSteps, dict[str, torch.Tensor] | None, dict[str, torch.Tensor]]:
+        """What local training of ``clients`` on ``batches`` (``begin_round``'s) reads: their steps, their optimiser
+        state (None: a fresh optimiser) and the buffers (the server's, or each client's (S, ...) under FedBN)."""
         steps = LocalSteps(self.data.train.x, self.data.train.y, batches, self._active)
-        train = train_clients_batched if self.training.batched else train_clients_sequential
         state = None if self.client_state is None else {k: v[clients] for k, v in self.client_state.items()}
         buffers = (self.buffers if self.client_buffers is None else
                    {k: v[clients] for k, v in self.client_buffers.items()})
+        return steps, state, buffers
+
+    def _train_locally(self, clients: list[int], batches: torch.Tensor, lr: float, round_: int) -> LocalResult:
+        steps, state, buffers = self.client_inputs(clients, batches)
+        train = train_clients_batched if self.training.batched else train_clients_sequential
         with torch.random.fork_rng(devices=[self.device] if self.device.type == "cuda" else []):
             torch.manual_seed(derive_seed(self.seed, "dropout", round_))  # only dropout draws from it
             return train(self.model, self.params, steps, self.local_training(lr), state=state, buffers=buffers,

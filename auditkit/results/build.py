@@ -235,6 +235,29 @@ def canary_entry(*, kind: str, canaries: int, bound: str, confidence: float, cla
             "claim": claim, "views": views, "details": dict(details or {})}
 
 
+def membership_attack(attack: str, result: Any, scores: Any, members: Any, tpr_at: Sequence[Any], curve: Any, *,
+                      auc: float) -> dict[str, Any]:
+    """One attack of the membership stage: the target run's one-run bound ``result`` (an
+    ``auditkit.attacks.one_run.OneRunBound``), the pooled ``scores``' log-log ROC against ``members``, the TPR the
+    claim's ``curve`` allows at its FPRs (empty without a curve), ``tpr_at`` (``auditkit.attacks.membership.TprAtFpr``)
+    and the AUC."""
+    roc = empirical_roc(scores, members)
+    bound = {key: _finite_or_none(value) for key, value in result.to_dict().items()}
+    return {"attack": attack, "auc": auc, "tpr_at": [dict(vars(point)) for point in tpr_at], "roc": roc,
+            "claim_tpr": [] if curve is None else claim_roc(curve, roc["fpr"]), "result": bound}
+
+
+def membership_entry(*, level: str, references: int, candidates: int, population: int, confidence: float,
+                     claim: dict[str, Any], attacks: list[dict[str, Any]], seconds: float,
+                     details: dict[str, Any]) -> dict[str, Any]:
+    """A setting's ``membership`` section: the game (``level``, ``references``, ``candidates``, ``population``), the
+    whole run's ``claim`` it is judged against and one ``membership_attack`` per attack."""
+    claim = {**claim, "epsilon": _finite_or_none(claim.get("epsilon"))}
+    return {"level": level, "references": references, "candidates": candidates, "population": population,
+            "confidence": confidence, "seconds": seconds, "claim": claim, "attacks": attacks,
+            "details": dict(details)}
+
+
 def _finite_or_none(value: Any) -> Any:
     """An infinite or NaN float as null (strict JSON); anything else unchanged."""
     return None if isinstance(value, float) and not math.isfinite(value) else value
@@ -245,7 +268,7 @@ def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dic
             inversion: dict[str, Any] | None = None, probe: dict[str, Any] | None = None,
             identification: dict[str, Any] | None = None,
             distinguish: dict[str, Any] | None = None, canary: dict[str, Any] | None = None,
-            reproducible: bool | None = None) -> dict[str, Any]:
+            membership: dict[str, Any] | None = None, reproducible: bool | None = None) -> dict[str, Any]:
     """One setting of a document; the sections a command did not run are null; ``verdict`` is the headline over
     every test it ran (``overall_verdict``); ``reproducible``: what ``auditkit.mechanisms.reproducible`` found, where the
     command checked it (``mechanism_entry``)."""
@@ -253,7 +276,8 @@ def setting(id_: str, label: str, mechanism: mechanisms.Mechanism, *, sweep: dic
     return {"id": id_, "label": label, "sweep": dict(sweep or {}), "mechanism": entry,
             "training": training, "accounting": accounting, "inversion": inversion, "probe": probe,
             "identification": identification, "distinguish": distinguish, "canary": canary,
-            "verdict": overall_verdict(distinguish, identification, entry, accounting, canary)}
+            "membership": membership,
+            "verdict": overall_verdict(distinguish, identification, entry, accounting, canary, membership)}
 
 
 def document(command: str, title: str, config: dict[str, Any], provenance_: dict[str, Any],

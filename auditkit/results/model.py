@@ -12,6 +12,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from auditkit.attacks.headline import TestKind
+from auditkit.attacks.membership_game import MembershipAttack, MembershipLevel
 from auditkit.attacks.verdicts import Evidence, Verdict
 from auditkit.fl.spec import BNStats, ClientMode, Optimizer, OptimizerState, Precision
 from auditkit.mechanisms.capabilities import CapabilityState
@@ -35,6 +36,7 @@ class Command(enum.StrEnum):
     DISTINGUISH = "distinguish"
     ACCOUNT = "account"
     CANARY = "canary"
+    MEMBERSHIP = "membership"
     REPRODUCE = "reproduce"
 
 
@@ -441,6 +443,47 @@ class Canary(Section):
     details: JsonObject
 
 
+class TprAtFpr(Section):
+    """``auditkit.attacks.membership.TprAtFpr``: the TPR at empirical FPR <= ``target_fpr``, its Clopper-Pearson
+    interval and counts."""
+
+    target_fpr: Number
+    threshold: Number
+    fpr: Number
+    tpr: Number
+    tpr_low: Number
+    tpr_high: Number
+    true_positives: Int
+    members: Int
+    false_positives: Int
+    non_members: Int
+    confidence: Number
+
+
+class MembershipAttackResult(Section):
+    """One attack of the membership stage: the pooled ROC (``auc``, ``tpr_at``, log-log ``roc``, and the TPR the
+    claim's curve allows at its FPRs) and the target run's one-run bound (``result``)."""
+
+    attack: one_of(MembershipAttack)
+    auc: Number
+    tpr_at: list[TprAtFpr]
+    roc: Roc
+    claim_tpr: list[Number]
+    result: OneRunResult
+
+
+class Membership(Section):
+    level: one_of(MembershipLevel)
+    references: Int
+    candidates: Int
+    population: Int
+    confidence: Number
+    seconds: Number
+    claim: CanaryClaim
+    attacks: list[MembershipAttackResult]
+    details: JsonObject
+
+
 class DecisiveTest(Section):
     """The test that decided a headline (``auditkit.attacks.headline.decided_by``)."""
 
@@ -485,6 +528,7 @@ class Setting(Section):
     identification: Identification | None
     distinguish: Distinguish | None
     canary: Canary | None = None
+    membership: Membership | None = None
     verdict: Headline | None
 
 

@@ -10,11 +10,12 @@ from auditkit.stages.base import SettingPlan, SettingRun, Stage, StageOutput
 from auditkit.stages.canary import canary_stage
 from auditkit.stages.distinguish import attacks_confidence, distinguish_stage
 from auditkit.stages.inversion import RecordedView, inversion_stage
+from auditkit.stages.membership import membership_stage
 from auditkit.stages.probe import probe_stage, sweep_group
 from auditkit.stages.recorded import recording_fingerprint, train_from_recording
 from auditkit.stages.train import train_stage, training_inputs
 
-__all__ = ["AccountStage", "CanaryStage", "DistinguishStage", "InversionStage", "PIPELINE", "ProbeStage",
+__all__ = ["AccountStage", "CanaryStage", "DistinguishStage", "InversionStage", "MembershipStage", "PIPELINE", "ProbeStage",
            "TrainStage"]
 
 
@@ -148,6 +149,27 @@ class CanaryStage:
             on_round=lambda record: setting.notify("round", setting=setting.plan, record=record)))
 
 
+class MembershipStage:
+    """Membership inference against the final model, reference runs beside it (``auditkit.stages.membership``),
+    where enabled."""
+
+    name = "membership"
+
+    def runs(self, plan: SettingPlan) -> bool:
+        return plan.config.membership.enabled
+
+    def key_inputs(self, setting: SettingRun) -> dict[str, Any]:
+        config = setting.config
+        return {"config": training_inputs(config), "membership": dataclasses.asdict(config.membership),
+                "family": setting.context.family, "confidence": config.distinguish.confidence,
+                "accounting": dataclasses.asdict(config.accounting)}
+
+    def run(self, setting: SettingRun) -> StageOutput:
+        return StageOutput(membership_stage(
+            setting.config, setting.mechanism, per_test_confidence=_per_test_confidence(setting),
+            on_round=lambda run, record: setting.notify("round", setting=setting.plan, record=record)))
+
+
 PIPELINE: tuple[Stage, ...] = (TrainStage(), AccountStage(), InversionStage(), ProbeStage(), DistinguishStage(),
-                               CanaryStage())
+                               CanaryStage(), MembershipStage())
 """Every stage of an audit, in the order it runs them for each setting."""
