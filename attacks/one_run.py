@@ -27,6 +27,7 @@ import numpy as np
 from scipy import optimize
 
 from auditkit.attacks.epsilon_bounds import one_run_epsilon_lower_bound
+from auditkit.attacks.membership import log_roc_points
 from auditkit.attacks.verdicts import CONSISTENT, INCONCLUSIVE, NO_CLAIM, VIOLATED, bonferroni_confidence
 from auditkit.mechanisms import EpsDeltaTradeOff, TradeOff
 
@@ -342,19 +343,10 @@ ROC_POINTS = 60  # points of a stored ROC curve (log-spaced in the false-positiv
 def empirical_roc(scores: np.ndarray, inserted: np.ndarray, points: int = ROC_POINTS) -> dict[str, list[float]]:
     """The canary guesses' empirical trade-off: for thresholds "in when score >= t", the false-positive rate among
     the excluded canaries and the true-positive rate among the included, at ``points`` FPRs log-spaced from
-    1 / (number excluded) to 1 (each point the largest TPR at an FPR at most that)."""
-    scores, inserted = np.asarray(scores, dtype=float), np.asarray(inserted, dtype=bool)
-    positives, negatives = np.sort(scores[inserted])[::-1], np.sort(scores[~inserted])[::-1]
-    if len(positives) == 0 or len(negatives) == 0:
-        return {"fpr": [], "tpr": []}
-    fprs = np.unique(np.concatenate([np.logspace(np.log10(1 / len(negatives)), 0, points), [1.0]]))
-    tprs = []
-    for fpr in fprs:
-        allowed = int(np.floor(fpr * len(negatives) + 1e-9))  # false positives allowed
-        # the threshold just above the (allowed+1)-th highest negative: every positive strictly above it counts
-        cut = negatives[allowed] if allowed < len(negatives) else -np.inf
-        tprs.append(float(np.count_nonzero(positives > cut)) / len(positives))
-    return {"fpr": [float(f) for f in fprs], "tpr": tprs}
+    1 / (number excluded) to 1 (each point the largest TPR at an FPR at most that):
+    ``auditkit.attacks.membership.log_roc_points`` as lists."""
+    roc = log_roc_points(scores, inserted, points)
+    return {"fpr": [float(f) for f in roc["fpr"]], "tpr": [float(t) for t in roc["tpr"]]}
 
 
 def claim_roc(curve: TradeOff, fprs: list[float]) -> list[float]:
