@@ -46,6 +46,7 @@ __all__ = ["TARGET_FPRS", "attack_scores", "membership_claim", "membership_famil
 
 TARGET_FPRS = (0.001, 0.01)  # Carlini et al. 2022: judge an attack by its TPR at low FPR
 ONE_RUN_BOUND, ONE_RUN_GUESSES = "fdp", "grid"
+LIRA_PER_RECORD_VARIANCE = 64  # fewer references: one pooled variance (Carlini et al. 2022, Sec. VI.A, Fig. 9)
 
 
 def membership_family(mechanism: mechanisms.Mechanism, config: AuditConfig) -> int:
@@ -61,14 +62,28 @@ def attack_scores(runs: MembershipRuns, target: int, attack: MembershipAttack) -
     if attack == MembershipAttack.LOSS:
         records = scores_of.loss_scores(logits, labels)
     elif attack in (MembershipAttack.LIRA_ONLINE, MembershipAttack.LIRA_OFFLINE):
-        records = scores_of.lira_scores(logits, labels, runs.logits[others], inside,
-                                        online=attack == MembershipAttack.LIRA_ONLINE)
+        records = _lira(logits, labels, runs.logits[others], inside, online=attack == MembershipAttack.LIRA_ONLINE)
     else:
         records = scores_of.rmia_scores(logits, labels, runs.logits[others], inside, runs.population_logits[target],
                                         runs.population_labels, runs.population_logits[others], offline_a=None)
     if len(runs.owner) == runs.members.shape[1] and np.array_equal(runs.owner, np.arange(len(runs.owner))):
         return records
     return np.bincount(runs.owner, weights=records) / np.bincount(runs.owner)
+
+
+def _lira(logits: np.ndarray, labels: np.ndarray, references: np.ndarray, inside: np.ndarray, *,
+          online: bool) -> np.ndarray:
+    """LiRA's scores; a record with too few OUT references (online: or IN ones) to fit (one with a pooled variance,
+    two with its own) gets the score of no evidence, the likelihood ratio 1 (online) or the p-value 1/2 (offline):
+    with R references a record misses a side with probability about 2^(1-R)."""
+    fixed = len(references) < LIRA_PER_RECORD_VARIANCE
+    need = 1 if fixed else 2
+    fitted = ((~inside).sum(axis=0) >= need) & ((inside.sum(axis=0) >= need) if online else True)
+    scores = np.full(len(labels), 0.0 if online else math.log(2.0))
+    if fitted.any():
+        scores[fitted] = scores_of.lira_scores(logits[fitted], labels[fitted], references[:, fitted],
+                                               inside[:, fitted], online=online, fixed_variance=fixed)
+    return scores
 
 
 def membership_claim(mechanism: mechanisms.Mechanism, config: AuditConfig) -> tuple[Any, dict[str, Any]]:
