@@ -170,14 +170,15 @@ def compare(peer: Path, data: dict[str, np.ndarray]) -> list[tuple[str, np.ndarr
 
 
 def table(rows, members: np.ndarray) -> None:
-    print(f"{'attack':<32} {'compare':>9} {'value':>9} {'TPR@0.1% ours':>13} {'peer':>6} {'TPR@1% ours':>11} "
+    print(f"{'attack':<38} {'compare':>8} {'value':>9} {'TPR@0.1% ours':>13} {'peer':>6} {'TPR@1% ours':>11} "
           f"{'peer':>6} {'AUC ours':>8} {'peer':>6}")
     for name, ours, peer, how in rows:
         value = np.max(np.abs(ours - peer)) if how == "max|d|" else stats.spearmanr(ours, peer).statistic
         if how == "max|d|" and value > 1e-9:
             how = "max|d|*"
         tprs = [tpr_at_fpr(s, members, f).tpr for f in (0.001, 0.01) for s in (ours, peer)]
-        print(f"{name:<32} {how:>9} {value:>9.2e} {tprs[0]:>13.3f} {tprs[1]:>6.3f} {tprs[2]:>11.3f} {tprs[3]:>6.3f} "
+        shown = f"{value:.2e}" if how.startswith("max") else f"{value:.4f}"
+        print(f"{name:<38} {how:>8} {shown:>9} {tprs[0]:>13.3f} {tprs[1]:>6.3f} {tprs[2]:>11.3f} {tprs[3]:>6.3f} "
               f"{auc(ours, members):>8.4f} {auc(peer, members):>6.4f}")
 
 
