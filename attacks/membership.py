@@ -307,12 +307,12 @@ def tpr_at_fpr(scores: np.ndarray, members: np.ndarray, fpr: float, *, confidenc
     members = np.asarray(members)
     n1, n0 = int(np.count_nonzero(members)), int(np.count_nonzero(~members))
     at = int(np.flatnonzero(fprs <= fpr + 1e-12)[-1])  # the fprs grow, tprs too: the last is the largest TPR
-    k = int(round(tprs[at] * n1))
+    k = round(float(tprs[at]) * n1)
     alpha = (1 - confidence) / 2
     high = float(clopper_pearson_upper(k, n1, alpha))
     low = 1.0 - float(clopper_pearson_upper(n1 - k, n1, alpha))
     return TprAtFpr(float(fpr), float(thresholds[at]), float(fprs[at]), float(tprs[at]), low, high, k, n1,
-                    int(round(fprs[at] * n0)), n0, float(confidence))
+                    round(float(fprs[at]) * n0), n0, float(confidence))
 
 
 def log_roc_points(scores: np.ndarray, members: np.ndarray, points: int = LOG_ROC_POINTS
@@ -377,7 +377,7 @@ def roc_epsilon_lower_bound(scores: np.ndarray, members: np.ndarray, *, delta: f
             raise ValueError(f"{name} must be in {'[0, 1)' if low is None else '(0, 1)'}, got {value!r}")
     select = np.zeros(len(scores), dtype=bool)
     for group in (np.flatnonzero(members), np.flatnonzero(~members)):
-        take = int(math.floor(selection_fraction * len(group)))
+        take = math.floor(selection_fraction * len(group))
         if take < 1 or take >= len(group):
             raise ValueError("members: each class needs >= 2 records so both halves hold some "
                              f"(got {np.count_nonzero(members)} members, {np.count_nonzero(~members)} non-members)")

@@ -118,16 +118,16 @@ def compare(peer: Path, data: dict[str, np.ndarray]) -> list[tuple[str, np.ndarr
     args = (data["target"], data["labels"], data["references"], data["reference_in"])
     rows = []
     for name, ours_kw, peer_fn, peer_kw, how in [
-        ("LiRA online, median", dict(online=True, center="median"), plot.generate_ours, {}, "max|d|"),
-        ("LiRA online, mean", dict(online=True), plot.generate_ours, {}, "spearman"),
-        ("LiRA online, fixed var", dict(online=True, fixed_variance=True, center="median"), plot.generate_ours,
-         dict(fix_variance=True), "spearman"),
-        ("LiRA offline, density", dict(online=False, offline_score="density", center="median"),
+        ("LiRA online, median", {"online": True, "center": "median"}, plot.generate_ours, {}, "max|d|"),
+        ("LiRA online, mean", {"online": True}, plot.generate_ours, {}, "spearman"),
+        ("LiRA online, fixed var", {"online": True, "fixed_variance": True, "center": "median"}, plot.generate_ours,
+         {"fix_variance": True}, "spearman"),
+        ("LiRA offline, density", {"online": False, "offline_score": "density", "center": "median"},
          plot.generate_ours_offline, {}, "max|d|"),
-        ("LiRA offline, one-sided", dict(online=False, center="median"), plot.generate_ours_offline, {},
+        ("LiRA offline, one-sided", {"online": False, "center": "median"}, plot.generate_ours_offline, {},
          "spearman"),
-        ("LiRA offline, fixed var", dict(online=False, offline_score="density", fixed_variance=True,
-                                         center="median"), plot.generate_ours_offline, dict(fix_variance=True),
+        ("LiRA offline, fixed var", {"online": False, "offline_score": "density", "fixed_variance": True,
+                                         "center": "median"}, plot.generate_ours_offline, {"fix_variance": True},
          "spearman"),
     ]:
         prediction, answers = peer_fn(keep, scores, check_keep, check_scores, **peer_kw)
