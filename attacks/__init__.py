@@ -10,6 +10,8 @@ a ``torch.nn.Module``; they never import ``auditkit``.
 * empirical DP: ``distinguish`` (bulk sampling, statistics, held-out Clopper-Pearson bounds in
   ``epsilon_bounds``), one-run bounds on canaries (``one_run``: Steinke et al., f-DP), ``neighbouring_pairs``, ``audit_settings``, ``audit_mechanism``, ``verdicts``, and the
   registry of ``adaptive_tests``;
+* membership inference: loss, LiRA and RMIA scores from logits, ROC, TPR at low FPR and a held-out certified
+  epsilon bound (``membership``);
 * attacks on specific mechanisms: ``targeted`` (JoPEQ's side channel and overload, CEPAM's normalisation,
   DP-SQ's cross-cell test, MSP-FL's transcript reconstruction), registered for the mechanisms they target.
 
@@ -67,6 +69,23 @@ from auditkit.attacks.verdicts import (
     evidence, holm, verdict,
 )
 # --- end empirical DP distinguishing ---
+
+# --- membership inference (issue 42): scores from logits, ROC, a certified bound from one ROC point ---
+from auditkit.attacks.membership import (
+    RocBound,
+    TprAtFpr,
+    auc,
+    lira_scores,
+    log_roc_points,
+    logit_scaled_confidence,
+    loss_scores,
+    rmia_scores,
+    roc_curve,
+    roc_epsilon_lower_bound,
+    tpr_at_fpr,
+    true_label_probability,
+)
+# --- end membership inference ---
 
 # --- attacks on specific mechanisms (registered for the mechanisms they target) ---
 from auditkit.attacks.targeted.cepam import cepam_normalisation

@@ -7,7 +7,7 @@ is "higher = more likely a member". All arithmetic is float64.
 
 * Loss (Yeom, Giacomelli, Fredrikson & Jha, CSF 2018): score = -CE(f(x), y) = log softmax(f(x))_y.
 * Logit-scaled confidence (Carlini, Chien, Nasr, Song, Terzis & Tramer, S&P 2022, "Membership Inference Attacks
-  From First Principles", Sec. IV.C, eq. 4): phi = log(p_y / (1 - p_y)) = z_y - logsumexp_{c != y} z_c.
+  From First Principles", Sec. IV, "logit scaling"): phi = log(p_y / (1 - p_y)) = z_y - logsumexp_{c != y} z_c.
 * LiRA (ibid., Alg. 1). Per record, Gaussians fitted to phi over the IN and OUT references:
       online:  score = log N(phi; mu_in, s_in^2) - log N(phi; mu_out, s_out^2);
       offline, ``offline_score="one_sided"`` (Alg. 1, offline line): Lambda = Pr[Z <= phi], Z ~ N(mu_out, s_out^2);
@@ -15,14 +15,15 @@ is "higher = more likely a member". All arithmetic is float64.
       offline, ``offline_score="density"``: -log N(phi; mu_out, s_out^2), what the reference code computes
                (tensorflow/privacy research/mi_lira_2021/plot.py, ``generate_ours_offline`` returns
                ``norm.logpdf(sc, mean_out, std_out)`` and ``sweep`` ranks by its negative: a two-sided score).
-  ``fixed_variance`` (Sec. VI.A "fixed variance" for few references): one pooled within-record variance for IN and
-  one for OUT, s^2 = sum_i sum_{r} (phi_ri - mean_i)^2 / (number of terms). The reference code instead takes
+  ``fixed_variance`` (the paper's "fixed variance" variant, for few references): one pooled within-record variance
+  for IN and one for OUT, s^2 = sum_i sum_{r} (phi_ri - mean_i)^2 / (number of terms). The reference code instead takes
   ``np.std`` of all phi values together (between-record spread included; online it uses the IN std for OUT too).
   ``center``: "mean" (the Gaussian fit of the paper) or "median" (the reference code's ``np.median``).
-* RMIA (Zarifzadeh, Liu, Cheng & Shokri, ICML 2024, "Low-Cost High-Power Membership Inference Attacks", eqs. 2-4,
+* RMIA (Zarifzadeh, Liu, Cheng & Shokri, ICML 2024, "Low-Cost High-Power Membership Inference Attacks", Sec. 2,
   and ML Privacy Meter's ``run_rmia``): Pr(x | theta) = softmax(f_theta(x))_y;
       Pr(x) = mean_r Pr(x | theta_r)  (online: all references),
-      Pr(x) = ((1 + a) mean_{r OUT} Pr(x | theta_r) + (1 - a)) / 2  (offline, a = ``offline_a``, App. B.2.2),
+      Pr(x) = ((1 + a) mean_{r OUT} Pr(x | theta_r) + (1 - a)) / 2  (offline, a = ``offline_a``: the paper's
+              linear approximation of Pr(x) from OUT references),
       LR(x, z) = (Pr(x | theta) / Pr(x)) / (Pr(z | theta) / Pr(z)),  score(x) = |{z : LR(x, z) >= gamma}| / Z.
 * ROC: "member when score >= t"; FPR among non-members, TPR among members. A certified bound from one threshold
   (Kairouz, Oh & Viswanath 2015, Thm. 2.1): for (eps, delta)-DP, TPR <= e^eps FPR + delta and
@@ -68,7 +69,6 @@ _STD_FLOOR = 1e-30  # the reference code's "+1e-30": a zero spread stays finite
 
 
 # --- checks -----------------------------------------------------------------------------------------------------
-
 def _logits_labels(logits: np.ndarray, labels: np.ndarray, name: str = "logits",
                    label_name: str = "labels") -> tuple[np.ndarray, np.ndarray]:
     logits = np.asarray(logits, dtype=np.float64)
@@ -129,7 +129,7 @@ def _reference_set(target_logits: np.ndarray, labels: np.ndarray, reference_logi
 # --- per-record signals ---------------------------------------------------------------------------------------
 
 def logit_scaled_confidence(logits: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """phi = log(p_y / (1 - p_y)) = z_y - logsumexp_{c != y} z_c (Carlini et al. 2022, eq. 4), exact in float64
+    """phi = log(p_y / (1 - p_y)) = z_y - logsumexp_{c != y} z_c (Carlini et al. 2022, Sec. IV), exact in float64
     even where p_y rounds to 1. ``logits`` (..., C), ``labels`` the trailing leading dims (e.g. (N,) for
     (R, N, C)); returns the leading shape."""
     logits, labels = _logits_labels(logits, labels)
@@ -206,7 +206,7 @@ def rmia_scores(target_logits: np.ndarray, labels: np.ndarray, reference_logits:
                 reference_in: np.ndarray, population_logits: np.ndarray, population_labels: np.ndarray,
                 population_reference_logits: np.ndarray, *, offline_a: float | None, gamma: float = 1.0
                 ) -> np.ndarray:
-    """RMIA (Zarifzadeh et al. 2024, eqs. 2-4); (N,) scores in [0, 1], the fraction of population samples z with
+    """RMIA (Zarifzadeh et al. 2024, Sec. 2); (N,) scores in [0, 1], the fraction of population samples z with
     LR(x, z) >= ``gamma`` (module docstring).
 
     ``offline_a`` None: online, Pr(x) = mean over all R references; a in [0, 1]: offline, Pr(x) = ((1 + a) P_out(x)
@@ -307,12 +307,12 @@ def tpr_at_fpr(scores: np.ndarray, members: np.ndarray, fpr: float, *, confidenc
     members = np.asarray(members)
     n1, n0 = int(np.count_nonzero(members)), int(np.count_nonzero(~members))
     at = int(np.flatnonzero(fprs <= fpr + 1e-12)[-1])  # the fprs grow, tprs too: the last is the largest TPR
-    k = int(round(tprs[at] * n1))
+    k = round(float(tprs[at]) * n1)
     alpha = (1 - confidence) / 2
     high = float(clopper_pearson_upper(k, n1, alpha))
     low = 1.0 - float(clopper_pearson_upper(n1 - k, n1, alpha))
     return TprAtFpr(float(fpr), float(thresholds[at]), float(fprs[at]), float(tprs[at]), low, high, k, n1,
-                    int(round(fprs[at] * n0)), n0, float(confidence))
+                    round(float(fprs[at]) * n0), n0, float(confidence))
 
 
 def log_roc_points(scores: np.ndarray, members: np.ndarray, points: int = LOG_ROC_POINTS
@@ -377,7 +377,7 @@ def roc_epsilon_lower_bound(scores: np.ndarray, members: np.ndarray, *, delta: f
             raise ValueError(f"{name} must be in {'[0, 1)' if low is None else '(0, 1)'}, got {value!r}")
     select = np.zeros(len(scores), dtype=bool)
     for group in (np.flatnonzero(members), np.flatnonzero(~members)):
-        take = int(math.floor(selection_fraction * len(group)))
+        take = math.floor(selection_fraction * len(group))
         if take < 1 or take >= len(group):
             raise ValueError("members: each class needs >= 2 records so both halves hold some "
                              f"(got {np.count_nonzero(members)} members, {np.count_nonzero(~members)} non-members)")
