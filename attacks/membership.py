@@ -204,15 +204,17 @@ def lira_scores(target_logits: np.ndarray, labels: np.ndarray, reference_logits:
 
 def rmia_scores(target_logits: np.ndarray, labels: np.ndarray, reference_logits: np.ndarray,
                 reference_in: np.ndarray, population_logits: np.ndarray, population_labels: np.ndarray,
-                population_reference_logits: np.ndarray, *, offline_a: float | None, gamma: float = 1.0
-                ) -> np.ndarray:
+                population_reference_logits: np.ndarray, *, offline_a: float | None, gamma: float = 1.0,
+                tie_break: bool = False) -> np.ndarray:
     """RMIA (Zarifzadeh et al. 2024, Sec. 2); (N,) scores in [0, 1], the fraction of population samples z with
     LR(x, z) >= ``gamma`` (module docstring).
 
     ``offline_a`` None: online, Pr(x) = mean over all R references; a in [0, 1]: offline, Pr(x) = ((1 + a) P_out(x)
     + (1 - a)) / 2 with P_out the mean over the record's OUT references. The population z is OUT for every
     reference: Pr(z) is the mean over all of them, corrected the same way offline. Ties LR = gamma count as in (the
-    paper's ">="; ML Privacy Meter counts "> 1").
+    paper's ">="; ML Privacy Meter counts "> 1"). ``tie_break``: within a level, the larger Pr(x | theta) / Pr(x)
+    scores higher (+ its rank / (N Z), below one level's step), so a low-FPR threshold can split the records
+    that beat every z.
     """
     target_logits, labels, reference_logits = _reference_set(target_logits, labels, reference_logits, reference_in)
     reference_in = np.asarray(reference_in)
@@ -248,7 +250,12 @@ def rmia_scores(target_logits: np.ndarray, labels: np.ndarray, reference_logits:
     ratio_x, ratio_z = p_x / prior_x, np.sort(p_z / prior_z)
     # LR(x, z) >= gamma  <=>  ratio_z <= ratio_x / gamma (exact for gamma = 1: division is monotone)
     limit = ratio_x if gamma == 1.0 else ratio_x / gamma
-    return np.searchsorted(ratio_z, limit, side="right") / z
+    scores = np.searchsorted(ratio_z, limit, side="right") / z
+    if tie_break:
+        # within one of the Z + 1 levels, the larger ratio first: + rank / (N Z) < 1 / Z never crosses a level
+        # (every record above all z ties at 1 otherwise, and a low-FPR threshold cannot split them)
+        scores = scores + np.argsort(np.argsort(ratio_x, kind="stable"), kind="stable") / (len(ratio_x) * z)
+    return scores
 
 
 # --- ROC ------------------------------------------------------------------------------------------------------

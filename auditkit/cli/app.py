@@ -20,7 +20,7 @@ from typing import NoReturn
 import click
 
 from auditkit import __version__, mechanisms
-from auditkit.cli import account, attack, audit, canary, distinguish, report, reproduce, train
+from auditkit.cli import account, attack, audit, canary, distinguish, membership, report, reproduce, train
 from auditkit.cli import mechanisms as mechanisms_command
 from auditkit.cli.click_classes import AuditkitCommand, AuditkitGroup
 from auditkit.cli.errors import print_error, usage_error_line
@@ -39,7 +39,7 @@ def version() -> None:
 
 COMMANDS: tuple[AuditkitCommand, ...] = (mechanisms_command.command, train.command, audit.command, report.command,
                                          account.command, attack.command, distinguish.command, canary.command,
-                                         reproduce.command, version)
+                                         membership.command, reproduce.command, version)
 """Every command, in the order the help lists them."""
 
 

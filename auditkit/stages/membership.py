@@ -65,7 +65,8 @@ def attack_scores(runs: MembershipRuns, target: int, attack: MembershipAttack) -
         records = _lira(logits, labels, runs.logits[others], inside, online=attack == MembershipAttack.LIRA_ONLINE)
     else:
         records = scores_of.rmia_scores(logits, labels, runs.logits[others], inside, runs.population_logits[target],
-                                        runs.population_labels, runs.population_logits[others], offline_a=None)
+                                        runs.population_labels, runs.population_logits[others], offline_a=None,
+                                        tie_break=True)
     if len(runs.owner) == runs.members.shape[1] and np.array_equal(runs.owner, np.arange(len(runs.owner))):
         return records
     return np.bincount(runs.owner, weights=records) / np.bincount(runs.owner)

@@ -9,6 +9,9 @@ The game (Carlini et al. 2022, Sec. IV; Zarifzadeh et al. 2024, Sec. 2), in FL:
 * client level: every client of the federation is a candidate; the clients out of a run are absent from it (the
   federation has the others).
 
+``mislabelled`` record candidates carry a wrong label, drawn once from the stream (seed, "membership-mislabel"), in
+every run: records a model fits only by memorising them, the canaries of DP audits (ML Privacy Meter's DP audit).
+
 In every run every candidate is in with probability 1/2, independently: what the one-run bound needs of the target,
 and what keeps the pooled ROC honest. (Carlini et al.'s reference code puts each candidate in exactly half of the
 runs; taking each run as the target in turn, the others then hold one IN run fewer exactly when the target is IN,
@@ -33,6 +36,7 @@ import torch
 from torch.func import functional_call
 
 from auditkit.config import AuditConfig, ConfigError
+from auditkit.data import Split
 from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord
 from auditkit.fl.stacked import run_stacked
 from auditkit.mechanisms.randomness import derive_seed
@@ -82,6 +86,8 @@ def membership_runs(config: AuditConfig, *, stacked: bool = True,
     if m.level == "record":
         candidates = _record_candidates(data, m.candidates, derive_seed(config.seed, "membership-candidates"))
         owner = np.arange(len(candidates))
+        if m.mislabelled:
+            data = _mislabelled(data, candidates, classes, derive_seed(config.seed, "membership-mislabel"))
     else:
         candidates, owner = _client_records(data)
     count = len(candidates) if m.level == "record" else len(data.client_indices)
@@ -112,6 +118,14 @@ def _record_candidates(data: FederatedData, count: int, seed: int) -> torch.Tens
         raise ConfigError(f"membership.candidates must be at most the {len(held)} records the clients hold, got {count}")
     order = torch.randperm(len(held), generator=torch.Generator().manual_seed(seed % 2**63))
     return held[order[:count]]
+
+
+def _mislabelled(data: FederatedData, candidates: torch.Tensor, classes: int, seed: int) -> FederatedData:
+    """The data with every candidate's label moved to another class, uniformly at random (keyed), in every run."""
+    labels = data.train.y.clone()
+    shift = torch.randint(1, classes, (len(candidates),), generator=torch.Generator().manual_seed(seed % 2**63))
+    labels[candidates] = (labels[candidates] + shift.to(labels.device)) % classes
+    return FederatedData(Split(data.train.x, labels), data.validation, data.test, data.client_indices)
 
 
 def _client_records(data: FederatedData) -> tuple[torch.Tensor, np.ndarray]:

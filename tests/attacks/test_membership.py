@@ -186,6 +186,22 @@ def test_rmia_counts_by_hand():
     assert tie[0] == 1.0
 
 
+def test_rmia_tie_break_orders_within_a_level_and_never_crosses_one():
+    """Five records over a population of two: the counts give levels 0, 1/2, 1/2, 1, 1; the tie-break orders the
+    tied records by their ratio and keeps every level's records between that level and the next."""
+    p_x = np.array([0.05, 0.45, 0.40, 0.95, 0.99])
+    target, labels = _prob_logits(p_x), np.zeros(5, dtype=int)
+    refs, reference_in = _prob_logits(np.full((2, 5), 0.5)), np.array([[True] * 5, [False] * 5])
+    pop, pop_labels = _prob_logits([0.3, 0.6]), np.zeros(2, dtype=int)
+    pop_refs = _prob_logits(np.full((2, 2), 0.5))
+    args = (target, labels, refs, reference_in, pop, pop_labels, pop_refs)
+    plain = rmia_scores(*args, offline_a=None)
+    broken = rmia_scores(*args, offline_a=None, tie_break=True)
+    assert plain.tolist() == [0.0, 0.5, 0.5, 1.0, 1.0]
+    assert np.all(np.floor(broken * 2) / 2 == plain) and np.all(broken - plain < 0.5)
+    assert broken.argsort().tolist() == p_x.argsort().tolist()
+
+
 def test_roc_curve_auc_and_tpr_at_fpr_by_hand():
     scores = np.array([0.9, 0.8, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3])
     members = np.array([True, True, False, True, False, True, False, False])
