@@ -140,7 +140,7 @@ def test_help_is_shown_even_with_another_mechanism_flag_and_running_still_refuse
     (["train", "--rounds", "abc"], "error: --rounds must be an integer in 1..100000, got 'abc'"),
     (["audti"], "error: no such command 'audti' (did you mean audit?)"),
     (["xyz"], ("error: no such command 'xyz' (commands: mechanisms, train, audit, report, account, attack, "
-               "distinguish, canary, reproduce, version)")),
+               "distinguish, canary, membership, reproduce, version)")),
     (["distinguish", "gaussian", "extra"], "error: got unexpected extra argument (extra)"),
 ])
 def test_usage_errors_are_one_error_line_and_exit_2(args, line):
