@@ -124,8 +124,8 @@ def _evidence(setting: Setting) -> str:
             r = attack.result
             return (f"membership inference ({attack_name(attack.attack)}, {setting.membership.level} level): "
                     f"{r.correct:,} of {r.guesses:,} guesses on the target run's {r.canaries:,} candidates were "
-                    f"right: certified ε ≥ {number(r.epsilon_lower_bound)} ({r.bound}) against the whole run's claim, "
-                    f"{membership_claim(setting.membership.claim)}")
+                    f"right: certified ε ≥ {number(r.epsilon_lower_bound)} ({r.bound}) against the whole run's "
+                    f"claim, {membership_claim(setting.membership.claim)}")
     if kind == "adaptive" and test is not None:
         a = next((a for a in test.adaptive if a.test == decided.test), None)
         if a is not None:

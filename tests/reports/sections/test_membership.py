@@ -87,9 +87,9 @@ def test_each_attack_is_a_row_with_its_numbers_and_verdict(document):
         low, one = attack["tpr_at"]
         r = attack["result"]
         assert cells[1] == f"{attack['auc']:.3f}"
-        assert cells[2].startswith(f"{_percent(low['tpr'])} [{100 * low['tpr_low']:.2f}, {100 * low['tpr_high']:.2f}]; "
-                                   f"{low['true_positives']:,} of {low['members']:,} members at FPR "
-                                   f"{low['false_positives']:,} of {low['non_members']:,}")
+        assert cells[2].startswith(f"{_percent(low['tpr'])} [{100 * low['tpr_low']:.2f}, "
+                                   f"{100 * low['tpr_high']:.2f}]; {low['true_positives']:,} of {low['members']:,} "
+                                   f"members at FPR {low['false_positives']:,} of {low['non_members']:,}")
         assert cells[3].startswith(f"{_percent(one['tpr'])} [{100 * one['tpr_low']:.2f}, {100 * one['tpr_high']:.2f}]")
         assert cells[4].startswith(f"{r['epsilon_lower_bound']:.4g} (fdp, 400 candidates; cap "
                                    f"{r['max_certifiable']:.4g})")
@@ -106,8 +106,8 @@ def test_the_findings_line_reads_the_strongest_attack_as_a_measurement(document)
     one = rmia["tpr_at"][1]
     assert judged.startswith(f"{LABEL} (record level): RMIA identified {_percent(one['tpr'])} of members at 1 % FPR "
                              f"(95 % interval {100 * one['tpr_low']:.2f} to {100 * one['tpr_high']:.2f} %")
-    assert (f"certifies ε ≥ {rmia['result']['epsilon_lower_bound']:.4g} against the whole run's claim (ε = 1.993 at "
-            "δ = 1e-05, GDP μ = 0.5, 5 rounds): violated") in judged
+    assert (f"certifies ε ≥ {rmia['result']['epsilon_lower_bound']:.4g} against the whole run's claim "
+            "(ε = 1.993 at δ = 1e-05, GDP μ = 0.5, 5 rounds): violated") in judged
     assert judged.endswith("This measures these attacks on this run; it is not a bound on what other attacks could "
                            "do.")
     assert "no claim judged (the mechanism claims no privacy)" in none
