@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from auditkit.reports.sections.membership import membership_settings
 from auditkit.results.model import (CanaryView, Headline, IdentificationTest, ReconstructionSweep, ResultsDocument,
                                     Setting)
 from auditkit.results.reproduction import Reproduction, Row
@@ -339,7 +340,7 @@ def _verdict_style(headline: Headline) -> tuple[str, str]:
     colour = _VERDICT_STYLES.get(verdict, _OTHER_VERDICT)[1]
     evidence = headline.evidence
     decided = headline.decided_by
-    if decided.kind == "canary" and decided.whole_run:  # an FL canary audit: the whole run's claim
+    if decided.kind in ("canary", "membership") and decided.whole_run:  # FL canaries, membership: the whole run
         evidence = "whole run"
     return (f"{verdict} ({evidence})" if evidence else verdict), colour
 
@@ -741,6 +742,7 @@ _PLOTTED: dict[str, Callable[[ResultsDocument], Any]] = {
     "probe_ssim_vs_epsilon": _probe_series,
     "reconstruction_vs_epsilon": _sweeps,
     "tradeoff_vs_claim": _canary_panels,
+    "membership_roc": lambda results: membership_settings(results.settings, with_roc=True),
 }
 
 

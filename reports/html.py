@@ -18,6 +18,9 @@ from auditkit.reports.sections.findings import class_count, findings
 from auditkit.reports.sections.glossary import GLOSSARY
 from auditkit.reports.sections.identification import IDENTIFICATION_COLUMNS, identification_rows
 from auditkit.reports.sections.intro import intro
+from auditkit.reports.sections.membership import (
+    MEMBERSHIP_COLUMNS, MEMBERSHIP_EXPLANATION, MEMBERSHIP_HEADING, membership_blocks,
+)
 from auditkit.reports.sections.notes import notes
 from auditkit.reports.sections.provenance import config_json, footer, pairs, provenance
 from auditkit.reports.sections.reconstructions import reconstructions
@@ -73,6 +76,10 @@ def render_html(results: ResultsDocument | Reproduction, figure_paths: Mapping[s
         canary_columns=CANARY_COLUMNS,
         canary=canary_rows(settings),
         canary_heading=canary_heading(settings),
+        membership_heading=MEMBERSHIP_HEADING,
+        membership_explanation=MEMBERSHIP_EXPLANATION,
+        membership_columns=MEMBERSHIP_COLUMNS,
+        membership=membership_blocks(settings),
         summary=summary_tables(settings),
         notes=notes(settings),
         adaptive_columns=ADAPTIVE_COLUMNS,

@@ -16,6 +16,9 @@ from auditkit.reports.sections.findings import class_count, findings
 from auditkit.reports.sections.glossary import GLOSSARY
 from auditkit.reports.sections.identification import IDENTIFICATION_COLUMNS, identification_rows
 from auditkit.reports.sections.intro import intro
+from auditkit.reports.sections.membership import (
+    MEMBERSHIP_COLUMNS, MEMBERSHIP_EXPLANATION, MEMBERSHIP_HEADING, MembershipBlock, membership_blocks,
+)
 from auditkit.reports.sections.notes import notes
 from auditkit.reports.sections.provenance import config_json, footer, pairs, provenance
 from auditkit.reports.sections.reconstructions import reconstructions
@@ -82,6 +85,18 @@ def _details(block: Details) -> list[str]:
     return lines + [""]
 
 
+def _membership(blocks: list[MembershipBlock]) -> list[str]:
+    """The membership section: its explanation, then per setting the game, the claim judged and the attacks."""
+    if not blocks:
+        return []
+    lines = [f"## {escape(MEMBERSHIP_HEADING)}", "", escape(MEMBERSHIP_EXPLANATION), ""]
+    for block in blocks:
+        lines += [f"### {escape(block.label)}", "", escape(block.game), "",
+                  f"Claim judged: {escape(block.claim)} ({escape(block.note)})", "",
+                  *_table(MEMBERSHIP_COLUMNS, [cells for cells, _ in block.rows]), ""]
+    return lines
+
+
 def _code_block(text: str, language: str) -> list[str]:
     """A fenced block longer than any backtick run in ``text``."""
     fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
@@ -126,6 +141,7 @@ def render_markdown(results: ResultsDocument | Reproduction, figures: Mapping[st
     if canary:
         heading, explanation = canary_heading(settings)
         lines += [f"## {escape(heading)}", "", escape(explanation), "", *_table(CANARY_COLUMNS, canary), ""]
+    lines += _membership(membership_blocks(settings))
     drawn = [(caption, figures[name]) for name, caption in FIGURE_CAPTIONS.items() if name in figures]
     if drawn:
         lines += ["## Figures", ""]

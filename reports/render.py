@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from auditkit.reports import figures
+from auditkit.reports.membership_figure import membership_roc
 from auditkit.reports.html import render_html
 from auditkit.reports.markdown import render_markdown
 from auditkit.output_folder import Batch
@@ -27,6 +28,7 @@ FIGURES: dict[str, Callable[[ResultsDocument, Path], Path]] = {
     "probe_ssim_vs_epsilon": figures.probe_ssim_vs_epsilon,
     "reconstruction_vs_epsilon": figures.reconstruction_vs_epsilon,
     "tradeoff_vs_claim": figures.tradeoff_vs_claim,
+    "membership_roc": membership_roc,
 }
 FORMATS = ("html", "md")
 

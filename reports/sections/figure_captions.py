@@ -14,7 +14,8 @@ FIGURE_CAPTIONS = {
                               "one-round epsilon, coloured by the setting's headline "
                               "verdict; points above the line y = x refute the claim; dotted: the most a test with "
                               "these trials could certify (the cap). A claim refuted by computation (analytic) or by "
-                              "the whole-run canary audit (hollow markers) can sit below the line: no per-round test "
+                              "the whole-run canary audit or membership inference (hollow markers) can sit below the "
+                              "line: no per-round test "
                               "reached it, the accounting or the composed claim's test did.",
     "bits_vs_accuracy": "Uplink bits per coordinate against final test accuracy (%), one point per setting.",
     "identification_vs_epsilon": "Identification success (the informed adversary picks the target among M real "
@@ -38,4 +39,12 @@ FIGURE_CAPTIONS = {
                          "whole run's composed claim). A solid line above its dashed one in the low-FPR corner is what "
                          "a refutation looks like; the verdict is the certified test of the table, not this picture "
                          "(the curve's points are not corrected for noise).",
+    "membership_roc": "Membership inference against the final model: each attack's ROC pooled over the target and "
+                      "reference runs (the share of members flagged, TPR, against the share of non-members flagged, "
+                      "FPR; both axes logarithmic, from one non-member to all), one panel per setting and a line "
+                      "per attack; dotted grey: chance (TPR = FPR); dashed black: the most TPR the whole run's "
+                      "claim allows at each FPR (1 - f(FPR)), where a claim is judged. A line above the dashed one "
+                      "at low FPR is what a refutation looks like, but the pooled curve certifies nothing (its "
+                      "trials share runs): the verdict is the one-run bound of the table. The curves measure these "
+                      "attacks on these runs, not what other attacks could do.",
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from auditkit.attacks.headline import canary_test
 from auditkit.reports.sections.canary import judged_claim
+from auditkit.reports.sections.membership import attack_name, membership_claim, membership_finding, membership_settings
 from auditkit.reports.sections.summary import adjusted, baseline, certified_bound, versus
 from auditkit.reports.sections.text import claim, epsilon, number, percent, plural, rough
 from auditkit.results.model import Canary, CanaryView, DecisiveTest, ReconstructionSweep, ResultsDocument, Setting
@@ -21,10 +22,11 @@ class Findings:
     utility: list[str]
     reconstruction: list[str]
     whole_run: list[str] = field(default_factory=list)
+    membership: list[str] = field(default_factory=list)
 
     def __bool__(self) -> bool:
         return any((self.refuted, self.consistent, self.no_claim, self.unresolved, self.utility, self.reconstruction,
-                    self.whole_run))
+                    self.whole_run, self.membership))
 
     def sections(self) -> list[tuple[str, str, list[str]]]:
         """(heading, badge class, items) of each non-empty part, in report order."""
@@ -33,6 +35,7 @@ class Findings:
                  ("no privacy claim", "none", self.no_claim),
                  ("nothing concluded", "inconclusive", self.unresolved),
                  ("the whole run's claim, tested by canary clients", "other", self.whole_run),
+                 ("membership inference against the final model", "other", self.membership),
                  ("utility: accuracy against the run without a mechanism", "other", self.utility),
                  ("where reconstruction from one update begins", "other", self.reconstruction))
         return [part for part in parts if part[2]]
@@ -64,7 +67,7 @@ def findings(settings: list[Setting], classes: int | None = None) -> Findings:
         else:
             unresolved.append(f"{s.label} ({claimed}): {headline.verdict}: {_why_unresolved(s)}.")
     return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings),
-                    _whole_run(settings))
+                    _whole_run(settings), [membership_finding(s) for s in membership_settings(settings)])
 
 
 def class_count(results: ResultsDocument) -> int | None:
@@ -115,6 +118,14 @@ def _evidence(setting: Setting) -> str:
         r = worst.result
         return (f"{r.correct:,} of {r.guesses:,} guesses on {r.canaries:,} canaries were right: certified "
                 f"ε ≥ {number(r.epsilon_lower_bound)} ({r.bound}) against {judged_claim(canary.claim)}")
+    if kind == "membership" and setting.membership:
+        attack = next((a for a in setting.membership.attacks if a.attack == decided.test), None)
+        if attack is not None:
+            r = attack.result
+            return (f"membership inference ({attack_name(attack.attack)}, {setting.membership.level} level): "
+                    f"{r.correct:,} of {r.guesses:,} guesses on the target run's {r.canaries:,} candidates were "
+                    f"right: certified ε ≥ {number(r.epsilon_lower_bound)} ({r.bound}) against the whole run's "
+                    f"claim, {membership_claim(setting.membership.claim)}")
     if kind == "adaptive" and test is not None:
         a = next((a for a in test.adaptive if a.test == decided.test), None)
         if a is not None:
