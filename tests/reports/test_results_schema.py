@@ -30,7 +30,8 @@ def _set(doc, path, value):
 
 def test_the_schema_is_version_6_of_auditkit_results():
     assert (SCHEMA, SCHEMA_VERSION) == ("auditkit/results", 6)
-    assert tuple(Command) == ("train", "audit", "attack", "distinguish", "account", "canary", "reproduce")
+    assert tuple(Command) == ("train", "audit", "attack", "distinguish", "account", "canary", "membership",
+                              "reproduce")
 
 
 def test_every_commands_sample_document_is_valid(any_document):
@@ -45,7 +46,7 @@ def test_every_commands_sample_document_is_valid(any_document):
     (("schema_version",), 3, "schema_version must be 6, got 3"),
     (("schema_version",), KeyError, "schema_version must be 6, got None"),
     (("command",), "report", "results.command must be one of train, audit, attack, distinguish, account, canary, "
-                           "reproduce, got 'report'"),
+                           "membership, reproduce, got 'report'"),
     (("command",), 3, "results.command must be a string, got 3"),
     (("settings", 0, "training"), KeyError, "results.settings[0].training is missing"),
     (("provenance", "data", "dataset"), KeyError, "results.provenance.data.dataset is missing"),
