@@ -276,7 +276,7 @@ class CanaryConfig:
 class MembershipConfig:
     """Membership inference against the final global model (``auditkit.stages.membership``): a target run and
     ``references`` reference runs of the same config on re-drawn memberships, trained together; ``level`` "record"
-    (``candidates`` training records, each in its client's data with probability 1/2) or "client" (every client in
+    (``records`` training records tested, each in its client's data with probability 1/2) or "client" (every client in
     the federation with probability 1/2); RMIA compares with ``population`` held-out records; ``mislabelled``: the
     record candidates carry a wrong label (the canaries of DP audits: records a model can only fit by memorising
     them). Each attack's one-run bound on the target run is one test of the audit's Bonferroni family."""
@@ -284,7 +284,7 @@ class MembershipConfig:
     enabled: bool = False
     level: str = "record"
     references: int = 8
-    candidates: int = 500
+    records: int = 500
     population: int = 1000
     mislabelled: bool = False
 
@@ -753,7 +753,7 @@ def _check_audit_stages(config: AuditConfig) -> None:
     _check_probe(config)
     _check_canary(config)
     if config.membership.mislabelled and config.membership.level != "record":
-        raise ConfigError("membership.mislabelled needs membership.level = 'record': it relabels the record candidates")
+        raise ConfigError("membership.mislabelled needs membership.level = 'record': it relabels the records tested")
     if config.membership.enabled and config.training.backend != "builtin":
         raise ConfigError("membership.enabled needs training.backend = 'builtin': its reference runs train in the "
                           f"built-in simulation, got {config.training.backend!r}")

@@ -69,7 +69,7 @@ SIZES: dict[str, Integer] = {
     "canary.canaries": Integer(2, 100_000),
     # membership: every run trains the whole federation (references + 1 runs, stacked) and scores every candidate
     "membership.references": Integer(2, 1_000),
-    "membership.candidates": Integer(2, 100_000),
+    "membership.records": Integer(2, 100_000),
     "membership.population": Integer(1, 100_000),
 }
 

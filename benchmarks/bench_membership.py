@@ -42,7 +42,7 @@ ROWS = {
 def _config(seed: int, mechanism: dict, membership: dict, references: int):
     return from_dict({"seed": seed, "data": {"dataset": "mnist-5k"}, "training": dict(_TRAINING),
                       "mechanism": mechanism,
-                      "membership": {"enabled": True, "references": references, "candidates": 500,
+                      "membership": {"enabled": True, "references": references, "records": 500,
                                      "population": 500, **membership}})
 
 

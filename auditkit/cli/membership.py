@@ -29,7 +29,7 @@ from auditkit.stages.setting import build_mechanism, resolve_device
 __all__ = ["CONFIG_KEYS", "MEMBERSHIP_TABLE_MIN_WIDTH", "command"]
 
 CONFIG_KEYS = {**options.CONFIG_KEYS, "confidence": "distinguish.confidence",
-               **{name: f"membership.{name}" for name in ("level", "references", "candidates", "population", "mislabelled")}}
+               **{name: f"membership.{name}" for name in ("level", "references", "records", "population", "mislabelled")}}
 """The config key each of the command's options sets."""
 
 
@@ -46,12 +46,12 @@ CONFIG_KEYS = {**options.CONFIG_KEYS, "confidence": "distinguish.confidence",
                    "not (default: the config's, record).")
 @click.option("--references", type=sized("membership.references"), default=None,
               help="Reference runs beside the target run (default: the config's, 8).")
-@click.option("--candidates", type=sized("membership.candidates"), default=None,
-              help="Candidate records at record level (default: the config's, 500).")
+@click.option("--records", type=sized("membership.records"), default=None,
+              help="Training records tested at record level (default: the config's, 500).")
 @click.option("--population", type=sized("membership.population"), default=None,
               help="Held-out test records RMIA compares with (default: the config's, 1000).")
 @click.option("--mislabelled", is_flag=True, default=False,
-              help="Give the record candidates a wrong label (records a model can only fit by memorising them, the "
+              help="Give the records tested a wrong label (records a model can only fit by memorising them, the "
                    "canaries of DP audits).")
 @click.option("--confidence", type=ranged("distinguish.confidence"), default=None,
               help="Family-wise confidence of the verdicts, Bonferroni over every attack of every setting (default: "

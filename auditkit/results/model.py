@@ -475,7 +475,7 @@ class MembershipAttackResult(Section):
 class Membership(Section):
     level: one_of(MembershipLevel)
     references: Int
-    candidates: Int
+    tested: Int
     population: Int
     confidence: Number
     seconds: Number

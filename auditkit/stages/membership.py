@@ -135,6 +135,6 @@ def membership_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, *, pe
                                                 auc=scores_of.auc(pooled, members)))
     details = {"test_accuracy": runs.test_accuracy.tolist(), "training_seconds": runs.seconds,
                "trials": int(runs.members.size)}
-    return results.membership_entry(level=m.level, references=m.references, candidates=int(runs.members.shape[1]),
+    return results.membership_entry(level=m.level, references=m.references, tested=int(runs.members.shape[1]),
                                     population=m.population, confidence=config.distinguish.confidence, claim=claim,
                                     attacks=judged, seconds=time.perf_counter() - start, details=details)

@@ -4,7 +4,7 @@ the candidates' records and on a held-out population (what ``auditkit.attacks.me
 
 The game (Carlini et al. 2022, Sec. IV; Zarifzadeh et al. 2024, Sec. 2), in FL:
 
-* record level: ``candidates`` records of the partitioned training data, drawn once; in a run each is in its
+* record level: ``records`` records of the partitioned training data, drawn once; in a run each is in its
   client's data (``members[r, i]``) or removed from it;
 * client level: every client of the federation is a candidate; the clients out of a run are absent from it (the
   federation has the others).
@@ -84,7 +84,7 @@ def membership_runs(config: AuditConfig, *, stacked: bool = True,
     data, input_shape, classes, _ = prepare_data(config)
     runs = m.references + 1
     if m.level == "record":
-        candidates = _record_candidates(data, m.candidates, derive_seed(config.seed, "membership-candidates"))
+        candidates = _record_candidates(data, m.records, derive_seed(config.seed, "membership-candidates"))
         owner = np.arange(len(candidates))
         if m.mislabelled:
             data = _mislabelled(data, candidates, classes, derive_seed(config.seed, "membership-mislabel"))
@@ -115,7 +115,7 @@ def _record_candidates(data: FederatedData, count: int, seed: int) -> torch.Tens
     """``count`` distinct records held by some client, in a keyed random order."""
     held = torch.cat(data.client_indices)
     if count > len(held):
-        raise ConfigError(f"membership.candidates must be at most the {len(held)} records the clients hold, got {count}")
+        raise ConfigError(f"membership.records must be at most the {len(held)} records the clients hold, got {count}")
     order = torch.randperm(len(held), generator=torch.Generator().manual_seed(seed % 2**63))
     return held[order[:count]]
 
@@ -150,8 +150,8 @@ def _simulation(config: AuditConfig, data: FederatedData, members: np.ndarray, c
         indices = [ix[~torch.isin(ix, out)] for ix in data.client_indices]
         empty = [k for k, ix in enumerate(indices) if len(ix) == 0]
         if empty:
-            raise ConfigError(f"membership.candidates leaves client {empty[0]} without records in run {run}; "
-                              "use fewer candidates")
+            raise ConfigError(f"membership.records leaves client {empty[0]} without records in run {run}; "
+                              "test fewer records")
     else:
         indices = [ix for ix, member in zip(data.client_indices, members) if member]
         if not indices:

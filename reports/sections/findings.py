@@ -123,7 +123,7 @@ def _evidence(setting: Setting) -> str:
         if attack is not None:
             r = attack.result
             return (f"membership inference ({attack_name(attack.attack)}, {setting.membership.level} level): "
-                    f"{r.correct:,} of {r.guesses:,} guesses on the target run's {r.canaries:,} candidates were "
+                    f"{r.correct:,} of {r.guesses:,} guesses on the target run's {r.canaries:,} tested were "
                     f"right: certified ε ≥ {number(r.epsilon_lower_bound)} ({r.bound}) against the whole run's "
                     f"claim, {membership_claim(setting.membership.claim)}")
     if kind == "adaptive" and test is not None:

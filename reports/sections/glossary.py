@@ -48,20 +48,20 @@ GLOSSARY = (
                                "error α (Dong, Roth & Su 2022); μ-GDP for Gaussian noise, Laplace's own curve, the "
                                "privacy profile of a sampled composed run, or the (ε, δ) curve of a claim without "
                                "one; no attack can have TPR above 1 - f(FPR)"),
-    ("membership inference", "the game of the membership section: candidates (records in some client's data, or "
-                             "whole clients) are members of the target run's training data by fair coins, and an "
-                             "attack guesses which from the final global model; the loss attack (Yeom et al. 2018) "
-                             "thresholds each candidate's loss, with no reference runs"),
+    ("membership inference", "the game of the membership section: the records tested (each in some client's data "
+                             "or not) or the clients tested (each in the federation or not) are members by fair coins, "
+                             "and an attack guesses which from the final global model; the loss attack (Yeom et al. "
+                             "2018) thresholds each record's loss, with no reference runs"),
     ("reference runs", "runs of the same config on re-drawn memberships, trained beside the target run: for each "
-                       "candidate, some trained with it and some without, they show how its score moves with "
+                       "record tested, some trained with it and some without, they show how its score moves with "
                        "membership; in the pooled ROC each run is taken as the target in turn, the others its "
                        "references"),
-    ("LiRA", "the likelihood-ratio attack (Carlini et al. 2022): Gaussians fitted to a candidate's logit-scaled "
+    ("LiRA", "the likelihood-ratio attack (Carlini et al. 2022): Gaussians fitted to a record's logit-scaled "
              "confidence in the reference runs with and without it; online, the score is the log likelihood ratio "
              "of the target's confidence under the two; offline (the runs without it only), -log of the chance that "
              "a run without it is as confident"),
     ("RMIA", "the relative membership inference attack (Zarifzadeh et al. 2024): the share of population records "
-             "(trained on by no run) that the candidate beats in likelihood ratio, each ratio the target model's "
+             "(trained on by no run) that the record beats in likelihood ratio, each ratio the target model's "
              "probability of the true label over its mean in the reference runs"),
     ("TPR at low FPR", "the share of members an attack flags (true-positive rate) at a threshold that flags at most "
                        "0.1 % or 1 % of non-members (false-positive rate), with a 95 % Clopper-Pearson interval; "

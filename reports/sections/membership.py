@@ -9,17 +9,18 @@ from auditkit.results.model import CanaryClaim, Membership, MembershipAttackResu
 
 MEMBERSHIP_HEADING = "Membership inference against the final model"
 MEMBERSHIP_EXPLANATION = (
-    "Each attack scores every candidate from the final global model of the target run and of reference runs of "
-    "the same config, trained on re-drawn memberships. The TPR columns read the ROC pooled over every run taken as "
+    "Each attack scores every record or client tested from the final global model of the target run and of "
+    "reference runs of the same config, trained on re-drawn memberships. The TPR columns read the ROC pooled over every run taken as "
     "the target in turn (95 % Clopper-Pearson intervals): they describe these attacks on these runs, and their "
     "trials share runs, so they certify nothing. The certified ε is the one-run bound on the target run alone "
-    "(each candidate a member by a fair coin), judged against the whole run's claim for this game; a bound above "
+    "(each a member by a fair coin), judged against the whole run's claim for this game; a bound above "
     "the claim refutes it, one below it shows nothing about attacks not run here.")
 MEMBERSHIP_COLUMNS = ("attack", "AUC", "TPR at 0.1 % FPR [95 % CP interval]", "TPR at 1 % FPR [95 % CP interval]",
                       "certified ε ≥ (target run, one-run bound)", "claim ε", "verdict")
 # each attack's name in words (``auditkit.attacks.membership_game.MembershipAttack``)
 ATTACK_NAMES = {"loss": "loss attack", "lira-offline": "LiRA offline", "lira-online": "LiRA online", "rmia": "RMIA"}
-LEVELS = {"record": "a training record in some client's data", "client": "a client in the federation"}
+LEVELS = {"record": ("records", "a training record in some client's data, or not"),
+          "client": ("clients", "a client in the federation, or not")}
 FINDING_FPR = 0.01  # the Findings line reads each attack's TPR at this FPR
 
 
@@ -59,8 +60,9 @@ def _game(membership: Membership) -> str:
     trials = membership.details.get("trials")
     runs = membership.references + 1
     pooled = f"; {trials:,} trials pooled over the {runs} runs" if isinstance(trials, int) else ""
-    return (f"{membership.level}-level game: a candidate is {LEVELS.get(membership.level, membership.level)}; "
-            f"{membership.candidates:,} candidates per run, each a member by a fair coin; a target run and "
+    unit, what = LEVELS[membership.level]
+    return (f"{membership.level}-level game: {what}; "
+            f"{membership.tested:,} {unit} tested per run, each a member by a fair coin; a target run and "
             f"{membership.references} reference runs; {membership.population:,} population records for RMIA"
             f"{pooled}.")
 
@@ -80,8 +82,8 @@ def tpr_at(attack: MembershipAttackResult, target_fpr: float) -> TprAtFpr | None
 
 
 def certified_cell(result: OneRunResult) -> str:
-    """"0.42 (fdp, 500 candidates; cap 3.38)", with the refuted curve where the f-DP test refuted one."""
-    text = (f"{number(result.epsilon_lower_bound)} ({result.bound}, {result.canaries:,} candidates; cap "
+    """"0.42 (fdp, 500 tested; cap 3.38)", with the refuted curve where the f-DP test refuted one."""
+    text = (f"{number(result.epsilon_lower_bound)} ({result.bound}, {result.canaries:,} tested; cap "
             f"{number(result.max_certifiable)})")
     if result.refuted_curve and result.curve_epsilon is not None:
         text += f"; refutes {result.refuted_curve} (its ε {number(result.curve_epsilon)})"

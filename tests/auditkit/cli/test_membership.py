@@ -45,15 +45,15 @@ def test_every_setting_gets_the_section_the_table_and_the_reports(run, tmp_path)
     path = tmp_path / "audit.toml"
     path.write_text(CONFIG)
     out = tmp_path / "out"
-    code, stdout, err = run(str(path), "--out", str(out), "--references", "2", "--candidates", "40",
+    code, stdout, err = run(str(path), "--out", str(out), "--references", "2", "--records", "40",
                             "--population", "30", width=80)
     assert code == 0, err
     document = load_results(out / "results.json")
     assert document["command"] == "membership"
     assert document["config"]["membership"] == {"enabled": True, "level": "record", "references": 2,
-                                                 "candidates": 40, "population": 30, "mislabelled": False}
+                                                 "records": 40, "population": 30, "mislabelled": False}
     none, fedavg = document["settings"]
-    assert none["training"] is None and none["membership"]["candidates"] == 40
+    assert none["training"] is None and none["membership"]["tested"] == 40
     assert [a["attack"] for a in fedavg["membership"]["attacks"]] == ["loss", "lira-offline", "lira-online", "rmia"]
     judged = fedavg["membership"]["attacks"][0]
     # 4 attacks x 2 settings share the Bonferroni family: each judged at 1 - 0.05 / 8

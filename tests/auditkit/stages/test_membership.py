@@ -21,7 +21,7 @@ def config(mechanism=None, seed=0, training=None, **membership):
                       "training": {"model": "mlp", "clients": 6, "rounds": 2, "local_epochs": 1, "batch_size": 32,
                                    "lr": 0.05, "checkpoints": [1], **(training or {})},
                       "mechanism": mechanism or {"name": "none"},
-                      "membership": {"enabled": True, "references": 3, "candidates": 60, "population": 50,
+                      "membership": {"enabled": True, "references": 3, "records": 60, "population": 50,
                                      **membership}})
 
 
@@ -65,7 +65,7 @@ def test_same_seed_same_runs_stacked_equals_one_after_another_other_seed_other_m
 def test_memberships_are_fair_independent_coins():
     """Every run's candidates are in with probability 1/2 independently: over 4 x 2000 draws the IN rate is within
     4 standard errors of 1/2, and the rows do not agree more than chance."""
-    cfg = config(references=3, candidates=2000)
+    cfg = config(references=3, records=2000)
     members = membership_runs(cfg).members
     assert abs(members.mean() - 0.5) < 4 * math.sqrt(0.25 / members.size)
     agree = (members[0] == members[1]).mean()
@@ -130,10 +130,10 @@ def test_lira_gives_records_without_references_on_a_side_the_score_of_no_evidenc
 def test_the_stage_finds_mislabelled_members_of_a_non_private_run():
     """No mechanism, mislabelled candidates fitted over several local epochs: every attack that uses references
     ranks members above non-members (AUC > 0.6 over the pooled runs), and the section carries the game."""
-    cfg = config(training={"rounds": 3, "local_epochs": 3, "clients": 4}, mislabelled=True, candidates=200,
+    cfg = config(training={"rounds": 3, "local_epochs": 3, "clients": 4}, mislabelled=True, records=200,
                  references=4)
     section = membership_stage(cfg, build_mechanism(cfg), per_test_confidence=0.95)
-    assert section["level"] == "record" and section["candidates"] == 200 and section["details"]["trials"] == 1000
+    assert section["level"] == "record" and section["tested"] == 200 and section["details"]["trials"] == 1000
     aucs = {a["attack"]: a["auc"] for a in section["attacks"]}
     assert set(aucs) == {"loss", "lira-offline", "lira-online", "rmia"}
     assert aucs["rmia"] > 0.6 and aucs["lira-offline"] > 0.6, aucs
@@ -141,8 +141,8 @@ def test_the_stage_finds_mislabelled_members_of_a_non_private_run():
 
 
 def test_what_the_game_cannot_run_is_a_one_line_error():
-    with pytest.raises(ConfigError, match="membership.candidates must be at most"):
-        membership_runs(config(candidates=100_000))
+    with pytest.raises(ConfigError, match="membership.records must be at most"):
+        membership_runs(config(records=100_000))
     with pytest.raises(ConfigError, match="membership.mislabelled needs membership.level = 'record'"):
         config(level="client", mislabelled=True)
     with pytest.raises(ConfigError, match="membership.references must be an integer in 2..1000"):

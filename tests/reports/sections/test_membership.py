@@ -35,7 +35,7 @@ def _attack(name: str, curve, claimed: float | None, seed: int) -> dict:
 
 def _membership(curve, claim: dict) -> dict:
     attacks = [_attack(name, curve, claim["epsilon"], i) for i, name in enumerate(SHIFTS)]
-    return results.membership_entry(level="record", references=RUNS - 1, candidates=CANDIDATES, population=300,
+    return results.membership_entry(level="record", references=RUNS - 1, tested=CANDIDATES, population=300,
                                     confidence=0.95, claim=claim, attacks=attacks, seconds=1.0,
                                     details={"test_accuracy": [0.9] * RUNS, "training_seconds": 1.0,
                                              "trials": CANDIDATES * RUNS})
@@ -77,7 +77,7 @@ def _percent(fraction: float) -> str:
 def test_each_attack_is_a_row_with_its_numbers_and_verdict(document):
     none, judged = membership_blocks(as_model(document).settings)
     assert (none.label, judged.label) == ("none", LABEL)
-    assert judged.game == ("record-level game: a candidate is a training record in some client's data; 400 candidates "
+    assert judged.game == ("record-level game: a training record in some client's data, or not; 400 records tested "
                            "per run, each a member by a fair coin; a target run and 4 reference runs; 300 population "
                            "records for RMIA; 2,000 trials pooled over the 5 runs.")
     assert judged.claim == "ε = 1.993 at δ = 1e-05, GDP μ = 0.5, 5 rounds" and none.claim == "no claim"
@@ -91,7 +91,7 @@ def test_each_attack_is_a_row_with_its_numbers_and_verdict(document):
                                    f"{100 * low['tpr_high']:.2f}]; {low['true_positives']:,} of {low['members']:,} "
                                    f"members at FPR {low['false_positives']:,} of {low['non_members']:,}")
         assert cells[3].startswith(f"{_percent(one['tpr'])} [{100 * one['tpr_low']:.2f}, {100 * one['tpr_high']:.2f}]")
-        assert cells[4].startswith(f"{r['epsilon_lower_bound']:.4g} (fdp, 400 candidates; cap "
+        assert cells[4].startswith(f"{r['epsilon_lower_bound']:.4g} (fdp, 400 tested; cap "
                                    f"{r['max_certifiable']:.4g})")
         assert cells[5] == f"{r['claimed_epsilon']:.4g}" and cells[6] == r["verdict"] and css == r["verdict"]
     assert [cells[0] for cells, _ in judged.rows] == ["loss attack", "LiRA offline", "LiRA online", "RMIA"]
