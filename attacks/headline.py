@@ -50,8 +50,9 @@ def canary_test(canary: dict[str, Any], view: dict[str, Any]) -> dict[str, Any]:
 
 def membership_test(membership: dict[str, Any], attack: dict[str, Any]) -> dict[str, Any]:
     """An attack of the membership stage as a decisive test: its one-run bound against the whole run's claim."""
-    return decided_by(TestKind.MEMBERSHIP, f"membership inference ({attack['attack']}, {membership['level']} level) "
-                      "against the whole run's claim", test=attack["attack"], view="public", whole_run=True)
+    return decided_by(TestKind.MEMBERSHIP, f"membership inference ({attack['attack']}, {membership['level']} level, "
+                      f"{membership['view']} view) against the whole run's claim", test=attack["attack"],
+                      view=membership["view"], whole_run=True)
 
 
 def distinguishing_test(distinguish: dict[str, Any]) -> dict[str, Any]:

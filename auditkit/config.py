@@ -255,6 +255,7 @@ class DistinguishConfig:
 
 
 CANARY_VIEWS = (View.SERVER, View.AGGREGATE, View.PUBLIC)
+MEMBERSHIP_VIEWS = (View.PUBLIC, View.SERVER)
 
 
 @dataclass(frozen=True)
@@ -279,7 +280,9 @@ class MembershipConfig:
     (``records`` training records tested, each in its client's data with probability 1/2) or "client" (every client in
     the federation with probability 1/2); RMIA compares with ``population`` held-out records; ``mislabelled``: the
     record candidates carry a wrong label (the canaries of DP audits: records a model can only fit by memorising
-    them). Each attack's one-run bound on the target run is one test of the audit's Bonferroni family."""
+    them); ``view``: the model attacked, "public" (each run's final global model) or "server" (record level, full
+    participation: the model each client sent in the last round, as the server decodes it). Each attack's one-run
+    bound on the target run is one test of the audit's Bonferroni family."""
 
     enabled: bool = False
     level: str = "record"
@@ -287,6 +290,7 @@ class MembershipConfig:
     records: int = 500
     population: int = 1000
     mislabelled: bool = False
+    view: str = View.PUBLIC
 
 
 @dataclass(frozen=True)
@@ -625,7 +629,7 @@ CHOICES: dict[str, Constraint] = {
     "training.client_weights": Choice(CLIENT_WEIGHTS), "training.lr_schedule": Choice(LR_SCHEDULES),
     "training.backend": Choice(TRAINING_BACKENDS), "accounting.accountant": Choice(ACCOUNTANTS),
     "probe.scale": Choice(PROBE_SCALES), "canary.view": Choice(CANARY_VIEWS),
-    "membership.level": Choice(MEMBERSHIP_LEVELS),
+    "membership.level": Choice(MEMBERSHIP_LEVELS), "membership.view": Choice(MEMBERSHIP_VIEWS),
 }
 """The config keys with a closed vocabulary, or a form (a model, a dataset: a name or a user's factory, parsed and not
 imported here); ``auditkit.config_bounds`` holds the numbers' ranges."""
@@ -752,8 +756,12 @@ def _check_audit_stages(config: AuditConfig) -> None:
         raise ConfigError("inversion needs at least one training.checkpoints round (or inversion.enabled = false)")
     _check_probe(config)
     _check_canary(config)
-    if config.membership.mislabelled and config.membership.level != "record":
+    m = config.membership
+    if m.mislabelled and m.level != "record":
         raise ConfigError("membership.mislabelled needs membership.level = 'record': it relabels the records tested")
+    if m.view == View.SERVER and (m.level != "record" or config.training.participation != "full"):
+        raise ConfigError("membership.view = 'server' needs membership.level = 'record' and training.participation "
+                          "= 'full': every client's last message is read (an absent client's is none)")
     if config.membership.enabled and config.training.backend != "builtin":
         raise ConfigError("membership.enabled needs training.backend = 'builtin': its reference runs train in the "
                           f"built-in simulation, got {config.training.backend!r}")

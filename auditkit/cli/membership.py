@@ -20,7 +20,7 @@ from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import choice, config_options, config_overrides, ranged, sized
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
-from auditkit.config import AuditConfig
+from auditkit.config import MEMBERSHIP_VIEWS, AuditConfig
 from auditkit.reports.sections.text import number
 from auditkit.stages.distinguish import attacks_confidence
 from auditkit.stages.membership import membership_family, membership_stage
@@ -29,7 +29,8 @@ from auditkit.stages.setting import build_mechanism, resolve_device
 __all__ = ["CONFIG_KEYS", "MEMBERSHIP_TABLE_MIN_WIDTH", "command"]
 
 CONFIG_KEYS = {**options.CONFIG_KEYS, "confidence": "distinguish.confidence",
-               **{name: f"membership.{name}" for name in ("level", "references", "records", "population", "mislabelled")}}
+               **{name: f"membership.{name}" for name in ("level", "references", "records", "population", "mislabelled",
+                                                           "view")}}
 """The config key each of the command's options sets."""
 
 
@@ -44,6 +45,10 @@ CONFIG_KEYS = {**options.CONFIG_KEYS, "confidence": "distinguish.confidence",
 @click.option("--level", type=choice(MEMBERSHIP_LEVELS), default=None,
               help="record: a training record in its client's data or not; client: a client in the federation or "
                    "not (default: the config's, record).")
+@click.option("--view", type=choice(MEMBERSHIP_VIEWS), default=None,
+              help="The model attacked: public, each run's final global model; server (record level, full "
+                   "participation), each client's last update as the server decodes it (default: the config's, "
+                   "public).")
 @click.option("--references", type=sized("membership.references"), default=None,
               help="Reference runs beside the target run (default: the config's, 8).")
 @click.option("--records", type=sized("membership.records"), default=None,

@@ -247,13 +247,13 @@ def membership_attack(attack: str, result: Any, scores: Any, members: Any, tpr_a
             "claim_tpr": [] if curve is None else claim_roc(curve, roc["fpr"]), "result": bound}
 
 
-def membership_entry(*, level: str, references: int, tested: int, population: int, confidence: float,
+def membership_entry(*, level: str, view: str, references: int, tested: int, population: int, confidence: float,
                      claim: dict[str, Any], attacks: list[dict[str, Any]], seconds: float,
                      details: dict[str, Any]) -> dict[str, Any]:
-    """A setting's ``membership`` section: the game (``level``, ``references``, ``tested``: the records or clients tested per run, ``population``), the
+    """A setting's ``membership`` section: the game (``level``, the ``view`` attacked, ``references``, ``tested``: the records or clients tested per run, ``population``), the
     whole run's ``claim`` it is judged against and one ``membership_attack`` per attack."""
     claim = {**claim, "epsilon": _finite_or_none(claim.get("epsilon"))}
-    return {"level": level, "references": references, "tested": tested, "population": population,
+    return {"level": level, "view": view, "references": references, "tested": tested, "population": population,
             "confidence": confidence, "seconds": seconds, "claim": claim, "attacks": attacks,
             "details": dict(details)}
 

@@ -474,6 +474,7 @@ class MembershipAttackResult(Section):
 
 class Membership(Section):
     level: one_of(MembershipLevel)
+    view: one_of(View)
     references: Int
     tested: Int
     population: Int

@@ -16,7 +16,8 @@ Two readings of the scores:
   Mahloujifar et al. 2025; ``auditkit.attacks.one_run``) gives an epsilon lower bound at the attack's share of the
   audit's Bonferroni family, judged against the claim.
 
-The claim judged is the whole run's (``composed_claim_curve``) under the neighbouring relation the game changes: a
+The view attacked is the final global model (``public``) or, for a local mechanism whose claim covers it, each
+client's last message as the server decodes it (``server``). The claim judged is the whole run's (``composed_claim_curve``) under the neighbouring relation the game changes: a
 client in or out is ADD_OR_REMOVE_ONE; a record in or out of one client's data replaces that client's data, which
 a REPLACE_ONE claim covers directly and an ADD_OR_REMOVE_ONE claim covers as a group of two (mu-GDP: 2 mu, Dong,
 Roth & Su 2022, Thm. 2.14; otherwise the claim applied twice, P[M(D) in S] <= e^eps (e^eps P[M(D'') in S] +
@@ -38,6 +39,7 @@ from auditkit.attacks.one_run import one_run_bound
 from auditkit.config import AuditConfig
 from auditkit.fl.simulation import RoundRecord
 from auditkit.mechanisms.guarantee import NeighboringRelation
+from auditkit.mechanisms.views import View
 from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, GaussianTradeOff
 from auditkit.stages.canary import composed_claim_curve
 from auditkit.stages.membership_runs import MembershipRuns, membership_runs
@@ -64,12 +66,22 @@ def attack_scores(runs: MembershipRuns, target: int, attack: MembershipAttack) -
     elif attack in (MembershipAttack.LIRA_ONLINE, MembershipAttack.LIRA_OFFLINE):
         records = _lira(logits, labels, runs.logits[others], inside, online=attack == MembershipAttack.LIRA_ONLINE)
     else:
-        records = scores_of.rmia_scores(logits, labels, runs.logits[others], inside, runs.population_logits[target],
-                                        runs.population_labels, runs.population_logits[others], offline_a=None,
-                                        tie_break=True)
+        records = _rmia(runs, target, others)
     if len(runs.owner) == runs.members.shape[1] and np.array_equal(runs.owner, np.arange(len(runs.owner))):
         return records
     return np.bincount(runs.owner, weights=records) / np.bincount(runs.owner)
+
+
+def _rmia(runs: MembershipRuns, target: int, others: np.ndarray) -> np.ndarray:
+    """RMIA's scores, each record against the population read in the same model as it (``MembershipRuns.group``)."""
+    scores = np.empty(len(runs.labels))
+    for g in np.unique(runs.group):
+        at = runs.group == g
+        scores[at] = scores_of.rmia_scores(runs.logits[target][at], runs.labels[at], runs.logits[others][:, at],
+                                           runs.record_members[others][:, at], runs.population_logits[target, g],
+                                           runs.population_labels, runs.population_logits[others, g],
+                                           offline_a=None, tie_break=True)
+    return scores
 
 
 def _lira(logits: np.ndarray, labels: np.ndarray, references: np.ndarray, inside: np.ndarray, *,
@@ -95,10 +107,14 @@ def membership_claim(mechanism: mechanisms.Mechanism, config: AuditConfig) -> tu
     level = MembershipLevel(config.membership.level)
     if curve is None:
         return None, claim
+    if not math.isfinite(curve.epsilon(claim["delta"])):
+        return None, _unjudged(claim, f"the claim ({curve.label}) bounds no finite ε at δ = {claim['delta']:.3g}")
+    if config.membership.view == View.SERVER and not (mechanism.view == View.SERVER and mechanism.protocol is None):
+        return None, _unjudged(claim, f"{mechanism.name}'s claim does not cover the server's view of each client's "
+                                      f"update (its view is {mechanism.view!r}); use membership.view = 'public'")
     if level == MembershipLevel.CLIENT and relation is not NeighboringRelation.ADD_OR_REMOVE_ONE:
-        return None, {**claim, "epsilon": None, "curve": None,
-                      "note": f"not judged: a client in or out of the federation is not a neighbouring pair of "
-                              f"{mechanism.name}'s claim ({relation.name}); use membership.level = 'record'"}
+        return None, _unjudged(claim, f"a client in or out of the federation is not a neighbouring pair of "
+                                      f"{mechanism.name}'s claim ({relation.name}); use membership.level = 'record'")
     if level == MembershipLevel.RECORD and relation is NeighboringRelation.ADD_OR_REMOVE_ONE:
         delta = claim["delta"]
         if isinstance(curve, GaussianTradeOff):
@@ -110,8 +126,12 @@ def membership_claim(mechanism: mechanisms.Mechanism, config: AuditConfig) -> tu
         stated = curve.epsilon(delta)
         note = (f"{claim['note']}; a record in or out replaces one client's data: a group of two under "
                 f"{relation.name} ({curve.label}: ε = {stated:.4g} at δ = {delta:.3g})")
-        return curve, {**claim, "epsilon": stated, "delta": delta, "curve": curve.label, "note": note}
+        claim = {**claim, "epsilon": stated, "delta": delta, "curve": curve.label, "note": note}
     return curve, claim
+
+
+def _unjudged(claim: dict[str, Any], why: str) -> dict[str, Any]:
+    return {**claim, "epsilon": None, "curve": None, "note": f"not judged: {why}"}
 
 
 def membership_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, *, per_test_confidence: float,
@@ -135,6 +155,6 @@ def membership_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, *, pe
                                                 auc=scores_of.auc(pooled, members)))
     details = {"test_accuracy": runs.test_accuracy.tolist(), "training_seconds": runs.seconds,
                "trials": int(runs.members.size)}
-    return results.membership_entry(level=m.level, references=m.references, tested=int(runs.members.shape[1]),
+    return results.membership_entry(level=m.level, view=m.view, references=m.references, tested=int(runs.members.shape[1]),
                                     population=m.population, confidence=config.distinguish.confidence, claim=claim,
                                     attacks=judged, seconds=time.perf_counter() - start, details=details)

@@ -9,6 +9,10 @@ The game (Carlini et al. 2022, Sec. IV; Zarifzadeh et al. 2024, Sec. 2), in FL:
 * client level: every client of the federation is a candidate; the clients out of a run are absent from it (the
   federation has the others).
 
+The view attacked: ``public``, each run's final global model (what ships); ``server`` (record level, full
+participation), the model each client sent in the last round as the server decodes it, the global model it started
+from plus its decoded update, a record read in its owner's model (and the population in each client's).
+
 ``mislabelled`` record candidates carry a wrong label, drawn once from the stream (seed, "membership-mislabel"), in
 every run: records a model fits only by memorising them, the canaries of DP audits (ML Privacy Meter's DP audit).
 
@@ -37,7 +41,8 @@ from torch.func import functional_call
 
 from auditkit.config import AuditConfig, ConfigError
 from auditkit.data import Split
-from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord
+from auditkit.fl.simulation import FederatedData, FederatedSimulation, RoundRecord, SimulationResult
+from auditkit.mechanisms.views import View
 from auditkit.fl.stacked import run_stacked
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.models import build_model
@@ -52,8 +57,9 @@ class MembershipRuns:
 
     members (R + 1, N): candidate i in run r; logits (R + 1, M, C) on the candidates' M records, labels (M,);
     owner (M,): the candidate each record belongs to (record level: M = N, owner i = i); population_logits
-    (R + 1, Z, C) on Z held-out records never trained on, population_labels (Z,); test_accuracy per run;
-    seconds: the training time of all runs together."""
+    (R + 1, G, Z, C) on Z held-out records never trained on, read in G models per run (the public view: one; the
+    server view: each client's), population_labels (Z,), group (M,): the model each record is read in;
+    test_accuracy per run; seconds: the training time of all runs together."""
 
     members: np.ndarray
     logits: np.ndarray
@@ -61,6 +67,7 @@ class MembershipRuns:
     owner: np.ndarray
     population_logits: np.ndarray
     population_labels: np.ndarray
+    group: np.ndarray
     test_accuracy: np.ndarray
     seconds: float
 
@@ -94,6 +101,9 @@ def membership_runs(config: AuditConfig, *, stacked: bool = True,
     split = np.random.default_rng(derive_seed(config.seed, "membership-split"))
     members = split.random((runs, count)) < 0.5
     population = _population(data, m.population, derive_seed(config.seed, "membership-population"))
+    if m.view == View.SERVER:  # the server's view of the last round is recorded
+        config = dataclasses.replace(config, training=dataclasses.replace(config.training,
+                                                                          checkpoints=(config.training.rounds,)))
     simulations = [_simulation(config, data, members[r], candidates, m.level, r, input_shape, classes, device)
                    for r in range(runs)]
     start = time.perf_counter()
@@ -103,12 +113,22 @@ def membership_runs(config: AuditConfig, *, stacked: bool = True,
         results = [sim.run(None if on_round is None else (lambda record, r=r: on_round(r, record)))
                    for r, sim in enumerate(simulations)]
     seconds = time.perf_counter() - start
-    pool = data.train
-    logits = np.stack([_logits(sim, pool.x[candidates]) for sim in simulations])
-    population_logits = np.stack([_logits(sim, data.test.x[population]) for sim in simulations])
+    pool, z = data.train, data.test.x[population]
+    if m.view == View.SERVER:
+        holder = _holders(data, candidates)
+        read = [_server_models(sim, result, len(data.client_indices)) for sim, result in zip(simulations, results)]
+        logits = np.stack([_logits_in(sim, models, pool.x[candidates], holder) for sim, models in zip(simulations, read)])
+        population_logits = np.stack([np.stack([_logits_in(sim, models, z, np.full(len(z), k))
+                                                for k in range(len(models))], axis=0)
+                                      for sim, models in zip(simulations, read)])
+        group = holder
+    else:
+        logits = np.stack([_logits(sim, pool.x[candidates]) for sim in simulations])
+        population_logits = np.stack([_logits(sim, z) for sim in simulations])[:, None]
+        group = np.zeros(len(candidates), dtype=int)
     accuracy = np.array([result.rounds[-1].test_accuracy for result in results])
     return MembershipRuns(members, logits, pool.y[candidates].numpy(), owner, population_logits,
-                          data.test.y[population].numpy(), accuracy, seconds)
+                          data.test.y[population].numpy(), group, accuracy, seconds)
 
 
 def _record_candidates(data: FederatedData, count: int, seed: int) -> torch.Tensor:
@@ -163,6 +183,45 @@ def _simulation(config: AuditConfig, data: FederatedData, members: np.ndarray, c
     model = build_model(run_config.training, input_shape, classes, dp_sgd=config.dp_sgd.enabled)
     return FederatedSimulation(model, run_data, build_protocol(mechanism, run_config), run_config.training,
                                seed=run_config.seed, device=device, dp_sgd=config.dp_sgd)
+
+
+def _holders(data: FederatedData, candidates: torch.Tensor) -> np.ndarray:
+    """The client whose data holds each candidate record (in the partition)."""
+    holder = torch.empty(len(data.train.y), dtype=torch.long)
+    for k, ix in enumerate(data.client_indices):
+        holder[ix] = k
+    return holder[candidates].numpy()
+
+
+def _server_models(simulation: FederatedSimulation, result: SimulationResult, clients: int) -> list[torch.Tensor]:
+    """Each client's model as the server decodes it in the last round: the global model it started from plus its
+    decoded update (``ConfigError`` where the protocol gives no decoded update per client)."""
+    observation = result.observations[-1]
+    server = observation.views.get(View.SERVER)
+    if not isinstance(server, torch.Tensor) or server.shape[0] != len(observation.clients) or \
+            sorted(observation.clients) != list(range(clients)):
+        raise ConfigError("membership.view = 'server' needs a round protocol whose server view is one decoded update "
+                          f"per client and every client in the last round; {simulation.protocol.name} gives "
+                          f"{type(server).__name__} (use membership.view = 'public')")
+    by_client = dict(zip(observation.clients, server))
+    return [observation.global_before + by_client[k].to(observation.global_before.dtype) for k in range(clients)]
+
+
+@torch.no_grad()
+def _logits_in(simulation: FederatedSimulation, models: list[torch.Tensor], x: torch.Tensor,
+               which: np.ndarray) -> np.ndarray:
+    """Logits of ``x[i]`` in model ``models[which[i]]``, eval mode with the global buffers, float64."""
+    rows = []
+    for k in np.unique(which):
+        at = np.flatnonzero(which == k)
+        params = simulation.layout.unflatten(models[k].to(simulation.device))
+        logits = functional_call(simulation.model.eval(), (params, simulation.evaluation_buffers()),
+                                 (x[torch.as_tensor(at)].to(simulation.device),)).double().cpu().numpy()
+        rows.append((at, logits))
+    out = np.empty((len(x), rows[0][1].shape[1]))
+    for at, logits in rows:
+        out[at] = logits
+    return out
 
 
 @torch.no_grad()

@@ -21,6 +21,7 @@ MEMBERSHIP_COLUMNS = ("attack", "AUC", "TPR at 0.1 % FPR [95 % CP interval]", "T
 ATTACK_NAMES = {"loss": "loss attack", "lira-offline": "LiRA offline", "lira-online": "LiRA online", "rmia": "RMIA"}
 LEVELS = {"record": ("records", "a training record in some client's data, or not"),
           "client": ("clients", "a client in the federation, or not")}
+VIEWS = {"public": "the final global model", "server": "each client's last update as the server decodes it"}
 FINDING_FPR = 0.01  # the Findings line reads each attack's TPR at this FPR
 
 
@@ -61,7 +62,8 @@ def _game(membership: Membership) -> str:
     runs = membership.references + 1
     pooled = f"; {trials:,} trials pooled over the {runs} runs" if isinstance(trials, int) else ""
     unit, what = LEVELS[membership.level]
-    return (f"{membership.level}-level game: {what}; "
+    seen = VIEWS[membership.view]
+    return (f"{membership.level}-level game: {what}, read from {seen}; "
             f"{membership.tested:,} {unit} tested per run, each a member by a fair coin; a target run and "
             f"{membership.references} reference runs; {membership.population:,} population records for RMIA"
             f"{pooled}.")

@@ -51,7 +51,8 @@ def test_every_setting_gets_the_section_the_table_and_the_reports(run, tmp_path)
     document = load_results(out / "results.json")
     assert document["command"] == "membership"
     assert document["config"]["membership"] == {"enabled": True, "level": "record", "references": 2,
-                                                 "records": 40, "population": 30, "mislabelled": False}
+                                                 "records": 40, "population": 30, "mislabelled": False,
+                                                 "view": "public"}
     none, fedavg = document["settings"]
     assert none["training"] is None and none["membership"]["tested"] == 40
     assert [a["attack"] for a in fedavg["membership"]["attacks"]] == ["loss", "lira-offline", "lira-online", "rmia"]

@@ -102,6 +102,9 @@ def test_the_claim_follows_the_games_neighbouring_relation():
     local_record = config(gaussian)
     curve, claim = membership_claim(build_mechanism(local_record), local_record)
     assert curve is not None and "group" not in claim["note"]
+    vacuous = config({"name": "gaussian", "sigma": 0.001, "clip": 10.0})  # GDP mu ~ 3e4: no finite eps at 1e-5
+    curve, claim = membership_claim(build_mechanism(vacuous), vacuous)
+    assert curve is None and claim["epsilon"] is None and "bounds no finite ε" in claim["note"]
 
 
 def test_group_of_two_for_an_eps_delta_curve_applies_the_claim_twice(monkeypatch):
@@ -118,8 +121,9 @@ def test_group_of_two_for_an_eps_delta_curve_applies_the_claim_twice(monkeypatch
 def test_lira_gives_records_without_references_on_a_side_the_score_of_no_evidence():
     runs = MembershipRuns(members=np.array([[True, False], [True, True], [False, True]]),
                           logits=np.random.default_rng(0).normal(size=(3, 2, 3)), labels=np.array([0, 1]),
-                          owner=np.arange(2), population_logits=np.zeros((3, 1, 3)), population_labels=np.zeros(1, int),
-                          test_accuracy=np.zeros(3), seconds=0.0)
+                          owner=np.arange(2), population_logits=np.zeros((3, 1, 1, 3)),
+                          population_labels=np.zeros(1, int), group=np.zeros(2, int), test_accuracy=np.zeros(3),
+                          seconds=0.0)
     # target 2: record 0 is IN in both other runs (no OUT reference), record 1 has one of each
     online = attack_scores(runs, 2, MembershipAttack.LIRA_ONLINE)
     offline = attack_scores(runs, 2, MembershipAttack.LIRA_OFFLINE)
@@ -140,6 +144,25 @@ def test_the_stage_finds_mislabelled_members_of_a_non_private_run():
     assert all(a["result"]["verdict"] == "no claim" for a in section["attacks"])
 
 
+def test_the_server_view_reads_each_record_in_its_holders_last_update():
+    """view = server: a record's logits are those of the model its holder sent in the last round (global before +
+    decoded update), the population is read in every client's; the local Gaussian mechanism's claim covers that view,
+    dp-fedavg's (noise the server adds) does not."""
+    cfg = config({"name": "gaussian", "sigma": 0.01, "clip": 10.0}, view="server")
+    runs = membership_runs(cfg)
+    public = membership_runs(config({"name": "gaussian", "sigma": 0.01, "clip": 10.0}))
+    assert np.array_equal(runs.members, public.members)
+    assert runs.population_logits.shape == (4, 6, 50, 10) and public.population_logits.shape == (4, 1, 50, 10)
+    assert set(runs.group.tolist()) <= set(range(6)) and len(set(runs.group.tolist())) > 1
+    assert not np.allclose(runs.logits, public.logits, atol=1e-3)  # a client's model is not the average
+    for view_cfg, judged in ((cfg, True), (config({"name": "dp-fedavg", "noise_multiplier": 1.0, "clip": 1.0},
+                                                  view="server"), False)):
+        curve, claim = membership_claim(build_mechanism(view_cfg), view_cfg)
+        assert (curve is not None) == judged, claim["note"]
+    scores = attack_scores(runs, 0, MembershipAttack.RMIA)
+    assert scores.shape == (60,) and np.all((scores >= 0) & (scores <= 1 + 1 / 50))
+
+
 def test_what_the_game_cannot_run_is_a_one_line_error():
     with pytest.raises(ConfigError, match="membership.records must be at most"):
         membership_runs(config(records=100_000))
@@ -147,3 +170,7 @@ def test_what_the_game_cannot_run_is_a_one_line_error():
         config(level="client", mislabelled=True)
     with pytest.raises(ConfigError, match="membership.references must be an integer in 2..1000"):
         config(references=1)
+    with pytest.raises(ConfigError, match="membership.view = 'server' needs membership.level = 'record'"):
+        config(view="server", level="client")
+    with pytest.raises(ConfigError, match="membership.view must be one of public, server"):
+        config(view="aggregate")

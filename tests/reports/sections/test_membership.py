@@ -35,7 +35,7 @@ def _attack(name: str, curve, claimed: float | None, seed: int) -> dict:
 
 def _membership(curve, claim: dict) -> dict:
     attacks = [_attack(name, curve, claim["epsilon"], i) for i, name in enumerate(SHIFTS)]
-    return results.membership_entry(level="record", references=RUNS - 1, tested=CANDIDATES, population=300,
+    return results.membership_entry(level="record", view="public", references=RUNS - 1, tested=CANDIDATES, population=300,
                                     confidence=0.95, claim=claim, attacks=attacks, seconds=1.0,
                                     details={"test_accuracy": [0.9] * RUNS, "training_seconds": 1.0,
                                              "trials": CANDIDATES * RUNS})
@@ -77,8 +77,8 @@ def _percent(fraction: float) -> str:
 def test_each_attack_is_a_row_with_its_numbers_and_verdict(document):
     none, judged = membership_blocks(as_model(document).settings)
     assert (none.label, judged.label) == ("none", LABEL)
-    assert judged.game == ("record-level game: a training record in some client's data, or not; 400 records tested "
-                           "per run, each a member by a fair coin; a target run and 4 reference runs; 300 population "
+    assert judged.game == ("record-level game: a training record in some client's data, or not, read from the final "
+                           "global model; 400 records tested per run, each a member by a fair coin; a target run and 4 reference runs; 300 population "
                            "records for RMIA; 2,000 trials pooled over the 5 runs.")
     assert judged.claim == "ε = 1.993 at δ = 1e-05, GDP μ = 0.5, 5 rounds" and none.claim == "no claim"
     assert judged.note == "the whole run's claim <i>as judged</i>"
