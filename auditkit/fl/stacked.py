@@ -107,7 +107,8 @@ def _stack_steps(parts: list[LocalSteps]) -> LocalSteps:
     return LocalSteps(x, y, torch.cat(indices), None if uniform else torch.cat(active))
 
 
-def _per_client(simulation: FederatedSimulation, buffers: dict[str, torch.Tensor], size: int) -> dict[str, torch.Tensor]:
+def _per_client(simulation: FederatedSimulation, buffers: dict[str, torch.Tensor],
+                size: int) -> dict[str, torch.Tensor]:
     """Buffers shared by a run's clients (the model's shapes) repeated per client (size, ...)."""
     own = dict(simulation.model.named_buffers())
     return {k: v if v.dim() != own[k].dim() else v.expand(size, *v.shape) for k, v in buffers.items()}

@@ -17,11 +17,13 @@ Two readings of the scores:
   audit's Bonferroni family, judged against the claim.
 
 The view attacked is the final global model (``public``) or, for a local mechanism whose claim covers it, each
-client's last message as the server decodes it (``server``). The claim judged is the whole run's (``composed_claim_curve``) under the neighbouring relation the game changes: a
-client in or out is ADD_OR_REMOVE_ONE; a record in or out of one client's data replaces that client's data, which
-a REPLACE_ONE claim covers directly and an ADD_OR_REMOVE_ONE claim covers as a group of two (mu-GDP: 2 mu, Dong,
-Roth & Su 2022, Thm. 2.14; otherwise the claim applied twice, P[M(D) in S] <= e^eps (e^eps P[M(D'') in S] +
-delta) + delta: (2 eps, (1 + e^eps) delta)). A client in or out under a REPLACE_ONE claim is not covered: the attacks still run, unjudged.
+client's last message as the server decodes it (``server``). The claim judged is the whole run's
+(``composed_claim_curve``) under the neighbouring relation the game changes: a client in or out is
+ADD_OR_REMOVE_ONE; a record in or out of one client's data replaces that client's data, which a REPLACE_ONE claim
+covers directly and an ADD_OR_REMOVE_ONE claim covers as a group of two (mu-GDP: 2 mu, Dong, Roth & Su 2022,
+Thm. 2.14; otherwise the claim applied twice, P[M(D) in S] <= e^eps (e^eps P[M(D'') in S] + delta) + delta:
+(2 eps, (1 + e^eps) delta)). A client in or out under a REPLACE_ONE claim is not covered: the attacks still run,
+unjudged.
 """
 from __future__ import annotations
 
@@ -155,6 +157,7 @@ def membership_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, *, pe
                                                 auc=scores_of.auc(pooled, members)))
     details = {"test_accuracy": runs.test_accuracy.tolist(), "training_seconds": runs.seconds,
                "trials": int(runs.members.size)}
-    return results.membership_entry(level=m.level, view=m.view, references=m.references, tested=int(runs.members.shape[1]),
+    return results.membership_entry(level=m.level, view=m.view, references=m.references,
+                                    tested=int(runs.members.shape[1]),
                                     population=m.population, confidence=config.distinguish.confidence, claim=claim,
                                     attacks=judged, seconds=time.perf_counter() - start, details=details)

@@ -117,7 +117,8 @@ def membership_runs(config: AuditConfig, *, stacked: bool = True,
     if m.view == View.SERVER:
         holder = _holders(data, candidates)
         read = [_server_models(sim, result, len(data.client_indices)) for sim, result in zip(simulations, results)]
-        logits = np.stack([_logits_in(sim, models, pool.x[candidates], holder) for sim, models in zip(simulations, read)])
+        logits = np.stack([_logits_in(sim, models, pool.x[candidates], holder)
+                           for sim, models in zip(simulations, read)])
         population_logits = np.stack([np.stack([_logits_in(sim, models, z, np.full(len(z), k))
                                                 for k in range(len(models))], axis=0)
                                       for sim, models in zip(simulations, read)])

@@ -9,10 +9,11 @@ from auditkit.results.model import CanaryClaim, Membership, MembershipAttackResu
 
 MEMBERSHIP_HEADING = "Membership inference against the final model"
 MEMBERSHIP_EXPLANATION = (
-    "Each attack scores every record or client tested from the final global model of the target run and of "
-    "reference runs of the same config, trained on re-drawn memberships. The TPR columns read the ROC pooled over every run taken as "
-    "the target in turn (95 % Clopper-Pearson intervals): they describe these attacks on these runs, and their "
-    "trials share runs, so they certify nothing. The certified ε is the one-run bound on the target run alone "
+    "Each attack scores every record or client tested from the model attacked (the final global model, or each "
+    "client's last update as the server decodes it) in the target run and in reference runs of the same config, "
+    "trained on re-drawn memberships. The TPR columns read the ROC pooled over every run taken as the target in "
+    "turn (95 % Clopper-Pearson intervals): they describe these attacks on these runs, and their trials share "
+    "runs, so they certify nothing. The certified ε is the one-run bound on the target run alone "
     "(each a member by a fair coin), judged against the whole run's claim for this game; a bound above "
     "the claim refutes it, one below it shows nothing about attacks not run here.")
 MEMBERSHIP_COLUMNS = ("attack", "AUC", "TPR at 0.1 % FPR [95 % CP interval]", "TPR at 1 % FPR [95 % CP interval]",
