@@ -18,7 +18,8 @@ from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import Checked, choice, mechanism_argument, out_option, plugin_option, ranged
 from auditkit.cli.outputs import check_output, overwrite_option, write_document
 from auditkit.cli.terminal import Reporter, console
-from auditkit.stages.idealized_canary import STATISTICS, canary_pairs, claim_at_delta, idealized_canary_audit
+from auditkit.stages.idealized_canary import (STATISTICS, canary_pairs, claim_at_delta, idealized_canary_audit,
+                                             searched_dict)
 from auditkit.validation import Integer
 
 __all__ = ["CANARY_TABLE_MIN_WIDTH", "command"]
@@ -138,6 +139,11 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
     say(f"{independent.label}: FPR <= {independent.fpr_upper:.4g}, FNR <= {independent.fnr_upper:.4g} at score > "
         f"{independent.threshold:.4g}: {refutes}; for any mechanism eps >= {independent.epsilon_lower_bound:.3f}; "
         "valid only because every canary is its own call of the mechanism, so never the verdict")
+    searched = audit.searched
+    say(f"{independent.label}, threshold searched: in at score >= {searched.threshold:.4g}, chosen on half the "
+        f"canaries and certified on the other half: {searched.false_positives:,} of {searched.non_members:,} excluded "
+        f"and {searched.true_positives:,} of {searched.members:,} included are in; for any mechanism eps >= "
+        f"{searched.epsilon_lower_bound:.3f} (cap {searched.max_certifiable:.2f}); never the verdict")
     say(f"meaning: {_canary_meaning(audit)}")
     console.print(f"verdict: [bold]{result.verdict}[/bold]", highlight=False)
     if out is not None:
@@ -151,7 +157,8 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
                    "note": f"one round: every canary is one call of {configured.name} on the pair {audit.pair}"},
             views=[view],
             details={"pair": audit.pair, "statistic": STATISTICS[audit.statistic], "sampling": audit.sampling,
-                     "seed": seed, "refuted_curve": audit.refuted_curve, "independent": independent.to_dict()})
+                     "seed": seed, "refuted_curve": audit.refuted_curve, "independent": independent.to_dict(),
+                     "searched": searched_dict(audit.searched)})
         entry = results.setting("s00", configured.name, configured, reproducible=reproducible, canary=section)
         config = {"mechanism": {"name": mechanism, **params}, "canaries": canaries, "bound": bound,
                   "guesses": guesses, "confidence": confidence, "bound_delta": delta, "pair": pair, "seed": seed}

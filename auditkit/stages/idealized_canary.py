@@ -21,6 +21,14 @@ curve's family that the point (FPR_ub, FNR_ub) lies below (refuted: f(FPR_ub) > 
 mu >= Phi^-1(1 - FPR_ub) - Phi^-1(FNR_ub)). It is near-tight at m = 10^6 (the bound reaches the true eps within a
 few percent at mu = 1), but it rests on the independence of the calls, which a real training run (canaries sharing
 one run) does not have: it is reported beside the one-run bound, never as the verdict.
+
+The searched two-sample bound (issue 43). The symmetric threshold spends the test where the pair is hardest to tell
+apart; the (eps, delta) bound for any mechanism is largest in the tails. ``searched_threshold_bound`` splits the
+excluded and the included canaries each in half by a keyed stream (seed, "canary", "threshold-split"), picks on one
+half the threshold "in when score >= t" whose own bound is largest, both inequalities of the hypothesis test
+(TPR <= e^eps FPR + delta and 1 - FPR <= e^eps (1 - TPR) + delta: both directions), and certifies that threshold on
+the other half (``auditkit.attacks.membership.roc_epsilon_lower_bound``): the selection costs half the samples and
+no confidence. Like the symmetric one it rests on independent calls, so it is never the verdict.
 """
 from __future__ import annotations
 
@@ -36,6 +44,7 @@ from auditkit import mechanisms
 from auditkit.attacks.audit_settings import audit_setting, setting_pairs
 from auditkit.attacks.bulk_sampling import bulk_sampler
 from auditkit.attacks.epsilon_bounds import clopper_pearson_upper
+from auditkit.attacks.membership import RocBound, roc_epsilon_lower_bound
 from auditkit.attacks.neighbouring_pairs import NeighbouringPair
 from auditkit.attacks.one_run import BOUNDS, GUESS_RULES, OneRunBound, largest_refuted_scale, one_run_bound
 from auditkit.mechanisms.randomness import derive_seed, generator
@@ -52,6 +61,8 @@ __all__ = [
     "claim_curve",
     "idealized_canary_audit",
     "independent_calls_bound",
+    "searched_dict",
+    "searched_threshold_bound",
 ]
 
 INDEPENDENT_LABEL = "independent calls (two-sample test)"
@@ -113,6 +124,7 @@ class IdealizedCanaryAudit:
     result: OneRunBound
     refuted_curve: str | None
     independent: IndependentCallsBound
+    searched: RocBound
     seconds: float
     seed: int
     scores: np.ndarray = field(repr=False, compare=False)
@@ -127,7 +139,8 @@ class IdealizedCanaryAudit:
                 "curve": None if self.curve is None else self.curve.label, "claimed_epsilon": self.claimed_epsilon,
                 "claimed_delta": self.claimed_delta, "result": self.result.to_dict(),
                 "refuted_curve": self.refuted_curve,
-                "independent": self.independent.to_dict(), "seconds": self.seconds, "seed": self.seed}
+                "independent": self.independent.to_dict(), "searched": searched_dict(self.searched),
+                "seconds": self.seconds, "seed": self.seed}
 
 
 def claim_curve(mechanism: mechanisms.Mechanism) -> TradeOff | None:
@@ -192,6 +205,19 @@ def independent_calls_bound(scores: np.ndarray, inserted: np.ndarray, *, thresho
                                  fnr_upper, confidence, delta, family.label,
                                  None if scale == 0 else family.scaled(scale).label, scale, epsilon, cap, refuted,
                                  curve_epsilon)
+
+
+def searched_threshold_bound(scores: np.ndarray, inserted: np.ndarray, *, confidence: float, delta: float,
+                             seed: int) -> RocBound:
+    """The two-sample bound at a threshold searched on half the canaries and certified on the other half (module
+    docstring), the halves drawn from the stream (seed, "canary", "threshold-split")."""
+    rng = np.random.default_rng(derive_seed(seed, "canary", "threshold-split"))
+    return roc_epsilon_lower_bound(scores, inserted, delta=delta, confidence=confidence, rng=rng)
+
+
+def searched_dict(bound: RocBound) -> dict[str, Any]:
+    """``bound`` as strict-JSON data: a threshold of +-inf (nothing or everything flagged) as null."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in vars(bound).items()}
 
 
 def _scores(mechanism: mechanisms.Mechanism, outputs: torch.Tensor, pair: NeighbouringPair,
@@ -260,7 +286,8 @@ def idealized_canary_audit(
         threshold = float(((x0 + x1) / 2) @ (x1 - x0))
     independent = independent_calls_bound(scores, inserted, threshold=threshold, curve=curve, confidence=confidence,
                                           delta=delta)
+    searched = searched_threshold_bound(scores, inserted, confidence=confidence, delta=delta, seed=seed)
     seconds = time.perf_counter() - started
     return IdealizedCanaryAudit(mechanism.name, chosen.label, "llr" if density is not None else "projection",
                                 sampler.description, curve, claimed_epsilon, float(claim.delta), result, refuted_curve,
-                                independent, seconds, seed, scores, inserted)
+                                independent, searched, seconds, seed, scores, inserted)
