@@ -199,6 +199,20 @@ def _note(axis: Any, text: str) -> None:
               transform=axis.transAxes)
 
 
+def panel_grid(count: int, *, columns: int, size: tuple[float, float], margin: float, empty: str) -> tuple[Any, Any]:
+    """A figure of ``count`` panels of ``size`` inches, at most ``columns`` a row (``margin`` inches more for the
+    legends), the unused panels hidden and ``empty`` noted when there is none. Returns (figure, axes)."""
+    plt = _pyplot()
+    columns = max(1, min(columns, count))
+    rows = max(1, -(-count // columns))
+    figure, axes = plt.subplots(rows, columns, figsize=(size[0] * columns + margin, size[1] * rows), squeeze=False)
+    for axis in axes.flat[max(1, count):]:
+        axis.set_visible(False)
+    if not count:
+        _note(axes[0][0], empty)
+    return figure, axes
+
+
 def _trained(results: ResultsDocument) -> list[Setting]:
     """The settings that trained (and recorded at least one round)."""
     return [s for s in results.settings if s.training is not None and s.training.rounds]
@@ -682,15 +696,9 @@ def tradeoff_vs_claim(results: ResultsDocument, path: str | Path) -> Path:
     the canary scores, solid (views with the same ROC share a line: for FedAvg with central noise the final
     model's move is the sum of the aggregates over q K), and dashed black the TPR the claim's curve allows
     (1 - f(FPR)), with the diagonal TPR = FPR (guessing) in grey. Returns ``path``."""
-    plt = _pyplot()
     panels = _canary_panels(results)[:_CANARY_PANELS]
-    columns = max(1, min(3, len(panels)))
-    rows = max(1, -(-len(panels) // columns))
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns + 1.8, 3.6 * rows), squeeze=False)
-    for axis in axes.flat[max(1, len(panels)):]:
-        axis.set_visible(False)
-    if not panels:
-        _note(axes[0][0], "no setting ran a one-run canary audit")
+    figure, axes = panel_grid(len(panels), columns=3, size=(4.2, 3.6), margin=1.8,
+                              empty="no setting ran a one-run canary audit")
     for axis, setting in zip(axes.flat, panels):
         canary = setting.canary
         low = 1.0

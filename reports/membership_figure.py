@@ -26,15 +26,9 @@ def membership_roc(results: ResultsDocument, path: str | Path) -> Path:
     FPR on log-log axes from 1 / (non-members) to 1, a line per attack in its own style; the chance line TPR = FPR
     (grey, dotted); and dashed black the TPR the whole run's claim allows (``claim_tpr``), where there is a claim.
     Returns ``path``."""
-    plt = figures._pyplot()
     panels = membership_settings(results.settings, with_roc=True)[:PANELS]
-    columns = max(1, min(2, len(panels)))
-    rows = max(1, -(-len(panels) // columns))
-    figure, axes = plt.subplots(rows, columns, figsize=(5.2 * columns + 1.0, 4.2 * rows), squeeze=False)
-    for axis in axes.flat[max(1, len(panels)):]:
-        axis.set_visible(False)
-    if not panels:
-        figures._note(axes[0][0], "no setting ran membership inference")
+    figure, axes = figures.panel_grid(len(panels), columns=2, size=(5.2, 4.2), margin=1.0,
+                                      empty="no setting ran membership inference")
     for axis, setting in zip(axes.flat, panels):
         membership = setting.membership
         low = 1.0
