@@ -6,8 +6,8 @@ the central quantizer cell). ``audit_setting(m)`` returns it, or, when the mecha
 setting, marked ``GENERIC_NOTE`` so that reports say a generic default stood in: d = 2, the ball of radius
 ``clip`` (1 without a clip parameter), pairs up to its diameter apart, inputs beyond the ball. Its norm is the claim's:
 the one its sensitivity text names (``auditkit.mechanisms.guarantee.stated_norm``: "l1 clip 0.5" is tested in the l1 ball,
-so that every pair tried is a pair of neighbours the claim covers; an l-infinity claim in the l2 ball, whose pairs
-it covers too); else the mechanism's ``clip_norm``; else l2, assumed (``NORM_ASSUMED``). The setting's note says
+so that every pair tried is a pair of neighbours the claim covers; an l-infinity claim in the l-infinity ball, its
+pairs at the cube's corners); else the mechanism's ``clip_norm``; else l2, assumed (``NORM_ASSUMED``). The setting's note says
 which.
 
 ``setting_pairs(setting)`` builds the candidate pairs (``auditkit.attacks.neighbouring_pairs``) that
@@ -43,11 +43,9 @@ def _generic_norm(mechanism: Mechanism) -> tuple[str, str]:
     sensitivity = mechanism.guarantee().sensitivity
     stated, clip_norm = stated_norm(sensitivity), mechanism.clip_norm
     clips = f"; the mechanism clips in {clip_norm}" if clip_norm not in (None, stated) else ""
-    if stated in ("l1", "l2"):
+    if stated in ("l1", "l2", "linf"):
         return stated, f"the norm of the claim's sensitivity {sensitivity!r}{clips}"
-    if stated == "linf":  # pairs 2 radius apart in l2 differ by at most 2 radius in every coordinate
-        return "l2", f"whose pairs the claim's l-infinity sensitivity {sensitivity!r} covers{clips}"
-    if clip_norm in ("l1", "l2"):
+    if clip_norm in ("l1", "l2", "linf"):
         return clip_norm, "the mechanism's clip norm"
     return "l2", f"the claim's sensitivity {sensitivity!r} {NORM_ASSUMED}"
 

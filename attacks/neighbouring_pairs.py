@@ -6,7 +6,10 @@ in dimension d, pairs that differ only in the first ``block`` coordinates (the u
 
 * ``axis``: x0 = -(s/2) e1, x1 = +(s/2) e1 (centred, so ||x0|| = ||x1||);
 * ``spread``: the same along (1, ..., 1) over the block, normalised in the claim's norm (block > 1);
-* ``random-k``: along k random Gaussian directions in the block, normalised in the norm (block > 1);
+* ``random-k``: along k random Gaussian directions in the block, normalised in the norm (block > 1); in
+  ``linf`` random sign patterns instead (every coordinate of the block moves by the full shift);
+* ``half-half`` (``linf``, block > 1): the first half of the block moves up, the rest down (StatDP's
+  "half half" database pair for counting queries, Ding et al., CCS 2018);
 * ``zero-vs-axis``: x0 = 0, x1 = min(s, radius) e1, the add-remove shape (skipped with ``same_norm``);
 * ``beyond-clip``: x0 = -4 radius e1, x1 = +4 radius e1, inputs the clip must pull back (with
   ``beyond_clip``: a mechanism that skips its clip is caught here); under an add/remove-one claim
@@ -32,7 +35,7 @@ from auditkit.validation import Choice, Integer, Number, Optional
 
 __all__ = ["NORMS", "NeighbouringPair", "neighbouring_pairs"]
 
-NORMS = ("l1", "l2")
+NORMS = ("l1", "l2", "linf")
 _BEYOND_CLIP = 4.0
 
 
@@ -85,7 +88,7 @@ def neighbouring_pairs(
         )
     Integer(low=0).check(random_directions, "random_directions")
 
-    p = 1 if norm == "l1" else 2
+    p = {"l1": 1, "l2": 2, "linf": math.inf}[norm]
     e1 = torch.zeros(dimension, dtype=torch.float64)
     e1[0] = 1.0
 
@@ -103,10 +106,16 @@ def neighbouring_pairs(
         spread = torch.zeros(dimension, dtype=torch.float64)
         spread[:block] = 1.0
         pairs.append(centred("spread", spread, sensitivity / 2))
+        if norm == "linf":
+            half = torch.zeros(dimension, dtype=torch.float64)
+            half[:block] = torch.where(torch.arange(block) < (block + 1) // 2, 1.0, -1.0)
+            pairs.append(centred("half-half", half, sensitivity / 2))
         g = torch.Generator().manual_seed(seed)
         for k in range(1, random_directions + 1):
             direction = torch.zeros(dimension, dtype=torch.float64)
             direction[:block] = torch.randn(block, generator=g, dtype=torch.float64)
+            if norm == "linf":  # a corner of the cube: the extreme points of the l-infinity relation
+                direction[:block] = torch.where(direction[:block] >= 0, 1.0, -1.0)
             pairs.append(centred(f"random-{k}", direction, sensitivity / 2))
     if not same_norm:
         zero = torch.zeros(dimension, dtype=torch.float64)

@@ -73,8 +73,7 @@ def _claiming(sensitivity, clip_norm=None):
     # the claim's norm, not the mechanism's clip norm: every pair tried is one the claim covers
     ("l1 clip 0.5", "l2", "l1", "l1: the norm of the claim's sensitivity 'l1 clip 0.5'; the mechanism clips in l2"),
     ("l2 clip 0.5", "l1", "l2", "l2: the norm of the claim's sensitivity 'l2 clip 0.5'; the mechanism clips in l1"),
-    ("l-infinity clip 0.5", None, "l2", "l2: whose pairs the claim's l-infinity sensitivity 'l-infinity clip 0.5' "
-                                        "covers"),
+    ("l-infinity clip 0.5", None, "linf", "linf: the norm of the claim's sensitivity 'l-infinity clip 0.5'"),
     ("clip 0.5", "l1", "l1", "l1: the mechanism's clip norm"),
     ("clip 0.5", None, "l2", "l2: the claim's sensitivity 'clip 0.5' names no norm: l2 assumed"),
 ])
@@ -83,6 +82,6 @@ def test_the_generic_setting_takes_the_norm_of_the_claims_sensitivity(sensitivit
     assert is_generic(setting) and (setting.norm, setting.radius, setting.sensitivity) == (norm, 0.5, 1.0)
     assert setting.note == ("generic default: the mechanism declares no audit setting: d = 2, the "
                             f"{norm} ball of radius 0.5, pairs up to 1 apart (its diameter); {why}")
-    p = 1 if norm == "l1" else 2
+    p = {"l1": 1, "l2": 2, "linf": float("inf")}[norm]
     axis = setting_pairs(setting)[0]
     assert torch.linalg.vector_norm(axis.x1 - axis.x0, p).item() == pytest.approx(1.0)

@@ -58,7 +58,7 @@ def test_random_directions_are_reproducible():
     [
         ({"dimension": 0, "sensitivity": 1.0}, "dimension"),
         ({"dimension": 2, "sensitivity": 0.0}, "sensitivity"),
-        ({"dimension": 2, "sensitivity": 1.0, "norm": "linf"}, "norm"),
+        ({"dimension": 2, "sensitivity": 1.0, "norm": "l3"}, "norm"),
         ({"dimension": 2, "sensitivity": 2.0, "radius": 0.5}, "radius"),
         ({"dimension": 2, "sensitivity": 1.0, "block": 3}, "block"),
         ({"dimension": 2, "sensitivity": 1.0, "same_norm": True}, "same_norm"),
@@ -76,3 +76,18 @@ def test_an_add_remove_claim_tests_the_absent_client_against_one_beyond_the_clip
     pairs = {p.label: p for p in neighbouring_pairs(2, sensitivity=1.0, radius=1.0, beyond_clip=True, add_remove=True)}
     assert pairs["beyond-clip"].x0.tolist() == [0.0, 0.0] and pairs["beyond-clip"].x1.tolist() == [4.0, 0.0]
     assert (pairs["axis"].x1 - pairs["axis"].x0).norm().item() == 1.0  # the other pairs keep the shift
+
+
+def test_linf_pairs_sit_at_the_corners_of_the_cube():
+    """Under an l-infinity relation every coordinate of the block may move by the full shift: spread, half-half and
+    the random pairs are sign patterns, each exactly ``sensitivity`` apart in l-infinity and inside the ball."""
+    pairs = {p.label: p for p in neighbouring_pairs(6, sensitivity=1.0, norm="linf", block=4, seed=1)}
+    assert list(pairs) == ["axis", "spread", "half-half", "random-1", "random-2", "zero-vs-axis"]
+    for pair in (pairs[label] for label in ("axis", "spread", "half-half", "random-1", "random-2")):
+        shift = pair.x1 - pair.x0
+        assert torch.linalg.vector_norm(shift, float("inf")).item() == pytest.approx(1.0)
+        assert max(pair.x0.abs().max().item(), pair.x1.abs().max().item()) <= 0.5 + 1e-12
+        assert torch.all(shift[4:] == 0)
+    assert pairs["half-half"].x1.tolist() == [0.5, 0.5, -0.5, -0.5, 0.0, 0.0]
+    for label in ("spread", "random-1", "random-2"):
+        assert torch.all(pairs[label].x1[:4].abs() == 0.5), label
