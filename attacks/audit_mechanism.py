@@ -25,7 +25,7 @@ from auditkit.attacks.bulk_sampling import BatchedMechanism, resolve_mechanism
 from auditkit.attacks.distinguish import SELECTION, EpsilonEstimate, distinguish
 from auditkit.attacks.distinguishing_statistics import STATISTICS
 from auditkit.attacks.neighbouring_pairs import NeighbouringPair
-from auditkit.attacks.pair_search import PairSearch, search_worst_pair
+from auditkit.attacks.pair_search import PairSearch, Relation, search_worst_pair
 from auditkit.attacks.verdicts import bonferroni_confidence, verdict
 from auditkit.mechanisms import LogDensity, Mechanism, PrivacyGuarantee
 
@@ -85,6 +85,7 @@ def audit_mechanism(
     log_density: LogDensity | None = None,
     random_directions: int = 2,
     search: bool = False,
+    proposals: int | None = None,
     selection: float = SELECTION,
     seed: int = 0,
 ) -> MechanismAudit:
@@ -96,18 +97,22 @@ def audit_mechanism(
     tests:     the size of the test family for the Bonferroni correction (default: the number of pairs, or 1
                with ``search``).
     search:    the worst-pair search (module docstring); selection: the share of outputs that chooses each test.
+    proposals: the search's pairs proposed near the best within the setting's relation (default: half the number
+               of pairs; 0: none; none for a ``same_norm`` setting, whose pairs are not a ball's).
     """
     resolved = resolve_mechanism(mechanism, seed=seed)
     if isinstance(resolved, Mechanism):
         claim: PrivacyGuarantee | None = resolved.guarantee()
         setting = audit_setting(resolved)
         name, params, note = resolved.name, dict(resolved.params), setting.note
+        relation = None if setting.same_norm else Relation(setting.norm, setting.radius, setting.block)
         if pairs is None:
             pairs = setting_pairs(setting, random_directions=random_directions, seed=seed)
     else:
         if pairs is None:
             raise ValueError("pairs: auditing a callable needs its neighbouring pairs (attacks.neighbouring_pairs)")
         claim, name, params, note = None, getattr(resolved, "__name__", "callable"), {}, "pairs given"
+        relation = None
     pairs = list(pairs)
     if not pairs:
         raise ValueError("pairs must hold at least one NeighbouringPair")
@@ -124,7 +129,7 @@ def audit_mechanism(
     if search:
         found = search_worst_pair(resolved, pairs, trials=trials, confidence=per_test, delta=delta,
                                   claimed_eps=claimed, statistics=statistics, log_density=log_density,
-                                  selection=selection, seed=seed)
+                                  selection=selection, relation=relation, proposals=proposals, seed=seed)
         judged = verdict(found.estimate, claim if claimed_eps is None and claim is not None else claimed)
         return MechanismAudit(name, params, claim, claimed, (found.estimate,), found.estimate, judged, confidence,
                               per_test, tests, note, found)

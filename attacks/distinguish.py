@@ -37,6 +37,7 @@ import torch
 
 from auditkit.attacks.bulk_sampling import BatchedMechanism, BulkSampler, resolve_mechanism
 from auditkit.attacks.distinguishing_statistics import (
+    FITTED_ON_HALF,
     STATISTICS,
     Scorer,
     best_threshold,
@@ -57,6 +58,7 @@ __all__ = [
     "choose_test",
     "distinguish",
     "held_out_estimate",
+    "rethreshold",
 ]
 
 MIN_TRIALS = 20  # 5 selection and 5 held-out outputs per side at least
@@ -168,19 +170,41 @@ def choose_test(
     tiebreak = outputs @ direction
     best: ChosenTest | None = None
     bounds: dict[str, float] = {}
+    half0, half1 = len(y0) // 2, len(y1) // 2
+    on_half = np.r_[np.arange(half0, len(y0)), len(y0) + np.arange(half1, len(y1))]  # the outputs not counted
     for name in statistics:
-        scorer = fit_scorer(name, y0, y1, x0, x1, log_density=log_density, seed=seed)
+        counted = name in FITTED_ON_HALF and min(half0, half1) >= 2
+        fit0, fit1 = (y0[:half0], y1[:half1]) if counted else (y0, y1)
+        scorer = fit_scorer(name, fit0, fit1, x0, x1, log_density=log_density, seed=seed)
         if scorer is None:
             continue
         scores = np.asarray(scorer(outputs), dtype=np.float64)
         ranks = dense_ranks(scores, tiebreak)
-        choice = best_threshold(ranks[~side], ranks[side], alpha=1 - confidence, delta=delta, held_out=held_out)
+        cut = on_half if counted else np.arange(len(outputs))
+        choice = best_threshold(ranks[cut][~side[cut]], ranks[cut][side[cut]], alpha=1 - confidence, delta=delta,
+                                held_out=held_out)
         bounds[name] = choice.bound
         if best is None or choice.bound > best.predicted_bound:  # the first listed statistic wins a tie
             at_cut = int(np.flatnonzero(ranks == choice.rank)[0])
             best = ChosenTest(name, scorer, direction, float(scores[at_cut]), float(tiebreak[at_cut]),
                               choice.fp_share, choice.bound, bounds)
     return best
+
+
+def rethreshold(
+    test: ChosenTest, y0: np.ndarray, y1: np.ndarray, *, held_out: tuple[int, int], confidence: float, delta: float,
+) -> ChosenTest:
+    """``test``'s statistic as fitted, its threshold and confidence share chosen again on the outputs y0 of M(x0)
+    and y1 of M(x1), which it was not fitted on: the same prediction ``choose_test`` makes."""
+    outputs = np.concatenate([y0, y1])
+    side = np.arange(len(outputs)) >= len(y0)
+    scores = np.asarray(test.scorer(outputs), dtype=np.float64)
+    tiebreak = outputs @ test.direction
+    ranks = dense_ranks(scores, tiebreak)
+    choice = best_threshold(ranks[~side], ranks[side], alpha=1 - confidence, delta=delta, held_out=held_out)
+    at_cut = int(np.flatnonzero(ranks == choice.rank)[0])
+    return ChosenTest(test.statistic, test.scorer, test.direction, float(scores[at_cut]), float(tiebreak[at_cut]),
+                      choice.fp_share, choice.bound, dict(test.selection_bounds))
 
 
 def held_out_estimate(

@@ -2,7 +2,13 @@
 
 Scores s(y), larger meaning "more like x1", fitted on the selection outputs only: ``projection`` <y, x1 - x0>;
 ``llr`` ln p(y | x1) - ln p(y | x0) (Neyman-Pearson), rounded to 1e-9 so its plateaus are exact ties; ``classifier``
-a logistic regression (DP-Sniper, Bichsel et al., IEEE S&P 2021). Ties are broken by the projection (the key
+a logistic regression (DP-Sniper, Bichsel et al., IEEE S&P 2021); ``atoms`` the exact-value test, the log ratio
+of the two sides' counts of an output repeated exactly (a point mass: an output value, or a whole vector of flags,
+one side produces and the other does not); ``histogram`` the log ratio of the two sides' counts in the cells of
+the joint output -- the pattern of its discrete coordinates times quantile bins of the projection of the others
+(Koskela & Mohammadi 2024's histogram estimate of the hockey-stick divergence; a threshold on the ratio is the
+event {ratio > e^eps} that maximises P1(S) - e^eps P0(S)). ``atoms`` and ``histogram`` count on the first half of
+the selection outputs (``FITTED_ON_HALF``), so that the threshold is chosen on outputs they did not see. Ties are broken by the projection (the key
 (score, projection) compared lexicographically). ``best_threshold`` picks the cut and confidence share for the
 bound the HELD-OUT outputs will give: each selection rate is replaced by its Clopper-Pearson upper bound at 0.95
 (pessimistic, against the winner's curse of a maximum over ~1,000 cuts), scaled to the held-out counts, and the
@@ -34,7 +40,8 @@ __all__ = [
     "projection_direction",
 ]
 
-STATISTICS = ("projection", "llr", "classifier")
+STATISTICS = ("projection", "llr", "classifier", "atoms", "histogram")
+FITTED_ON_HALF = frozenset({"atoms", "histogram"})  # counts overfit: their threshold is chosen on the other half
 
 Scorer = Callable[[np.ndarray], np.ndarray]
 """Outputs (B, d_out) -> scores (B,), larger = more like x1."""
@@ -44,6 +51,11 @@ _CLASSIFIER_ROWS = 50_000  # per side
 _CLASSIFIER_MAX_COORDINATES = 64
 _TAIL_GRID = 400
 _MIDDLE_GRID = 200
+_MIN_ATOM = 3  # an exact value seen this often in the pooled fitting outputs is an atom
+_MAX_ATOMS = 4096
+_DISCRETE_VALUES = 16  # a coordinate with at most this many distinct values is part of the histogram's pattern
+_PER_CELL = 50  # the histogram's bins: about this many fitting outputs per cell
+_MAX_BINS = 256
 _PREDICTION_ALPHA = 0.05  # a selection rate predicts the held-out rate by its upper bound at this level
 FP_SHARES = (0.1, 0.25, 0.5, 0.75, 0.9)  # shares of 1 - confidence given to the false-positive rate
 
@@ -76,6 +88,78 @@ def _classifier(y0: np.ndarray, y1: np.ndarray, direction: np.ndarray, rng: np.r
     return lambda y: ((_features(y, direction) - mean) / std) @ weights + intercept
 
 
+def _row_keys(y: np.ndarray) -> np.ndarray:
+    """One int64 per row, equal for rows equal bit for bit (after -0.0 -> 0.0): the float64 words mixed by fixed
+    odd multipliers (a collision of two different rows has probability about 2^-64)."""
+    words = np.ascontiguousarray(np.asarray(y, dtype=np.float64) + 0.0).view(np.uint64)
+    multipliers = np.random.default_rng(0x5EED).integers(1, 2**63, size=words.shape[1], dtype=np.uint64) | np.uint64(1)
+    with np.errstate(over="ignore"):
+        return (words * multipliers).sum(axis=1, dtype=np.uint64).view(np.int64)
+
+
+def _log_ratio(c1: np.ndarray, n1: int, c0: np.ndarray, n0: int) -> np.ndarray:
+    """ln[(c1 + 1/2) / n1] - ln[(c0 + 1/2) / n0]: the two sides' count ratio, smoothed so empty cells stay finite."""
+    return np.log((c1 + 0.5) / n1) - np.log((c0 + 0.5) / n0)
+
+
+class _CountTable:
+    """Scores of keys from their counts on the two sides: a key in ``only`` (default: any key counted) scores its
+    smoothed log count ratio, any other key ``other``."""
+
+    def __init__(self, k0: np.ndarray, k1: np.ndarray, only: np.ndarray | None = None, other: float = 0.0) -> None:
+        keys = np.unique(np.concatenate([k0, k1])) if only is None else np.unique(only)
+        c0, c1 = (np.bincount(np.searchsorted(keys, k[np.isin(k, keys)]), minlength=keys.size) for k in (k0, k1))
+        self.keys, self.scores, self.other = keys, _log_ratio(c1, k1.size, c0, k0.size), other
+
+    def __call__(self, keys: np.ndarray) -> np.ndarray:
+        if self.keys.size == 0:
+            return np.full(keys.size, self.other)
+        at = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        return np.where(self.keys[at] == keys, self.scores[at], self.other)
+
+
+def _frequent_rows(k0: np.ndarray, k1: np.ndarray) -> np.ndarray:
+    """The row keys seen at least ``_MIN_ATOM`` times in the pooled fitting outputs (the ``_MAX_ATOMS`` most
+    frequent): the outputs with a point mass."""
+    keys, counts = np.unique(np.concatenate([k0, k1]), return_counts=True)
+    keep = counts >= _MIN_ATOM
+    if np.count_nonzero(keep) > _MAX_ATOMS:
+        keep &= counts >= np.sort(counts)[-_MAX_ATOMS]
+    return keys[keep]
+
+
+def _atoms(y0: np.ndarray, y1: np.ndarray) -> Scorer:
+    """Exact-value test: every atom (``_frequent_rows``) scores its smoothed log count ratio; every other output
+    scores the ratio of the rest of the mass."""
+    k0, k1 = _row_keys(y0), _row_keys(y1)
+    atoms = _frequent_rows(k0, k1)
+    rest0, rest1 = (np.count_nonzero(~np.isin(k, atoms)) for k in (k0, k1))
+    table = _CountTable(k0, k1, only=atoms, other=float(_log_ratio(rest1, k1.size, rest0, k0.size)))
+    return lambda y: table(_row_keys(y))
+
+
+def _histogram(y0: np.ndarray, y1: np.ndarray, direction: np.ndarray) -> Scorer:
+    """Joint-output histogram: every atom (``_frequent_rows``) is a cell of its own; any other output's cell is
+    (its values on the discrete coordinates, at most ``_DISCRETE_VALUES`` distinct values each in the fitting
+    outputs) x (the quantile bin of the projection of its other coordinates onto ``direction``), about
+    ``_PER_CELL`` fitting outputs per cell. A cell scores its smoothed log count ratio, 0 if never seen."""
+    pooled = np.concatenate([y0, y1])
+    atoms = _frequent_rows(_row_keys(y0), _row_keys(y1))
+    discrete = np.array([np.unique(pooled[:, j]).size <= _DISCRETE_VALUES for j in range(pooled.shape[1])])
+    weights = np.where(discrete, 0.0, direction)
+    patterns = np.unique(_row_keys(pooled[:, discrete])).size if discrete.any() else 1
+    bins = int(np.clip(pooled.shape[0] // (_PER_CELL * patterns), 1, _MAX_BINS)) if (~discrete).any() else 1
+    edges = np.unique(np.quantile(pooled @ weights, np.linspace(0, 1, bins + 1)[1:-1])) if bins > 1 else np.empty(0)
+
+    def cells(y: np.ndarray) -> np.ndarray:
+        binned = np.searchsorted(edges, y @ weights, side="right").astype(np.float64)[:, None]
+        rows = _row_keys(y)
+        return np.where(np.isin(rows, atoms), rows, _row_keys(np.hstack([y[:, discrete], binned, -np.ones_like(binned)])))
+
+    table = _CountTable(cells(y0), cells(y1))
+    return lambda y: table(cells(y))
+
+
 def fit_scorer(
     name: str,
     y0: np.ndarray,
@@ -104,6 +188,10 @@ def fit_scorer(
         return llr
     if name == "classifier":
         return _classifier(y0, y1, direction, np.random.default_rng(seed))
+    if name == "atoms":
+        return _atoms(y0, y1)
+    if name == "histogram":
+        return _histogram(y0, y1, direction)
     raise ValueError(f"statistics must be among {', '.join(STATISTICS)}, got {name!r}")
 
 

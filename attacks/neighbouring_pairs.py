@@ -18,6 +18,11 @@ in dimension d, pairs that differ only in the first ``block`` coordinates (the u
   h = min(s, Delta/2) along e1: ``in-cell`` x = o + Delta/2 -+ h/2 (both inside one cell) and ``straddle``
   x = o -+ h/2 (on both sides of the boundary); kept only where they fit the ball (and ``same_norm``).
 
+``nearby_pairs(pair, ...)`` proposes pairs around one found promising, for the pair search's black-box
+optimisation (``auditkit.attacks.pair_search``): the shift x1 - x0 is turned (a Gaussian step in the block, or in
+``linf`` sign flips) and kept at its length, the centre (x0 + x1)/2 moved, then pulled back until both inputs lie in
+the ball again: every proposal is a pair of neighbours the same relation covers.
+
 ``same_norm`` (for mechanisms that reveal ||x||, e.g. JoPEQ's scale zeta, whose claim is about the scaled
 update at a fixed zeta) fills the coordinate after the block so that ||x0||_2 = ||x1||_2 = radius; pairs with
 different norms are the side-channel tests of the adaptive attacks, not of the claim.
@@ -29,11 +34,12 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 
 from auditkit.validation import Choice, Integer, Number, Optional
 
-__all__ = ["NORMS", "NeighbouringPair", "neighbouring_pairs"]
+__all__ = ["NORMS", "NeighbouringPair", "nearby_pairs", "neighbouring_pairs"]
 
 NORMS = ("l1", "l2", "linf")
 _BEYOND_CLIP = 4.0
@@ -129,3 +135,45 @@ def neighbouring_pairs(
             if abs(centre) + h / 2 <= radius and (not same_norm or centre == 0):
                 pairs.append(NeighbouringPair(label, (centre - h / 2) * e1, (centre + h / 2) * e1))
     return pairs
+
+
+def _norm(v: torch.Tensor, norm: str) -> float:
+    return float(torch.linalg.vector_norm(v, {"l1": 1, "l2": 2, "linf": math.inf}[norm]))
+
+
+def nearby_pairs(
+    pair: NeighbouringPair, count: int, *, norm: str, radius: float, block: int, step: float,
+    rng: np.random.Generator,
+) -> list[NeighbouringPair]:
+    """``count`` pairs near ``pair`` in the same relation (module docstring), labelled "<label>~<i>": the shift
+    turned by a Gaussian step of relative size ``step`` in the first ``block`` coordinates (``linf``: each
+    coordinate set to -length, 0 or +length with probability ``step`` / 2) at its own length, the centre moved by ``step`` x ``radius`` and
+    shrunk until both inputs lie in the ``norm`` ball of ``radius``. No proposals for a pair outside the ball (beyond the
+    clip: its relation is not the ball's) or whose inputs are equal."""
+    x0, x1 = pair.x0, pair.x1
+    shift, centre = x1 - x0, (x0 + x1) / 2
+    length = _norm(shift, norm)
+    if length == 0 or max(_norm(x0, norm), _norm(x1, norm)) > radius * (1 + 1e-9):
+        return []
+    proposals = []
+    for i in range(count):
+        turn = torch.zeros_like(shift)
+        if norm == "linf":  # from corner to corner: a coordinate changed with probability step / 2
+            changed = torch.as_tensor(rng.random(block) < step / 2)
+            new = torch.as_tensor(rng.choice([-length, 0.0, length], size=block))
+            turn[:block] = torch.where(changed, new, shift[:block])
+        else:
+            turn[:block] = shift[:block] + step * length * torch.as_tensor(rng.normal(size=block)) / math.sqrt(block)
+        if _norm(turn, norm) == 0:
+            continue
+        turn = turn * (length / _norm(turn, norm))
+        moved = centre.clone()
+        moved[:block] += step * radius * torch.as_tensor(rng.normal(size=block)) / math.sqrt(block)
+        for _ in range(60):  # halve the centre's distance from 0 until both inputs fit the ball
+            if max(_norm(moved - turn / 2, norm), _norm(moved + turn / 2, norm)) <= radius * (1 + 1e-12):
+                break
+            moved = moved / 2
+        else:
+            moved = torch.zeros_like(moved)
+        proposals.append(NeighbouringPair(f"{pair.label}~{i + 1}", moved - turn / 2, moved + turn / 2))
+    return proposals

@@ -80,6 +80,8 @@ def test_estimate_records_the_test_and_serialises():
         "projection",
         "llr",
         "classifier",
+        "atoms",
+        "histogram",
     }
     assert estimate.pair.label == "axis" and estimate.claimed_epsilon == pytest.approx(4.0)
     assert estimate.confidence == 0.95 and estimate.samples_per_second > 0

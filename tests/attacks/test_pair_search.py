@@ -34,9 +34,11 @@ def test_the_audit_judges_one_held_out_test_at_the_full_confidence():
     assert audit.tests == 1 and audit.per_test_confidence == audit.confidence == 0.95
     assert audit.estimates == (audit.worst,) and audit.worst is audit.search.estimate
     # the mechanism's declared output density serves the likelihood ratio, as in distinguish
-    assert set(audit.worst.selection_bounds) == {"projection", "llr", "classifier"}
+    assert set(audit.worst.selection_bounds) == {"projection", "llr", "classifier", "atoms", "histogram"}
     record = audit.to_dict()
-    assert record["search"]["chosen"] == audit.search.chosen and len(record["search"]["candidates"]) == 6
+    # the 6 pairs of the setting, then 3 proposed near the best within its l2 ball (half as many as pairs)
+    assert record["search"]["chosen"] == audit.search.chosen and len(record["search"]["candidates"]) == 9
+    assert [c["parent"] is None for c in record["search"]["candidates"]] == [True] * 6 + [False] * 3
     with pytest.raises(ValueError, match=r"tests must be an integer >= 1 \(one held-out test with search\)"):
         audit_mechanism(_gaussian(0), trials=10_000, search=True, tests=0)
     with pytest.raises(ValueError, match="leaves fewer than 10 held-out outputs"):
