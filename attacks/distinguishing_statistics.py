@@ -51,8 +51,8 @@ _CLASSIFIER_ROWS = 50_000  # per side
 _CLASSIFIER_MAX_COORDINATES = 64
 _TAIL_GRID = 400
 _MIDDLE_GRID = 200
-_MIN_ATOM = 3  # an exact value seen this often in the pooled fitting outputs is an atom
-_MAX_ATOMS = 4096
+_MIN_ATOM = 3  # an exact value seen this often in the pooled fitting outputs is a cell of the histogram
+_MAX_ATOMS = 1 << 16
 _DISCRETE_VALUES = 16  # a coordinate with at most this many distinct values is part of the histogram's pattern
 _PER_CELL = 50  # the histogram's bins: about this many fitting outputs per cell
 _MAX_BINS = 256
@@ -118,33 +118,35 @@ class _CountTable:
         return np.where(self.keys[at] == keys, self.scores[at], self.other)
 
 
-def _frequent_rows(k0: np.ndarray, k1: np.ndarray) -> np.ndarray:
-    """The row keys seen at least ``_MIN_ATOM`` times in the pooled fitting outputs (the ``_MAX_ATOMS`` most
-    frequent): the outputs with a point mass."""
+def _frequent_rows(k0: np.ndarray, k1: np.ndarray, least: int) -> np.ndarray:
+    """The row keys seen at least ``least`` times in the pooled fitting outputs (the ``_MAX_ATOMS`` most
+    frequent)."""
     keys, counts = np.unique(np.concatenate([k0, k1]), return_counts=True)
-    keep = counts >= _MIN_ATOM
+    keep = counts >= least
     if np.count_nonzero(keep) > _MAX_ATOMS:
         keep &= counts >= np.sort(counts)[-_MAX_ATOMS]
     return keys[keep]
 
 
 def _atoms(y0: np.ndarray, y1: np.ndarray) -> Scorer:
-    """Exact-value test: every atom (``_frequent_rows``) scores its smoothed log count ratio; every other output
-    scores the ratio of the rest of the mass."""
+    """Exact-value test: every output value seen in the fitting outputs (``_frequent_rows``; once is enough: a
+    value only one side can produce, as on a porous support, is evidence when it recurs in other outputs) scores
+    its smoothed log count ratio; every other output the ratio of the rest of the mass. On a continuous output no
+    value recurs and every held-out output scores the same: the projection orders them."""
     k0, k1 = _row_keys(y0), _row_keys(y1)
-    atoms = _frequent_rows(k0, k1)
+    atoms = _frequent_rows(k0, k1, 1)
     rest0, rest1 = (np.count_nonzero(~np.isin(k, atoms)) for k in (k0, k1))
     table = _CountTable(k0, k1, only=atoms, other=float(_log_ratio(rest1, k1.size, rest0, k0.size)))
     return lambda y: table(_row_keys(y))
 
 
 def _histogram(y0: np.ndarray, y1: np.ndarray, direction: np.ndarray) -> Scorer:
-    """Joint-output histogram: every atom (``_frequent_rows``) is a cell of its own; any other output's cell is
+    """Joint-output histogram: every atom (a value seen at least ``_MIN_ATOM`` times) is a cell of its own; any other output's cell is
     (its values on the discrete coordinates, at most ``_DISCRETE_VALUES`` distinct values each in the fitting
     outputs) x (the quantile bin of the projection of its other coordinates onto ``direction``), about
     ``_PER_CELL`` fitting outputs per cell. A cell scores its smoothed log count ratio, 0 if never seen."""
     pooled = np.concatenate([y0, y1])
-    atoms = _frequent_rows(_row_keys(y0), _row_keys(y1))
+    atoms = _frequent_rows(_row_keys(y0), _row_keys(y1), _MIN_ATOM)
     discrete = np.array([np.unique(pooled[:, j]).size <= _DISCRETE_VALUES for j in range(pooled.shape[1])])
     weights = np.where(discrete, 0.0, direction)
     patterns = np.unique(_row_keys(pooled[:, discrete])).size if discrete.any() else 1
