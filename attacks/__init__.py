@@ -12,6 +12,7 @@ a ``torch.nn.Module``; they never import ``auditkit``.
   registry of ``adaptive_tests``;
 * membership inference: loss, LiRA and RMIA scores from logits, ROC, TPR at low FPR and a held-out certified
   epsilon bound (``membership``);
+* ROC summaries: the AUROC with DeLong's interval and the TPR at low FPR with Clopper-Pearson's (``roc``);
 * attacks on specific mechanisms: ``targeted`` (JoPEQ's side channel and overload, CEPAM's normalisation,
   DP-SQ's cross-cell test, MSP-FL's transcript reconstruction), registered for the mechanisms they target.
 
@@ -86,6 +87,10 @@ from auditkit.attacks.membership import (
     true_label_probability,
 )
 # --- end membership inference ---
+
+# --- ROC summaries (issue 43): AUROC with DeLong's interval, TPR at low FPR (distinguishing tests, canaries) ---
+from auditkit.attacks.roc import RocSummary, auc_interval, delong_variance, roc_summary
+# --- end ROC summaries ---
 
 # --- attacks on specific mechanisms (registered for the mechanisms they target) ---
 from auditkit.attacks.targeted.cepam import cepam_normalisation

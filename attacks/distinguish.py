@@ -47,6 +47,7 @@ from auditkit.attacks.distinguishing_statistics import (
 )
 from auditkit.attacks.epsilon_bounds import distinguishing_p_value, epsilon_lower_bound
 from auditkit.attacks.neighbouring_pairs import NeighbouringPair
+from auditkit.attacks.roc import RocSummary, roc_summary
 from auditkit.mechanisms import LogDensity, Mechanism, capability
 
 __all__ = [
@@ -82,6 +83,8 @@ class EpsilonEstimate:
     sampling:            the sampling path (``auditkit.attacks.bulk_sampling``) and why it is faithful.
     samples_per_second:  trials / seconds, end to end (sampling, fitting, counting); sampling_seconds apart.
     selection_bounds:    the held-out bound each statistic's best threshold predicted on the selection outputs.
+    roc_summary:         the test's ROC on the held-out outputs (x1's the positives): AUROC and TPR at low FPRs
+                         with intervals (``ChosenTest.held_out_roc``); None where not computed.
     """
 
     epsilon_lower_bound: float
@@ -105,6 +108,7 @@ class EpsilonEstimate:
     seconds: float
     sampling_seconds: float
     selection_bounds: dict[str, float] = field(default_factory=dict)
+    roc_summary: RocSummary | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly dict (the pair's inputs as lists)."""
@@ -130,6 +134,7 @@ class EpsilonEstimate:
             "seconds": self.seconds,
             "sampling_seconds": self.sampling_seconds,
             "selection_bounds": dict(self.selection_bounds),
+            "roc_summary": None if self.roc_summary is None else self.roc_summary.to_dict(),
         }
 
 
@@ -155,6 +160,14 @@ class ChosenTest:
         scores = np.asarray(self.scorer(outputs), dtype=np.float64)
         tiebreak = outputs @ self.direction
         return (scores > self.threshold) | ((scores == self.threshold) & (tiebreak > self.threshold_tiebreak))
+
+    def held_out_roc(self, h0: np.ndarray, h1: np.ndarray) -> RocSummary:
+        """``auditkit.attacks.roc.roc_summary`` of the test's key (score, projection), as ``says_x1`` orders it,
+        on held-out outputs h0 of M(x0) and h1 of M(x1) (the positives); its TPR thresholds are dense ranks of
+        that key among these outputs."""
+        outputs = np.concatenate([h0, h1])
+        key = dense_ranks(np.asarray(self.scorer(outputs), dtype=np.float64), outputs @ self.direction)
+        return roc_summary(key.astype(np.float64), np.arange(len(outputs)) >= len(h0))
 
 
 def choose_test(
@@ -218,6 +231,7 @@ def held_out_estimate(
     bound = epsilon_lower_bound(fp, n0, fn, n1, confidence=confidence, delta=delta, fp_share=test.fp_share)
     p_value = None if claimed_eps is None else distinguishing_p_value(
         fp, n0, fn, n1, epsilon=claimed_eps, delta=delta, fp_share=test.fp_share)
+    roc = test.held_out_roc(h0, h1)
     seconds = time.perf_counter() - start
     return EpsilonEstimate(
         epsilon_lower_bound=bound,
@@ -242,6 +256,7 @@ def held_out_estimate(
         seconds=seconds,
         sampling_seconds=sampling_seconds,
         selection_bounds=dict(test.selection_bounds),
+        roc_summary=roc,
     )
 
 

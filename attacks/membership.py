@@ -25,8 +25,8 @@ is "higher = more likely a member". All arithmetic is float64.
       Pr(x) = ((1 + a) mean_{r OUT} Pr(x | theta_r) + (1 - a)) / 2  (offline, a = ``offline_a``: the paper's
               linear approximation of Pr(x) from OUT references),
       LR(x, z) = (Pr(x | theta) / Pr(x)) / (Pr(z | theta) / Pr(z)),  score(x) = |{z : LR(x, z) >= gamma}| / Z.
-* ROC: "member when score >= t"; FPR among non-members, TPR among members. A certified bound from one threshold
-  (Kairouz, Oh & Viswanath 2015, Thm. 2.1): for (eps, delta)-DP, TPR <= e^eps FPR + delta and
+* ROC (``auditkit.attacks.roc``): "member when score >= t"; FPR among non-members, TPR among members. A certified
+  bound from one threshold (Kairouz, Oh & Viswanath 2015, Thm. 2.1): for (eps, delta)-DP, TPR <= e^eps FPR + delta and
   1 - FPR <= e^eps (1 - TPR) + delta, hence with one-sided Clopper-Pearson bounds
       eps >= max{ log((TPR_lo - delta) / FPR_hi),  log((1 - FPR_hi - delta) / (1 - TPR_lo)) }
   (``auditkit.attacks.epsilon_bounds.epsilon_lower_bound``; the two bounds share 1 - confidence by a union bound),
@@ -43,7 +43,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import special, stats
 
-from auditkit.attacks.epsilon_bounds import clopper_pearson_upper, epsilon_lower_bound, epsilon_lower_bounds
+from auditkit.attacks.epsilon_bounds import epsilon_lower_bound, epsilon_lower_bounds
+from auditkit.attacks.roc import TprAtFpr, auc, checked_scores, roc_curve, tpr_at_fpr
 
 __all__ = [
     "LOG_ROC_POINTS",
@@ -94,20 +95,6 @@ def _true_and_rest(logits: np.ndarray, labels: np.ndarray) -> tuple[np.ndarray, 
     others = logits.copy()
     np.put_along_axis(others, index, -np.inf, axis=-1)
     return true, special.logsumexp(others, axis=-1), special.logsumexp(logits, axis=-1)
-
-
-def _scores_members(scores: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    scores = np.asarray(scores, dtype=np.float64)
-    members = np.asarray(members)
-    if scores.ndim != 1 or members.shape != scores.shape:
-        raise ValueError(f"scores and members must be 1-d of the same length, got {scores.shape} and {members.shape}")
-    if members.dtype != np.bool_:
-        raise ValueError(f"members must be a boolean array, got dtype {members.dtype}")
-    if np.any(np.isnan(scores)):
-        raise ValueError("scores must not be NaN (+-inf is allowed)")
-    if members.all() or not members.any():
-        raise ValueError("members must contain both members (True) and non-members (False)")
-    return scores, members
 
 
 def _reference_set(target_logits: np.ndarray, labels: np.ndarray, reference_logits: np.ndarray,
@@ -258,69 +245,7 @@ def rmia_scores(target_logits: np.ndarray, labels: np.ndarray, reference_logits:
     return scores
 
 
-# --- ROC ------------------------------------------------------------------------------------------------------
-
-def roc_curve(scores: np.ndarray, members: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(fpr, tpr, thresholds) of "member when score >= t" for t = +inf and every distinct score, decreasing:
-    the full empirical ROC from (0, 0) to (1, 1) (tied scores move together, as sklearn's ``roc_curve`` with
-    ``drop_intermediate=False``)."""
-    scores, members = _scores_members(scores, members)
-    order = np.argsort(-scores, kind="stable")
-    sorted_scores, sorted_members = scores[order], members[order]
-    last = np.r_[np.flatnonzero(np.diff(sorted_scores) != 0), len(scores) - 1]  # last index of each tie group
-    tp = np.cumsum(sorted_members)[last]
-    fp = (last + 1) - tp
-    fpr = np.r_[0.0, fp / np.count_nonzero(~members)]
-    tpr = np.r_[0.0, tp / np.count_nonzero(members)]
-    return fpr, tpr, np.r_[np.inf, sorted_scores[last]]
-
-
-def auc(scores: np.ndarray, members: np.ndarray) -> float:
-    """Area under ``roc_curve`` (trapezoids) = P[s_member > s_non-member] + P[tie] / 2 (Mann-Whitney U / n1 n0)."""
-    scores, members = _scores_members(scores, members)
-    ranks = stats.rankdata(scores)
-    n1, n0 = np.count_nonzero(members), np.count_nonzero(~members)
-    return float((ranks[members].sum() - n1 * (n1 + 1) / 2) / (n1 * n0))
-
-
-@dataclass(frozen=True)
-class TprAtFpr:
-    """TPR at the threshold with the largest TPR among those with empirical FPR <= ``target_fpr``; ``tpr_low``,
-    ``tpr_high``: two-sided Clopper-Pearson interval at ``confidence`` on the TPR at that threshold."""
-
-    target_fpr: float
-    threshold: float
-    fpr: float
-    tpr: float
-    tpr_low: float
-    tpr_high: float
-    true_positives: int
-    members: int
-    false_positives: int
-    non_members: int
-    confidence: float
-
-
-def tpr_at_fpr(scores: np.ndarray, members: np.ndarray, fpr: float, *, confidence: float = 0.95) -> TprAtFpr:
-    """TPR at FPR <= ``fpr``: among the thresholds of ``roc_curve`` with empirical FPR <= ``fpr`` the one with the
-    largest TPR (the lowest such threshold), with a two-sided Clopper-Pearson interval [B(a/2; k, n-k+1),
-    B(1-a/2; k+1, n-k)], a = 1 - ``confidence``. The threshold depends on the non-members' scores only, so given
-    it the count of members above it is binomial when the records' scores are independent."""
-    fprs, tprs, thresholds = roc_curve(scores, members)
-    if not (0 <= fpr <= 1):
-        raise ValueError(f"fpr must be in [0, 1], got {fpr!r}")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    members = np.asarray(members)
-    n1, n0 = int(np.count_nonzero(members)), int(np.count_nonzero(~members))
-    at = int(np.flatnonzero(fprs <= fpr + 1e-12)[-1])  # the fprs grow, tprs too: the last is the largest TPR
-    k = round(float(tprs[at]) * n1)
-    alpha = (1 - confidence) / 2
-    high = float(clopper_pearson_upper(k, n1, alpha))
-    low = 1.0 - float(clopper_pearson_upper(n1 - k, n1, alpha))
-    return TprAtFpr(float(fpr), float(thresholds[at]), float(fprs[at]), float(tprs[at]), low, high, k, n1,
-                    round(float(fprs[at]) * n0), n0, float(confidence))
-
+# --- ROC (roc_curve, auc, tpr_at_fpr: auditkit.attacks.roc) -----------------------------------------------------
 
 def log_roc_points(scores: np.ndarray, members: np.ndarray, points: int = LOG_ROC_POINTS
                    ) -> dict[str, np.ndarray]:
@@ -374,7 +299,7 @@ def roc_epsilon_lower_bound(scores: np.ndarray, members: np.ndarray, *, delta: f
     FPR; the threshold is fixed before the held-out counts are seen, so no further correction is due. Assumes the
     records' (score, membership) pairs are exchangeable across the split (independent records).
     """
-    scores, members = _scores_members(scores, members)
+    scores, members = checked_scores(scores, members)
     if not isinstance(rng, np.random.Generator):
         raise ValueError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     if not 0 < selection_fraction < 1:

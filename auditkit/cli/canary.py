@@ -16,7 +16,7 @@ from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import Checked, choice, mechanism_argument, out_option, plugin_option, ranged
-from auditkit.cli.outputs import check_output, overwrite_option, write_document
+from auditkit.cli.outputs import check_output, overwrite_option, roc_line, write_document
 from auditkit.cli.terminal import Reporter, console
 from auditkit.stages.idealized_canary import (STATISTICS, canary_pairs, claim_at_delta, idealized_canary_audit,
                                              searched_dict)
@@ -144,6 +144,7 @@ def _canary(mechanism: str, words: dict[str, str], *, canaries: int, bound: str,
         f"canaries and certified on the other half: {searched.false_positives:,} of {searched.non_members:,} excluded "
         f"and {searched.true_positives:,} of {searched.members:,} included are in; for any mechanism eps >= "
         f"{searched.epsilon_lower_bound:.3f} (cap {searched.max_certifiable:.2f}); never the verdict")
+    say(f"ROC of the canary scores (included canaries the positives): {roc_line(audit.roc_summary)}")
     say(f"meaning: {_canary_meaning(audit)}")
     console.print(f"verdict: [bold]{result.verdict}[/bold]", highlight=False)
     if out is not None:

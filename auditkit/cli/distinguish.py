@@ -15,7 +15,7 @@ from auditkit.cli.configured import mechanism_params
 from auditkit.cli.errors import UsageFailure, run_guarded, warn_unreproducible
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli.options import mechanism_argument, out_option, plugin_option, ranged
-from auditkit.cli.outputs import check_output, overwrite_option, write_document
+from auditkit.cli.outputs import check_output, overwrite_option, roc_line, write_document
 from auditkit.cli.terminal import Reporter, console
 from auditkit.stages.distinguish import distinguish_family, run_distinguish
 
@@ -89,6 +89,8 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials: int, confiden
     console.print(f"where: {audit.audit_setting}; sampling: {audit.worst.sampling}", highlight=False, markup=False)
     console.print(f"black-box verdict: [bold]{audit.verdict}[/bold] (worst pair {escape(audit.worst.pair.label)}, "
                   f"bound {audit.worst.epsilon_lower_bound:.3f}, p-value {p(audit.worst.p_value)})", highlight=False)
+    console.print(f"held-out ROC of the worst pair's test (M(x1)'s outputs the positives): "
+                  f"{roc_line(audit.worst.roc_summary)}", highlight=False, markup=False)
     for result in adaptive_results:
         console.print(f"{result.test}: [bold]{result.verdict}[/bold] (bound {result.epsilon_lower_bound:.3f})",
                       highlight=False)

@@ -8,13 +8,15 @@ from typing import Any
 
 import click
 
+from auditkit.attacks.roc import RocSummary
 from auditkit.cli.terminal import print_written
 from auditkit.output_folder import Mode, OutputFolder
 from auditkit.reports import render_report
 from auditkit.results import validate_results
-from auditkit.reports.sections.text import number
+from auditkit.reports.sections.text import number, roc_text
+from auditkit.results.model import RocSummary as RocSummaryEntry
 
-__all__ = ["check_output", "overwrite_option", "snr", "write_document"]
+__all__ = ["check_output", "overwrite_option", "roc_line", "snr", "write_document"]
 
 overwrite_option = click.option(
     "--overwrite", is_flag=True, default=False,
@@ -47,3 +49,12 @@ def write_document(document: dict[str, Any], out: Path, *, overwrite: bool, comm
 def snr(value: float | None) -> str:
     """An SNR in dB as the tables show it: "-" when not measured, "inf" for a lossless uplink."""
     return number(value, ".2f")
+
+
+def roc_line(summary: RocSummary | None) -> str:
+    """An ``auditkit.attacks.roc.RocSummary`` as the reports show it: "AUROC 0.760 [0.759, 0.761]; TPR at 1 % FPR
+    ..." and the intervals' level."""
+    if summary is None:
+        return "-"
+    shown = roc_text(RocSummaryEntry.model_validate(summary.to_dict()))
+    return f"{shown} ({number(100 * summary.confidence, 'g')} % intervals: DeLong, Clopper-Pearson)"

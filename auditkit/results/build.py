@@ -23,6 +23,7 @@ from auditkit.version import __version__
 from auditkit.accounting import account
 from auditkit.attacks.headline import overall_verdict
 from auditkit.attacks.one_run import claim_roc, empirical_roc
+from auditkit.attacks.roc import roc_summary
 from auditkit.fl.snr import snr_db
 from auditkit.mechanisms.capabilities import CAPABILITIES, CapabilityState
 from auditkit.mechanisms.views import THREAT_MODELS
@@ -192,7 +193,8 @@ def accounting_entry(
 def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confidence: float,
                       tests: int) -> dict[str, Any]:
     """A setting's ``distinguish`` section from an ``auditkit.attacks.MechanismAudit`` and its adaptive test results
-    (``search``: the worst-pair search's candidates and the chosen one, null without the search)."""
+    (``search``: the worst-pair search's candidates and the chosen one, null without the search; ``roc_summary``:
+    a test's held-out ROC, absent where the estimate has none)."""
     worst = audit.worst
     return {
         "trials": trials, "confidence": confidence, "tests": tests,
@@ -202,7 +204,7 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
         "p_value": worst.p_value, "audit_setting": audit.audit_setting, "sampling": worst.sampling,
         "estimates": [
             {"pair": e.pair.label, "statistic": e.statistic, "epsilon_lower_bound": e.epsilon_lower_bound,
-             "max_certifiable": e.max_certifiable, "p_value": e.p_value, "sampling": e.sampling}
+             "max_certifiable": e.max_certifiable, "p_value": e.p_value, "sampling": e.sampling, **_roc_of(e)}
             for e in audit.estimates
         ],
         "search": None if audit.search is None else audit.search.to_dict(),
@@ -212,17 +214,27 @@ def distinguish_entry(audit: Any, adaptive: Sequence[Any], *, trials: int, confi
              "verdict": r.verdict, "p_value": r.p_value, "note": r.note}
             for r in adaptive
         ],
+        **_roc_of(worst),
     }
+
+
+def _roc_of(estimate: Any) -> dict[str, Any]:
+    """{"roc_summary": ...} of an ``EpsilonEstimate`` that has one, else {} (the key is optional)."""
+    return {} if estimate.roc_summary is None else {"roc_summary": estimate.roc_summary.to_dict()}
 
 
 def canary_view(view: str, statistic: str, result: Any, scores: Any, inserted: Any, curve: Any) -> dict[str, Any]:
     """One judged view of a one-run canary audit: ``result`` (an ``auditkit.attacks.one_run.OneRunBound``), the
     empirical ROC of the canary ``scores`` against the bits ``inserted``, and the TPR the claim's ``curve`` allows at
-    the same FPRs (empty without a curve)."""
+    the same FPRs (empty without a curve), and ``roc_summary`` (``auditkit.attacks.roc.roc_summary``: AUROC and
+    TPR at low FPRs with intervals; absent with fewer than 2 canaries in or out)."""
     roc = empirical_roc(scores, inserted)
     bound = {key: _finite_or_none(value) for key, value in result.to_dict().items()}
+    scores, inserted = np.asarray(scores, dtype=np.float64), np.asarray(inserted, dtype=bool)
+    counted = min(np.count_nonzero(inserted), np.count_nonzero(~inserted)) >= 2
     return {"view": view, "statistic": statistic, "result": bound, "roc": roc,
-            "claim_tpr": [] if curve is None else claim_roc(curve, roc["fpr"])}
+            "claim_tpr": [] if curve is None else claim_roc(curve, roc["fpr"]),
+            **({"roc_summary": roc_summary(scores, inserted).to_dict()} if counted else {})}
 
 
 def canary_entry(*, kind: str, canaries: int, bound: str, confidence: float, claim: dict[str, Any],
@@ -239,7 +251,7 @@ def membership_attack(attack: str, result: Any, scores: Any, members: Any, tpr_a
                       auc: float) -> dict[str, Any]:
     """One attack of the membership stage: the target run's one-run bound ``result`` (an
     ``auditkit.attacks.one_run.OneRunBound``), the pooled ``scores``' log-log ROC against ``members``, the TPR the
-    claim's ``curve`` allows at its FPRs (empty without a curve), ``tpr_at`` (``auditkit.attacks.membership.TprAtFpr``)
+    claim's ``curve`` allows at its FPRs (empty without a curve), ``tpr_at`` (``auditkit.attacks.roc.TprAtFpr``)
     and the AUC."""
     roc = empirical_roc(scores, members)
     bound = {key: _finite_or_none(value) for key, value in result.to_dict().items()}

@@ -348,6 +348,36 @@ class AdaptiveResult(Section):
     note: Text
 
 
+class TprAtFpr(Section):
+    """``auditkit.attacks.roc.TprAtFpr``: the TPR at empirical FPR <= ``target_fpr``, its Clopper-Pearson
+    interval and counts."""
+
+    target_fpr: Number
+    threshold: Number
+    fpr: Number
+    tpr: Number
+    tpr_low: Number
+    tpr_high: Number
+    true_positives: Int
+    members: Int
+    false_positives: Int
+    non_members: Int
+    confidence: Number
+
+
+class RocSummary(Section):
+    """``auditkit.attacks.roc.RocSummary``: the AUROC with DeLong's interval and the TPR at low FPRs with
+    Clopper-Pearson's, all at ``confidence``, from ``positives`` and ``negatives`` scores."""
+
+    auc: Number
+    auc_low: Number
+    auc_high: Number
+    confidence: Number
+    positives: Int
+    negatives: Int
+    tpr_at: list[TprAtFpr]
+
+
 class Estimate(Section):
     pair: Text
     statistic: Text
@@ -355,6 +385,7 @@ class Estimate(Section):
     max_certifiable: Number
     p_value: Number | None
     sampling: Text
+    roc_summary: RocSummary = None  # the held-out outputs' ROC (absent: written before it was recorded)
 
 
 class PairCandidate(Section):
@@ -386,6 +417,7 @@ class Distinguish(Section):
     adaptive: list[AdaptiveResult]
     estimates: list[Estimate] = None
     search: PairSearch | None = None
+    roc_summary: RocSummary = None  # the worst pair's held-out ROC (absent: written before it was recorded)
 
 
 class OneRunResult(Section):
@@ -421,6 +453,7 @@ class CanaryView(Section):
     result: OneRunResult
     roc: Roc
     claim_tpr: list[Number]
+    roc_summary: RocSummary = None  # absent: written before it was recorded, or < 2 canaries in or out
 
 
 class CanaryClaim(Section):
@@ -441,23 +474,6 @@ class Canary(Section):
     claim: CanaryClaim
     views: list[CanaryView]
     details: JsonObject
-
-
-class TprAtFpr(Section):
-    """``auditkit.attacks.membership.TprAtFpr``: the TPR at empirical FPR <= ``target_fpr``, its Clopper-Pearson
-    interval and counts."""
-
-    target_fpr: Number
-    threshold: Number
-    fpr: Number
-    tpr: Number
-    tpr_low: Number
-    tpr_high: Number
-    true_positives: Int
-    members: Int
-    false_positives: Int
-    non_members: Int
-    confidence: Number
 
 
 class MembershipAttackResult(Section):

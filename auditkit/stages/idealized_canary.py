@@ -47,6 +47,7 @@ from auditkit.attacks.epsilon_bounds import clopper_pearson_upper
 from auditkit.attacks.membership import RocBound, roc_epsilon_lower_bound
 from auditkit.attacks.neighbouring_pairs import NeighbouringPair
 from auditkit.attacks.one_run import BOUNDS, GUESS_RULES, OneRunBound, largest_refuted_scale, one_run_bound
+from auditkit.attacks.roc import RocSummary, roc_summary
 from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff, TradeOff
 from auditkit.validation import Choice, Integer, Number
@@ -111,8 +112,9 @@ class IndependentCallsBound:
 class IdealizedCanaryAudit:
     """What ``idealized_canary_audit`` found. ``result`` (the one-run bound) holds the verdict; ``independent`` is
     reported beside it; ``refuted_curve``: the least private curve of the claim's family (or of (eps, delta)-DP
-    without a claim) the f-DP bound refutes (None for Steinke, or when it refutes none). ``scores`` and
-    ``inserted`` (one per canary) are kept for the ROC but not in ``to_dict``."""
+    without a claim) the f-DP bound refutes (None for Steinke, or when it refutes none). ``roc_summary``: the
+    scores' AUROC and TPR at low FPRs with intervals (included canaries the positives). ``roc_summary``,
+    ``scores`` and ``inserted`` (one per canary) are not in ``to_dict`` (the results' canary view holds the ROC)."""
 
     mechanism: str
     pair: str
@@ -125,6 +127,7 @@ class IdealizedCanaryAudit:
     refuted_curve: str | None
     independent: IndependentCallsBound
     searched: RocBound
+    roc_summary: RocSummary
     seconds: float
     seed: int
     scores: np.ndarray = field(repr=False, compare=False)
@@ -287,7 +290,8 @@ def idealized_canary_audit(
     independent = independent_calls_bound(scores, inserted, threshold=threshold, curve=curve, confidence=confidence,
                                           delta=delta)
     searched = searched_threshold_bound(scores, inserted, confidence=confidence, delta=delta, seed=seed)
+    summary = roc_summary(scores, inserted)  # >= 2 canaries in and out: the searched bound refused fewer
     seconds = time.perf_counter() - started
     return IdealizedCanaryAudit(mechanism.name, chosen.label, "llr" if density is not None else "projection",
                                 sampler.description, curve, claimed_epsilon, float(claim.delta), result, refuted_curve,
-                                independent, searched, seconds, seed, scores, inserted)
+                                independent, searched, summary, seconds, seed, scores, inserted)

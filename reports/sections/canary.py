@@ -1,11 +1,13 @@
 """The one-run canary audit's section: its heading and explanation, a row per judged view."""
 from __future__ import annotations
 
+from auditkit.attacks.roc import ROC_CONFIDENCE
 from auditkit.results.model import CanaryClaim, OneRunResult, Setting
-from auditkit.reports.sections.text import VERDICT_CLASSES, epsilon, number
+from auditkit.reports.sections.text import VERDICT_CLASSES, epsilon, number, roc_text
 
 CANARY_COLUMNS = ("setting", "claim judged (ε at δ, curve)", "view", "scores", "guesses k (rule)", "correct v",
-                  "certified ε lower bound", "cap", "verdict")
+                  "certified ε lower bound", "cap",
+                  f"ROC of the scores ({number(100 * ROC_CONFIDENCE, 'g')} % intervals)", "verdict")
 
 
 def canary_heading(settings: list[Setting]) -> tuple[str, str]:
@@ -37,7 +39,8 @@ def canary_rows(settings: list[Setting]) -> list[tuple[tuple[str, ...], str]]:
                 bound += f"; refutes {r.refuted_curve} (its ε {number(r.curve_epsilon)})"
             rows.append(((s.label, judged, view.view, view.statistic, f"{r.guesses:,} ({rule})",
                           f"{r.correct:,} of {r.guesses:,} (m = {r.canaries:,})", bound,
-                          _canary_cap(r), r.verdict), VERDICT_CLASSES.get(r.verdict, "other")))
+                          _canary_cap(r), roc_text(view.roc_summary), r.verdict),
+                         VERDICT_CLASSES.get(r.verdict, "other")))
     return rows
 
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from auditkit.reports.sections.reconstructions import attacked_view
-from auditkit.reports.sections.text import NOT_RUN, claim, number, origin, parameters, percent, plural
+from auditkit.reports.sections.text import NOT_RUN, claim, number, origin, parameters, percent, plural, roc_text
 from auditkit.results.model import (Accounting, Canary, Distinguish, Guarantee, Identification, Inversion,
                                     MechanismEntry, Probe, Setting)
 
@@ -134,6 +134,10 @@ def _distinguish_facts(test: Distinguish | None) -> list[tuple[str, str]]:
         ("audit setting", test.audit_setting or "not recorded"),
         ("sampling", test.sampling or "not recorded"),
         ("p-value", p),
+        *([] if test.roc_summary is None else [(
+            "held-out ROC", f"{roc_text(test.roc_summary)} (the worst pair's test on its held-out outputs, "
+                            f"M(x1)'s the positives; {number(100 * test.roc_summary.confidence, 'g')} % intervals: "
+                            "DeLong for the AUROC, Clopper-Pearson for the TPR)")]),
     ]
 
 

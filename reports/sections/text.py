@@ -3,7 +3,7 @@ verdicts' badge classes; it imports no section."""
 from __future__ import annotations
 
 import math
-from auditkit.results.model import MechanismEntry
+from auditkit.results.model import MechanismEntry, RocSummary
 from auditkit.results.types import JsonObject
 
 NOT_RUN = "not run"
@@ -43,6 +43,20 @@ def p_value(value: float | None) -> str:
 
 def interval(low: float, high: float) -> str:
     return f"[{number(low, '.2f')}, {number(high, '.2f')}]"
+
+
+def roc_text(summary: RocSummary | None) -> str:
+    """"AUROC 0.760 [0.759, 0.761]; TPR at 1 % FPR 9.03 % [8.97, 9.08]; at 0.1 % FPR ..." (intervals at the
+    summary's confidence, TPRs in %); "-" when not recorded."""
+    if summary is None:
+        return "-"
+    parts = [f"AUROC {number(summary.auc, '.3f')} [{number(summary.auc_low, '.3f')}, "
+             f"{number(summary.auc_high, '.3f')}]"]
+    for i, point in enumerate(summary.tpr_at):
+        parts.append(f"{'TPR at' if i == 0 else 'at'} {number(100 * point.target_fpr, 'g')} % FPR "
+                     f"{percent(point.tpr)} [{number(100 * point.tpr_low, '.2f')}, "
+                     f"{number(100 * point.tpr_high, '.2f')}]")
+    return "; ".join(parts)
 
 
 def rough(value: float) -> str:

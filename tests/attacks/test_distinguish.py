@@ -12,11 +12,14 @@ claim. Power: a callable whose noise is half the claimed scale has twice the eps
 import json
 import math
 
+import numpy as np
 import pytest
 import torch
+from scipy import stats
 
 from auditkit import mechanisms
-from auditkit.attacks.distinguish import distinguish
+from auditkit.attacks.distinguish import choose_test, distinguish
+from auditkit.attacks.roc import auc, roc_curve
 from auditkit.attacks.verdicts import CONSISTENT, VIOLATED, bonferroni_confidence, verdict
 from auditkit.mechanisms.additive import Laplace, laplace_noise
 
@@ -124,3 +127,54 @@ def test_bad_input_is_a_value_error_naming_the_parameter(kwargs, match):
     args = {"mechanism": "laplace", "x0": [0.0], "x1": [1.0], **kwargs}
     with pytest.raises(ValueError, match=match):
         distinguish(args.pop("mechanism"), args.pop("x0"), args.pop("x1"), **args)
+
+
+def _lexicographic_auc(h0: np.ndarray, h1: np.ndarray, scores0: np.ndarray, scores1: np.ndarray) -> float:
+    """P[key1 > key0] + P[key1 = key0] / 2 over every pair, the key (score, projection) compared as a tuple."""
+    keys0 = list(zip(scores0.tolist(), h0[:, 0].tolist()))
+    keys1 = list(zip(scores1.tolist(), h1[:, 0].tolist()))
+    wins = sum((k1 > k0) + 0.5 * (k1 == k0) for k1 in keys1 for k0 in keys0)
+    return wins / (len(keys0) * len(keys1))
+
+
+def test_the_held_out_roc_orders_outputs_as_the_test_does():
+    # Laplace(1) on -0.5 / 0.5: the likelihood ratio is constant beyond the pair, so most outputs tie on the score
+    # and only the projection orders them
+    rng = np.random.default_rng(5)
+    x0, x1 = np.array([-0.5]), np.array([0.5])
+
+    def log_density(y, x):
+        return -np.abs(y - x).sum(axis=1)
+
+    y0, y1 = x0 + rng.laplace(size=(2_000, 1)), x1 + rng.laplace(size=(2_000, 1))
+    h0, h1 = x0 + rng.laplace(size=(300, 1)), x1 + rng.laplace(size=(250, 1))
+    test = choose_test(y0, y1, x0, x1, held_out=(300, 250), confidence=0.95, delta=0.0, statistics=("llr",),
+                       log_density=log_density)
+    summary = test.held_out_roc(h0, h1)
+    scores0, scores1 = test.scorer(h0), test.scorer(h1)
+    assert np.mean(np.abs(scores1) == 1.0) > 0.5  # ties on the score are most of the outputs
+    assert summary.auc == pytest.approx(_lexicographic_auc(h0, h1, scores0, scores1), abs=1e-12)
+    # the tie-break counts (the tails are memoryless, so it moves the AUROC either way, by chance)
+    assert abs(summary.auc - auc(np.r_[scores0, scores1], np.arange(550) >= 300)) > 1e-3
+    # the test's own operating point lies on the held-out ROC of the key
+    key = np.empty(550)
+    key[np.lexsort((np.r_[h0[:, 0], h1[:, 0]], np.r_[scores0, scores1]))] = np.arange(550)
+    fpr, tpr, _ = roc_curve(key, np.arange(550) >= 300)
+    said0, said1 = test.says_x1(h0).mean(), test.says_x1(h1).mean()
+    assert np.any(np.isclose(fpr, said0) & np.isclose(tpr, said1))
+    assert (summary.positives, summary.negatives) == (250, 300)
+
+
+def test_the_estimate_reports_the_held_out_auroc_and_low_fpr_tpr():
+    # shift 1, sigma 1: AUROC Phi(1 / sqrt 2) = 0.7602, TPR at FPR f: 1 - Phi(z_{1-f} - 1)
+    m = mechanisms.create("gaussian", sigma=1.0, clip=0.5, delta=1e-5, private_seed=0)
+    estimate = distinguish(m, [-0.5], [0.5], trials=200_000, delta=1e-5, statistics=("projection",))
+    summary = estimate.roc_summary
+    assert (summary.negatives, summary.positives) == (estimate.n0, estimate.n1)
+    assert summary.auc_low <= stats.norm.cdf(1 / math.sqrt(2)) <= summary.auc_high
+    assert summary.auc_high - summary.auc_low < 0.01
+    for point in summary.tpr_at:
+        truth = stats.norm.sf(stats.norm.isf(point.target_fpr) - 1)
+        assert point.fpr <= point.target_fpr and abs(point.tpr - truth) < 3 * (point.tpr_high - point.tpr_low)
+    record = json.loads(json.dumps(estimate.to_dict()))
+    assert record["roc_summary"]["auc"] == summary.auc and len(record["roc_summary"]["tpr_at"]) == 2

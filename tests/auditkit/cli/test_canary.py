@@ -15,7 +15,8 @@ import textwrap
 import pytest
 
 from auditkit.cli import app, terminal
-from auditkit.results import load_results, validate_results
+from auditkit.reports.sections.text import roc_text
+from auditkit.results import as_model, load_results, validate_results
 
 GAUSSIAN = ["gaussian", "--clip", "0.5", "--sigma", "1", "--canaries", "10000"]
 UNDERCLAIMED = '''
@@ -151,6 +152,15 @@ def test_out_writes_valid_results_and_reports(run, tmp_path):
     assert details["pair"] == "axis" and details["independent"]["label"] == "independent calls (two-sample test)"
     assert details["independent"]["claim_refuted"] is False and details["refuted_curve"] == "GDP μ = 0.6871"
     assert f"{view['result']['epsilon_lower_bound']:.3f}" == row(out)["fdp bound"]
+    # the ROC line: what results.json records, as the report shows it; 1-GDP: AUROC Phi(1 / sqrt 2) = 0.7602
+    summary = view["roc_summary"]
+    assert (summary["positives"] + summary["negatives"], summary["confidence"]) == (10_000, 0.95)
+    assert summary["auc_low"] <= 0.7602 <= summary["auc_high"]
+    printed = next(line for line in out.splitlines() if line.startswith("ROC of the canary scores"))
+    assert printed == (f"ROC of the canary scores (included canaries the positives): "
+                       f"{roc_text(as_model(document).settings[0].canary.views[0].roc_summary)} "
+                       "(95 % intervals: DeLong, Clopper-Pearson)")
+    assert f"AUROC {summary['auc']:.3f} [{summary['auc_low']:.3f}, {summary['auc_high']:.3f}]; TPR at 1 %" in printed
     for name in ("report.html", "report.md"):
         assert (tmp_path / name).is_file()
     json.loads((tmp_path / "results.json").read_text())  # strict JSON

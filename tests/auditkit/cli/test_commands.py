@@ -371,6 +371,10 @@ def test_distinguish_prints_bounds_claim_and_verdict(tmp_path):
     assert test["estimates"][0]["pair"] == test["search"]["candidates"][test["search"]["chosen"]]["pair"]
     assert "pair search" in result.stdout and "(chosen)" in result.stdout and (tmp_path / "report.md").is_file()
     assert "Worst-pair search: every pair's bound predicted" in (tmp_path / "report.md").read_text()
+    roc = test["roc_summary"]  # the chosen pair's held-out ROC, printed as recorded
+    assert roc == test["estimates"][0]["roc_summary"] and roc["auc_low"] <= roc["auc"] <= roc["auc_high"]
+    assert (f"held-out ROC of the worst pair's test (M(x1)'s outputs the positives): AUROC {roc['auc']:.3f} "
+            f"[{roc['auc_low']:.3f}, {roc['auc_high']:.3f}]; TPR at 1 % FPR") in " ".join(result.stdout.split())
     every = auditkit("distinguish", "laplace", "--scale", "1", "--clip", "0.5", "--trials", "20000",
                      "--no-adaptive", "--no-search", "--out", str(tmp_path / "every"), columns=200)
     assert every.returncode == 0, every.stderr

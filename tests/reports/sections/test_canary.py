@@ -11,7 +11,7 @@ from auditkit.mechanisms.tradeoff import GaussianTradeOff
 from auditkit.reports import render_report
 from auditkit.results import as_model, validate_results
 from auditkit.reports.figures import has_data
-from auditkit.reports.sections.canary import canary_heading, canary_rows
+from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
 from auditkit.reports.sections.glossary import GLOSSARY
 
 
@@ -68,3 +68,20 @@ def test_an_infinite_claim_is_written_as_null():
 @pytest.mark.parametrize("term", ["one-run canary audit", "trade-off curve (f-DP)"])
 def test_the_glossary_explains_the_section(term):
     assert term in dict(GLOSSARY)
+
+
+def test_each_view_shows_its_auroc_and_tpr_at_low_fpr_with_intervals(tmp_path):
+    doc = document("idealized", 1.0, GaussianTradeOff(1.0))
+    summary = doc["settings"][0]["canary"]["views"][0]["roc_summary"]
+    at1, at01 = summary["tpr_at"]
+    shown = (f"AUROC {summary['auc']:.3f} [{summary['auc_low']:.3f}, {summary['auc_high']:.3f}]; "
+             f"TPR at 1 % FPR {100 * at1['tpr']:.2f} % [{100 * at1['tpr_low']:.2f}, {100 * at1['tpr_high']:.2f}]; "
+             f"at 0.1 % FPR {100 * at01['tpr']:.2f} % [{100 * at01['tpr_low']:.2f}, {100 * at01['tpr_high']:.2f}]")
+    (cells, _), = canary_rows(as_model(doc).settings)
+    assert cells[-2] == shown and CANARY_COLUMNS[-2] == "ROC of the scores (95 % intervals)"
+    # 1-GDP scores N(0, 1) against N(1, 1): AUROC Phi(1 / sqrt 2) = 0.760 inside the interval
+    assert summary["auc_low"] <= 0.7602 <= summary["auc_high"] and summary["auc_high"] - summary["auc_low"] < 0.02
+    render_report(doc, tmp_path)
+    html, md = (tmp_path / "report.html").read_text(), (tmp_path / "report.md").read_text()
+    assert f"<td>{shown}</td>" in html
+    assert shown.replace("[", "\\[").replace("]", "\\]") in md
