@@ -73,7 +73,8 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials: int, confiden
     if audit.search is not None:
         for i, candidate in enumerate(audit.search.candidates):
             if i != audit.search.chosen:
-                table.add_row("pair search", escape(candidate.pair.label), candidate.statistic,
+                near = "" if candidate.parent is None else f" (proposed near {candidate.parent})"
+                table.add_row("pair search", escape(candidate.pair.label + near), candidate.statistic,
                               f"predicted {candidate.predicted_bound:.3f} (not certified)", "-", "-")
     for estimate in audit.estimates:
         table.add_row("black-box", escape(estimate.pair.label) + (" (chosen)" if audit.search else ""),
@@ -89,6 +90,12 @@ def _distinguish(mechanism: str, words: dict[str, str], *, trials: int, confiden
     console.print(f"where: {audit.audit_setting}; sampling: {audit.worst.sampling}", highlight=False, markup=False)
     console.print(f"black-box verdict: [bold]{audit.verdict}[/bold] (worst pair {escape(audit.worst.pair.label)}, "
                   f"bound {audit.worst.epsilon_lower_bound:.3f}, p-value {p(audit.worst.p_value)})", highlight=False)
+    refinement = None if audit.search is None else audit.search.refinement
+    if refinement is not None:
+        kept = "its candidate's test re-thresholded on fresh outputs" if refinement.kept_candidate_test else \
+            f"the {refinement.refit_statistic} refit on all its selection outputs"
+        console.print(f"the chosen pair went on with {kept} (predicted: candidate's test {refinement.kept_bound:.3f}, "
+                      f"refit {refinement.refit_bound:.3f})", highlight=False, markup=False)
     console.print(f"held-out ROC of the worst pair's test (M(x1)'s outputs the positives): "
                   f"{roc_line(audit.worst.roc_summary)}", highlight=False, markup=False)
     for result in adaptive_results:

@@ -389,15 +389,29 @@ class Estimate(Section):
 
 
 class PairCandidate(Section):
+    """``auditkit.attacks.pair_search.PairCandidate``; ``parent``: the pair a proposal was made near (null for a
+    pair of the setting)."""
+
     pair: Text
     statistic: Text
     predicted_bound: Number
     selection_trials: Int
+    parent: Text | None = None
+
+
+class Refinement(Section):
+    """``auditkit.attacks.pair_search.Refinement``: the chosen pair's refitted test against its candidate's own."""
+
+    refit_statistic: Text
+    refit_bound: Number
+    kept_bound: Number
+    kept_candidate_test: Bool
 
 
 class PairSearch(Section):
     candidates: list[PairCandidate]
     chosen: Int
+    refinement: Refinement | None = None
 
 
 class Distinguish(Section):

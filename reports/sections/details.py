@@ -8,7 +8,7 @@ from typing import Any
 from auditkit.reports.sections.reconstructions import attacked_view
 from auditkit.reports.sections.text import NOT_RUN, claim, number, origin, parameters, percent, plural, roc_text
 from auditkit.results.model import (Accounting, Canary, Distinguish, Guarantee, Identification, Inversion,
-                                    MechanismEntry, Probe, Setting)
+                                    MechanismEntry, Probe, Refinement, Setting)
 
 ESTIMATE_COLUMNS = ("pair", "statistic", "certified ε lower bound", "cap", "p-value", "sampling")
 SEARCH_HEADING = ("Worst-pair search: every pair's bound predicted on its selection outputs (not certified); the "
@@ -227,8 +227,21 @@ def _estimates(test: Distinguish | None) -> list[tuple[str, ...]]:
     search = None if test is None else test.search
     if not search:
         return rows
-    candidates = [(c.pair, c.statistic, f"predicted {number(c.predicted_bound)} (not certified)", "-", "-",
+    candidates = [(c.pair if c.parent is None else f"{c.pair} (proposed near {c.parent})", c.statistic,
+                   f"predicted {number(c.predicted_bound)} (not certified)", "-", "-",
                    f"{c.selection_trials:,} selection outputs") for c in search.candidates]
     chosen = rows[0]
-    candidates[search.chosen] = (f"{chosen[0]} (chosen)", *chosen[1:])
+    candidates[search.chosen] = (f"{chosen[0]} (chosen)", _refined(search.refinement, chosen[1]), *chosen[2:])
     return candidates
+
+
+def _refined(refinement: Refinement | None, statistic: str) -> str:
+    """The chosen pair's statistic, and which of its two refined tests went on to the held-out test."""
+    if refinement is None:
+        return statistic
+    if refinement.kept_candidate_test:
+        return (f"{statistic}: its candidate's test, re-thresholded on fresh outputs (predicted "
+                f"{number(refinement.kept_bound)}), over the refit {refinement.refit_statistic} "
+                f"({number(refinement.refit_bound)})")
+    return (f"{statistic}: refit on all its selection outputs (predicted {number(refinement.refit_bound)}), over its "
+            f"candidate's test re-thresholded ({number(refinement.kept_bound)})")

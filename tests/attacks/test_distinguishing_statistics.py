@@ -98,13 +98,14 @@ def _atom_mechanism(x, seed):
 
 def test_the_atom_test_certifies_a_point_mass_the_continuous_statistics_miss():
     """The issue's atom: the exact-value test certifies far more than the projection and classifier (a threshold
-    on <y, x1 - x0> or on [y, y^2, |y|] cannot isolate y = 0 inside the noise's bulk). 10^5 outputs, 5 seeds;
-    measured: atoms 6.4 - 6.5 (the cap at these trials is 9.8), the others at most 3.4."""
+    on <y, x1 - x0> or on [y, y^2, |y|] cannot isolate y = 0 inside the noise's bulk; the histogram gives the atom a
+    cell of its own). 10^5 outputs, 5 seeds; measured: 5.5 - 7.8 (the cap at these trials is 9.8), the others at
+    most 3.7."""
     for seed in range(5):
         kw = {"trials": 100_000, "claimed_eps": 1.0, "seed": seed}
         old = distinguish(_atom_mechanism, [-0.5, 0.0], [0.5, 0.0], statistics=("projection", "classifier"), **kw)
         new = distinguish(_atom_mechanism, [-0.5, 0.0], [0.5, 0.0], **kw)
-        assert new.statistic == "atoms" and new.epsilon_lower_bound > 6.0 > old.epsilon_lower_bound + 2.5
+        assert new.statistic in ("atoms", "histogram") and new.epsilon_lower_bound > max(5.0, old.epsilon_lower_bound + 1.5)
 
 
 def _bump(x, seed):
