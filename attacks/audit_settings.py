@@ -7,7 +7,8 @@ setting, marked ``GENERIC_NOTE`` so that reports say a generic default stood in:
 ``clip`` (1 without a clip parameter), pairs up to its diameter apart, inputs beyond the ball. Its norm is the claim's:
 the one its sensitivity text names (``auditkit.mechanisms.guarantee.stated_norm``: "l1 clip 0.5" is tested in the l1 ball,
 so that every pair tried is a pair of neighbours the claim covers; an l-infinity claim in the l-infinity ball, its
-pairs at the cube's corners); else the mechanism's ``clip_norm``; else l2, assumed (``NORM_ASSUMED``). The setting's note says
+pairs at the cube's corners); else the mechanism's ``clip_norm``; else l2, assumed
+(``NORM_ASSUMED``). The setting's note says
 which.
 
 ``setting_pairs(setting)`` builds the candidate pairs (``auditkit.attacks.neighbouring_pairs``) that

@@ -5,7 +5,9 @@ implementation (``auditkit.attacks.bulk_sampling``), then splits each side in tw
 
 1. selection (``selection`` = 20% of each side by default): every statistic of
    ``auditkit.attacks.distinguishing_statistics`` (projection, exact log-likelihood ratio where the output density is
-   known, learned classifier) is fitted, and for each the threshold (and the share of the confidence between
+   known, learned classifier, exact-value atoms, joint-output histogram; the last two counted on half the
+   selection outputs, their threshold chosen on the other half) is fitted, and for each the
+   threshold (and the share of the confidence between
    the two error rates) maximising the bound PREDICTED for the held-out outputs is found
    (``choose_test``); the statistic with the largest predicted bound is kept.
 2. held out (the other 80%): the one chosen test is applied once (``ChosenTest.says_x1``); its false positives

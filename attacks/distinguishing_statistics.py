@@ -8,7 +8,8 @@ one side produces and the other does not); ``histogram`` the log ratio of the tw
 the joint output -- the pattern of its discrete coordinates times quantile bins of the projection of the others
 (Koskela & Mohammadi 2024's histogram estimate of the hockey-stick divergence; a threshold on the ratio is the
 event {ratio > e^eps} that maximises P1(S) - e^eps P0(S)). ``atoms`` and ``histogram`` count on the first half of
-the selection outputs (``FITTED_ON_HALF``), so that the threshold is chosen on outputs they did not see. Ties are broken by the projection (the key
+the selection outputs (``FITTED_ON_HALF``), so that the threshold is chosen on outputs they did not
+see. Ties are broken by the projection (the key
 (score, projection) compared lexicographically). ``best_threshold`` picks the cut and confidence share for the
 bound the HELD-OUT outputs will give: each selection rate is replaced by its Clopper-Pearson upper bound at 0.95
 (pessimistic, against the winner's curse of a maximum over ~1,000 cuts), scaled to the held-out counts, and the
@@ -92,9 +93,9 @@ def _row_keys(y: np.ndarray) -> np.ndarray:
     """One int64 per row, equal for rows equal bit for bit (after -0.0 -> 0.0): the float64 words mixed by fixed
     odd multipliers (a collision of two different rows has probability about 2^-64)."""
     words = np.ascontiguousarray(np.asarray(y, dtype=np.float64) + 0.0).view(np.uint64)
-    multipliers = np.random.default_rng(0x5EED).integers(1, 2**63, size=words.shape[1], dtype=np.uint64) | np.uint64(1)
+    odd = np.random.default_rng(0x5EED).integers(1, 2**63, size=words.shape[1], dtype=np.uint64) | np.uint64(1)
     with np.errstate(over="ignore"):
-        return (words * multipliers).sum(axis=1, dtype=np.uint64).view(np.int64)
+        return (words * odd).sum(axis=1, dtype=np.uint64).view(np.int64)
 
 
 def _log_ratio(c1: np.ndarray, n1: int, c0: np.ndarray, n0: int) -> np.ndarray:
@@ -141,10 +142,11 @@ def _atoms(y0: np.ndarray, y1: np.ndarray) -> Scorer:
 
 
 def _histogram(y0: np.ndarray, y1: np.ndarray, direction: np.ndarray) -> Scorer:
-    """Joint-output histogram: every atom (a value seen at least ``_MIN_ATOM`` times) is a cell of its own; any other output's cell is
-    (its values on the discrete coordinates, at most ``_DISCRETE_VALUES`` distinct values each in the fitting
-    outputs) x (the quantile bin of the projection of its other coordinates onto ``direction``), about
-    ``_PER_CELL`` fitting outputs per cell. A cell scores its smoothed log count ratio, 0 if never seen."""
+    """Joint-output histogram: every atom (a value seen at least ``_MIN_ATOM`` times) is a cell of its own; any
+    other output's cell is (its values on the discrete coordinates, at most ``_DISCRETE_VALUES`` distinct values
+    each in the fitting outputs) x (the quantile bin of the projection of its other coordinates onto
+    ``direction``), about ``_PER_CELL`` fitting outputs per cell. A cell scores its smoothed log count ratio, 0 if
+    never seen."""
     pooled = np.concatenate([y0, y1])
     atoms = _frequent_rows(_row_keys(y0), _row_keys(y1), _MIN_ATOM)
     discrete = np.array([np.unique(pooled[:, j]).size <= _DISCRETE_VALUES for j in range(pooled.shape[1])])
@@ -156,7 +158,8 @@ def _histogram(y0: np.ndarray, y1: np.ndarray, direction: np.ndarray) -> Scorer:
     def cells(y: np.ndarray) -> np.ndarray:
         binned = np.searchsorted(edges, y @ weights, side="right").astype(np.float64)[:, None]
         rows = _row_keys(y)
-        return np.where(np.isin(rows, atoms), rows, _row_keys(np.hstack([y[:, discrete], binned, -np.ones_like(binned)])))
+        tagged = np.hstack([y[:, discrete], binned, -np.ones_like(binned)])  # -1: a key apart from any row's
+        return np.where(np.isin(rows, atoms), rows, _row_keys(tagged))
 
     table = _CountTable(cells(y0), cells(y1))
     return lambda y: table(cells(y))

@@ -147,9 +147,9 @@ def nearby_pairs(
 ) -> list[NeighbouringPair]:
     """``count`` pairs near ``pair`` in the same relation (module docstring), labelled "<label>~<i>": the shift
     turned by a Gaussian step of relative size ``step`` in the first ``block`` coordinates (``linf``: each
-    coordinate set to -length, 0 or +length with probability ``step`` / 2) at its own length, the centre moved by ``step`` x ``radius`` and
-    shrunk until both inputs lie in the ``norm`` ball of ``radius``. No proposals for a pair outside the ball (beyond the
-    clip: its relation is not the ball's) or whose inputs are equal."""
+    coordinate set to -length, 0 or +length with probability ``step`` / 2) at its own length, the centre moved by
+    ``step`` x ``radius`` and shrunk until both inputs lie in the ``norm`` ball of ``radius``. No proposals for a
+    pair outside the ball (beyond the clip: its relation is not the ball's) or whose inputs are equal."""
     x0, x1 = pair.x0, pair.x1
     shift, centre = x1 - x0, (x0 + x1) / 2
     length = _norm(shift, norm)

@@ -2,10 +2,11 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
-from auditkit.attacks.neighbouring_pairs import neighbouring_pairs
+from auditkit.attacks.neighbouring_pairs import NeighbouringPair, nearby_pairs, neighbouring_pairs
 
 
 def _norm(v: torch.Tensor, norm: str) -> float:
@@ -91,3 +92,27 @@ def test_linf_pairs_sit_at_the_corners_of_the_cube():
     assert pairs["half-half"].x1.tolist() == [0.5, 0.5, -0.5, -0.5, 0.0, 0.0]
     for label in ("spread", "random-1", "random-2"):
         assert torch.all(pairs[label].x1[:4].abs() == 0.5), label
+
+
+@pytest.mark.parametrize("norm", ["l1", "l2", "linf"])
+def test_nearby_pairs_stay_in_the_relation_and_are_keyed(norm):
+    """Every proposal keeps its parent's distance in the norm, lies in the ball, moves only the block, and the same
+    generator seed gives the same proposals."""
+    parent = next(p for p in neighbouring_pairs(5, sensitivity=1.0, norm=norm, radius=0.8, block=3, seed=0)
+                  if p.label == "spread")
+    kw = {"norm": norm, "radius": 0.8, "block": 3, "step": 0.5}
+    proposals = nearby_pairs(parent, 12, rng=np.random.default_rng(7), **kw)
+    p = {"l1": 1, "l2": 2, "linf": float("inf")}[norm]
+    assert len(proposals) >= 10 and [q.label for q in proposals[:2]] == ["spread~1", "spread~2"]
+    for q in proposals:
+        assert torch.linalg.vector_norm(q.x1 - q.x0, p).item() == pytest.approx(1.0)
+        assert max(torch.linalg.vector_norm(x, p).item() for x in (q.x0, q.x1)) <= 0.8 + 1e-9
+        assert torch.all(q.x0[3:] == 0) and torch.all(q.x1[3:] == 0)
+    assert any(not torch.allclose(q.x1 - q.x0, parent.x1 - parent.x0) for q in proposals)
+    again = nearby_pairs(parent, 12, rng=np.random.default_rng(7), **kw)
+    assert all(torch.equal(a.x0, b.x0) and torch.equal(a.x1, b.x1) for a, b in zip(proposals, again))
+
+
+def test_no_proposals_near_a_pair_beyond_the_clip():
+    far = NeighbouringPair("beyond-clip", torch.tensor([-2.0, 0.0]), torch.tensor([2.0, 0.0]))
+    assert nearby_pairs(far, 4, norm="l2", radius=0.5, block=2, step=0.5, rng=np.random.default_rng(0)) == []
