@@ -160,8 +160,8 @@ def search_worst_pair(
     budget = len(pairs) * trials
     per_pair = max(4, round(trials * selection / 2))
     spare = max(4, round(budget * selection) - len(pairs) * per_pair)
-    affordable = (3 * spare // 4) // per_pair if relation is not None else 0
-    proposals = min(len(pairs) if proposals is None else proposals, affordable)
+    affordable = (spare // 2) // per_pair if relation is not None else 0
+    proposals = min(len(pairs) // 2 if proposals is None else proposals, affordable)
     held_total = budget - len(pairs) * per_pair - spare
     if held_total < MIN_TRIALS // 2:
         raise ValueError(f"trials = {trials} leaves fewer than {MIN_TRIALS // 2} held-out outputs after a selection "
