@@ -32,11 +32,22 @@ def cuda(request) -> torch.device:
 
 
 @pytest.fixture
-def exact_fp32(monkeypatch):
+def exact_fp32():
     """Float32 matrix products and convolutions in full float32 on a GPU: cuDNN's convolutions default to TF32
-    (10 mantissa bits), which a float32 tolerance would have to absorb; restored after the test."""
-    monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
-    monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+    (10 mantissa bits), which a float32 tolerance would have to absorb; restored after the test. Torch >= 2.9 sets
+    this with ``fp32_precision = "ieee"`` (reading the legacy ``allow_tf32`` after that raises), older torch with
+    ``allow_tf32 = False``."""
+    if hasattr(torch.backends.cuda.matmul, "fp32_precision") and hasattr(torch.backends.cudnn, "conv"):
+        flags = [(torch.backends.cuda.matmul, "fp32_precision", "ieee"),
+                 (torch.backends.cudnn.conv, "fp32_precision", "ieee")]
+    else:
+        flags = [(torch.backends.cuda.matmul, "allow_tf32", False), (torch.backends.cudnn, "allow_tf32", False)]
+    before = [getattr(owner, name) for owner, name, _ in flags]
+    for owner, name, value in flags:
+        setattr(owner, name, value)
+    yield
+    for (owner, name, _), value in zip(flags, before):
+        setattr(owner, name, value)
 
 
 def write_idx_images(path: Path, images: np.ndarray) -> None:

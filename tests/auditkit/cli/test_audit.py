@@ -59,8 +59,9 @@ def test_audit_runs_a_tiny_config_on_device(tmp_path, device):
     config = tmp_path / "audit.toml"
     config.write_text(DEVICE_TOML.format(device=device.type))
     out = tmp_path / "out"
+    # cwd: not the repository root, whose unmapped ``auditkit/`` folder would shadow a non-editable install
     done = subprocess.run([sys.executable, "-m", "auditkit.cli", "audit", str(config), "--out", str(out)],
-                          capture_output=True, text=True, timeout=300, check=False)
+                          capture_output=True, text=True, timeout=300, check=False, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     document = load_results(out / "results.json")
     validate_results(document)

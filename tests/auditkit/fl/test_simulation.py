@@ -174,15 +174,23 @@ def _device_simulation(device, **training):
                                seed=0, device=device)
 
 
-def test_simulation_on_device_is_reproducible_and_batched_equals_sequential(device):
-    """Three FedAvg rounds on the device: the same seed gives identical rounds, the batched clients equal the
-    sequential reference (1e-5), and the results and observations come back on the CPU."""
+def test_simulation_on_device_is_reproducible_and_batched_equals_sequential(device, exact_fp32):
+    """Three FedAvg rounds on the device: the same seed gives identical rounds on the CPU, and on a GPU the same
+    parameters to 1e-3 of their scale (cuDNN's backward kernels sum in no fixed order; float32, TF32 off) and
+    the same test accuracy up to one example in 20; the batched clients equal the sequential reference (1e-5
+    on the CPU, 1e-3 of the scale on a GPU); the results and observations come back on the CPU."""
     a = _device_simulation(device).run()
     b = _device_simulation(device).run()
     c = _device_simulation(device, batched=False).run()
-    assert [dataclasses.asdict(r) for r in a.rounds] == [dataclasses.asdict(r) for r in b.rounds]
-    assert torch.equal(a.final_params, b.final_params)
-    assert torch.allclose(a.final_params, c.final_params, atol=1e-5)
+    if device.type == "cuda":
+        tolerance = 1e-3 * float(a.final_params.abs().max())
+        torch.testing.assert_close(b.final_params, a.final_params, rtol=0, atol=tolerance)
+        assert [r.test_accuracy for r in b.rounds] == pytest.approx([r.test_accuracy for r in a.rounds], abs=0.051)
+    else:
+        tolerance = 1e-5
+        assert [dataclasses.asdict(r) for r in a.rounds] == [dataclasses.asdict(r) for r in b.rounds]
+        assert torch.equal(a.final_params, b.final_params)
+    torch.testing.assert_close(c.final_params, a.final_params, rtol=0, atol=tolerance)
     assert a.final_params.device.type == "cpu" and a.observations[0].ground_truth["updates"].device.type == "cpu"
     start = _device_simulation("cpu").params.cpu()
     assert (a.final_params - start).abs().max() > 1e-3
