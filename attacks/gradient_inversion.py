@@ -59,9 +59,10 @@ single start runs to the iteration cap). Hence the presets' 4 restarts.
 All starts of all images run as one batched optimisation (problem r * count + i is start r of image i: one
 forward-backward and one :class:`auditkit.attacks.batched_lbfgs.BatchedLBFGS` step serve them all; on the CPU, 4 rows
 cost ~1.25x one). Start r draws its dummies from its own generator, seeded with
-``derive_seed(seed, "inversion-start", r)`` (:func:`start_seeds`): a run is reproducible from ``seed``, and
-start r is the same whatever the number of restarts, the mode or the device. ``InversionResult.start_loss``
-holds every start's final matching loss and ``InversionResult.start`` the kept one.
+``derive_seed(seed, "inversion-start", r)`` (:func:`start_seeds`): a run is reproducible from ``seed`` (bit for
+bit on the CPU; on a GPU cuDNN's backward kernels sum in no fixed order and L-BFGS amplifies it, so two runs
+agree to ~1e-3 per pixel), and start r is the same whatever the number of restarts, the mode or the device.
+``InversionResult.start_loss`` holds every start's final matching loss and ``InversionResult.start`` the kept one.
 
 Early stopping: an image stops after the first step that starts, for any one of its starts, with a matching
 loss below ``stop_loss`` (None: never); all its starts stop then, since the image is solved.

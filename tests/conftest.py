@@ -8,12 +8,46 @@ import sys
 
 import numpy as np
 import pytest
+import torch
 
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     # workers share the cores: torch's default (one thread per core in every worker) would oversubscribe them
-    import torch
-
     torch.set_num_threads(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
+
+NEEDS_CUDA = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.fixture(params=["cpu", pytest.param("cuda", marks=NEEDS_CUDA)])
+def device(request) -> torch.device:
+    """The device a test runs its check on: the CPU, and the GPU where there is one (ids ``cpu`` and ``cuda``: the
+    GPU tests are selected with ``-k cuda``; without CUDA they are skipped)."""
+    return torch.device(request.param)
+
+
+@pytest.fixture(params=[pytest.param("cuda", marks=NEEDS_CUDA)])
+def cuda(request) -> torch.device:
+    """The GPU, for a check that compares it with the CPU (id ``cuda``; skipped without CUDA)."""
+    return torch.device(request.param)
+
+
+@pytest.fixture
+def exact_fp32():
+    """Float32 matrix products and convolutions in full float32 on a GPU: cuDNN's convolutions default to TF32
+    (10 mantissa bits), which a float32 tolerance would have to absorb; restored after the test. Torch >= 2.9 sets
+    this with ``fp32_precision = "ieee"`` (reading the legacy ``allow_tf32`` after that raises), older torch with
+    ``allow_tf32 = False``."""
+    if hasattr(torch.backends.cuda.matmul, "fp32_precision") and hasattr(torch.backends.cudnn, "conv"):
+        flags = [(torch.backends.cuda.matmul, "fp32_precision", "ieee"),
+                 (torch.backends.cudnn.conv, "fp32_precision", "ieee")]
+    else:
+        flags = [(torch.backends.cuda.matmul, "allow_tf32", False), (torch.backends.cudnn, "allow_tf32", False)]
+    before = [getattr(owner, name) for owner, name, _ in flags]
+    for owner, name, value in flags:
+        setattr(owner, name, value)
+    yield
+    for (owner, name, _), value in zip(flags, before):
+        setattr(owner, name, value)
 
 
 def write_idx_images(path: Path, images: np.ndarray) -> None:

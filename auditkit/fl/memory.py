@@ -30,6 +30,7 @@ checked: its clients run in Ray's workers, whose resources Ray manages.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import os
 from dataclasses import dataclass, field
@@ -41,7 +42,7 @@ from torch import nn
 from auditkit.config_bounds import ConfigError
 
 __all__ = ["GIB", "MemoryEstimate", "activation_values", "check_memory", "estimate_memory", "machine_memory",
-           "round_clients"]
+           "model_device", "round_clients"]
 
 GIB = 2**30
 MIB = 2**20
@@ -156,7 +157,8 @@ def estimate_memory(training, *, num_params: int, input_numel: int, activations:
 
 
 def activation_values(model: nn.Module, input_shape: tuple[int, ...]) -> int:
-    """A, the values one example's forward pass produces: its input and every leaf module's output."""
+    """A, the values one example's forward pass produces: its input and every leaf module's output (the example
+    made on the model's device: ``model_device``)."""
     counts = [math.prod(input_shape)]
     hooks = [m.register_forward_hook(lambda _m, _i, out: counts.append(out.numel()))
              for m in model.modules() if not list(m.children())]
@@ -164,12 +166,18 @@ def activation_values(model: nn.Module, input_shape: tuple[int, ...]) -> int:
     try:
         model.eval()
         with torch.no_grad():
-            model(torch.zeros(1, *input_shape))
+            model(torch.zeros(1, *input_shape, device=model_device(model)))
     finally:
         model.train(was_training)
         for hook in hooks:
             hook.remove()
     return sum(counts)
+
+
+def model_device(model: nn.Module) -> torch.device:
+    """The device of the model's first parameter (or buffer); the CPU for a model with neither."""
+    first = next(itertools.chain(model.parameters(), model.buffers()), None)
+    return torch.device("cpu") if first is None else first.device
 
 
 def machine_memory() -> int | None:

@@ -82,3 +82,45 @@ def test_bad_arguments_raise():
     optimiser.step(zero, torch.tensor([0, 2]), 1.0)
     with pytest.raises(ValueError, match="rows must be a subset of the rows stepped before"):
         optimiser.step(zero, torch.tensor([1]), 1.0)
+
+
+@pytest.mark.parametrize("sync_every", [None, 3], ids=["default-sync", "sync-3"])
+def test_rows_follow_torch_lbfgs_on_device(device, sync_every):
+    """On the device (float64; the default ``sync_every`` is 4 on a GPU and 1 on the CPU), every row follows
+    torch.optim.LBFGS run on the CPU on its own problem, to 1e-10, rows that stop early included."""
+    objective, x0 = _problems()
+    generator = torch.Generator().manual_seed(0)  # the same problems as ``_problems``, on the device
+    a = torch.randn(PROBLEMS, DIM, DIM, generator=generator, dtype=torch.float64)
+    a = (a @ a.transpose(1, 2) / DIM + 0.1 * torch.eye(DIM, dtype=torch.float64)).to(device)
+    b = torch.randn(PROBLEMS, DIM, generator=generator, dtype=torch.float64).to(device)
+    stop_after, steps, lr = {1: 3, 3: 5}, 8, 1.0
+
+    def closure(x, rows):
+        x = x.clone().requires_grad_(True)
+        values = (0.5 * torch.einsum("md,mde,me->m", x, a[rows], x) - (b[rows] * x).sum(1)
+                  + 0.05 * (x**4).sum(1) + 0.1 * torch.sin(3 * x).sum(1))
+        (grad,) = torch.autograd.grad(values.sum(), x)
+        return values.detach(), grad
+
+    batched = BatchedLBFGS(x0.clone().to(device), max_iter=7, history_size=3, sync_every=sync_every)
+    assert batched.sync_every == (sync_every or (4 if device.type == "cuda" else 1))
+    for step in range(steps):
+        rows = torch.tensor([i for i in range(PROBLEMS) if step < stop_after.get(i, steps)], device=device)
+        (loss,) = batched.step(functools.partial(closure, rows=rows), rows, lr)
+        assert loss.device.type == device.type
+    assert batched.x.device.type == device.type
+
+    for i in range(PROBLEMS):
+        x = x0[i].clone().requires_grad_(True)
+        reference = torch.optim.LBFGS([x], lr=lr, max_iter=7, history_size=3)
+
+        def reference_closure(x=x, i=i, reference=reference):
+            reference.zero_grad()
+            value = objective(x, i)
+            value.backward()
+            return value
+
+        for _ in range(stop_after.get(i, steps)):
+            reference.step(reference_closure)
+        assert (x.detach() - x0[i]).abs().max() > 0.1  # the reference moved: the agreement is not at the start
+        torch.testing.assert_close(batched.x[i].cpu(), x.detach(), rtol=0, atol=1e-10)

@@ -2,7 +2,7 @@ import pytest
 import torch
 
 from auditkit.fl.spec import DPSGDSpec, Optimizer
-from auditkit.fl.local_training import LocalSteps, LocalTraining, local_batches, train_clients_batched, train_clients_sequential
+from auditkit.fl.local_training import LocalResult, LocalSteps, LocalTraining, local_batches, train_clients_batched, train_clients_sequential
 from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.sampling import draw_batches
 from auditkit.fl.params import ParamLayout, flat_parameters
@@ -122,6 +122,31 @@ def _close(a, b, atol=1e-5):
     assert torch.allclose(a.loss, b.loss, atol=atol)
 
 
+GPU_SCALE = 1e-3  # GPU float32 results agree to this fraction of each tensor's largest magnitude (_close_scaled)
+
+
+def _close_scaled(a, b, scale=GPU_SCALE):
+    """Every tensor of ``a`` and ``b`` within ``scale`` times its largest magnitude in ``a``. The BatchNorm net
+    (batches of 4-5) amplifies rounding: on the CPU, inputs changed by 1e-7 relative move the parameters by 1.4e-5
+    (scale 1.06) and the momentum by 1.1e-4 (scale 2.9) after 4 steps, so two GPU kernels' summation orders
+    differ by ~1e-4; a real error (a missed step: lr x gradient ~ 0.05) is far above 1e-3 x scale, and every
+    client moved by more than 0.18."""
+    pairs = [("params", a.params, b.params), ("loss", a.loss, b.loss)]
+    pairs += [(key, a.state[key], b.state[key]) for key in a.state]
+    pairs += [(key, a.buffers[key].double(), b.buffers[key].double()) for key in a.buffers]
+    assert a.state.keys() == b.state.keys() and a.buffers.keys() == b.buffers.keys()
+    for key, x, y in pairs:
+        torch.testing.assert_close(x, y, rtol=0, atol=scale * float(x.abs().max()), msg=key)
+
+
+def _close_on(device, a, b):
+    """_close on the CPU (bit-level agreement up to 1e-5); _close_scaled on a GPU (its kernels' rounding)."""
+    if device.type == "cuda":
+        _close_scaled(a, b)
+    else:
+        _close(a, b)
+
+
 @pytest.mark.parametrize("mode", ["train", "eval"])
 def test_batchnorm_batched_equals_sequential(mode):
     """Train mode: each client normalises by its batch's statistics and its running statistics move (differently
@@ -235,3 +260,102 @@ def test_bf16_autocast_trains_batchnorm_models_in_both_paths():
     moved = (a.params - start).norm()
     assert moved > 0 and (a.params - b.params).norm() < 0.1 * moved
     assert not model[1]._forward_pre_hooks  # the float32 casts are removed after training
+
+
+# ------------------------------------------------------------------ on a device (cpu, and cuda where there is one)
+
+
+def _device_problem(device, *, epochs=None, tau=4, seed=0):
+    """The BatchNorm net trained in train mode by 5 clients of unequal sizes, everything on ``device``."""
+    model = _bn_net().to(device)
+    x, y = _examples()
+    own = [torch.arange(0, 4), torch.arange(4, 30), torch.arange(30, 38), torch.arange(38, 50), torch.arange(50, 60)]
+    indices, active, _ = local_batches(own, list(range(5)), 1, seed=seed, tau=tau, batch_size=5, local_epochs=epochs)
+    steps = LocalSteps(x.to(device), y.to(device), indices.to(device), None if active is None else active.to(device))
+    start = flat_parameters(model)
+    momentum = 0.01 * torch.randn(5, start.numel(), generator=torch.Generator().manual_seed(seed)).to(device)
+    return model, start, steps, {"momentum": momentum}
+
+
+def test_batched_equals_sequential_with_batchnorm_on_device(device, exact_fp32):
+    """On the device, the vmap'ed clients (BatchNorm in train mode, carried momentum) equal the sequential
+    torch.optim reference, to 1e-5 on the CPU and to 1e-3 of each tensor's scale on a GPU (float32, TF32 off:
+    vmap's grouped convolutions and the plain ones are different kernels, ``_close_scaled``); the results stay on
+    the device, and BatchNorm's running statistics moved per client."""
+    model, start, steps, state = _device_problem(device)
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9))
+    a, b = _both(model, start, steps, training, state=state)
+    _close_on(device, a, b)
+    assert a.params.device.type == device.type and a.buffers["1.running_mean"].device.type == device.type
+    assert a.buffers["1.num_batches_tracked"].tolist() == [4] * 5
+    means = a.buffers["1.running_mean"]
+    assert not torch.allclose(means[0], means[1]) and (means.abs() > 0).all()
+    assert (a.params - start).abs().amax(1).min() > 1e-3
+
+
+def test_cuda_training_equals_cpu_training(cuda, exact_fp32):
+    """The same clients trained batched on the GPU and on the CPU agree to 1e-3 of each tensor's scale (float32,
+    TF32 off; the GPU's different summation order only, amplified by BatchNorm: ``_close_scaled``), parameters,
+    momentum, BatchNorm buffers and losses alike."""
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9))
+    model, start, steps, state = _device_problem(torch.device("cpu"))
+    on_cpu = train_clients_batched(model, start, steps, training, state=state)
+    model, start, steps, state = _device_problem(cuda)
+    on_gpu = train_clients_batched(model, start, steps, training, state=state)
+    assert on_gpu.params.is_cuda
+    moved = (on_cpu.params - start.cpu()).abs().amax(1).min()
+    assert moved > 1e-3  # the agreement is not that of two unmoved models
+    _close_scaled(on_cpu, LocalResult(on_gpu.params.cpu(), {k: v.cpu() for k, v in on_gpu.state.items()},
+                                      {k: v.cpu() for k, v in on_gpu.buffers.items()}, on_gpu.loss.cpu()))
+
+
+def test_bf16_autocast_on_device_stays_close_to_fp32(device):
+    """bf16 autocast on the device (the GPU's own bf16 kernels on cuda): the parameters stay float32 on the device,
+    and the update is within a fifth of its length of the fp32 one, pointing the same way (cosine > 0.98)."""
+    model = create_model("cnn").to(device)
+    x, y = _examples()
+    own = list(torch.arange(60).reshape(3, 20))
+    indices, _, _ = local_batches(own, [0, 1, 2], 1, seed=0, tau=3, batch_size=8)
+    steps = LocalSteps(x.to(device), y.to(device), indices.to(device))
+    start = flat_parameters(model)
+    fp32 = train_clients_batched(model, start, steps, LocalTraining(LocalOptimizer(lr=0.05)))
+    bf16 = train_clients_batched(model, start, steps, LocalTraining(LocalOptimizer(lr=0.05), precision="bf16"))
+    assert bf16.params.dtype == torch.float32 and bf16.params.device.type == device.type
+    moved, moved_bf16 = (fp32.params - start).flatten(), (bf16.params - start).flatten()
+    assert 0 < (moved_bf16 - moved).norm() < 0.2 * moved.norm()
+    assert torch.nn.functional.cosine_similarity(moved, moved_bf16, dim=0) > 0.98
+
+
+def test_bf16_autocast_trains_batchnorm_on_device(device):
+    """bf16 with BatchNorm in train mode on the device: batched and sequential within bf16's precision, the
+    running statistics float32 and moved."""
+    model, start, steps, state = _device_problem(device, tau=2)
+    training = LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9), precision="bf16")
+    a, b = _both(model, start, steps, training, state=state)
+    assert a.buffers["1.running_mean"].dtype == torch.float32 and a.params.dtype == torch.float32
+    assert (a.buffers["1.running_mean"].abs() > 0).all()
+    moved = (a.params - start).norm()
+    assert moved > 0 and (a.params - b.params).norm() < 0.1 * moved
+
+
+@pytest.mark.parametrize("epochs", [None, 2])
+def test_chunks_sized_by_the_memory_budget_give_the_same_clients_on_device(device, monkeypatch, epochs, exact_fp32):
+    """A memory budget of about 2.5 clients (``auditkit.fl.memory``'s CPU budget, or its fraction of the GPU's
+    free memory) makes ``client_chunk`` pick chunks of 2 or 3 of the 5 clients; training in those chunks on the
+    device gives what one program of all 5 gives (tau steps, and local epochs on unequal clients; on a GPU to
+    ``_close_scaled``: other batch sizes may pick other kernels)."""
+    from auditkit.fl import memory
+
+    model, start, steps, state = _device_problem(device, epochs=epochs)
+    sized = lambda: memory.client_chunk(model, (1, 28, 28), 5, device)  # noqa: E731
+    default = sized()
+    assert default >= 5  # the default budget holds the 5 clients at once
+    name = "CHUNK_BUDGET_GPU" if device.type == "cuda" else "CHUNK_BUDGET_CPU"
+    monkeypatch.setattr(memory, name, getattr(memory, name) * 2.5 / default)
+    chunk = sized()
+    assert 2 <= chunk <= 3
+    optimizer = LocalOptimizer(Optimizer.SGD, 0.05, 0.9)
+    whole = train_clients_batched(model, start, steps, LocalTraining(optimizer), state=state)
+    parts = train_clients_batched(model, start, steps, LocalTraining(optimizer, chunk=chunk), state=state)
+    _close_on(device, whole, parts)
+    assert parts.params.device.type == device.type

@@ -55,6 +55,19 @@ def test_activations_count_the_input_and_every_layer_output():
     assert activation_values(create_model("linear"), (1, 28, 28)) == 784 + 784 + 10  # input, flatten, logits
 
 
+def test_activations_are_counted_on_the_model_device(device):
+    """The example runs on the model's device (a CUDA model given a CPU example raised), the count is the same;
+    a model without parameters or buffers runs on the CPU."""
+    cnn = create_model("cnn")
+    expected = activation_values(cnn, (1, 28, 28))
+    on_device = cnn.to(device)
+    assert memory.model_device(on_device).type == device.type
+    assert activation_values(on_device, (1, 28, 28)) == expected
+    assert memory.client_chunk(on_device, (1, 28, 28), 5, device) >= 1
+    flatten = torch.nn.Flatten()
+    assert memory.model_device(flatten) == torch.device("cpu") and activation_values(flatten, (1, 28, 28)) == 2 * 784
+
+
 def test_the_machine_memory_is_read():
     assert machine_memory() > 256 * 2**20
 

@@ -165,3 +165,44 @@ def test_local_epochs_and_adam_run_the_whole_simulation():
     assert torch.allclose(a.final_params, b.final_params, atol=1e-5)
     (obs,) = a.observations
     assert obs.tau == 2 * -(-int(_data().client_indices[-1].numel()) // 8)  # the largest client's steps
+
+
+def _device_simulation(device, **training):
+    config = TrainingConfig(**{"model": "cnn", "clients": 4, "rounds": 3, "tau": 3, "lr": 0.05,
+                               "checkpoints": (2,), **training})
+    return FederatedSimulation(create_model("cnn"), _data(), UplinkProtocol(mechanisms.create("none"), 0), config,
+                               seed=0, device=device)
+
+
+def test_simulation_on_device_is_reproducible_and_batched_equals_sequential(device, exact_fp32):
+    """Three FedAvg rounds on the device: the same seed gives identical rounds on the CPU, and on a GPU the same
+    parameters to 1e-3 of their scale (cuDNN's backward kernels sum in no fixed order; float32, TF32 off) and
+    the same test accuracy up to one example in 20; the batched clients equal the sequential reference (1e-5
+    on the CPU, 1e-3 of the scale on a GPU); the results and observations come back on the CPU."""
+    a = _device_simulation(device).run()
+    b = _device_simulation(device).run()
+    c = _device_simulation(device, batched=False).run()
+    if device.type == "cuda":
+        tolerance = 1e-3 * float(a.final_params.abs().max())
+        torch.testing.assert_close(b.final_params, a.final_params, rtol=0, atol=tolerance)
+        assert [r.test_accuracy for r in b.rounds] == pytest.approx([r.test_accuracy for r in a.rounds], abs=0.051)
+    else:
+        tolerance = 1e-5
+        assert [dataclasses.asdict(r) for r in a.rounds] == [dataclasses.asdict(r) for r in b.rounds]
+        assert torch.equal(a.final_params, b.final_params)
+    torch.testing.assert_close(c.final_params, a.final_params, rtol=0, atol=tolerance)
+    assert a.final_params.device.type == "cpu" and a.observations[0].ground_truth["updates"].device.type == "cpu"
+    start = _device_simulation("cpu").params.cpu()
+    assert (a.final_params - start).abs().max() > 1e-3
+
+
+def test_cuda_simulation_equals_cpu_simulation(cuda, exact_fp32):
+    """The same three rounds on the GPU and on the CPU (float32, TF32 off): final parameters within 1e-4, the
+    same test accuracy each round up to one test example in 20, the same true updates at the checkpoint to 1e-4."""
+    on_cpu = _device_simulation("cpu").run()
+    on_gpu = _device_simulation(cuda).run()
+    torch.testing.assert_close(on_gpu.final_params, on_cpu.final_params, rtol=0, atol=1e-4)
+    assert [r.test_accuracy for r in on_gpu.rounds] == pytest.approx([r.test_accuracy for r in on_cpu.rounds],
+                                                                     abs=0.051)
+    torch.testing.assert_close(on_gpu.observations[0].ground_truth["updates"],
+                               on_cpu.observations[0].ground_truth["updates"], rtol=0, atol=1e-4)
