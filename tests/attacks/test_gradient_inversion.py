@@ -197,8 +197,8 @@ def test_bad_inputs_raise(lenet16, clean):
 
 def test_idlg_on_device_recovers_the_labels_and_returns_cpu_results(lenet16, patches, clean, device):
     """iDLG with ``device=`` on two patches (the model and observation stay on the CPU): the labels are extracted,
-    the patches reconstructed (SSIM > 0.9), the results are CPU tensors of the CPU run's dtypes with a float wall time, the
-    settings name the device, and a second run with the same seed gives the same numbers: bit for bit on the CPU;
+    the patches reconstructed (SSIM > 0.9), the results are CPU tensors of the CPU run's dtypes with a float wall
+    time, the settings name the device, and a second run with the same seed gives the same numbers: bit for bit on the CPU;
     on a GPU (cuDNN's backward kernels sum in no fixed order, which L-BFGS amplifies: the first GPU run differed by
     ~3e-3 per pixel) the same labels, pixels within 1e-2 on average, SSIM between the runs > 0.98 and between the
     second run and the patches > 0.9, both at a matching loss below 1e-6."""

@@ -2,7 +2,8 @@ import pytest
 import torch
 
 from auditkit.fl.spec import DPSGDSpec, Optimizer
-from auditkit.fl.local_training import LocalResult, LocalSteps, LocalTraining, local_batches, train_clients_batched, train_clients_sequential
+from auditkit.fl.local_training import (LocalResult, LocalSteps, LocalTraining, local_batches,
+                                         train_clients_batched, train_clients_sequential)
 from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.sampling import draw_batches
 from auditkit.fl.params import ParamLayout, flat_parameters
