@@ -33,7 +33,7 @@ pytestmark = pytest.mark.soundness
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "examples" / "dp_catalogue"
 MODULES = ("catalogue_svt", "catalogue_noise", "catalogue_float")
-SEEDS, TRIALS = 20, 10_000  # about 70 s for the whole catalogue on 2 cores
+SEEDS, TRIALS = 20, 10_000  # the sweep: about 7 minutes for the whole catalogue on one core
 BROKEN = {  # name -> true epsilon at the reference setting (claim 1)
     "cat-svt3-roth": 5.0, "cat-svt4-lee-clifton": 3.25, "cat-svt5-stoddard": math.inf, "cat-svt6-chen": 5.0,
     "cat-laplace-skip-zero": math.inf, "cat-laplace-norm-scaled": math.inf, "cat-laplace-atom": math.inf,
