@@ -6,7 +6,7 @@ worst-pair search, 95% family-wise, seeds 0..N-1, ``trials`` outputs per pair). 
 counts over the seeds, the min / mean / max certified lower bound, the seconds, and the row's criterion of the
 catalogue (correct: at most ``allowed_false_alarms`` "violated"; broken: "violated" in every seed).
 
-    python benchmarks/bench_catalogue.py [--seeds 20] [--trials 10000] [--threads 1]
+    python benchmarks/bench_catalogue.py [--seeds 20] [--trials 10000] [--threads 1] [--names cat-svt3-roth ...]
 """
 
 from __future__ import annotations
@@ -56,10 +56,15 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=10_000, help="outputs per pair")
     parser.add_argument("--seeds", type=int, default=20, help="seeds 0..N-1")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (0: torch's default)")
+    parser.add_argument("--names", nargs="*", default=None, help="only these mechanisms (default: the whole catalogue)")
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
     names = load_catalogue()
+    unknown = sorted(set(args.names or ()) - set(names))
+    if unknown:
+        raise ValueError(f"--names must be among the catalogue's mechanisms ({', '.join(names)}), got {unknown}")
+    names = [n for n in names if args.names is None or n in args.names]
     print(f"torch={torch.__version__} threads={torch.get_num_threads()} device=cpu")
     print(f"catalogue: {len(names)} mechanisms, {args.seeds} seeds, {args.trials} trials per pair, worst-pair search, "
           f"95% family-wise per audit")

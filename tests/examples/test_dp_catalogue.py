@@ -5,14 +5,17 @@ of its encode/decode path (two-sample tests per coordinate, fixed seeds, 3,000 o
 shown to reject a sampler with the wrong noise); the samplers against closed forms where exact (SVT answer
 probabilities by quadrature, the geometric pmf, atoms of clamps, roundings and data-dependent noise, the porous
 support of the coarse Laplace sampler enumerated); the broken ones' true epsilons against an independent
-quadrature (their "known-exceeded" class is honest); and the soundness criterion over 20 seeds at 10,000 trials per
-pair (``benchmarks/bench_catalogue.py`` prints the table): every correct mechanism "violated" at most
-``allowed_false_alarms`` times, every broken one "violated" in every seed. The broken ones the current statistics
-miss are marked xfail(strict): they flip when the atom / histogram statistics land.
+quadrature (their "known-exceeded" class is honest); the SVT output densities (``output_log_density``, which the
+likelihood-ratio statistic uses) against numerical integration and Monte-Carlo frequencies; and the soundness
+criterion over 20 seeds at 10,000 trials per pair (``benchmarks/bench_catalogue.py`` prints the table): every
+correct mechanism "violated" at most ``allowed_false_alarms`` times, every broken one "violated" in every seed (with
+the atom and histogram statistics; the pre-atom statistics miss the coarse Laplace sampler), but for ``MISSED``.
 """
 
 import functools
+import itertools
 import math
+import sys
 import tomllib
 from pathlib import Path
 
@@ -30,15 +33,14 @@ pytestmark = pytest.mark.soundness
 
 CATALOGUE = Path(__file__).resolve().parents[2] / "examples" / "dp_catalogue"
 MODULES = ("catalogue_svt", "catalogue_noise", "catalogue_float")
-SEEDS, TRIALS = 20, 10_000  # about 70 s for the whole catalogue on 2 cores
+SEEDS, TRIALS = 20, 10_000  # the sweep: about 7 minutes for the whole catalogue on one core
 BROKEN = {  # name -> true epsilon at the reference setting (claim 1)
-    "cat-svt3-roth": 5.0, "cat-svt4-lee-clifton": 1.75, "cat-svt5-stoddard": math.inf, "cat-svt6-chen": 5.0,
+    "cat-svt3-roth": 5.0, "cat-svt4-lee-clifton": 3.25, "cat-svt5-stoddard": math.inf, "cat-svt6-chen": 5.0,
     "cat-laplace-skip-zero": math.inf, "cat-laplace-norm-scaled": math.inf, "cat-laplace-atom": math.inf,
     "cat-laplace-clamped-noise": math.inf, "cat-laplace-coarse-uniform": math.inf,
 }
 CORRECT = ("cat-svt1-lyu", "cat-svt2-dwork-roth", "cat-laplace", "cat-laplace-clamped-output", "cat-laplace-rounded",
            "cat-geometric")
-MISSED_TODAY = ("cat-svt3-roth", "cat-svt4-lee-clifton", "cat-laplace-coarse-uniform")
 OUTPUTS = 3_000
 P_FLOOR = 1e-4  # a two-sample test below this rejects "same law" (about 10 tests per mechanism)
 
@@ -133,7 +135,7 @@ def _svt_pattern_probability(q, pattern, b_rho, b_nu, threshold=0.0) -> float:
 def test_svt_answers_have_their_closed_form_probabilities(catalogue, name, b_rho, b_nu):
     """Lyu et al.'s scales at eps = 1, c = 1: Alg. 1 rho ~ Lap(1 / eps_1), nu ~ Lap(2c / eps_2), eps_1 = eps_2 =
     1 / 2; Alg. 4 rho ~ Lap(4 / eps), nu ~ Lap(1 / (3 eps / 4))."""
-    m = _create(name, queries=3)
+    m = _create(name, queries=3, cutoff=1)
     q = np.array([0.5, -0.5, 0.5])
     y = _draw(m, q)
     n = len(y)
@@ -159,11 +161,13 @@ def test_broken_svt_true_epsilons_are_reached_by_quadrature(catalogue):
     """Independent of the declared values: ln P(pattern | q1) / P(pattern | q0) at inputs 1 apart in every
     coordinate, far in the noise's tails, exceeds the 1.25 x claim that makes them "known-exceeded", and stays
     below the declared true epsilon (an upper bound on every such ratio)."""
-    lee = _create("cat-svt4-lee-clifton")  # c = 1: "below" x 9 then "above"; below-queries fall by 1, the last rises
+    lee = _create("cat-svt4-lee-clifton")  # c = 2: "below" x 8 then "above" x 2; the belows fall by 1, the aboves rise
     b_rho, b_nu = 4.0, 4 / 3  # eps = 1: Lap(4 / eps), Lap(1 / (3 eps / 4))
-    q0 = np.array([12.0] * 9 + [-22.0])
-    ratio = math.log(_svt_pattern_probability(q0 + np.array([-1.0] * 9 + [1.0]), [0] * 9 + [1], b_rho, b_nu)
-                     / _svt_pattern_probability(q0, [0] * 9 + [1], b_rho, b_nu))
+    q0 = np.array([12.0] * 8 + [-22.0] * 2)
+    pattern = [0] * 8 + [1] * 2
+    ratio = math.log(_svt_pattern_probability(q0 + np.array([-1.0] * 8 + [1.0] * 2), pattern, b_rho, b_nu)
+                     / _svt_pattern_probability(q0, pattern, b_rho, b_nu))
+    assert lee.params["cutoff"] == 2 and ratio > 3.2  # (1 + 6c) / 4 = 3.25 is nearly reached
     assert 1.25 * lee.guarantee().epsilon < ratio <= lee.true_epsilon() * (1 + 1e-6)
     chen = _create("cat-svt6-chen")  # no cutoff: "above" on the first half (rising), "below" on the rest (falling)
     b_rho, b_nu = 2.0, 2.0  # eps = 1: Lap(1 / eps_1), Lap(1 / eps_2), eps_1 = eps_2 = 1 / 2
@@ -172,6 +176,96 @@ def test_broken_svt_true_epsilons_are_reached_by_quadrature(catalogue):
     ratio = math.log(_svt_pattern_probability(q0 + np.repeat([1.0, -1.0], 5), pattern, b_rho, b_nu)
                      / _svt_pattern_probability(q0, pattern, b_rho, b_nu))
     assert 1.25 * chen.guarantee().epsilon < ratio <= chen.true_epsilon() * (1 + 1e-6)
+
+
+def _pattern_density(q, roles, values, b_rho, b_nu, threshold, svt) -> float:
+    """The probability (density, where values are released) of an SVT answer pattern, by scipy's adaptive
+    quadrature over rho: p_rho(rho) times, per query, P[q_j + nu_j < T + rho] (below), P[q_j + nu_j >= T + rho]
+    (above), p_nu(v_j - q_j) 1{v_j >= T + rho} (released) or 1 (unanswered)."""
+    upper = min([v - threshold for v, role in zip(values, roles) if role == svt.RELEASED], default=80 * b_rho)
+
+    def integrand(r):
+        p = math.exp(-abs(r) / b_rho) / (2 * b_rho)
+        for qi, role, v in zip(q, roles, values):
+            below = float(_laplace_cdf(threshold + r - qi, b_nu))
+            p *= {svt.BELOW: below, svt.ABOVE: 1 - below, svt.UNANSWERED: 1.0,
+                  svt.RELEASED: math.exp(-abs(v - qi) / b_nu) / (2 * b_nu)}[role]
+        return p
+
+    lower = -80 * b_rho
+    kinks = sorted(k for k in {0.0, *(qi - threshold for qi in q)} if lower < k < upper)
+    return integrate.quad(integrand, lower, upper, points=kinks or None, limit=400, epsabs=0, epsrel=1e-10)[0]
+
+
+def test_svt_density_matches_numerical_integration(catalogue):
+    """``svt_log_integral`` (piecewise Gauss-Legendre) against scipy's adaptive quadrature at random inputs,
+    patterns, scales and released values: within 1e-6 relative."""
+    svt = sys.modules[type(_create("cat-svt1-lyu")).__module__]
+    rng = np.random.default_rng(0)
+    for _ in range(100):
+        k = int(rng.integers(1, 7))
+        q, threshold = rng.normal(0, 2, k), float(rng.normal())
+        b_rho, b_nu = float(rng.choice([0.5, 2.0, 4.0])), float(rng.choice([0.5, 4 / 3, 4.0]))
+        roles = rng.choice([svt.UNANSWERED, svt.BELOW, svt.ABOVE, svt.RELEASED], k)
+        values = q + rng.laplace(0, b_nu, k)
+        got = math.exp(svt.svt_log_integral(q, roles[None], values[None], b_rho, b_nu, threshold)[0])
+        want = _pattern_density(q, roles, values, b_rho, b_nu, threshold, svt)
+        assert want > 1e-30 and got == pytest.approx(want, rel=1e-6), (q, roles, values, b_rho, b_nu, threshold)
+
+
+@pytest.mark.parametrize("name", ["cat-svt1-lyu", "cat-svt2-dwork-roth", "cat-svt4-lee-clifton"])
+def test_svt_flag_densities_are_the_pattern_frequencies(catalogue, name):
+    """Every answer pattern of 3 queries: exp(output_log_density) sums to 1 and matches the frequency in 100,000
+    draws (4.5 sigma)."""
+    m = _create(name, queries=3)
+    density = mechanisms.capability(m, "output_log_density")
+    q = np.array([0.5, -0.5, 0.5])
+    y = _draw(m, q)
+    patterns, counts = np.unique(y, axis=0, return_counts=True)
+    p = np.exp(density(patterns, q))
+    c = m.params["cutoff"]
+    every = [r for r in itertools.product((-1.0, 0.0, 1.0), repeat=3) if _reachable(r, c)]
+    assert math.fsum(np.exp(density(np.array(every), q))) == pytest.approx(1.0, abs=1e-9)
+    assert np.all(np.abs(counts / len(y) - p) < 4.5 * np.sqrt(p * (1 - p) / len(y))), (patterns, counts, p)
+
+
+def _reachable(row, cutoff: int) -> bool:
+    """An SVT flag row: answered (0 / 1) until the c-th 1, unanswered (-1) after it, and only then."""
+    aboves = np.cumsum(np.array(row) == 1)
+    done_before = np.concatenate([[0], aboves[:-1]]) >= cutoff
+    return bool(np.all((np.array(row) == -1) == done_before))
+
+
+def test_roth_svt_density_integrates_to_the_released_frequencies(catalogue):
+    """Alg. 3 (c = 1) outputs (flag, value) per query: its density integrated over the released value of the one
+    "above" query, on [-inf, a] and [a, inf], against the frequency of (position, v < a) in 100,000 draws; the
+    all-below atom against its frequency."""
+    m = _create("cat-svt3-roth", queries=3)
+    density = mechanisms.capability(m, "output_log_density")
+    q = np.array([0.5, -0.5, 0.5])
+    y = _draw(m, q)
+    n = len(y)
+    none = np.zeros(6)
+    p_none = math.exp(density(none[None], q)[0])
+    seen = np.mean(np.all(y == none, axis=1))
+    assert abs(seen - p_none) < 4.5 * math.sqrt(p_none * (1 - p_none) / n)
+    total = p_none
+    for i in range(3):
+        def at(v, i=i):
+            row = np.array([[0.0, 0.0] * i + [1.0, v] + [-1.0, 0.0] * (2 - i)])
+            return math.exp(density(row, q)[0])
+        for lo, hi in ((-np.inf, 1.0), (1.0, np.inf)):
+            p = integrate.quad(at, lo, hi, limit=200)[0]
+            total += p
+            hit = (y[:, 2 * i] == 1) & (y[:, 2 * i + 1] >= lo) & (y[:, 2 * i + 1] < hi)
+            assert abs(np.mean(hit) - p) < 4.5 * math.sqrt(p * (1 - p) / n), (i, lo, hi, np.mean(hit), p)
+    assert total == pytest.approx(1.0, abs=1e-6)
+
+
+def test_svt_density_is_declared_where_one_threshold_noise_serves(catalogue):
+    assert mechanisms.capability(_create("cat-svt5-stoddard"), "output_log_density") is None  # no query noise
+    assert mechanisms.capability(_create("cat-svt2-dwork-roth", cutoff=2), "output_log_density") is None  # redrawn
+    assert mechanisms.capability(_create("cat-svt2-dwork-roth"), "output_log_density") is not None
 
 
 def test_geometric_mechanism_has_the_two_sided_geometric_pmf(catalogue):
@@ -252,9 +346,15 @@ def _sweep() -> dict:
     return {row.name: row for row in rows}
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=pytest.mark.xfail(strict=True, reason="caught once the atom/histogram statistics land"))
-    if n in MISSED_TODAY else n for n in [*BROKEN, *CORRECT]])
+MISSED = {  # broken ones not yet "violated" in every seed, and why (README.md, "Audited")
+    "cat-svt3-roth": "its excess at the +-1/2 corners lies in events of probability ~0.5 % (the best llr threshold "
+                     "test certifies ~1.8 on 24,000 held-out outputs per side), which the test's threshold, chosen "
+                     "on 500 selection outputs per side, misses in some seeds",
+}
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=MISSED[n]))
+                                  if n in MISSED else n for n in [*BROKEN, *CORRECT]])
 def test_soundness_over_20_seeds(catalogue, name):
     row = _sweep()[name]
     assert row.seeds == SEEDS, row.line()
