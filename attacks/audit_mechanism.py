@@ -85,7 +85,7 @@ def audit_mechanism(
     log_density: LogDensity | None = None,
     random_directions: int = 2,
     search: bool = False,
-    proposals: int | None = None,
+    proposals: int = 0,
     selection: float = SELECTION,
     seed: int = 0,
 ) -> MechanismAudit:
@@ -97,8 +97,8 @@ def audit_mechanism(
     tests:     the size of the test family for the Bonferroni correction (default: the number of pairs, or 1
                with ``search``).
     search:    the worst-pair search (module docstring); selection: the share of outputs that chooses each test.
-    proposals: the search's pairs proposed near the best within the setting's relation (default: half the number
-               of pairs; 0: none; none for a ``same_norm`` setting, whose pairs are not a ball's).
+    proposals: pairs the search proposes near the best within the setting's relation (default 0; not for a
+               ``same_norm`` setting, whose pairs are not a ball's).
     """
     resolved = resolve_mechanism(mechanism, seed=seed)
     if isinstance(resolved, Mechanism):

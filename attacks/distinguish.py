@@ -156,6 +156,7 @@ class ChosenTest:
     fp_share: float
     predicted_bound: float
     selection_bounds: dict[str, float]
+    fitted: dict[str, Scorer] = field(default_factory=dict)  # every statistic as fitted, for ``rethreshold``
 
     def says_x1(self, outputs: np.ndarray) -> np.ndarray:
         """The test's answer for each output (rows of ``outputs``): True means "x1"."""
@@ -185,6 +186,7 @@ def choose_test(
     tiebreak = outputs @ direction
     best: ChosenTest | None = None
     bounds: dict[str, float] = {}
+    fitted: dict[str, Scorer] = {}
     half0, half1 = len(y0) // 2, len(y1) // 2
     on_half = np.r_[np.arange(half0, len(y0)), len(y0) + np.arange(half1, len(y1))]  # the outputs not counted
     for name in statistics:
@@ -193,6 +195,7 @@ def choose_test(
         scorer = fit_scorer(name, fit0, fit1, x0, x1, log_density=log_density, seed=seed)
         if scorer is None:
             continue
+        fitted[name] = scorer
         scores = np.asarray(scorer(outputs), dtype=np.float64)
         ranks = dense_ranks(scores, tiebreak)
         cut = on_half if counted else np.arange(len(outputs))
@@ -202,24 +205,31 @@ def choose_test(
         if best is None or choice.bound > best.predicted_bound:  # the first listed statistic wins a tie
             at_cut = int(np.flatnonzero(ranks == choice.rank)[0])
             best = ChosenTest(name, scorer, direction, float(scores[at_cut]), float(tiebreak[at_cut]),
-                              choice.fp_share, choice.bound, bounds)
+                              choice.fp_share, choice.bound, bounds, fitted)
     return best
 
 
 def rethreshold(
     test: ChosenTest, y0: np.ndarray, y1: np.ndarray, *, held_out: tuple[int, int], confidence: float, delta: float,
 ) -> ChosenTest:
-    """``test``'s statistic as fitted, its threshold and confidence share chosen again on the outputs y0 of M(x0)
-    and y1 of M(x1), which it was not fitted on: the same prediction ``choose_test`` makes."""
+    """Every statistic of ``test`` as fitted (``ChosenTest.fitted``; else its own), each threshold and confidence
+    share chosen again on the outputs y0 of M(x0) and y1 of M(x1), which none was fitted on: the one with the
+    largest predicted bound, as ``choose_test`` predicts it."""
     outputs = np.concatenate([y0, y1])
     side = np.arange(len(outputs)) >= len(y0)
-    scores = np.asarray(test.scorer(outputs), dtype=np.float64)
     tiebreak = outputs @ test.direction
-    ranks = dense_ranks(scores, tiebreak)
-    choice = best_threshold(ranks[~side], ranks[side], alpha=1 - confidence, delta=delta, held_out=held_out)
-    at_cut = int(np.flatnonzero(ranks == choice.rank)[0])
-    return ChosenTest(test.statistic, test.scorer, test.direction, float(scores[at_cut]), float(tiebreak[at_cut]),
-                      choice.fp_share, choice.bound, dict(test.selection_bounds))
+    best: ChosenTest | None = None
+    bounds: dict[str, float] = {}
+    for name, scorer in (test.fitted or {test.statistic: test.scorer}).items():
+        scores = np.asarray(scorer(outputs), dtype=np.float64)
+        ranks = dense_ranks(scores, tiebreak)
+        choice = best_threshold(ranks[~side], ranks[side], alpha=1 - confidence, delta=delta, held_out=held_out)
+        bounds[name] = choice.bound
+        if best is None or choice.bound > best.predicted_bound:
+            at_cut = int(np.flatnonzero(ranks == choice.rank)[0])
+            best = ChosenTest(name, scorer, test.direction, float(scores[at_cut]), float(tiebreak[at_cut]),
+                              choice.fp_share, choice.bound, bounds, test.fitted)
+    return best
 
 
 def held_out_estimate(

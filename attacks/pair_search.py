@@ -7,16 +7,17 @@ the same budget of K x trials outputs; a share ``selection`` of it chooses, the 
 1. candidates: each pair draws selection/2 x trials outputs (half per side) and chooses its test -- statistic,
    threshold, share of the confidence between the two error rates -- for the held-out size
    (``auditkit.attacks.distinguish.choose_test``), which predicts its bound;
-2. optimisation (given the relation the pairs come from, ``Relation``): ``proposals`` more pairs, each as costly as
-   a candidate, in ``ROUNDS`` rounds of a (1 + lambda) evolution strategy: each round proposes pairs near the best
-   so far (``auditkit.attacks.neighbouring_pairs.nearby_pairs``, keyed by ``derive_seed(seed, "proposal", round)``),
+2. optimisation (given the relation the pairs come from, ``Relation``, and ``proposals`` > 0; off by default,
+   measured to cost more than it found): ``proposals`` more pairs, each as costly as a candidate, in ``ROUNDS``
+   rounds of a (1 + lambda) evolution strategy: each round proposes pairs near the best so far
+   (``auditkit.attacks.neighbouring_pairs.nearby_pairs``, keyed by ``derive_seed(seed, "proposal", round)``),
    at a step halved every round, and keeps the best predicted bound; dp-auditorium's black-box search over
    neighbouring datasets, within the claim's relation;
 3. refinement: the pair with the largest predicted bound draws the rest of the selection budget (what the
-   proposals left). Two tests
-   compete: every statistic re-fitted on all its selection outputs, and the candidate's own test (fitted on its
-   first outputs) with its threshold re-chosen on the fresh refinement outputs alone -- so a strong candidate is
-   never dropped for a re-fit that happens to be weaker; ``Refinement`` records both predictions and which was kept;
+   proposals left). Two tests compete: every statistic re-fitted on all its selection outputs, and every statistic
+   as the candidate fitted it, its threshold re-chosen on the fresh refinement outputs alone -- so a strong
+   candidate is never dropped for a re-fit that happens to be weaker; ``Refinement`` records both predictions and
+   which was kept;
 4. held out: that pair draws the remaining outputs afresh and its test is applied once.
 
 Only one held-out test is judged, so the confidence needs no factor for the K candidates or the proposals: their
@@ -140,28 +141,29 @@ def search_worst_pair(
     log_density: LogDensity | None = None,
     selection: float = SELECTION,
     relation: Relation | None = None,
-    proposals: int | None = None,
+    proposals: int = 0,
     seed: int = 0,
 ) -> PairSearch:
     """The search of the module docstring over ``pairs`` with a budget of ``trials`` outputs per pair.
 
     mechanism: a ``Mechanism`` or batched callable; its declared output density serves the likelihood ratio unless
     ``log_density`` is given (as in ``auditkit.attacks.distinguish``); the claim compared with is ``claimed_eps``.
-    relation:  where proposals may go (None: no optimisation); proposals: how many (default len(pairs) // 2, at
-    most what half the refinement's share pays for). Pair i is sampled with seed ``derive_seed(seed, "pair", i)``
+    relation:  where proposals may go (None: no optimisation); proposals: how many (default none: measured, they
+    cost more than they found, docs/methodology/distinguishing.md; at most what half the refinement's share pays
+    for). Pair i is sampled with seed ``derive_seed(seed, "pair", i)``
     (proposals continue the numbering): streams 0 and 1 for its candidate outputs, 2 and 3 for the chosen pair's
     refinement, 4 and 5 for its held-out outputs.
     """
     check_test_inputs(trials, confidence, delta, claimed_eps, statistics, selection)
-    if proposals is not None and (isinstance(proposals, bool) or not isinstance(proposals, int) or proposals < 0):
-        raise ValueError(f"proposals must be None or an integer >= 0, got {proposals!r}")
+    if isinstance(proposals, bool) or not isinstance(proposals, int) or proposals < 0:
+        raise ValueError(f"proposals must be an integer >= 0, got {proposals!r}")
     mechanism, _, log_density = resolve_claim_and_density(mechanism, claimed_eps, log_density, statistics, seed)
     start = time.perf_counter()
     budget = len(pairs) * trials
     per_pair = max(4, round(trials * selection / 2))
     spare = max(4, round(budget * selection) - len(pairs) * per_pair)
     affordable = (spare // 2) // per_pair if relation is not None else 0
-    proposals = min(len(pairs) // 2 if proposals is None else proposals, affordable)
+    proposals = min(proposals, affordable)
     held_total = budget - len(pairs) * per_pair - spare
     if held_total < MIN_TRIALS // 2:
         raise ValueError(f"trials = {trials} leaves fewer than {MIN_TRIALS // 2} held-out outputs after a selection "

@@ -30,13 +30,13 @@ def test_the_pairs_share_one_budget_and_the_chosen_pair_gets_the_held_out_rest()
 
 
 def test_the_audit_judges_one_held_out_test_at_the_full_confidence():
-    audit = audit_mechanism(_gaussian(0), trials=10_000, search=True, seed=2)
+    audit = audit_mechanism(_gaussian(0), trials=10_000, search=True, proposals=3, seed=2)
     assert audit.tests == 1 and audit.per_test_confidence == audit.confidence == 0.95
     assert audit.estimates == (audit.worst,) and audit.worst is audit.search.estimate
     # the mechanism's declared output density serves the likelihood ratio, as in distinguish
     assert set(audit.worst.selection_bounds) == {"projection", "llr", "classifier", "atoms", "histogram"}
     record = audit.to_dict()
-    # the 6 pairs of the setting, then 3 proposed near the best within its l2 ball (half as many)
+    # the 6 pairs of the setting, then the 3 proposed near the best within its l2 ball
     assert record["search"]["chosen"] == audit.search.chosen and len(record["search"]["candidates"]) == 9
     assert [c["parent"] is None for c in record["search"]["candidates"]] == [True] * 6 + [False] * 3
     with pytest.raises(ValueError, match=r"tests must be an integer >= 1 \(one held-out test with search\)"):
@@ -60,8 +60,8 @@ def test_a_search_over_many_pairs_of_an_input_blind_mechanism_certifies_nothing_
     pairs = [NeighbouringPair(f"p{i}", torch.tensor(rng.normal(size=2)), torch.tensor(rng.normal(size=2)))
              for i in range(8)]
     searches = [search_worst_pair(blind, pairs, trials=2_000, confidence=0.95, delta=0.0, claimed_eps=0.0,
-                                  relation=Relation("l2", 10.0, 2), seed=seed) for seed in range(60)]
-    # 4 proposals too (half as many as pairs): their choice costs no confidence
+                                  relation=Relation("l2", 10.0, 2), proposals=4, seed=seed) for seed in range(60)]
+    # 4 proposals too: their choice costs no confidence
     assert all(len(s.candidates) == 12 for s in searches)
     assert sum(s.estimate.epsilon_lower_bound > 0 for s in searches) <= 6
 
