@@ -115,10 +115,10 @@ class LaplaceClampedOutput(_Laplace):
 
     name = "cat-laplace-clamped-output"
     summary = "catalogue (correct): Laplace, output clamped to [-R, R] after the noise"
-    params_spec = (*_CLAIM_PARAMS, positive_float("bound", 1.0, "R: the output is clamped to [-R, R]"))
+    params_spec = (*_CLAIM_PARAMS, positive_float("output_clamp", 1.0, "R: the output is clamped to [-R, R]"))
 
     def _release(self, x: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
-        return (x + self._noise(x, gen)).clamp(-self.params["bound"], self.params["bound"])
+        return (x + self._noise(x, gen)).clamp(-self.params["output_clamp"], self.params["output_clamp"])
 
 
 @mechanisms.register

@@ -101,7 +101,8 @@ class _SparseVector(Mechanism):
     redraws_threshold = False  # True: a fresh rho after each "above" (Algorithm 2)
     params_spec: tuple[Param, ...] = (
         positive_float("epsilon", 1.0, "the epsilon the algorithm claims"),
-        int_range("queries", 1, 64, 10, "k, the number of queries (the input's dimension)"),
+        int_range("queries", 1, 64, 10, "k, the number of queries the audit asks (an update of any length is answered "
+                  "as that many queries)"),
         int_range("cutoff", 1, 64, 1, "c, the number of 'above' answers after which the algorithm stops"),
         Param("threshold", 0.0, "T, the public threshold", Number()),
     )
@@ -113,9 +114,7 @@ class _SparseVector(Mechanism):
 
     def _sample(self, q: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
         """Rows of q (B, k) -> outputs (B, k) or (B, 2k), the algorithm run once per row."""
-        rows, k = q.shape
-        if k != self.params["queries"]:
-            raise ValueError(f"x must hold the {self.params['queries']} query answers, got {k} values")
+        rows, k = q.shape  # any k: in FL the update's coordinates are the queries
         b_rho, b_nu, b_redraw = self._noise_scales()
         c, threshold = self.params.get("cutoff", k), self.params["threshold"]
         rho = laplace_noise(rows, b_rho, gen)
