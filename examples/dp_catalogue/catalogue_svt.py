@@ -167,7 +167,11 @@ class _SparseVector(Mechanism):
             flags, values = (y[:, 0::2], y[:, 1::2]) if self.releases_value else (y, np.zeros_like(y))
             roles = np.select([flags == 0, flags == 1], [BELOW, RELEASED if self.releases_value else ABOVE],
                               UNANSWERED)
-            keys, inverse = np.unique(np.hstack([roles, values]), axis=0, return_inverse=True)  # flags repeat
+            rows = np.ascontiguousarray(np.hstack([roles, values]))
+            # the distinct rows (flag patterns repeat), through a 1-D view: np.unique(axis=0) sorts rows slowly
+            _, first, inverse = np.unique(rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))),
+                                          return_index=True, return_inverse=True)
+            keys = rows[first]
             out = svt_log_integral(np.asarray(x, dtype=np.float64).reshape(-1), keys[:, :flags.shape[1]].astype(int),
                                    keys[:, flags.shape[1]:], b_rho, b_nu, threshold)
             return out[inverse.reshape(-1)]
