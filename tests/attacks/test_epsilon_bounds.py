@@ -108,3 +108,17 @@ def test_one_run_bound_is_monotone_and_zero_without_evidence():
 def test_bad_input_is_a_value_error_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_clopper_pearson_is_the_beta_quantile_on_every_scipy(monkeypatch):
+    """The fast quantile (``special.betainccinv`` where SciPy has it) and the fallback (``stats.beta.isf``, SciPy
+    1.11) give the same upper bounds, fractional counts included."""
+    from scipy import stats as scipy_stats
+
+    from auditkit.attacks import epsilon_bounds
+
+    k = np.r_[np.arange(0, 100), 3.7, 41.25]
+    expected = scipy_stats.beta.isf(0.01, k + 1, 100 - k)
+    assert np.allclose(epsilon_bounds.clopper_pearson_upper(k, 100, 0.01), expected, rtol=1e-12, atol=0)
+    monkeypatch.setattr(epsilon_bounds, "_BETA_UPPER_QUANTILE", lambda a, b, alpha: scipy_stats.beta.isf(alpha, a, b))
+    assert np.allclose(epsilon_bounds.clopper_pearson_upper(k, 100, 0.01), expected, rtol=1e-12, atol=0)
