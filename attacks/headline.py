@@ -9,8 +9,8 @@ from typing import Any, NamedTuple
 
 from auditkit.attacks.verdicts import NO_CLAIM, VIOLATED, Evidence, Verdict, adjusted_p_value, evidence
 
-__all__ = ["SEVERITY", "TestKind", "canary_test", "decided_by", "distinguishing_test", "membership_test", "overall_verdict",
-           "strongest_bound"]
+__all__ = ["SEVERITY", "ClaimScope", "TestKind", "canary_test", "claim_verdicts", "decided_by", "distinguishing_test",
+           "membership_test", "overall_verdict", "strongest_bound"]
 
 # The headline's order: a refutation outranks everything; a test that could refute and did not outranks one
 # that could not; "vacuous claim" and "no claim" say least.
@@ -62,6 +62,19 @@ def distinguishing_test(distinguish: dict[str, Any]) -> dict[str, Any]:
 
 def _adaptive(adaptive: dict[str, Any]) -> dict[str, Any]:
     return decided_by(TestKind.ADAPTIVE, f"adaptive test {adaptive['test']}", test=adaptive["test"])
+
+
+class ClaimScope(enum.StrEnum):
+    """Which claim a test judges: the mechanism's claim about one round (one release), or the claim composed over
+    the whole run (the rounds run, amplified by client sampling where the run samples)."""
+
+    ONE_ROUND = "one round"
+    WHOLE_RUN = "whole run"
+
+
+def scope(decisive: dict[str, Any]) -> ClaimScope:
+    """The claim a decisive test (``decided_by``) judged."""
+    return ClaimScope.WHOLE_RUN if decisive["whole_run"] else ClaimScope.ONE_ROUND
 
 
 class _Test(NamedTuple):
@@ -131,38 +144,77 @@ def _analytic_refutations(mechanism: dict[str, Any] | None, accounting: dict[str
     return refutations
 
 
+def _judge(tests: list[_Test], statistical: int, family: int) -> dict[str, Any]:
+    """The worst verdict over ``tests`` (the order of ``SEVERITY``), the test that decided it (among equals, the
+    smallest p-value, a test with a p-value before one without), that p-value and its evidence grade over
+    ``family``; ``statistical`` of the tests are statistical (the rest analytic refutations)."""
+    rank = {v: i for i, v in enumerate(SEVERITY)}
+    worst = min(rank.get(t.verdict, len(SEVERITY)) for t in tests)
+    deciding = [t for t in tests if rank.get(t.verdict, len(SEVERITY)) == worst]
+    decisive, verdict_, p = min(deciding, key=lambda t: (t.p_value is None, t.p_value or 0.0))
+    graded = Evidence.ANALYTIC if decisive["kind"] == TestKind.ANALYTIC else evidence(verdict_, p, family)
+    return {"verdict": Verdict(verdict_), "decided_by": decisive, "p_value": p, "tests": statistical,
+            "family": family, "adjusted_p_value": None if p is None else adjusted_p_value(p, family),
+            "evidence": graded}
+
+
 def overall_verdict(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None,
                     mechanism: dict[str, Any] | None = None,
                     accounting: dict[str, Any] | None = None,
                     canary: dict[str, Any] | None = None,
                     membership: dict[str, Any] | None = None) -> dict[str, Any] | None:
-    """A setting's headline: the worst verdict over all its tests (the order of ``SEVERITY``), the test that
-    decided it (``decided_by``; among equals, the smallest p-value, a test with a p-value before one without)
-    and that p-value; None when no test ran. ``evidence`` grades a refutation by its Bonferroni-adjusted p-value
-    over the audit's family (``auditkit.attacks.verdicts.evidence``), or "analytic" for a claim refuted by
-    computation (``_analytic_refutations``: one more test that says "violated" without a p-value; a test that
-    refutes statistically still decides). A mechanism without a claim is "no claim", whatever its tests
-    measured. With the ``mechanism`` section, ``bound`` is the strongest certified epsilon lower bound
-    (``strongest_bound``)."""
+    """A setting's headline: the worst verdict over all its tests (``_judge``); None when no test ran.
+    ``evidence`` grades a refutation by its Bonferroni-adjusted p-value over the audit's family
+    (``auditkit.attacks.verdicts.evidence``), or "analytic" for a claim refuted by computation
+    (``_analytic_refutations``: one more test that says "violated" without a p-value; a test that refutes
+    statistically still decides). A mechanism without a claim is "no claim", whatever its tests measured. With the
+    ``mechanism`` section, ``bound`` is the strongest certified epsilon lower bound (``strongest_bound``) and
+    ``claims`` the verdict on each claim the setting states (``claim_verdicts``)."""
     tests = _tests(distinguish, identification, canary, membership)
     if not tests:
         return None
     statistical = len(tests)  # the analytic checks below are evidence, not tests of the family
-    tests += _analytic_refutations(mechanism, accounting)
-    rank = {v: i for i, v in enumerate(SEVERITY)}
-    worst = min(rank.get(t.verdict, len(SEVERITY)) for t in tests)
-    deciding = [t for t in tests if rank.get(t.verdict, len(SEVERITY)) == worst]
-    decisive, verdict_, p = min(deciding, key=lambda t: (t.p_value is None, t.p_value or 0.0))
-    if mechanism is not None and mechanism["guarantee"]["epsilon"] is None:
-        decisive = decided_by(TestKind.NO_CLAIM, "the mechanism (it makes no privacy claim)")
-        verdict_, p = NO_CLAIM, None
     # every test was judged in one Bonferroni family: the audit's (distinguish "tests"), else these tests
     family = distinguish["tests"] if distinguish is not None else statistical
-    graded = Evidence.ANALYTIC if decisive["kind"] == TestKind.ANALYTIC else evidence(verdict_, p, family)
-    headline = {"verdict": Verdict(verdict_), "decided_by": decisive, "p_value": p, "tests": statistical,
-                "family": family, "adjusted_p_value": None if p is None else adjusted_p_value(p, family),
-                "evidence": graded}
+    headline = _judge(tests + _analytic_refutations(mechanism, accounting), statistical, family)
+    if mechanism is not None and mechanism["guarantee"]["epsilon"] is None:
+        no_claim = decided_by(TestKind.NO_CLAIM, "the mechanism (it makes no privacy claim)")
+        headline.update(verdict=Verdict(NO_CLAIM), decided_by=no_claim, p_value=None, adjusted_p_value=None,
+                        evidence=evidence(NO_CLAIM, None, family))
     if mechanism is not None:
         headline["bound"] = strongest_bound(distinguish, canary)
+        headline["claims"] = claim_verdicts(distinguish, identification, mechanism, accounting, canary, membership)
     return headline
 
+
+def claim_verdicts(distinguish: dict[str, Any] | None, identification: dict[str, Any] | None,
+                   mechanism: dict[str, Any], accounting: dict[str, Any] | None = None,
+                   canary: dict[str, Any] | None = None,
+                   membership: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The verdict on each claim the setting states, judged by the tests of that claim alone (``_judge`` over
+    the tests whose ``scope`` it is, in the audit's one Bonferroni family): the one-round claim (the mechanism's
+    epsilon) and the whole run's (the accounting's composed claim, where one was composed). A stated claim no
+    test judged is "not tested" (``verdict`` null) unless a computation refuted it (``_analytic_refutations``); a
+    mechanism without a claim states none."""
+    if mechanism["guarantee"]["epsilon"] is None:
+        return []
+    tests = _tests(distinguish, identification, canary, membership)
+    refutations = _analytic_refutations(mechanism, accounting)
+    family = distinguish["tests"] if distinguish is not None else len(tests)
+    composed = None if accounting is None else accounting.get("composed")
+    stated = [(ClaimScope.ONE_ROUND, mechanism["guarantee"]["epsilon"], mechanism["guarantee"].get("delta"), None)]
+    if composed is not None:
+        stated.append((ClaimScope.WHOLE_RUN, composed["epsilon"], composed["delta"], composed["rounds"]))
+    verdicts = []
+    for claim_scope, epsilon, delta, rounds in stated:
+        mine = [t for t in tests if scope(t.decisive) == claim_scope]
+        computed = [t for t in refutations if scope(t.decisive) == claim_scope]
+        entry = {"scope": claim_scope, "epsilon": epsilon, "delta": delta, "rounds": rounds}
+        if not mine and not computed:
+            verdicts.append({**entry, "verdict": None, "decided_by": None, "p_value": None, "tests": 0,
+                             "evidence": None})
+            continue
+        judged = _judge(mine + computed, len(mine), family)
+        verdicts.append({**entry, **{k: judged[k] for k in ("verdict", "decided_by", "p_value", "tests",
+                                                            "evidence")}})
+    return verdicts

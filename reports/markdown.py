@@ -12,7 +12,7 @@ from auditkit.reports.sections.adaptive import ADAPTIVE_COLUMNS, AdaptiveRow, ad
 from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
 from auditkit.reports.sections.details import Details, ESTIMATE_COLUMNS, details
 from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
-from auditkit.reports.sections.findings import class_count, findings
+from auditkit.reports.sections.findings import class_count, client_mode, findings
 from auditkit.reports.sections.glossary import GLOSSARY
 from auditkit.reports.sections.identification import IDENTIFICATION_COLUMNS, identification_rows
 from auditkit.reports.sections.intro import intro
@@ -59,7 +59,7 @@ def _privacy(row: PrivacyRow) -> tuple[str, ...]:
     bound = f"{row.bound} ({row.bound_note})" if row.bound_note else row.bound
     label = f"{row.label} (plugin: {row.origin})" if row.origin else row.label
     view = f" ({row.view})" if row.view else ""
-    return label, row.claim + flags + view, row.composed, _verdict(row.verdict), bound
+    return label, row.claim + flags + view, _verdict(row.one_round), row.composed, _verdict(row.whole_run), bound
 
 
 def _attacks(row: AttackRow) -> tuple[str, ...]:
@@ -115,7 +115,7 @@ def render_markdown(results: ResultsDocument | Reproduction, figures: Mapping[st
     settings = results.settings
     adaptive = adaptive_rows(settings)
     lines = [f"# auditkit report: {escape(results.title)}", "", escape(intro(results)), ""]
-    found = findings(settings, class_count(results))
+    found = findings(settings, class_count(results), client_mode(results))
     if found:
         lines += ["## Findings", ""]
         for heading, _, items in found.sections():

@@ -21,7 +21,8 @@ from auditkit.cli.terminal import AuditProgress, Reporter, console, error_consol
 from auditkit.config import AuditConfig, load_config, merge, preset_dict, read_config
 from auditkit.flower.recording import RecordingError, load_recording
 from auditkit.output_folder import Mode
-from auditkit.reports.sections.summary import certified_bound, test_name
+from auditkit.attacks.headline import ClaimScope
+from auditkit.reports.sections.summary import certified_bound, scoped, test_name
 from auditkit.reports.sections.text import number
 from auditkit.results.model import Setting
 from auditkit.stages.identification import above_bound
@@ -130,9 +131,20 @@ def _interrupted(audit: Audit) -> str:
     return f"{kept}; run the same command with --resume to go on" if audit.finished else kept
 
 
+def _verdicts(setting: Setting) -> str:
+    """"consistent (one round); not tested (whole run)": the verdict on each claim, named by the claim it judged."""
+    parts = []
+    for claim_scope in ClaimScope:
+        found = scoped(setting, claim_scope)
+        if found.text != "-":
+            evidence = f", {found.evidence}" if found.evidence else ""
+            parts.append(f"{found.text}{evidence} ({claim_scope})")
+    return "; ".join(parts)
+
+
 def _rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
-    """Per setting: label, test accuracy, SNR, claim, headline verdict, its strongest certified bound and the test
-    that certified it, identification, probe SSIM."""
+    """Per setting: label, test accuracy, SNR, claim, the verdict on each claim, the strongest certified bound and
+    the test that certified it, identification, probe SSIM."""
     rows = []
     for s in document["settings"]:
         claim, probe, ident, headline = s["mechanism"]["guarantee"], s["probe"], s["identification"], s["verdict"]
@@ -145,8 +157,7 @@ def _rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
             s["label"], f"{100 * s['training']['final']['test_accuracy']:.2f}%",
             snr(s["training"]["final"].get("snr_db")),
             ("none" if claim["epsilon"] is None else f"{claim['epsilon']:.4g}") + flags,
-            "-" if headline is None else headline["verdict"] + (
-                f" ({headline['evidence']})" if headline.get("evidence") else ""),
+            "-" if headline is None else _verdicts(Setting.model_validate(s)),
             "-" if bound is None else f"{number(bound.epsilon_lower_bound)} ({test_name(bound.test)})",
             identified,
             "-" if probe is None else f"{probe['clean']['ssim_mean']:.3f} -> {probe['defended']['ssim_mean']:.3f}",
@@ -154,7 +165,7 @@ def _rows(document: dict[str, Any]) -> list[tuple[str, ...]]:
     return rows
 
 
-_COLUMNS = ("setting", "test acc", "SNR (dB)", "claimed eps (1 round)", "verdict (all tests)",
+_COLUMNS = ("setting", "test acc", "SNR (dB)", "claimed eps (1 round)", "verdict (claim judged)",
             "strongest certified eps >= (test)", "identified (M): rate <= bound", "probe SSIM clean -> defended")
 
 

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from auditkit.attacks.headline import TestKind
+from auditkit.attacks.headline import ClaimScope, TestKind
 from auditkit.attacks.membership_game import MembershipAttack, MembershipLevel
 from auditkit.attacks.verdicts import Evidence, Verdict
 from auditkit.fl.spec import BNStats, ClientMode, Optimizer, OptimizerState, Precision
@@ -534,8 +534,24 @@ class StrongestBound(Section):
     confidence: Number
 
 
+class ClaimVerdict(Section):
+    """The verdict on one claim a setting states, by the tests of that claim alone
+    (``auditkit.attacks.headline.claim_verdicts``); ``verdict`` null: no test judged it ("not tested")."""
+
+    scope: one_of(ClaimScope)
+    epsilon: Number
+    delta: Number | None
+    rounds: Int | None
+    verdict: one_of(Verdict) | None
+    decided_by: DecisiveTest | None
+    p_value: Number | None
+    tests: Int
+    evidence: one_of(Evidence) | None
+
+
 class Headline(Section):
-    """A setting's headline verdict (``auditkit.attacks.headline.overall_verdict``)."""
+    """A setting's headline verdict (``auditkit.attacks.headline.overall_verdict``): the worst over all its tests;
+    ``claims``, the verdict on each claim it states (absent: written before they were told apart)."""
 
     verdict: one_of(Verdict)
     decided_by: DecisiveTest
@@ -545,6 +561,7 @@ class Headline(Section):
     adjusted_p_value: Number | None = None
     evidence: one_of(Evidence) | None = None
     bound: StrongestBound | None = None
+    claims: list[ClaimVerdict] = None
 
 
 class Setting(Section):

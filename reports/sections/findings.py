@@ -6,9 +6,11 @@ from dataclasses import dataclass, field
 from auditkit.attacks.headline import canary_test
 from auditkit.reports.sections.canary import judged_claim
 from auditkit.reports.sections.membership import attack_name, membership_claim, membership_finding, membership_settings
-from auditkit.reports.sections.summary import adjusted, baseline, certified_bound, versus
+from auditkit.attacks.headline import ClaimScope, scope
+from auditkit.reports.sections.summary import adjusted, baseline, certified_bound, claim_judged, versus
 from auditkit.reports.sections.text import claim, epsilon, number, percent, plural, rough
-from auditkit.results.model import Canary, CanaryView, DecisiveTest, ReconstructionSweep, ResultsDocument, Setting
+from auditkit.results.model import (Canary, CanaryView, ClaimVerdict, DecisiveTest, Probe, ReconstructionSweep,
+                                    ResultsDocument, Setting)
 
 
 @dataclass(frozen=True)
@@ -37,11 +39,11 @@ class Findings:
                  ("the whole run's claim, tested by canary clients", "other", self.whole_run),
                  ("membership inference against the final model", "other", self.membership),
                  ("utility: accuracy against the run without a mechanism", "other", self.utility),
-                 ("where reconstruction from one update begins", "other", self.reconstruction))
+                 ("what one reconstruction attack achieved (not a guarantee)", "other", self.reconstruction))
         return [part for part in parts if part[2]]
 
 
-def findings(settings: list[Setting], classes: int | None = None) -> Findings:
+def findings(settings: list[Setting], classes: int | None = None, client_mode: str | None = None) -> Findings:
     """Refuted, consistent, no-claim and unresolved settings (by their headline verdict), each with its evidence;
     utility against the run without a mechanism (``classes``: for the chance level); the reconstruction sweep."""
     refuted, consistent, no_claim, unresolved = [], [], [], []
@@ -49,25 +51,53 @@ def findings(settings: list[Setting], classes: int | None = None) -> Findings:
         headline = s.verdict
         if headline is None:
             continue
-        claimed = claim(s.mechanism.guarantee.epsilon, s.mechanism.guarantee.delta)
+        decided_scope = scope(headline.decided_by.model_dump())
+        judged = claim_judged(s, decided_scope)
+        claimed = (claim(s.mechanism.guarantee.epsilon, s.mechanism.guarantee.delta) if judged is None
+                   else claim_words(judged))
+        other = _other_claim(s, decided_scope)
         p = f" ({adjusted(headline)})" if headline.p_value is not None else ""
         if headline.verdict in ("violated", "claim holds only cell-locally"):
             strength = f" ({headline.evidence} refutation)" if headline.evidence else ""
             also = _analytic(s) if headline.evidence != "analytic" else ""
-            refuted.append(f"{s.label}: {headline.verdict}{strength}: claim {claimed}; {_evidence(s)}{p}"
-                           + (f". Also by computation: {also}" if also else "") + ".")
+            refuted.append(f"{s.label}: {headline.verdict}{strength}: {claimed}; {_evidence(s)}{p}"
+                           + (f". Also by computation: {also}" if also else "") + f"{other}.")
         elif headline.verdict == "consistent":
             bound = certified_bound(s)
             strongest = "" if bound is None else f"; strongest certified ε ≥ {number(bound.epsilon_lower_bound)}"
-            consistent.append(f"{s.label} ({claimed}): {plural(headline.tests, 'test')}, none refuted it"
-                              f"{strongest}.")
+            consistent.append(f"{s.label}: {claimed}: {plural(judged.tests if judged else headline.tests, 'test')}, "
+                              f"none refuted it{strongest}{other}.")
         elif headline.verdict == "no claim":
             leaked = _leaked(s)
             no_claim.append(f"{s.label}: makes no privacy claim" + (f"; measured: {leaked}" if leaked else "") + ".")
         else:
-            unresolved.append(f"{s.label} ({claimed}): {headline.verdict}: {_why_unresolved(s)}.")
-    return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings),
+            unresolved.append(f"{s.label} ({claimed}): {headline.verdict}: {_why_unresolved(s)}{other}.")
+    return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings, client_mode),
                     _whole_run(settings), [membership_finding(s) for s in membership_settings(settings)])
+
+
+def claim_words(judged: ClaimVerdict) -> str:
+    """"the one-round claim ε = 4, δ = 1e-05" or "the whole run's claim ε = 25.52, δ = 1e-05 over 20 rounds"."""
+    if judged.scope == ClaimScope.ONE_ROUND:
+        return f"the one-round claim {claim(judged.epsilon, judged.delta)}"
+    return f"the whole run's claim {claim(judged.epsilon, judged.delta)} over {plural(judged.rounds, 'round')}"
+
+
+def _other_claim(setting: Setting, decided: ClaimScope) -> str:
+    """"; the whole run's claim ε = 25.52, δ = 1e-05 over 20 rounds: not tested" — the verdict on the claim the
+    headline's deciding test did not judge, so no reader takes one claim's verdict for the other's; "" when the
+    setting states no other claim."""
+    other = ClaimScope.WHOLE_RUN if decided == ClaimScope.ONE_ROUND else ClaimScope.ONE_ROUND
+    judged = claim_judged(setting, other)
+    if judged is None:
+        return ""
+    return f"; {claim_words(judged)}: {judged.verdict or 'not tested'}"
+
+
+def client_mode(results: ResultsDocument) -> str | None:
+    """The mode the clients' model ran in ("train" or "eval"), where the config records it."""
+    training = results.config.get("training")
+    return training.get("client_mode") if isinstance(training, dict) else None
 
 
 def class_count(results: ResultsDocument) -> int | None:
@@ -196,29 +226,46 @@ def _utility(settings: list[Setting], classes: int | None) -> list[str]:
     return lines
 
 
-def _reconstruction(settings: list[Setting]) -> list[str]:
-    """One line per swept mechanism: where mean SSIM reaches the sweep's level, against the audited claims."""
+def _attacked(probe: Probe, client_mode: str | None) -> str:
+    """"the analytic attack on the mlp at round 1: 16 targets, each a client's update of 1 step on 1 example, train
+    mode" — what the sweep attacked, so its numbers are read as this attack's, not as a bound."""
+    mode = "" if client_mode is None else f", {client_mode} mode"
+    return (f"the {probe.attack} attack on the {probe.model} at round {probe.round}: {plural(probe.targets, 'target')}, "
+            f"each a client's update of {plural(probe.local_steps, 'step')} on {plural(probe.batch_size, 'example')}"
+            f"{mode}")
+
+
+# what a sweep's numbers are, and are not, so no reader takes an attack's failure for a guarantee
+_SCOPE = ("where this attack failed is not where privacy begins: another attack, model, batch size or round can "
+          "reconstruct at a smaller ε; only the claim's bound on identification (Reconstruction against the claim) "
+          "holds for every attack")
+
+
+def _reconstruction(settings: list[Setting], client_mode: str | None = None) -> list[str]:
+    """One line per swept mechanism: what was attacked, where its mean SSIM reaches the sweep's level against the
+    audited claims, and what that does not show."""
     lines = []
     for group, (sweep, members) in sweep_groups(settings).items():
         claims = sorted({s.mechanism.guarantee.epsilon for s in members
                          if s.mechanism.guarantee.epsilon is not None})
         audited = f"ε {number(claims[0])}" + (f" to {number(claims[-1])}" if len(claims) > 1 else "")
+        attacked = _attacked(next(s.probe for s in members), client_mode)
         crossing, top = sweep.crossing_eps, sweep.points[-1]
         if crossing is None:
-            lines.append(f"{group}: no reconstruction from one update up to ε = {rough(top.eps)} (mean SSIM "
-                         f"{number(top.ssim, '.2f')} there" + (f"; {sweep.stopped}" if sweep.stopped
-                                                                  else "") + f"); the audited claims are {audited}.")
+            lines.append(f"{group}, {attacked}: mean SSIM stayed below {number(sweep.level)} up to ε = "
+                         f"{rough(top.eps)} ({number(top.ssim, '.2f')} there" + (f"; {sweep.stopped}" if sweep.stopped
+                                                                                 else "")
+                         + f"); the audited claims are {audited}; {_SCOPE}.")
             continue
-        where = (f"reconstruction from one update starts near ε ≈ {rough(crossing)} (mean SSIM reaches "
-                 f"{number(sweep.level)})")
+        where = f"this attack's mean SSIM reaches {number(sweep.level)} near ε ≈ {rough(crossing)}"
         matches = "" if sweep.reaches_clean_eps is None else (
             f", and matches the clean attack's ({number(sweep.clean_ssim, '.2f')}) near ε ≈ "
             f"{rough(sweep.reaches_clean_eps)}")
         if crossing <= claims[-1]:
             reached = max((s for s in members if s.probe is not None),
                           key=lambda s: s.mechanism.guarantee.epsilon)
-            lines.append(f"{group}: {where}{matches}, inside the audited claims ({audited}): at ε "
-                         f"{number(reached.mechanism.guarantee.epsilon)} the probe reconstructs with mean "
+            lines.append(f"{group}, {attacked}: {where}{matches}, inside the audited claims ({audited}): at ε "
+                         f"{number(reached.mechanism.guarantee.epsilon)} it reconstructs with mean "
                          f"SSIM {number(reached.probe.defended.ssim_mean, '.2f')}.")
             continue
         best = max(members, key=lambda s: s.mechanism.guarantee.epsilon or 0)
@@ -226,11 +273,11 @@ def _reconstruction(settings: list[Setting]) -> list[str]:
         leak = ""
         if ident is not None and ident.tests:
             t = ident.tests[0]
-            leak = (f"; below the start the leakage is identification (success {number(t.rate, '.2f')} among "
-                    f"{t.candidates} at ε {number(best.mechanism.guarantee.epsilon)}, guessing "
-                    f"{number(1 / t.candidates, '.2f')})")
-        lines.append(f"{group}: {where}, {rough(crossing / claims[-1])} times the largest audited claim ({audited})"
-                     f"{matches}{leak}.")
+            leak = (f"; below it the updates still leak: identification succeeded {number(t.rate, '.2f')} among "
+                    f"{t.candidates} at ε {number(best.mechanism.guarantee.epsilon)}, against guessing "
+                    f"{number(1 / t.candidates, '.2f')}")
+        lines.append(f"{group}, {attacked}: {where}, above the audited claims ({audited}){matches}{leak}; "
+                     f"{_SCOPE}.")
     return lines
 
 

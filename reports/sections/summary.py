@@ -6,15 +6,19 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from auditkit.attacks.headline import distinguishing_test
+from auditkit.attacks.headline import ClaimScope, claim_verdicts, distinguishing_test
+from auditkit.attacks.verdicts import adjusted_p_value
 from auditkit.reports.sections.text import (
     NOT_RUN, VERDICT_CLASSES, claim, interval, number, origin, p_value, parameters, percent, plural,
 )
-from auditkit.results.model import (Accounting, DecisiveTest, FinalMetrics, Headline, Identification, Inversion,
-                                    Probe, Setting, StrongestBound)
+from auditkit.results.model import (Accounting, ClaimVerdict, DecisiveTest, FinalMetrics, Headline, Identification,
+                                    Inversion, Probe, Setting, StrongestBound)
 
-PRIVACY_COLUMNS = ("setting", "claimed per round", "claimed over the rounds run", "verdict (worst over all tests)",
-                   "certified ε lower bound (strongest test)")
+PRIVACY_COLUMNS = ("setting", "claimed per round", "verdict on the one-round claim", "claimed over the rounds run",
+                   "verdict on the whole run's claim", "certified ε lower bound (one round, strongest test)")
+NOT_TESTED = "not tested"
+# what would test a whole-run claim no test judged
+WHOLE_RUN_UNTESTED = "no test of the whole run ran; canary clients would test it: [canary] enabled = true"
 ATTACK_COLUMNS = ("setting", "identification success ≤ the claim's bound", "probe SSIM clean → defended",
                   "inversion SSIM clean → defended", "inversion MSE clean → defended",
                   "inversion PSNR clean → defended")
@@ -90,6 +94,49 @@ def headline(setting: Setting) -> Verdict:
                    _decided_by(found))
 
 
+def claims_judged(setting: Setting) -> list[ClaimVerdict]:
+    """The verdict on each claim the setting states (the headline's ``claims``; a file from before them: computed
+    from its sections by ``claim_verdicts``, as the audit would have); [] without a headline or a claim."""
+    found = setting.verdict
+    if found is None:
+        return []
+    if found.claims is not None:
+        return found.claims
+    data = setting.model_dump()
+    return [ClaimVerdict.model_validate(c) for c in claim_verdicts(
+        data["distinguish"], data["identification"], data["mechanism"], data["accounting"], data["canary"],
+        data["membership"])]
+
+
+def claim_judged(setting: Setting, claim_scope: ClaimScope) -> ClaimVerdict | None:
+    """The verdict on the setting's claim of ``claim_scope``; None when it states no such claim."""
+    return next((c for c in claims_judged(setting) if c.scope == claim_scope), None)
+
+
+def scoped(setting: Setting, claim_scope: ClaimScope) -> Verdict:
+    """The verdict on the setting's one-round or whole-run claim as the tables show it: "not tested" (with what
+    would test it) for a stated claim no test judged; for one round without tests or a claim, the headline ("not
+    run", "no claim"); for the whole run, "not run" beside a composed claim when no test ran, else "-"."""
+    found = claim_judged(setting, claim_scope)
+    if found is None:  # no test ran, no claim, or no claim over the run composed
+        if claim_scope == ClaimScope.ONE_ROUND:
+            return headline(setting)
+        accounting = setting.accounting
+        composed = accounting is not None and accounting.composed is not None
+        return Verdict(NOT_RUN, "none", "", "") if composed else Verdict("-", "none", "", "")
+    if found.verdict is None:
+        why = WHOLE_RUN_UNTESTED if claim_scope == ClaimScope.WHOLE_RUN else "no test of this claim ran"
+        return Verdict(NOT_TESTED, "untested", "", why)
+    p = ""
+    if found.p_value is not None:
+        p = f", {p_value(found.p_value)}"
+        if found.evidence and setting.verdict.family:
+            p += (f", {number(adjusted_p_value(found.p_value, setting.verdict.family), '.2g')} adjusted over the "
+                  f"audit's {plural(setting.verdict.family, 'test')}")
+    return Verdict(found.verdict, VERDICT_CLASSES.get(found.verdict, "other"), found.evidence or "",
+                   f"decided by: {found.decided_by.name}{p}; {plural(found.tests, 'test')}")
+
+
 def adjusted(headline: Headline) -> str:
     """"p = 3e-09, 4.2e-08 adjusted over the audit's 14 tests" for a graded refutation; the p-value alone
     otherwise (and in a file from before ``evidence``)."""
@@ -150,7 +197,8 @@ class PrivacyRow:
     claim: str
     flags: list[str]
     composed: str
-    verdict: Verdict
+    one_round: Verdict
+    whole_run: Verdict
     bound: str
     bound_note: str
     view: str = ""
@@ -165,7 +213,8 @@ def privacy_row(setting: Setting) -> PrivacyRow:
     return PrivacyRow(label=setting.label, origin=origin(setting.mechanism),
                       claim=claim(guarantee.epsilon, guarantee.delta),
                       flags=list(guarantee.flags), composed=_composed(setting.accounting, guarantee.epsilon),
-                      verdict=headline(setting), bound=bound, bound_note=note,
+                      one_round=scoped(setting, ClaimScope.ONE_ROUND),
+                      whole_run=scoped(setting, ClaimScope.WHOLE_RUN), bound=bound, bound_note=note,
                       view=VIEW_NOTES.get(setting.mechanism.view or "server", ""))
 
 
@@ -261,4 +310,5 @@ def _filled(row: Any) -> bool:
     """Whether a summary row holds anything but its label, its mechanism and "not run" / "-" cells."""
     skip = {"label", "mechanism", "params", "origin", "flags"}
     values = [getattr(row, f.name) for f in dataclasses.fields(row) if f.name not in skip]
-    return any(v not in (NOT_RUN, "-", "") and not (isinstance(v, Verdict) and v.text == NOT_RUN) for v in values)
+    return any(v not in (NOT_RUN, "-", "") and not (isinstance(v, Verdict) and v.text in (NOT_RUN, "-"))
+               for v in values)

@@ -71,3 +71,48 @@ def test_an_accounting_check_found_understated_refutes_the_claim_analytically():
     consistent = {"check": {**check, "verdict": "consistent"}}
     assert overall_verdict(_distinguish(), None, _mechanism(4.38), consistent)["verdict"] == "consistent"
     assert overall_verdict(_distinguish(), None, _mechanism(4.38), {"check": None})["verdict"] == "consistent"
+
+
+def _composed(epsilon=25.5, rounds=20, check=None):
+    return {"composed": {"epsilon": epsilon, "delta": 1e-5, "rounds": rounds}, "check": check}
+
+
+def _fl_canary(verdict):
+    view = {"view": "server", "result": {"verdict": verdict, "bound": "fdp"}}
+    return {"kind": "fl", "views": [view]}
+
+
+def test_each_claim_is_judged_by_its_own_tests_and_an_untested_whole_run_claim_says_so():
+    """The distinguishing test judges the one-round claim only: the whole run's composed claim is "not tested"
+    (verdict null) until canary clients judge it, and then it takes their verdict, not the one-round one."""
+    one_round, whole_run = overall_verdict(_distinguish(), None, _mechanism(4.0), _composed())["claims"]
+    assert (one_round["scope"], one_round["epsilon"], one_round["verdict"], one_round["tests"]) == (
+        "one round", 4.0, "consistent", 1)
+    assert (whole_run["scope"], whole_run["epsilon"], whole_run["rounds"]) == ("whole run", 25.5, 20)
+    assert (whole_run["verdict"], whole_run["decided_by"], whole_run["tests"]) == (None, None, 0)
+    headline = overall_verdict(_distinguish(), None, _mechanism(4.0), _composed(), _fl_canary("violated"))
+    one_round, whole_run = headline["claims"]
+    assert headline["verdict"] == "violated" and one_round["verdict"] == "consistent"  # the worst; each its own
+    assert (whole_run["verdict"], whole_run["decided_by"]["kind"], whole_run["tests"]) == ("violated", "canary", 1)
+    refuted_round = overall_verdict(_distinguish("violated", p=1e-9), None, _mechanism(4.0), _composed(),
+                                    _fl_canary("inconclusive"))["claims"]
+    assert [c["verdict"] for c in refuted_round] == ["violated", "inconclusive"]
+
+
+def test_a_computed_refutation_judges_the_claim_it_is_about():
+    """The accounting check recomputes the composed claim: it refutes the whole run's claim, which no statistical
+    test judged; the declared true epsilon refutes the one-round claim."""
+    check = {"verdict": "violated", "independent_epsilon": 91.83, "reason": "its own sampling"}
+    one_round, whole_run = overall_verdict(_distinguish(), None, _mechanism(4.0), _composed(check=check))["claims"]
+    assert one_round["verdict"] == "consistent"
+    assert (whole_run["verdict"], whole_run["evidence"], whole_run["tests"]) == ("violated", "analytic", 0)
+    one_round, whole_run = overall_verdict(_distinguish("inconclusive", p=1.0), None,
+                                           _mechanism(10.0, ["claim-exceeded"], 16.5), _composed())["claims"]
+    assert (one_round["verdict"], one_round["evidence"]) == ("violated", "analytic")
+    assert whole_run["verdict"] is None
+
+
+def test_a_mechanism_without_a_claim_states_no_claim_to_judge():
+    assert overall_verdict(_distinguish("no claim", p=None), None, _mechanism(None, ["no-privacy"]))["claims"] == []
+    # no composed claim (the accountant refused, or nothing was accounted): the one-round claim alone
+    assert [c["scope"] for c in overall_verdict(_distinguish(), None, _mechanism(1.0))["claims"]] == ["one round"]

@@ -26,17 +26,20 @@ def _table_rows(text, heading):
 
 def test_the_privacy_table_carries_claims_verdicts_and_each_settings_strongest_bound(text):
     none, jopeq, gaussian = _table_rows(text, "### Privacy: claims and verdicts")
-    assert none == "| float32 (none) | no claim (flags: no-privacy) | - | not run | not run |"
+    # no test ran on the no-mechanism run, and it states no claim over the run
+    assert none == "| float32 (none) | no claim (flags: no-privacy) | not run | - | - | not run |"
     assert jopeq.split(" | ") == [
         "| JoPEQ \\| eps=1", "ε = 1, δ = 0 (flags: claim-exceeded)",
-        "ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0",
         "violated, decisive (decided by: identification among 10 candidates, p = 1e-09, 4e-09 adjusted over the "
         "audit's 4 tests; 4 tests)",
+        "ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0",
+        # a whole-run claim no test judged (identification judges the one-round claim)
+        "not tested (no test of the whole run ran; canary clients would test it: \\[canary\\] enabled = true)",
         "≥ 2.2 (moment-matching excess; 95 % family-wise; cap 4.61) |"]
     assert gaussian == (
         "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian | ε = 2.5, δ = 1e-05 "
-        "| refused: the accountant needs the sampling rate "
         "| consistent (decided by: identification among 10 candidates, p = 0.6; 3 tests) "
+        "| refused: the accountant needs the sampling rate | - "
         "| ≥ 0.4 (black-box test (worst pair: 0 vs clip); 95 % family-wise; cap 4.61) |")
 
 
@@ -62,7 +65,7 @@ def test_the_attack_and_utility_tables_carry_the_numbers_with_units(text):
 def test_every_table_row_has_as_many_cells_as_its_header(text):
     rows = [line for line in text.splitlines() if line.startswith("|")]
     cells = [len(re.split(r"(?<!\\)\|", row)) for row in rows]
-    assert cells[:5] == [7] * 5  # privacy: header, rule, 3 settings (5 columns, 6 pipes)
+    assert cells[:5] == [8] * 5  # privacy: header, rule, 3 settings (6 columns, 7 pipes)
     assert cells[5:10] == [8] * 5  # attacks (6 columns)
     assert cells[10:15] == [9] * 5  # utility and cost (7 columns)
     assert cells[15:18] == [8] * 3  # adaptive tests: header, rule, 1 test (6 columns)
@@ -76,22 +79,26 @@ def test_the_findings_open_the_report_with_the_refuted_claim_and_its_evidence(te
     assert text[text.index("## Findings"):text.index("## How to read this report")] == (
         "## Findings\n\n"
         "### Claims refuted\n\n"
-        "- JoPEQ \\| eps=1: violated (decisive refutation): claim ε = 1, δ = 0; the informed adversary identified the "
+        "- JoPEQ \\| eps=1: violated (decisive refutation): the one-round claim ε = 1, δ = 0; the informed adversary identified the "
         "target among 10 candidates in 210 of 500 trials (0.42, lower limit 0.37) while the claim allows at most "
         "0.27 (gaussian M-point (Hayes et al. 2023)) (p = 1e-09, 4e-09 adjusted over the audit's 4 tests). Also by "
         "computation: the noise it really adds is ε = 1.65 per round, not 1 (computed from the noise's law; flag "
-        "claim-exceeded): the mechanism adds less noise than its claim assumes.\n\n"
+        "claim-exceeded): the mechanism adds less noise than its claim assumes; the whole run's claim ε = 3, δ = 0 "
+        "over 3 rounds: not tested.\n\n"
         "### Claims consistent with every test\n\n"
-        "- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian (ε = 2.5, δ = 1e-05): 3 tests, none "
-        "refuted it; strongest certified ε ≥ 0.4.\n\n"
+        "- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian: the one-round claim ε = 2.5, "
+        "δ = 1e-05: 3 tests, none refuted it; strongest certified ε ≥ 0.4.\n\n"
         "### Utility: accuracy against the run without a mechanism\n\n"
         "- float32 (none) (no mechanism): 91.23 %; chance is 10.00 %\n"
         "- JoPEQ \\| eps=1: 81.23 % (-10.00 points)\n"
         "- &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian: 70.00 % (-21.23 points)\n\n"
-        "### Where reconstruction from one update begins\n\n"
-        "- jopeq-laplace (bits=2): reconstruction from one update starts near ε ≈ 20 (mean SSIM reaches 0.5), 20 "
-        "times the largest audited claim (ε 1); below the start the leakage is identification (success 0.42 among 10 at ε "
-        "1, guessing 0.10).\n\n")
+        "### What one reconstruction attack achieved (not a guarantee)\n\n"
+        "- jopeq-laplace (bits=2), the analytic attack on the mlp at round 1: 16 targets, each a client's update of 1 "
+        "step on 1 example: this attack's mean SSIM reaches 0.5 near ε ≈ 20, above the audited claims (ε 1); below it "
+        "the updates still leak: identification succeeded 0.42 among 10 at ε 1, against guessing 0.10; where this "
+        "attack failed is not where privacy begins: another attack, model, batch size or round can reconstruct at a "
+        "smaller ε; only the claim's bound on identification (Reconstruction against the claim) holds for every "
+        "attack.\n\n")
 
 
 def test_a_refutation_by_the_distinguishing_test_is_told_with_its_certified_bound(document):
@@ -99,7 +106,7 @@ def test_a_refutation_by_the_distinguishing_test_is_told_with_its_certified_boun
     document["settings"][1]["verdict"] = {"verdict": "violated", "decided_by": decisive, "p_value": 0.00012,
                                           "tests": 4}
     text = render_markdown(as_model(document), FIGURES)
-    assert ("- JoPEQ \\| eps=1: violated: claim ε = 1, δ = 0; certified ε ≥ 1.83 against the claimed 1 (0 vs clip) "
+    assert ("- JoPEQ \\| eps=1: violated: the one-round claim ε = 1, δ = 0; certified ε ≥ 1.83 against the claimed 1 (0 vs clip) "
             "(p = 0.00012).") in text
 
 
@@ -290,8 +297,8 @@ def test_dp_sgds_example_level_claim_is_shown_beside_the_client_level_one_and_la
     validate_results(document)
     text = render_markdown(as_model(document), FIGURES)
     none = _table_rows(text, "### Privacy: claims and verdicts")[0]
-    assert none == ("| float32 (none) | no claim (flags: no-privacy) | example-level (DP-SGD): ε = 4.443, δ = 1e-05 "
-                    "over 200 steps at q = 0.05 (opacus-rdp) | not run | not run |")
+    assert none == ("| float32 (none) | no claim (flags: no-privacy) | not run | example-level (DP-SGD): ε = 4.443, "
+                    "δ = 1e-05 over 200 steps at q = 0.05 (opacus-rdp) | - | not run |")
     assert ("**example-level (DP-SGD)**: z = 1.1, C = 0.5, expected batch 32; opacus-rdp: PoissonSampledDpEvent("
             "sampling\\_probability=0.05") in text
     assert "worst client 3 (640 examples)" in text

@@ -293,8 +293,8 @@ def test_load_results_upgrades_a_version_3_file_that_then_renders(tmp_path, grid
     text = (tmp_path / "report.md").read_text()
     assert "## Reconstruction against the claim" not in text  # neither probe nor identification tests
     assert "- **inversion probe**: not run" in text
-    assert "- JoPEQ \\| eps=1: violated (marginal refutation): claim ε = 1, δ = 0; certified ε ≥ 1.83 against the " \
-           "claimed 1 (0 vs clip) (p = 0.00012, 0.00048 adjusted over the audit's 4 tests)." in text
+    assert "- JoPEQ \\| eps=1: violated (marginal refutation): the one-round claim ε = 1, δ = 0; certified ε ≥ 1.83 " \
+           "against the claimed 1 (0 vs clip) (p = 0.00012, 0.00048 adjusted over the audit's 4 tests)." in text
 
 
 @pytest.mark.parametrize("name", ["train", "audit", "attack", "attack-curve", "distinguish", "account"])

@@ -25,8 +25,13 @@ def test_an_accounting_check_shows_beside_the_composed_claim_and_in_the_findings
     assert privacy_row(_typed(setting)).composed == ("ε = 0.06526, δ = 1e-05 over 100 rounds (opacus-prv); check violated: "
                                              "recomputed from the run, ε = 91.83")
     (refuted,) = findings([_typed(setting)]).refuted
-    assert refuted.startswith(f"{setting['label']}: violated (analytic refutation): claim ε = 2.5, δ = 1e-05; "
-                              f"accounting check: {reason}; the strongest test certified ε ≥ 0.4")
+    # the check refutes the whole run's claim; the one-round claim's own tests did not
+    assert refuted.startswith(f"{setting['label']}: violated (analytic refutation): the whole run's claim ε = 0.06526, "
+                              f"δ = 1e-05 over 100 rounds; accounting check: {reason}; the strongest test certified "
+                              "ε ≥ 0.4")
+    assert refuted.endswith("; the one-round claim ε = 2.5, δ = 1e-05: consistent.")
+    row = privacy_row(_typed(setting))
+    assert (row.one_round.text, row.whole_run.text, row.whole_run.evidence) == ("consistent", "violated", "analytic")
     assert ("accounting check", f"violated: {reason}") in details(_typed(setting)).facts
     setting["accounting"]["check"] = {"verdict": "consistent", "independent_epsilon": 0.06526, "reason": "none own"}
     assert privacy_row(_typed(setting)).composed.endswith("; check consistent: recomputed from the run, ε = 0.06526")
