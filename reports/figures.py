@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from auditkit.reports.sections.membership import membership_settings
+from auditkit.reports.sections.utility import utility_points
 from auditkit.results.model import (CanaryView, Headline, IdentificationTest, ReconstructionSweep, ResultsDocument,
                                     Setting)
 from auditkit.results.reproduction import Reproduction, Row
@@ -751,6 +752,7 @@ _PLOTTED: dict[str, Callable[[ResultsDocument], Any]] = {
     "reconstruction_vs_epsilon": _sweeps,
     "tradeoff_vs_claim": _canary_panels,
     "membership_roc": lambda results: membership_settings(results.settings, with_roc=True),
+    "privacy_utility": lambda results: [p for p in utility_points(results.settings) if p.claimed is not None],
 }
 
 

@@ -14,7 +14,8 @@ from auditkit.reports.sections.adaptive import ADAPTIVE_COLUMNS, adaptive_rows
 from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
 from auditkit.reports.sections.details import ESTIMATE_COLUMNS, details
 from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
-from auditkit.reports.sections.findings import class_count, client_mode, findings
+from auditkit.reports.sections.findings import client_mode, findings
+from auditkit.reports.sections.utility import run_scale
 from auditkit.reports.sections.glossary import GLOSSARY
 from auditkit.reports.sections.identification import IDENTIFICATION_COLUMNS, identification_rows
 from auditkit.reports.sections.intro import intro
@@ -69,7 +70,7 @@ def render_html(results: ResultsDocument | Reproduction, figure_paths: Mapping[s
         footer=footer(results),
         title=results.title,
         intro=intro(results),
-        findings=findings(settings, class_count(results), client_mode(results)),
+        findings=findings(settings, scale=run_scale(results), client_mode=client_mode(results)),
         glossary=GLOSSARY,
         identification_columns=IDENTIFICATION_COLUMNS,
         identification=identification_rows(settings),

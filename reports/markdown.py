@@ -12,7 +12,8 @@ from auditkit.reports.sections.adaptive import ADAPTIVE_COLUMNS, AdaptiveRow, ad
 from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
 from auditkit.reports.sections.details import Details, ESTIMATE_COLUMNS, details
 from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
-from auditkit.reports.sections.findings import class_count, client_mode, findings
+from auditkit.reports.sections.findings import client_mode, findings
+from auditkit.reports.sections.utility import run_scale
 from auditkit.reports.sections.glossary import GLOSSARY
 from auditkit.reports.sections.identification import IDENTIFICATION_COLUMNS, identification_rows
 from auditkit.reports.sections.intro import intro
@@ -26,7 +27,8 @@ from auditkit.reports.sections.reproduction import (
     ORDERING_COLUMNS, REPRODUCTION_GLOSSARY, REPRODUCTION_SUMMARY_COLUMNS, confidence_heading, ordering_quotes,
     ordering_rows, paper_tables, reproduction_intro, reproduction_provenance, reproduction_summary, settings_run,
 )
-from auditkit.reports.sections.summary import AttackRow, PrivacyRow, UtilityRow, Verdict, summary_tables
+from auditkit.reports.sections.summary import (AttackRow, PrivacyRow, PrivacyUtilityRow, UtilityRow, Verdict,
+                                               summary_tables)
 
 # markdown punctuation that could format or link, table pipes, HTML's specials, line breaks
 _ESCAPES = str.maketrans({
@@ -69,6 +71,10 @@ def _attacks(row: AttackRow) -> tuple[str, ...]:
 def _utility(row: UtilityRow) -> tuple[str, ...]:
     mechanism = f"{row.mechanism} ({row.params})" + (f" (plugin: {row.origin})" if row.origin else "")
     return row.label, mechanism, row.accuracy, row.versus, row.bits, row.compression, row.snr
+
+
+def _privacy_utility(row: PrivacyUtilityRow) -> tuple[str, ...]:
+    return row.label, row.claimed, row.composed, row.certified, row.accuracy, row.versus, row.loss
 
 
 def _adaptive(row: AdaptiveRow) -> tuple[str, ...]:
@@ -115,14 +121,15 @@ def render_markdown(results: ResultsDocument | Reproduction, figures: Mapping[st
     settings = results.settings
     adaptive = adaptive_rows(settings)
     lines = [f"# auditkit report: {escape(results.title)}", "", escape(intro(results)), ""]
-    found = findings(settings, class_count(results), client_mode(results))
+    found = findings(settings, scale=run_scale(results), client_mode=client_mode(results))
     if found:
         lines += ["## Findings", ""]
         for heading, _, items in found.sections():
             lines += [f"### {escape(heading[0].upper() + heading[1:])}", "", *(f"- {escape(item)}" for item in items), ""]
     lines += _glossary(GLOSSARY)
     lines += ["## Summary", ""]
-    cells = {"summary-privacy": _privacy, "summary-attacks": _attacks, "summary-utility": _utility}
+    cells = {"summary-privacy": _privacy, "summary-attacks": _attacks, "summary-utility": _utility,
+             "summary-privacy-utility": _privacy_utility}
     for table_id, heading, columns, rows in summary_tables(settings):
         lines += [f"### {heading}", "", *_table(columns, [cells[table_id](row) for row in rows]), ""]
     summary_notes = notes(settings)

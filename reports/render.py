@@ -10,6 +10,7 @@ from typing import Any
 
 from auditkit.reports import figures
 from auditkit.reports.membership_figure import membership_roc
+from auditkit.reports.utility_figure import privacy_utility
 from auditkit.reports.html import render_html
 from auditkit.reports.markdown import render_markdown
 from auditkit.output_folder import Batch
@@ -20,6 +21,7 @@ from auditkit.strict_json import dumps_strict
 # the summary figures, drawn into out/figures/<name>.png when they have data (figures.has_data)
 FIGURES: dict[str, Callable[[ResultsDocument, Path], Path]] = {
     "accuracy_vs_round": figures.accuracy_vs_round,
+    "privacy_utility": privacy_utility,
     "ssim_vs_epsilon": figures.ssim_vs_epsilon,
     "ssim_vs_error_std": figures.ssim_vs_error_std,
     "lower_bound_vs_epsilon": figures.lower_bound_vs_epsilon,

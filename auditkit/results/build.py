@@ -26,6 +26,7 @@ from auditkit.attacks.one_run import claim_roc, empirical_roc
 from auditkit.attacks.roc import roc_summary
 from auditkit.fl.snr import snr_db
 from auditkit.mechanisms.capabilities import CAPABILITIES, CapabilityState
+from auditkit.mechanisms.densities import ClippedGaussian, ClippedLaplace
 from auditkit.mechanisms.views import THREAT_MODELS
 from auditkit.results.documents import validate_results
 from auditkit.results.model import SCHEMA, SCHEMA_VERSION, Command
@@ -39,6 +40,7 @@ __all__ = [
     "distinguish_entry",
     "document",
     "mechanism_entry",
+    "noise_std",
     "provenance",
     "setting",
     "training_entry",
@@ -111,7 +113,8 @@ def mechanism_entry(mechanism: mechanisms.Mechanism, *, reproducible: bool | Non
     """A setting's ``mechanism`` section: name, parameters, origin, the clip's norm, the adversary's ``view`` the
     claim covers and the mechanism-level audits test ("server", or "aggregate" for noise the server adds), the
     claim, the epsilon of the
-    noise the mechanism really adds where it declares it (``true_epsilon``, per round; else null), and for each
+    noise the mechanism really adds where it declares it (``true_epsilon``, per round; else null), the std per
+    coordinate of its noise where its output density says it (``noise_std``, absent otherwise), and for each
     audit capability whether the mechanism declared it or a generic default stood in; ``reproducible: false``
     when the command found its output not determined by its seeds (``auditkit.mechanisms.reproducible``; absent when it
     passed or was not checked)."""
@@ -129,9 +132,23 @@ def mechanism_entry(mechanism: mechanisms.Mechanism, *, reproducible: bool | Non
             for name in CAPABILITIES
         },
     }
+    noise = noise_std(mechanism)
+    if noise is not None:
+        entry["noise_std"] = noise
     if reproducible is False:
         entry["reproducible"] = False
     return entry
+
+
+def noise_std(mechanism: mechanisms.Mechanism) -> float | None:
+    """The std per coordinate of the noise in the mechanism's view, from its declared output density: sigma for
+    y = clip(x) + N(0, sigma^2 I), sqrt(2) b for iid Laplace(b); None for any other density or none declared."""
+    density = mechanisms.capability(mechanism, "output_log_density")
+    if isinstance(density, ClippedGaussian):
+        return float(density.sigma)
+    if isinstance(density, ClippedLaplace):
+        return math.sqrt(2) * float(density.scale)
+    return None
 
 
 def round_snr_db(record: Any) -> float | None:

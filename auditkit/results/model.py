@@ -139,6 +139,9 @@ class MechanismEntry(Section):
     guarantee: Guarantee
     true_epsilon: Number | None = None
     capabilities: Capabilities
+    # the std per coordinate of the privacy noise in the view ``view`` (one client's decoded update, or the round's
+    # sum for noise the server adds), where the mechanism declares a Gaussian or Laplace output density
+    noise_std: Number = None
     reproducible: Bool = None
 
 

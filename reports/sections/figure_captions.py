@@ -4,6 +4,14 @@ from __future__ import annotations
 # the summary figures, in report order, with their captions
 FIGURE_CAPTIONS = {
     "accuracy_vs_round": "Test accuracy (%) by round, one line per setting.",
+    "privacy_utility": "Privacy against utility: final test accuracy (%, top) and test loss (bottom, logarithmic) "
+                       "against the claimed one-round epsilon (left) and the strongest certified epsilon lower "
+                       "bound (right; both x axes logarithmic), a line per mechanism (neutral colour, marker and "
+                       "line style: not a verdict); solid black: the run without a mechanism (the ceiling); dotted "
+                       "grey: chance (1 / classes). Mechanisms without a finite claim (no mechanism, quantizers "
+                       "alone) have no place on an epsilon axis and are left out of the points (named in the "
+                       "legend). The certified bound is what the tests proved about the claim, not how much "
+                       "privacy the setting has; the table \"Privacy against utility\" lists every number.",
     "ssim_vs_epsilon": "Inversion SSIM on the view each claim covers (the server's; the aggregate for noise the server "
                        "adds) (defended, solid; clean attack, dashed) against the "
                        "one-round claimed epsilon; settings without a finite claim or without inversion are left out.",

@@ -7,8 +7,9 @@ from auditkit.attacks.headline import canary_test
 from auditkit.reports.sections.canary import judged_claim
 from auditkit.reports.sections.membership import attack_name, membership_claim, membership_finding, membership_settings
 from auditkit.attacks.headline import ClaimScope, scope
-from auditkit.reports.sections.summary import adjusted, baseline, certified_bound, claim_judged, versus
-from auditkit.reports.sections.text import claim, epsilon, number, percent, plural, rough
+from auditkit.reports.sections.summary import adjusted, certified_bound, claim_judged
+from auditkit.reports.sections.utility import RunScale, utility_findings
+from auditkit.reports.sections.text import claim, epsilon, number, plural, rough
 from auditkit.results.model import (Canary, CanaryView, ClaimVerdict, DecisiveTest, Probe, ReconstructionSweep,
                                     ResultsDocument, Setting)
 
@@ -43,9 +44,12 @@ class Findings:
         return [part for part in parts if part[2]]
 
 
-def findings(settings: list[Setting], classes: int | None = None, client_mode: str | None = None) -> Findings:
+def findings(settings: list[Setting], classes: int | None = None, scale: RunScale | None = None,
+             client_mode: str | None = None) -> Findings:
     """Refuted, consistent, no-claim and unresolved settings (by their headline verdict), each with its evidence;
-    utility against the run without a mechanism (``classes``: for the chance level); the reconstruction sweep."""
+    utility against the run without a mechanism (``sections.utility``; ``scale``: the run's coordinates, clients
+    and classes, or ``classes`` alone for the chance level); the reconstruction sweep."""
+    scale = RunScale(None, None, classes) if scale is None else scale
     refuted, consistent, no_claim, unresolved = [], [], [], []
     for s in settings:
         headline = s.verdict
@@ -72,7 +76,8 @@ def findings(settings: list[Setting], classes: int | None = None, client_mode: s
             no_claim.append(f"{s.label}: makes no privacy claim" + (f"; measured: {leaked}" if leaked else "") + ".")
         else:
             unresolved.append(f"{s.label} ({claimed}): {headline.verdict}: {_why_unresolved(s)}{other}.")
-    return Findings(refuted, consistent, no_claim, unresolved, _utility(settings, classes), _reconstruction(settings, client_mode),
+    return Findings(refuted, consistent, no_claim, unresolved, utility_findings(settings, scale),
+                    _reconstruction(settings, client_mode),
                     _whole_run(settings), [membership_finding(s) for s in membership_settings(settings)])
 
 
@@ -98,12 +103,6 @@ def client_mode(results: ResultsDocument) -> str | None:
     """The mode the clients' model ran in ("train" or "eval"), where the config records it."""
     training = results.config.get("training")
     return training.get("client_mode") if isinstance(training, dict) else None
-
-
-def class_count(results: ResultsDocument) -> int | None:
-    """How many classes the data has (for the chance level), where the provenance records it."""
-    data = results.provenance.data
-    return None if data is None else data.classes
 
 
 def _analytic(setting: Setting) -> str:
@@ -199,31 +198,6 @@ def _leaked(setting: Setting) -> str:
         parts.append(f"probe SSIM {number(probe.defended.ssim_mean, '.2f')} (clean "
                      f"{number(probe.clean.ssim_mean, '.2f')})")
     return "; ".join(parts)
-
-
-def _utility(settings: list[Setting], classes: int | None) -> list[str]:
-    """One line per trained setting: its final accuracy against the run without a mechanism."""
-    trained = [s for s in settings if s.training is not None]
-    if len(trained) < 2:
-        return []
-    reference = baseline(settings)
-    chance = None if classes is None else 1 / classes
-    lines = []
-    if reference is None:
-        lines.append("no run without a mechanism in this audit: accuracies below are absolute"
-                     + ("" if chance is None else f" (chance: {percent(chance)})"))
-    else:
-        lines.append(f"{reference.label} (no mechanism): {percent(reference.training.final.test_accuracy)}"
-                     + ("" if chance is None else f"; chance is {percent(chance)}"))
-    for s in trained:
-        if s is reference:
-            continue
-        accuracy = s.training.final.test_accuracy
-        near = chance is not None and accuracy < 1.5 * chance
-        lines.append(f"{s.label}: {percent(accuracy)}"
-                     + ("" if reference is None else f" ({versus(s, reference)})")
-                     + ("; near chance: the model learns almost nothing" if near else ""))
-    return lines
 
 
 def _attacked(probe: Probe, client_mode: str | None) -> str:

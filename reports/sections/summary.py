@@ -24,6 +24,9 @@ ATTACK_COLUMNS = ("setting", "identification success ≤ the claim's bound", "pr
                   "inversion PSNR clean → defended")
 UTILITY_COLUMNS = ("setting", "mechanism", "final test accuracy", "vs no mechanism", "uplink",
                    "compression vs float32", "uplink SNR (mean over rounds)")
+PRIVACY_UTILITY_COLUMNS = ("setting", "claimed ε per round", "claimed ε over the rounds run",
+                           "certified ε lower bound (strongest test)", "final test accuracy", "vs no mechanism",
+                           "final test loss")
 
 
 def _before_after(inversion: Inversion | Probe | None, key: str, spec: str = ".4g", unit: str = "") -> str:
@@ -294,6 +297,36 @@ def utility_row(setting: Setting, reference: Setting | None = None) -> UtilityRo
     )
 
 
+@dataclass(frozen=True)
+class PrivacyUtilityRow:
+    """One setting's line of the privacy against utility table: the epsilons beside the accuracy and loss."""
+
+    label: str
+    claimed: str
+    composed: str
+    certified: str
+    accuracy: str
+    versus: str
+    loss: str
+
+
+def privacy_utility_row(setting: Setting, reference: Setting | None = None) -> PrivacyUtilityRow:
+    """The one-round claim, the claim composed over the rounds run ("-" where none is composed), the strongest
+    certified lower bound, and the final test accuracy and loss; "not run" without training."""
+    epsilon_value = setting.mechanism.guarantee.epsilon
+    accounting = setting.accounting
+    composed = None if accounting is None else accounting.composed
+    bound = certified_bound(setting)
+    final = None if setting.training is None else setting.training.final
+    return PrivacyUtilityRow(
+        label=setting.label, claimed="no claim" if epsilon_value is None else number(epsilon_value),
+        composed="-" if composed is None else f"{number(composed.epsilon)} over {composed.rounds} rounds",
+        certified=NOT_RUN if bound is None else f"≥ {number(bound.epsilon_lower_bound)}",
+        accuracy=NOT_RUN if final is None else percent(final.test_accuracy),
+        versus=versus(setting, reference),
+        loss=NOT_RUN if final is None else number(final.test_loss))
+
+
 def summary_tables(settings: list[Setting]) -> list[tuple[str, str, tuple[str, ...], list[Any]]]:
     """The summary's tables, (id, heading, columns, rows), leaving out a table where no setting has anything but
     "not run" (an account document has no attacks; an attack document trained nothing)."""
@@ -302,7 +335,9 @@ def summary_tables(settings: list[Setting]) -> list[tuple[str, str, tuple[str, .
               ("summary-attacks", "Attacks: what the adversary recovered", ATTACK_COLUMNS,
                [attack_row(s) for s in settings]),
               ("summary-utility", "Utility and cost", UTILITY_COLUMNS,
-               [utility_row(s, reference) for s in settings])]
+               [utility_row(s, reference) for s in settings]),
+              ("summary-privacy-utility", "Privacy against utility", PRIVACY_UTILITY_COLUMNS,
+               [privacy_utility_row(s, reference) for s in settings if s.training is not None])]
     return [table for table in tables if any(_filled(row) for row in table[3])]
 
 

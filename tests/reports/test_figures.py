@@ -158,8 +158,8 @@ def test_the_reconstruction_sweep_figure_draws_one_panel_per_sweep_with_its_band
 
 # which report figures each command's sample document has data for (the report draws only those)
 PLOTTED = {
-    "train": ["accuracy_vs_round", "bits_vs_accuracy"],
-    "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy",
+    "train": ["accuracy_vs_round", "privacy_utility", "bits_vs_accuracy"],
+    "audit": ["accuracy_vs_round", "privacy_utility", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy",
               "identification_vs_epsilon", "probe_ssim_vs_epsilon", "reconstruction_vs_epsilon"],
     "attack": ["ssim_vs_epsilon"],
     "attack-curve": ["ssim_vs_epsilon", "ssim_vs_error_std"],

@@ -68,8 +68,9 @@ def test_every_table_row_has_as_many_cells_as_its_header(text):
     assert cells[:5] == [8] * 5  # privacy: header, rule, 3 settings (6 columns, 7 pipes)
     assert cells[5:10] == [8] * 5  # attacks (6 columns)
     assert cells[10:15] == [9] * 5  # utility and cost (7 columns)
-    assert cells[15:18] == [8] * 3  # adaptive tests: header, rule, 1 test (6 columns)
-    assert cells[18:26] == [9] * 8  # identification: header, rule, 4 tests and 2 probe matches (7 columns)
+    assert cells[15:20] == [9] * 5  # privacy against utility (7 columns)
+    assert cells[20:23] == [8] * 3  # adaptive tests: header, rule, 1 test (6 columns)
+    assert cells[23:31] == [9] * 8  # identification: header, rule, 4 tests and 2 probe matches (7 columns)
 
 
 def test_the_findings_open_the_report_with_the_refuted_claim_and_its_evidence(text):

@@ -9,8 +9,9 @@ import auditkit.reports.render as render_module
 from auditkit.reports import render_report
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
-FIGURE_FILES = ["accuracy_vs_round.png", "ssim_vs_epsilon.png", "lower_bound_vs_epsilon.png", "bits_vs_accuracy.png",
-                "identification_vs_epsilon.png", "probe_ssim_vs_epsilon.png", "reconstruction_vs_epsilon.png"]
+FIGURE_FILES = ["accuracy_vs_round.png", "privacy_utility.png", "ssim_vs_epsilon.png", "lower_bound_vs_epsilon.png",
+                "bits_vs_accuracy.png", "identification_vs_epsilon.png", "probe_ssim_vs_epsilon.png",
+                "reconstruction_vs_epsilon.png"]
 GRIDS = ["figures/reconstruction-s00.png", "figures/reconstruction-s01.png", "figures/probe-s01.png"]
 
 
@@ -30,7 +31,7 @@ def test_render_report_writes_the_figures_and_both_reports(rendered):
 def test_the_markdown_links_files_that_exist(rendered):
     text = (rendered.folder / "report.md").read_text()
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", text)
-    assert links == [*(f"figures/{name}" for name in FIGURE_FILES), *GRIDS]  # 7 figures, 2 inversion grids, 1 probe
+    assert links == [*(f"figures/{name}" for name in FIGURE_FILES), *GRIDS]  # 8 figures, 2 inversion grids, 1 probe
     assert all((rendered.folder / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
     assert "| 81.23 % | -10.00 points | 2.75 bits/coord | 11.64x |" in text
 
@@ -40,7 +41,7 @@ def test_the_html_report_is_self_contained_and_inert(rendered):
     assert "<script" not in page.lower()
     assert not re.search(r"""(src|href)\s*=\s*["']?\s*https?:""", page, flags=re.I)
     sources = re.findall(r"<img src=\"([^\"]*)\"", page)
-    assert len(sources) == 7 + 3 and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert len(sources) == 8 + 3 and all(s.startswith("data:image/png;base64,") for s in sources)
     assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in page
 
 
@@ -88,7 +89,7 @@ def test_a_null_grid_is_not_looked_for(results_folder):
     document["settings"][1]["inversion"]["figure"] = None
     (folder / "figures" / "reconstruction-s01.png").unlink()
     render_report(document, folder)
-    assert (folder / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 7 + 2  # s00, probe
+    assert (folder / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 8 + 2  # s00, probe
 
 
 def test_a_probe_grid_must_be_a_file_in_the_results_folder(results_folder):
@@ -128,18 +129,18 @@ def test_a_report_elsewhere_reads_and_links_the_grids_of_the_results_folder(resu
     written = render_report(document, elsewhere, results_dir=folder)
     assert written[-2:] == [elsewhere / "report.md", elsewhere / "report.html"]
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", (elsewhere / "report.md").read_text())
-    assert links[:7] == [f"figures/{name}" for name in FIGURE_FILES]  # the figures are drawn beside the report
-    assert all(link.startswith("../") and link.endswith(grid) for link, grid in zip(links[7:], GRIDS, strict=True))
+    assert links[:8] == [f"figures/{name}" for name in FIGURE_FILES]  # the figures are drawn beside the report
+    assert all(link.startswith("../") and link.endswith(grid) for link, grid in zip(links[8:], GRIDS, strict=True))
     assert all((elsewhere / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
-    assert (elsewhere / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 10
+    assert (elsewhere / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 11
 
 
 # ---------------------------------------------------------------- every command's document
 
 # the figures drawn for each command's sample document, and the files written after them
 DRAWN = {
-    "train": ["accuracy_vs_round", "bits_vs_accuracy"],
-    "audit": ["accuracy_vs_round", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy",
+    "train": ["accuracy_vs_round", "privacy_utility", "bits_vs_accuracy"],
+    "audit": ["accuracy_vs_round", "privacy_utility", "ssim_vs_epsilon", "lower_bound_vs_epsilon", "bits_vs_accuracy",
               "identification_vs_epsilon", "probe_ssim_vs_epsilon", "reconstruction_vs_epsilon"],
     "attack": ["ssim_vs_epsilon"],
     "attack-curve": ["ssim_vs_epsilon", "ssim_vs_error_std"],

@@ -26,7 +26,7 @@ def _check(seen, rendered, min_height):
 def test_the_report_reads_in_a_headless_browser(rendered, report_browser, tmp_path):
     seen = report_browser(rendered.folder / "report.html", tmp_path / "report.png")
     _check(seen, rendered, 2000)
-    assert len(seen["images"]) == 7 + 3  # seven summary figures, two inversion grids and one probe grid
+    assert len(seen["images"]) == 8 + 3  # eight summary figures, two inversion grids and one probe grid
 
 
 @pytest.mark.parametrize("name, images", [("distinguish", 1), ("attack", 2)])
