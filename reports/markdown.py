@@ -59,7 +59,7 @@ def _privacy(row: PrivacyRow) -> tuple[str, ...]:
     bound = f"{row.bound} ({row.bound_note})" if row.bound_note else row.bound
     label = f"{row.label} (plugin: {row.origin})" if row.origin else row.label
     view = f" ({row.view})" if row.view else ""
-    return label, row.claim + flags + view, row.composed, _verdict(row.verdict), bound
+    return label, row.claim + flags + view, row.composed, row.accountant, _verdict(row.verdict), bound
 
 
 def _attacks(row: AttackRow) -> tuple[str, ...]:

@@ -26,16 +26,20 @@ def _table_rows(text, heading):
 
 def test_the_privacy_table_carries_claims_verdicts_and_each_settings_strongest_bound(text):
     none, jopeq, gaussian = _table_rows(text, "### Privacy: claims and verdicts")
-    assert none == "| float32 (none) | no claim (flags: no-privacy) | - | not run | not run |"
+    assert none == "| float32 (none) | no claim (flags: no-privacy) | - | - | not run | not run |"
     assert jopeq.split(" | ") == [
         "| JoPEQ \\| eps=1", "ε = 1, δ = 0 (flags: claim-exceeded)",
-        "ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0",
+        "ε = 3, δ = 0 over 3 rounds; realised noise: ε = 9.5, δ = 0",
+        # the accountant asked for composes neither: each says which did and why, from the recorded fallbacks
+        "basic composition (asked for opacus-prv: Opacus composes Gaussian rounds only; at δ = 0, T pure-ε rounds "
+        "compose to exactly T ε); realised noise: basic composition (asked for dp\\_accounting-pld: at δ = 0, T "
+        "pure-ε rounds compose to exactly T ε)",
         "violated, decisive (decided by: identification among 10 candidates, p = 1e-09, 4e-09 adjusted over the "
         "audit's 4 tests; 4 tests)",
         "≥ 2.2 (moment-matching excess; 95 % family-wise; cap 4.61) |"]
     assert gaussian == (
         "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian | ε = 2.5, δ = 1e-05 "
-        "| refused: the accountant needs the sampling rate "
+        "| refused: the accountant needs the sampling rate | - "
         "| consistent (decided by: identification among 10 candidates, p = 0.6; 3 tests) "
         "| ≥ 0.4 (black-box test (worst pair: 0 vs clip); 95 % family-wise; cap 4.61) |")
 
@@ -62,7 +66,7 @@ def test_the_attack_and_utility_tables_carry_the_numbers_with_units(text):
 def test_every_table_row_has_as_many_cells_as_its_header(text):
     rows = [line for line in text.splitlines() if line.startswith("|")]
     cells = [len(re.split(r"(?<!\\)\|", row)) for row in rows]
-    assert cells[:5] == [7] * 5  # privacy: header, rule, 3 settings (5 columns, 6 pipes)
+    assert cells[:5] == [8] * 5  # privacy: header, rule, 3 settings (6 columns, 7 pipes)
     assert cells[5:10] == [8] * 5  # attacks (6 columns)
     assert cells[10:15] == [9] * 5  # utility and cost (7 columns)
     assert cells[15:18] == [8] * 3  # adaptive tests: header, rule, 1 test (6 columns)
@@ -291,7 +295,7 @@ def test_dp_sgds_example_level_claim_is_shown_beside_the_client_level_one_and_la
     text = render_markdown(as_model(document), FIGURES)
     none = _table_rows(text, "### Privacy: claims and verdicts")[0]
     assert none == ("| float32 (none) | no claim (flags: no-privacy) | example-level (DP-SGD): ε = 4.443, δ = 1e-05 "
-                    "over 200 steps at q = 0.05 (opacus-rdp) | not run | not run |")
+                    "over 200 steps at q = 0.05 (opacus-rdp) | - | not run | not run |")
     assert ("**example-level (DP-SGD)**: z = 1.1, C = 0.5, expected batch 32; opacus-rdp: PoissonSampledDpEvent("
             "sampling\\_probability=0.05") in text
     assert "worst client 3 (640 examples)" in text
