@@ -190,7 +190,8 @@ def privacy_row(setting: Setting) -> PrivacyRow:
     return PrivacyRow(label=setting.label, origin=origin(setting.mechanism),
                       claim=claim(guarantee.epsilon, guarantee.delta),
                       flags=list(guarantee.flags), composed=_composed(setting.accounting, guarantee.epsilon),
-                      accountant=_accountant(setting.accounting), verdict=headline(setting), bound=bound, bound_note=note,
+                      accountant=_accountant(setting.accounting), verdict=headline(setting), bound=bound,
+                      bound_note=note,
                       view=VIEW_NOTES.get(setting.mechanism.view or "server", ""))
 
 

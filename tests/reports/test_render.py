@@ -193,7 +193,8 @@ def test_the_train_report(rendered_commands):
         "split over 10 clients; 1,200 training, 200 validation and 397 test examples), model cnn (6,422 parameters), "
         "3 FedAvg rounds of τ = 15 local steps")
     assert _rows(r.md, PRIVACY) == [
-        "| dpsq | ε = 0.5, δ = 1e-05 | ε = 1.2, δ = 1e-05 over 3 rounds | dp\\_accounting-pld | not run | not run |"]
+        "| dpsq | ε = 0.5, δ = 1e-05 | ε = 1.2, δ = 1e-05 over 3 rounds | dp\\_accounting-pld | not run "
+        "| not run |"]
     assert _rows(r.md, UTILITY) == ["| dpsq | dpsq (bits=4, clip=1 (l1), rho=0.5) | 80.10 % | - | 4 bits/coord | 8x | - |"]
     assert _rows(r.md, ATTACKS) == [] and 'id="summary-attacks"' not in r.html  # nothing attacked: no table
     assert "- **training**: protocol device-groups, 3 rounds, checkpoints at 1, 3" in r.md
@@ -249,7 +250,8 @@ def test_the_distinguish_report(rendered_commands):
         "family-wise confidence, Bonferroni): each certified lower bound on epsilon is set against the claim; seed 4, "
         "device cpu.")
     assert _rows(r.md, PRIVACY) == [
-        "| half (plugin: entry point half = my\\_pkg.half) | ε = 1, δ = 0 | not run | not run | violated, decisive (decided by: distinguishing test (worst pair: 0 vs clip), "
+        "| half (plugin: entry point half = my\\_pkg.half) | ε = 1, δ = 0 | not run | not run "
+        "| violated, decisive (decided by: distinguishing test (worst pair: 0 vs clip), "
         "p = 3.2e-07, 6.4e-07 adjusted over the audit's 2 tests; 1 test) | ≥ 1.41 (black-box test (worst pair: 0 vs "
         "clip); 95 % family-wise; cap 9.2) |"]
     assert _rows(r.md, ATTACKS) == _rows(r.md, UTILITY) == []
