@@ -15,17 +15,13 @@ from typing import Any
 
 import numpy as np
 
+from auditkit.reports.figure_style import (CEILING_COLOUR, NEUTRAL_PALETTE, mechanism_styles, setting_styles,
+                                           verdict_colour)
 from auditkit.reports.sections.membership import membership_settings
 from auditkit.reports.sections.utility import utility_points
 from auditkit.results.model import (CanaryView, Headline, IdentificationTest, ReconstructionSweep, ResultsDocument,
                                     Setting)
 from auditkit.results.reproduction import Reproduction, Row
-
-# marker and colour of each verdict in the lower-bound figure
-_VERDICT_STYLES = {"consistent": ("o", "tab:green"), "violated": ("X", "tab:red"),
-                   "claim holds only cell-locally": ("X", "tab:red"), "vacuous claim": ("s", "tab:orange"),
-                   "inconclusive": ("D", "tab:gray"), "no claim": ("s", "lightgray")}
-_OTHER_VERDICT = ("^", "black")
 
 
 def _pyplot():
@@ -42,37 +38,13 @@ def _literal(text: str) -> str:
     return text.replace("$", r"\$")
 
 
-# one colour map per mechanism family (settings of one mechanism in shades of it), one marker per family
-_FAMILY_MAPS = ("Blues", "Oranges", "Greens", "Reds", "Purples", "Greys", "YlOrBr", "PuRd", "BuGn", "RdPu")
-_FAMILY_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "<", ">", "*")
 _WITH_LEGEND = (9.0, 4.2)  # inches: 6 for the axes, the rest for the legend beside them
 
 
-def setting_styles(settings: Sequence[Setting]) -> dict[str, dict[str, Any]]:
-    """Setting id -> matplotlib style (color, marker, linestyle), distinct for every setting: each mechanism
-    (in order of first appearance) gets its own colour map and marker, its settings evenly spaced shades of
-    it (a lone setting the map's strong shade); families past the tenth repeat the maps with dashed lines."""
-    import matplotlib
-
-    families: dict[str, list[str]] = {}
-    for s in settings:
-        families.setdefault(s.mechanism.name, []).append(s.id)
-    styles = {}
-    for f, (name, ids) in enumerate(families.items()):
-        colours = matplotlib.colormaps[_FAMILY_MAPS[f % len(_FAMILY_MAPS)]]
-        shades = [0.8] if len(ids) == 1 else np.linspace(0.45, 0.95, len(ids))
-        for setting_id, shade in zip(ids, shades):
-            styles[setting_id] = {"color": colours(float(shade)), "marker": _FAMILY_MARKERS[f % len(_FAMILY_MARKERS)],
-                                  "linestyle": "-" if f < len(_FAMILY_MAPS) else "--"}
-    return styles
-
-
-def _mechanism_colours(results: ResultsDocument) -> dict[str, Any]:
-    """Mechanism name -> one strong colour of its family (for figures with one series per mechanism)."""
-    import matplotlib
-
-    names = list(dict.fromkeys(s.mechanism.name for s in results.settings))
-    return {name: matplotlib.colormaps[_FAMILY_MAPS[i % len(_FAMILY_MAPS)]](0.75) for i, name in enumerate(names)}
+def _mechanism_styles(results: ResultsDocument) -> dict[str, dict[str, Any]]:
+    """Mechanism name -> neutral colour, marker and line style (``figure_style``), for figures with one series per
+    mechanism."""
+    return mechanism_styles([s.mechanism.name for s in results.settings])
 
 
 def _legend_outside(axis: Any, **options: Any) -> Any:
@@ -165,30 +137,6 @@ def image_grid(
     return path
 
 
-def defence_curves(
-    series: Mapping[str, Sequence[tuple[float, float]]], path: str | Path, *, xlabel: str, ylabel: str,
-    title: str = "", reference: float | None = None, reference_label: str = "", log_x: bool = False,
-) -> Path:
-    """One line per series (name -> [(x, y), ...]) on shared axes; an optional horizontal reference line
-    (e.g. the clean attack's score). Returns ``path``."""
-    plt = _pyplot()
-    figure, axis = plt.subplots(figsize=_WITH_LEGEND)
-    for name, points in series.items():
-        xs, ys = zip(*points) if points else ((), ())
-        axis.plot(xs, ys, marker="o", label=_literal(name))
-    if reference is not None:
-        axis.axhline(reference, color="black", linestyle="--", linewidth=1, label=_literal(reference_label) or None)
-    if log_x:
-        axis.set_xscale("log")
-    axis.set_xlabel(_literal(xlabel))
-    axis.set_ylabel(_literal(ylabel))
-    if title:
-        axis.set_title(_literal(title), fontsize=9)
-    _legend_outside(axis)
-    axis.grid(alpha=0.3)
-    return _save(figure, path)
-
-
 def _finite(*values: float | None) -> bool:
     """Whether every value is a finite number."""
     return all(v is not None and math.isfinite(v) for v in values)
@@ -260,14 +208,15 @@ def ssim_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     plt = _pyplot()
     series = _ssim_series(results)
     figure, axis = plt.subplots(figsize=_WITH_LEGEND)
-    colours = _mechanism_colours(results)
+    styles = _mechanism_styles(results)
     for name, points in series.items():
         points = sorted(points, key=lambda point: point[0])
-        axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=colours[name],
+        colour, marker = styles[name]["color"], styles[name]["marker"]
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker=marker, color=colour,
                   label=_literal(f"{name} (defended)"))
         clean = [(p[0], p[2]) for p in points if p[2] is not None]
         if clean:
-            axis.plot(*zip(*clean), linestyle="--", marker="x", color=colours[name],
+            axis.plot(*zip(*clean), linestyle="--", marker="x", color=colour,
                       label=_literal(f"{name} (clean attack)"))
     if series:
         axis.set_xscale("log")
@@ -304,11 +253,14 @@ def ssim_vs_error_std(results: ResultsDocument, path: str | Path) -> Path:
     series = _defence_points(results)
     figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     cleans = {p[2] for points in series.values() for p in points if _finite(p[2])}
+    styles = _mechanism_styles(results)
     for name, points in series.items():
-        line, = axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", label=_literal(name))
+        colour = styles[name]["color"]
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker=styles[name]["marker"], color=colour,
+                  label=_literal(name))
         clean = [(p[0], p[2]) for p in points if p[2] is not None]
         if len(cleans) > 1 and clean:
-            axis.plot(*zip(*clean), linestyle="--", color=line.get_color(), label=_literal(f"{name} (clean attack)"))
+            axis.plot(*zip(*clean), linestyle="--", color=colour, label=_literal(f"{name} (clean attack)"))
     if len(cleans) == 1:
         axis.axhline(next(iter(cleans)), color="black", linestyle="--", linewidth=1, label="clean attack")
     errors = [p[0] for points in series.values() for p in points]
@@ -350,68 +302,86 @@ _HOLLOW = ("(analytic)", "(whole run)")  # refuted, but not by the tests this fi
 
 
 def _verdict_style(headline: Headline) -> tuple[str, str]:
-    """(legend label, colour) of a headline verdict, a refutation with its evidence."""
+    """(legend label, colour) of a headline verdict, a refutation with its evidence; the colour is the verdict's
+    badge colour (``figure_style.verdict_colour``), which no other figure uses."""
     verdict = headline.verdict
-    colour = _VERDICT_STYLES.get(verdict, _OTHER_VERDICT)[1]
     evidence = headline.evidence
     decided = headline.decided_by
     if decided.kind in ("canary", "membership") and decided.whole_run:  # FL canaries, membership: the whole run
         evidence = "whole run"
-    return (f"{verdict} ({evidence})" if evidence else verdict), colour
+    return (f"{verdict} ({evidence})" if evidence else verdict), verdict_colour(verdict)
+
+
+FLOOR_LABEL = "bound 0 (nothing certified), drawn at the floor"
+
+
+def _bound_axes(claims: list[float], bounds: list[float], caps: list[float]) -> tuple[bool, float, float, float]:
+    """(logarithmic, floor, low, high) of the bound figure: log-log when the positive claims span more than a
+    decade (both linear otherwise, so y = x is a straight diagonal either way); on log axes a bound of 0 or below
+    sits at ``floor``, half the smallest positive value drawn; [low, high] the x range."""
+    positive = [c for c in claims if c > 0]
+    logarithmic = bool(positive) and max(positive) > 10 * min(positive)
+    if not logarithmic:
+        return False, 0.0, 0.0, max(claims + caps) * 1.05
+    floor = min(positive + [v for v in bounds + caps if v > 0]) / 2
+    return True, floor, floor / 1.5, max(claims + caps) * 2
 
 
 def lower_bound_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     """Each setting's strongest certified epsilon lower bound (over all its distinguishing and adaptive tests)
-    against its claimed epsilon, coloured by the setting's headline verdict (the same verdict as the summary),
-    one marker per mechanism; the line y = x and the caps (``max_certifiable``) as dotted horizontal lines. The x
-    axis is logarithmic when the claims span more than a decade; the y axis stops just above the largest cap, the
-    most any test could certify. Returns ``path``."""
+    against its claimed epsilon, coloured by the setting's headline verdict (the same verdict and colour as the
+    summary's badge), one marker per mechanism; the line y = x and the caps (``max_certifiable``) as dotted
+    horizontal lines. Both axes are logarithmic when the claims span more than a decade (``_bound_axes``), a bound
+    of 0 drawn at the floor and said so in the legend; the y axis stops just above the largest cap, the most any
+    test could certify. Returns ``path``."""
     plt = _pyplot()
     tested = _tested(results)
     figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     if not tested:
         _note(axis, "no setting has both a finite claimed epsilon and a distinguishing result")
-    styles = setting_styles(results.settings)
+        axis.set_xlabel("claimed epsilon (one round)")
+        axis.set_ylabel("strongest certified epsilon lower bound")
+        return _save(figure, path)
+    from matplotlib.lines import Line2D
+
+    claims, bounds = [t[1] for t in tested], [t[2] for t in tested]
+    caps = sorted({cap for *_, cap in tested if _finite(cap)})
+    logarithmic, floor, low, high = _bound_axes(claims, bounds, caps)
+    markers = {name: style["marker"] for name, style in _mechanism_styles(results).items()}
     verdicts: dict[str, str] = {}
-    mechanisms: dict[str, str] = {}
+    clipped = False
     for setting, claimed, bound, _ in tested:
         label, colour = _verdict_style(setting.verdict)
-        marker = styles[setting.id]["marker"]
+        marker = markers[setting.mechanism.name]
         # hollow: refuted by computation, or by the whole-run canary audit (the composed claim): not by these tests
         analytic = label.endswith(_HOLLOW)
-        axis.scatter([claimed], [bound], marker=marker, s=55, zorder=3, facecolors="white" if analytic else colour,
+        shown = bound if not logarithmic or bound > floor else floor
+        clipped |= shown != bound
+        axis.scatter([claimed], [shown], marker=marker, s=55, zorder=3, facecolors="white" if analytic else colour,
                      edgecolors=colour if analytic else "black", linewidths=1.5 if analytic else 0.5)
         verdicts.setdefault(label, colour)
-        mechanisms.setdefault(setting.mechanism.name, marker)
-    caps = sorted({cap for *_, cap in tested if _finite(cap)})
-    for i, cap in enumerate(caps):
+    for cap in caps:
         axis.axhline(cap, color="black", linestyle=":", linewidth=1)
-    if tested:
-        from matplotlib.lines import Line2D
-
-        claims = [t[1] for t in tested]
-        bounds = [t[2] for t in tested]
-        positive = [c for c in claims if c > 0]
-        logarithmic = bool(positive) and max(positive) > 10 * min(positive)
-        low = min(positive) / 2 if logarithmic else 0.0
-        high = max(claims + caps) * (2 if logarithmic else 1.05)
-        xs = np.geomspace(low, high, 200) if logarithmic else np.linspace(low, high, 2)
-        axis.plot(xs, xs, color="gray", linewidth=1)
-        if logarithmic:
-            axis.set_xscale("log")
-        axis.set_xlim(low if logarithmic else 0.0, high)
-        axis.set_ylim(0.0, 1.15 * max(caps + bounds + [1e-9]))
-        handles = [Line2D([], [], linestyle="", marker="o", markerfacecolor="white" if v.endswith(_HOLLOW) else c,
-                          markeredgecolor=c if v.endswith(_HOLLOW) else "black", label=_literal(v))
-                   for v, c in verdicts.items()]
-        handles += [Line2D([], [], linestyle="", marker=m, color="white", markeredgecolor="black",
-                           label=_literal(name)) for name, m in mechanisms.items()]
-        handles += [Line2D([], [], color="gray", linewidth=1, label="y = x (the claim)"),
-                    Line2D([], [], color="black", linestyle=":", linewidth=1, label="cap (a perfect test)")]
-        _legend_outside(axis, handles=handles)
+    axis.plot([low, high], [low, high], color="black", linewidth=0.8)  # y = x: straight on equal scales
+    if logarithmic:
+        axis.set_xscale("log")
+        axis.set_yscale("log")
+    axis.set_xlim(low, high)
+    axis.set_ylim(low, 1.15 * max(caps + bounds + [floor, 1e-9]))
+    handles = [Line2D([], [], linestyle="", marker="o", markerfacecolor="white" if v.endswith(_HOLLOW) else c,
+                      markeredgecolor=c if v.endswith(_HOLLOW) else "black", label=_literal(v))
+               for v, c in verdicts.items()]
+    handles += [Line2D([], [], linestyle="", marker=markers[name], color="white", markeredgecolor="black",
+                       label=_literal(name)) for name in dict.fromkeys(t[0].mechanism.name for t in tested)]
+    handles += [Line2D([], [], color="black", linewidth=0.8, label="y = x (the claim)"),
+                Line2D([], [], color="black", linestyle=":", linewidth=1, label="cap (a perfect test)")]
+    if clipped:
+        axis.axhline(floor, color="black", linestyle="-.", linewidth=0.8)
+        handles.append(Line2D([], [], color="black", linestyle="-.", linewidth=0.8, label=FLOOR_LABEL))
+    _legend_outside(axis, handles=handles)
     axis.set_xlabel("claimed epsilon (one round)")
     axis.set_ylabel("strongest certified epsilon lower bound")
-    axis.grid(alpha=0.3)
+    axis.grid(alpha=0.3, which="both" if logarithmic else "major")
     return _save(figure, path)
 
 
@@ -467,7 +437,7 @@ def identification_vs_epsilon(results: ResultsDocument, path: str | Path) -> Pat
     figure, axis = plt.subplots(figsize=_WITH_LEGEND)
     markers = ("o", "s", "^", "D", "v")
     sizes = sorted({m for _, m in series})
-    colours = _mechanism_colours(results)
+    colours = {name: style["color"] for name, style in _mechanism_styles(results).items()}
     for (name, m), points in series.items():
         eps = [p[0] for p in points]
         rate = np.array([p[1].rate for p in points])
@@ -510,9 +480,10 @@ def probe_ssim_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     plt = _pyplot()
     series = _probe_series(results)
     figure, axis = plt.subplots(figsize=_WITH_LEGEND)
-    colours = _mechanism_colours(results)
+    styles = _mechanism_styles(results)
+    colours = {name: style["color"] for name, style in styles.items()}
     for name, points in series.items():
-        axis.plot([p[0] for p in points], [p[1] for p in points], marker="o", color=colours[name],
+        axis.plot([p[0] for p in points], [p[1] for p in points], marker=styles[name]["marker"], color=colours[name],
                   label=_literal(name))
         axis.plot([p[0] for p in points], [p[2] for p in points], linestyle="--", color=colours[name],
                   label=_literal(f"{name} (clean attack)"))
@@ -540,6 +511,11 @@ def _sweeps(results: ResultsDocument) -> dict[str, tuple[ReconstructionSweep, li
     return groups
 
 
+_SWEEP = NEUTRAL_PALETTE[0]  # the defended SSIM and its band
+_REROS = NEUTRAL_PALETTE[2:4] + NEUTRAL_PALETTE[5:7]  # the identification bounds, one per M (dotted)
+_CROSSING = NEUTRAL_PALETTE[1]  # where the SSIM reaches the sweep's level (a star, black-edged)
+
+
 def reconstruction_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     """Where reconstruction begins, one panel per sweep (``auditkit.stages.probe.reconstruction_sweep``): the defended
     mean SSIM against epsilon (log x) with its interval as a band, the clean attack's mean SSIM dashed, the ReRo
@@ -557,19 +533,19 @@ def reconstruction_vs_epsilon(results: ResultsDocument, path: str | Path) -> Pat
     for axis, (group, (sweep, claims)) in zip(cells, groups.items()):
         eps = [p.eps for p in sweep.points]
         axis.fill_between(eps, [p.ssim_interval[0] for p in sweep.points],
-                          [p.ssim_interval[1] for p in sweep.points], color="tab:blue", alpha=0.2, linewidth=0)
-        axis.plot(eps, [p.ssim for p in sweep.points], color="tab:blue", marker="o", markersize=4,
+                          [p.ssim_interval[1] for p in sweep.points], color=_SWEEP, alpha=0.2, linewidth=0)
+        axis.plot(eps, [p.ssim for p in sweep.points], color=_SWEEP, marker="o", markersize=4,
                   label="defended: mean SSIM, 95 % interval")
         axis.axhline(sweep.clean_ssim, color="black", linestyle="--", linewidth=1, label="clean attack")
         sizes = sorted({int(m) for p in sweep.points for m in p.rero_bound})
-        for m, shade in zip(sizes, ("tab:red", "tab:purple", "tab:brown", "tab:pink")):
+        for m, shade in zip(sizes, _REROS):
             axis.plot(eps, [p.rero_bound[str(m)] for p in sweep.points], color=shade, linestyle=":",
                       linewidth=1.5, label=f"identification the claim allows, M = {m} (ReRo bound)")
         for j, claimed in enumerate(sorted(c for c in set(claims) if c is not None)):
             axis.axvline(claimed, color="gray", alpha=0.5, linewidth=3, label="the audited claims" if j == 0 else None)
         if sweep.crossing_eps is not None:
-            axis.plot([sweep.crossing_eps], [sweep.level], marker="*", markersize=13, color="tab:orange",
-                      linestyle="", label=f"mean SSIM reaches {sweep.level:g}", zorder=4)
+            axis.plot([sweep.crossing_eps], [sweep.level], marker="*", markersize=13, color=_CROSSING,
+                      linestyle="", markeredgecolor="black", label=f"mean SSIM reaches {sweep.level:g}", zorder=4)
         axis.set_xscale("log")
         axis.set_ylim(-0.05, 1.05)
         axis.set_title(textwrap.fill(_literal(group), 50), fontsize=10)
@@ -594,12 +570,9 @@ def _plottable(values: Sequence[float | None]) -> list[float]:
 
 
 def _method_colours(rows: Sequence[Row]) -> dict[str, Any]:
-    """Method label -> one colour, the same in every panel of a table's figure."""
-    import matplotlib
-
-    methods = list(dict.fromkeys(r.method for r in rows))
-    palette = matplotlib.colormaps["tab10" if len(methods) <= 10 else "tab20"]
-    return {method: palette(i % palette.N) for i, method in enumerate(methods)}
+    """Method label -> one neutral colour (``figure_style``: no verdict's hue), the same in every panel of a
+    table's figure."""
+    return {method: style["color"] for method, style in mechanism_styles([r.method for r in rows]).items()}
 
 
 def _paper_star(axis: Any, x: Sequence[float], y: Sequence[float], colour: Any) -> None:
@@ -688,7 +661,7 @@ def _canary_panels(results: ResultsDocument) -> list[Setting]:
             if s.canary and any(v.roc.fpr for v in s.canary.views)]
 
 
-_VIEW_COLOURS = {"server": "tab:blue", "aggregate": "tab:orange", "public": "tab:green", "idealized": "tab:purple"}
+_VIEW_COLOURS = dict(zip(("server", "aggregate", "public", "idealized"), NEUTRAL_PALETTE[:4]))
 _CANARY_PANELS = 6  # at most this many settings are drawn (the table lists them all)
 
 
@@ -709,7 +682,7 @@ def tradeoff_vs_claim(results: ResultsDocument, path: str | Path) -> Path:
                 lines.setdefault((tuple(view.roc.fpr), tuple(view.roc.tpr)), []).append(view)
         claim_drawn = False
         for (fpr, tpr), views in lines.items():
-            colour = _VIEW_COLOURS.get(views[0].view, "tab:gray")
+            colour = _VIEW_COLOURS.get(views[0].view, NEUTRAL_PALETTE[5])
             names = " = ".join(v.view for v in views)
             verdicts = ", ".join(dict.fromkeys(v.result.verdict for v in views))
             axis.plot(fpr, tpr, color=colour, linewidth=1.6, label=_literal(f"{names}: {verdicts}"))

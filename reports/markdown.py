@@ -61,7 +61,8 @@ def _privacy(row: PrivacyRow) -> tuple[str, ...]:
     bound = f"{row.bound} ({row.bound_note})" if row.bound_note else row.bound
     label = f"{row.label} (plugin: {row.origin})" if row.origin else row.label
     view = f" ({row.view})" if row.view else ""
-    return label, row.claim + flags + view, _verdict(row.one_round), row.composed, _verdict(row.whole_run), bound
+    return (label, row.claim + flags + view, _verdict(row.one_round), row.composed, row.accountant,
+            _verdict(row.whole_run), bound)
 
 
 def _attacks(row: AttackRow) -> tuple[str, ...]:

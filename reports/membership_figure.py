@@ -11,12 +11,12 @@ from auditkit.results.model import ResultsDocument
 
 # attacks in a neutral palette (verdict colours are for verdicts), told apart by marker and line style as well
 ATTACK_STYLES = {
-    "loss": {"color": "#555555", "marker": "o", "linestyle": ":"},
+    "loss": {"color": "#8c6d31", "marker": "o", "linestyle": "-"},  # not dotted grey: that is chance's line
     "lira-offline": {"color": "#2b5c8a", "marker": "s", "linestyle": "-."},
     "lira-online": {"color": "#6a3d9a", "marker": "^", "linestyle": "-"},
     "rmia": {"color": "#111111", "marker": "D", "linestyle": "-"},
 }
-_OTHER_STYLE = {"color": "#8c6d31", "marker": "v", "linestyle": "-"}
+_OTHER_STYLE = {"color": "#5d6d7e", "marker": "v", "linestyle": "-"}
 CLAIM_LABEL = "the claim allows at most"
 PANELS = 6  # at most this many settings are drawn (the tables list them all)
 

@@ -45,7 +45,9 @@ from auditkit.accounting.additive import gaussian, laplace, solve_t, t_mechanism
 from auditkit.accounting.jopeq import jopeq_laplace, jopeq_t, true_epsilon
 from auditkit.accounting.composition import (
     ACCOUNTANTS,
+    FALLBACK_REASONS,
     ComposedEpsilon,
+    Fallback,
     UnsupportedEvent,
     compose,
     gaussian_over_rounds,
@@ -77,6 +79,8 @@ __all__ = [
     "paper_claim",
     "solvers",
     "ComposedEpsilon",
+    "FALLBACK_REASONS",
+    "Fallback",
     "UnsupportedEvent",
     "amplified_epsilon",
     "base_epsilon",

@@ -17,6 +17,7 @@ Why each rewriting is exact: docs/guide/accounting.md (#library-gaps).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import re
 import logging
@@ -30,8 +31,10 @@ from dp_accounting import NeighboringRelation
 
 __all__ = [
     "ACCOUNTANTS",
+    "FALLBACK_REASONS",
     "PLD_MAX_ROUND_EPSILON",
     "ComposedEpsilon",
+    "Fallback",
     "UnsupportedEvent",
     "compose",
     "describe_event",
@@ -49,19 +52,43 @@ PRV_MIN_NOISE_MULTIPLIER = 0.5
 _REPLACE, _ADD_OR_REMOVE = NeighboringRelation.REPLACE_ONE, NeighboringRelation.ADD_OR_REMOVE_ONE
 
 
+class Fallback(enum.StrEnum):
+    """Why ``compose`` named an accountant other than the one asked for (``FALLBACK_REASONS`` says it in words)."""
+
+    OPACUS_GAUSSIAN_ONLY = "opacus-gaussian-only"
+    PRV_WEAK_NOISE = "prv-weak-noise"
+    PRV_NOT_FINITE = "prv-not-finite"
+    PURE_AT_DELTA_ZERO = "pure-at-delta-zero"
+    PURE_ROUND_ABOVE_PLD = "pure-round-above-pld"
+    BASIC_TIGHTER = "basic-composition-tighter"
+
+
+FALLBACK_REASONS = {
+    Fallback.OPACUS_GAUSSIAN_ONLY: "Opacus composes Gaussian rounds only",
+    Fallback.PRV_WEAK_NOISE: f"PRV cannot evaluate a noise multiplier below {PRV_MIN_NOISE_MULTIPLIER:g}",
+    Fallback.PRV_NOT_FINITE: "PRV gave no finite ε",
+    Fallback.PURE_AT_DELTA_ZERO: "at δ = 0, T pure-ε rounds compose to exactly T ε",
+    Fallback.PURE_ROUND_ABOVE_PLD: f"one round's pure ε is above {PLD_MAX_ROUND_EPSILON:g}, too large for a PLD grid",
+    Fallback.BASIC_TIGHTER: "basic composition (T ε) was below the accountant's bound",
+}
+
+
 class UnsupportedEvent(ValueError):
     """No accountant here supports the event; the message says why and what would be supported."""
 
 
 @dataclass(frozen=True)
 class ComposedEpsilon:
-    """epsilon after `rounds` compositions at `delta`, and where it came from."""
+    """epsilon after `rounds` compositions at `delta`, and where it came from: the ``accountant`` that gave it, the
+    one ``requested`` and, where they differ, the ``fallbacks`` that led from one to the other, in order."""
 
     epsilon: float
     delta: float
     rounds: int
     accountant: str
     event: str
+    requested: str | None = None
+    fallbacks: tuple[Fallback, ...] = ()
 
 
 _FLOAT = re.compile(r"(?<![\w.])-?\d+\.\d+(?:e[-+]?\d+)?")
@@ -128,8 +155,15 @@ def compose(
     """eps of ``rounds`` rounds of ``event`` (one round of a claim under ``relation``) at ``delta``, by ``accountant``.
 
     Opacus accountants compose Gaussian rounds only; any other event goes to dp_accounting's PLD accountant and the
-    result names it. ``UnsupportedEvent`` (with the reason) when no accountant supports the event.
+    result names it, the accountant ``requested`` and why it differs (``fallbacks``). ``UnsupportedEvent`` (with
+    the reason) when no accountant supports the event.
     """
+    composed = _compose(event, rounds, delta=delta, relation=relation, accountant=accountant)
+    return dataclasses.replace(composed, requested=accountant)
+
+
+def _compose(event: dp_accounting.DpEvent, rounds: int, *, delta: float, relation: NeighboringRelation | None,
+             accountant: str) -> ComposedEpsilon:
     _check(rounds, delta)
     if accountant not in ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {', '.join(ACCOUNTANTS)}; got {accountant!r}")
@@ -155,17 +189,19 @@ def compose(
     sampled = _sampled_gaussian(event, relation)
     if accountant.startswith("opacus") and sampled is not None:
         return _opacus(sampled[0], rounds, delta, accountant, f"{label} x {rounds}", sample_rate=sampled[1])
+    fallbacks: tuple[Fallback, ...] = ()
     if accountant.startswith("opacus"):
-        accountant = "dp_accounting-pld"  # Opacus composes Gaussian rounds only
+        accountant, fallbacks = "dp_accounting-pld", (Fallback.OPACUS_GAUSSIAN_ONLY,)
     one_round = _pure_epsilon(event)
     if one_round is not None and (delta == 0 or one_round > PLD_MAX_ROUND_EPSILON):
+        why = Fallback.PURE_AT_DELTA_ZERO if delta == 0 else Fallback.PURE_ROUND_ABOVE_PLD
         return ComposedEpsilon(rounds * one_round, delta, rounds, "basic composition",
-                               f"{label} x {rounds}: {rounds} x pure eps {one_round:.6g}")
-    return _dp_accounting(event, relation, rounds, delta, accountant, f"{label} x {rounds}")
+                               f"{label} x {rounds}: {rounds} x pure eps {one_round:.6g}", fallbacks=(*fallbacks, why))
+    return _dp_accounting(event, relation, rounds, delta, accountant, f"{label} x {rounds}", fallbacks)
 
 
 def _dp_accounting(event: dp_accounting.DpEvent, relation: NeighboringRelation, rounds: int, delta: float,
-                   accountant: str, label: str) -> ComposedEpsilon:
+                   accountant: str, label: str, fallbacks: tuple[Fallback, ...]) -> ComposedEpsilon:
     if accountant == "dp_accounting-pld":
         library = dp_accounting.pld.PLDAccountant(neighboring_relation=relation)
     else:
@@ -185,8 +221,9 @@ def _dp_accounting(event: dp_accounting.DpEvent, relation: NeighboringRelation, 
         raise UnsupportedEvent(f"{accountant} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
     one_round = _pure_epsilon(event)
     if one_round is not None and rounds * one_round < epsilon:  # never worse than basic composition
-        return ComposedEpsilon(rounds * one_round, delta, rounds, "basic composition", label)
-    return ComposedEpsilon(epsilon, delta, rounds, accountant, label)
+        return ComposedEpsilon(rounds * one_round, delta, rounds, "basic composition", label,
+                               fallbacks=(*fallbacks, Fallback.BASIC_TIGHTER))
+    return ComposedEpsilon(epsilon, delta, rounds, accountant, label, fallbacks=fallbacks)
 
 
 def _flat_sampling(event: dp_accounting.DpEvent) -> dp_accounting.DpEvent:
@@ -237,7 +274,8 @@ def _opacus(noise_multiplier: float, rounds: int, delta: float, accountant: str,
     if accountant == "opacus-prv" and noise_multiplier < PRV_MIN_NOISE_MULTIPLIER:
         composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label, sample_rate=sample_rate)
         return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it: noise "
-                                                   f"multiplier below {PRV_MIN_NOISE_MULTIPLIER:g})")
+                                                   f"multiplier below {PRV_MIN_NOISE_MULTIPLIER:g})",
+                                   fallbacks=(Fallback.PRV_WEAK_NOISE,))
     from opacus.accountants import PRVAccountant, RDPAccountant
 
     library = PRVAccountant() if accountant == "opacus-prv" else RDPAccountant()
@@ -251,7 +289,8 @@ def _opacus(noise_multiplier: float, rounds: int, delta: float, accountant: str,
     if accountant == "opacus-prv" and not math.isfinite(epsilon):
         # PRV's grid cannot resolve very small noise; RDP can (a looser bound), and is named as the accountant.
         composed = _opacus(noise_multiplier, rounds, delta, "opacus-rdp", label, sample_rate=sample_rate)
-        return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it)")
+        return dataclasses.replace(composed, event=f"{composed.event} (opacus-prv could not evaluate it)",
+                                   fallbacks=(Fallback.PRV_NOT_FINITE,))
     if not math.isfinite(epsilon):
         raise UnsupportedEvent(f"{accountant} gives no finite epsilon for {label} at delta {delta:g}: the noise is too small")
     return ComposedEpsilon(epsilon, delta, rounds, accountant, label)

@@ -155,12 +155,17 @@ class AccountReport:
             "mechanism": self.mechanism,
             "per_round": self.per_round.to_dict(),
             "paper_claim": None if self.paper_claim is None else self.paper_claim.to_dict(),
-            "composed": None if self.composed is None else vars(self.composed),
+            "composed": _composed_dict(self.composed),
             "refusal": self.refusal,
-            "composed_actual": None if self.composed_actual is None else vars(self.composed_actual),
+            "composed_actual": _composed_dict(self.composed_actual),
             "sampling": None if self.sampling is None else vars(self.sampling),
             "check": None if self.check is None else vars(self.check),
         }
+
+
+def _composed_dict(composed: ComposedEpsilon | None) -> dict[str, Any] | None:
+    """``composed`` as JSON types (its fallbacks a list of their names); None stays None."""
+    return None if composed is None else {**vars(composed), "fallbacks": [str(f) for f in composed.fallbacks]}
 
 
 def client_sampling(mechanism: mechanisms.Mechanism, participation: str, sample_rate: float | None) -> Sampling:

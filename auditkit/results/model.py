@@ -11,6 +11,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from auditkit.accounting.composition import Fallback
 from auditkit.attacks.headline import ClaimScope, TestKind
 from auditkit.attacks.membership_game import MembershipAttack, MembershipLevel
 from auditkit.attacks.verdicts import Evidence, Verdict
@@ -181,6 +182,8 @@ class ComposedRun(Section):
     rounds: Int
     accountant: Text
     event: Text
+    requested: Text = None  # absent in files from before it, as fallbacks
+    fallbacks: list[one_of(Fallback)] = []
 
 
 class SamplingEntry(Section):

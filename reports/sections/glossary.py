@@ -5,8 +5,9 @@ from __future__ import annotations
 GLOSSARY = (
     ("claim", "the (ε, δ)-DP guarantee the mechanism states for one round of one client's update (its unit and "
               "neighbouring relation are in the claim details); \"claimed over the rounds run\" composes it over "
-              "the rounds with the accountant named, and its check recomputes that from the run's own client "
-              "sampling (violated: the accountant understates it)"),
+              "the rounds, and its check recomputes that from the run's own client sampling (violated: the "
+              "accountant understates it); \"accountant\" names the accountant that composed it and, where that is "
+              "not the one asked for, why"),
     ("flags", "what the toolkit found about a claim without testing it: claim-exceeded (the noise really added has a "
               "larger ε than claimed), vacuous (it holds with no noise at all), no-privacy, trusted-server, "
               "reveals-norm, paper-compat (a paper's number reproduced its way)"),

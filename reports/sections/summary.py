@@ -6,16 +6,17 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
+from auditkit.accounting.composition import FALLBACK_REASONS
 from auditkit.attacks.headline import ClaimScope, claim_verdicts, distinguishing_test
 from auditkit.attacks.verdicts import adjusted_p_value
 from auditkit.reports.sections.text import (
     NOT_RUN, VERDICT_CLASSES, claim, interval, number, origin, p_value, parameters, percent, plural,
 )
-from auditkit.results.model import (Accounting, ClaimVerdict, DecisiveTest, FinalMetrics, Headline, Identification,
-                                    Inversion, Probe, Setting, StrongestBound)
+from auditkit.results.model import (Accounting, ClaimVerdict, ComposedRun, DecisiveTest, FinalMetrics, Headline,
+                                    Identification, Inversion, Probe, Setting, StrongestBound)
 
 PRIVACY_COLUMNS = ("setting", "claimed per round", "verdict on the one-round claim", "claimed over the rounds run",
-                   "verdict on the whole run's claim", "certified ε lower bound (one round, strongest test)")
+                   "accountant", "verdict on the whole run's claim", "certified ε lower bound (one round, strongest test)")
 NOT_TESTED = "not tested"
 # what would test a whole-run claim no test judged
 WHOLE_RUN_UNTESTED = "no test of the whole run ran; canary clients would test it: [canary] enabled = true"
@@ -45,8 +46,7 @@ def _composed(accounting: Accounting | None, epsilon: float | None) -> str:
     composed, actual = accounting.composed, accounting.composed_actual
     parts = []
     if composed is not None:
-        parts.append(f"{claim(composed.epsilon, composed.delta)} over {composed.rounds} rounds "
-                     f"({composed.accountant})")
+        parts.append(f"{claim(composed.epsilon, composed.delta)} over {composed.rounds} rounds")
         if actual is not None:
             parts.append(f"realised noise: {claim(actual.epsilon, actual.delta)}")
     elif epsilon is not None and accounting.refusal:
@@ -62,6 +62,29 @@ def _composed(accounting: Accounting | None, epsilon: float | None) -> str:
         parts.append(f"example-level (DP-SGD): {claim(example.epsilon, example.delta)} over "
                      f"{example.steps} steps at q = {number(example.sample_rate)} ({example.accountant})")
     return "; ".join(parts) or "-"
+
+
+def _accountant_of(run: ComposedRun, asked: str) -> str:
+    """"opacus-rdp (asked for opacus-prv: PRV cannot evaluate ...)": the accountant that composed ``run``, and when it
+    is not the one asked for (``run.requested``; ``asked``, the setting's, in a file from before it), why."""
+    requested = run.requested or asked
+    if run.accountant == requested:
+        return run.accountant
+    reasons = "; ".join(FALLBACK_REASONS[f] for f in run.fallbacks) or "the reason is not recorded"
+    return f"{run.accountant} (asked for {requested}: {reasons})"
+
+
+def _accountant(accounting: Accounting | None) -> str:
+    """The accountant of the claim composed over the rounds run, and of the realised noise's where there is one
+    (``_accountant_of``); "-" without a composed claim."""
+    if accounting is None or accounting.composed is None:
+        return NOT_RUN if accounting is None else "-"
+    text = _accountant_of(accounting.composed, accounting.accountant)
+    actual = accounting.composed_actual
+    if actual is None:
+        return text
+    # the realised noise is composed at delta 0 by its own request (auditkit.accounting.report), not the setting's
+    return f"{text}; realised noise: {_accountant_of(actual, actual.requested or actual.accountant)}"
 
 
 def _bits(final: FinalMetrics) -> str:
@@ -201,6 +224,7 @@ class PrivacyRow:
     flags: list[str]
     composed: str
     one_round: Verdict
+    accountant: str
     whole_run: Verdict
     bound: str
     bound_note: str
@@ -216,7 +240,7 @@ def privacy_row(setting: Setting) -> PrivacyRow:
     return PrivacyRow(label=setting.label, origin=origin(setting.mechanism),
                       claim=claim(guarantee.epsilon, guarantee.delta),
                       flags=list(guarantee.flags), composed=_composed(setting.accounting, guarantee.epsilon),
-                      one_round=scoped(setting, ClaimScope.ONE_ROUND),
+                      one_round=scoped(setting, ClaimScope.ONE_ROUND), accountant=_accountant(setting.accounting),
                       whole_run=scoped(setting, ClaimScope.WHOLE_RUN), bound=bound, bound_note=note,
                       view=VIEW_NOTES.get(setting.mechanism.view or "server", ""))
 

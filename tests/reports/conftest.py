@@ -83,8 +83,10 @@ def _inversion(setting_id: str, clean: dict[str, Any], defended: dict[str, Any])
             "figure": f"figures/reconstruction-{setting_id}.png"}
 
 
-def _run(epsilon: float, delta: float, rounds: int, accountant: str, event: str) -> dict[str, Any]:
-    return {"epsilon": epsilon, "delta": delta, "rounds": rounds, "accountant": accountant, "event": event}
+def _run(epsilon: float, delta: float, rounds: int, accountant: str, event: str, requested: str | None = None,
+         fallbacks: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"epsilon": epsilon, "delta": delta, "rounds": rounds, "accountant": accountant, "event": event,
+            "requested": requested or accountant, "fallbacks": list(fallbacks)}
 
 
 def _accounting(rounds: int = 3, **changes: Any) -> dict[str, Any]:
@@ -188,8 +190,10 @@ def _audit_settings() -> list[dict[str, Any]]:
                    true_epsilon=1.65),
         {"eps": 1.0},
         training=_training([0.4, 0.7, 0.8123], 2.75, 11.636, snr_db=-3.456),
-        accounting=_accounting(composed=_run(3.0, 0.0, 3, "basic composition", "3 x claim"),
-                               composed_actual=_run(9.5, 0.0, 3, "basic composition", "3 x realised noise")),
+        accounting=_accounting(composed=_run(3.0, 0.0, 3, "basic composition", "3 x claim", "opacus-prv",
+                                             ("opacus-gaussian-only", "pure-at-delta-zero")),
+                               composed_actual=_run(9.5, 0.0, 3, "basic composition", "3 x realised noise",
+                                                    "dp_accounting-pld", ("pure-at-delta-zero",))),
         inversion=_inversion("s01", _scores(0.412, 0.0123, 19.1), _scores(0.0213, 0.0456, 13.4)),
         probe={**_probe("s01", _scores(0.998, 0.0001, 40.0, label_accuracy=1.0),
                         _scores(0.05, 0.3, 5.2, label_accuracy=0.5), 0.27), "sweep": _sweep()},
@@ -501,3 +505,60 @@ def rendered_reproductions(tmp_path_factory) -> dict[str, SimpleNamespace]:
                                                html=(folder / "report.html").read_text(encoding="utf-8"),
                                                md=(folder / "report.md").read_text(encoding="utf-8"))
     return renderings
+
+
+# verdict hues: the badges' green, red and orange (their greys mean "inconclusive" / "no claim" only beside a hue, and
+# grey is every figure's reference-line colour)
+_VERDICT_HUES = ("consistent", "violated", "vacuous claim")
+VERDICT_LIKE = 20.0  # CIEDE2000 distance: tab:green is 12.7 from the badge green, the palette's nearest colour 23.9
+
+
+def drawn_colours(figure: Any) -> set[tuple[float, float, float]]:
+    """Every opaque RGB a figure draws: its lines and markers, scatter and band fills and edges, patches and legend
+    handles, over all its axes and figure legends."""
+    import matplotlib.colors as mc
+
+    artists = []
+    legends = [*figure.legends, *(axis.get_legend() for axis in figure.axes if axis.get_legend() is not None)]
+    for axis in figure.axes:
+        artists += [*axis.lines, *axis.collections, *axis.patches]
+    for legend in legends:
+        artists += legend.legend_handles
+    found = []
+    for artist in artists:
+        if hasattr(artist, "get_markerfacecolor"):
+            found += [artist.get_color(), artist.get_markerfacecolor(), artist.get_markeredgecolor()]
+        if hasattr(artist, "get_facecolor"):
+            found += list(np.atleast_2d(artist.get_facecolor()))
+        if hasattr(artist, "get_edgecolor"):
+            found += list(np.atleast_2d(artist.get_edgecolor()))
+    colours = set()
+    for colour in found:
+        if isinstance(colour, str) and colour == "none" or len(colour) == 0:
+            continue
+        rgba = mc.to_rgba(colour)
+        if rgba[3] > 0:
+            colours.add(tuple(round(c, 4) for c in rgba[:3]))
+    return colours
+
+
+def verdict_like(colours: set[tuple[float, float, float]]) -> dict[tuple[float, float, float], str]:
+    """The colours within ``VERDICT_LIKE`` (CIEDE2000) of a verdict badge's hue, each with that verdict."""
+    import matplotlib.colors as mc
+    from skimage.color import deltaE_ciede2000, rgb2lab
+
+    from auditkit.reports.figure_style import VERDICT_COLOURS
+
+    lab = lambda rgb: rgb2lab(np.array([[mc.to_rgb(rgb)]], dtype=float))[0, 0]  # noqa: E731
+    near = {}
+    for colour in colours:
+        for verdict in _VERDICT_HUES:
+            if deltaE_ciede2000(lab(colour), lab(VERDICT_COLOURS[verdict])) < VERDICT_LIKE:
+                near[colour] = verdict
+    return near
+
+
+@pytest.fixture
+def verdict_hues() -> Callable[[Any], dict[tuple[float, float, float], str]]:
+    """figure -> the colours it draws that read as a verdict (``verdict_like`` of ``drawn_colours``)."""
+    return lambda figure: verdict_like(drawn_colours(figure))

@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from auditkit.reports import figures
+from auditkit.reports import figure_style, figures
+from auditkit.reports.figure_style import VERDICT_COLOURS
 from auditkit.reports.sections.figure_captions import FIGURE_CAPTIONS
 from auditkit.reports.render import FIGURES
 from auditkit.results import as_model
@@ -75,11 +76,12 @@ def test_lower_bound_vs_epsilon_plots_each_settings_strongest_bound_coloured_by_
     # JoPEQ's strongest bound is its adaptive test's 2.2, not the black-box 1.83; x is the mechanism's claim
     assert _points(axis.collections) == [(1.0, 2.2), (2.5, 0.4)]
     assert [c.get_facecolor()[0][:3].round(3).tolist() for c in axis.collections] == [
-        np.round(plt.matplotlib.colors.to_rgb(c), 3).tolist() for c in ("tab:red", "tab:green")]
+        np.round(plt.matplotlib.colors.to_rgb(VERDICT_COLOURS[v]), 3).tolist() for v in ("violated", "consistent")]
     cap, claim_line = axis.lines
     assert (list(cap.get_ydata()), cap.get_linestyle()) == ([4.61, 4.61], ":")
     assert list(claim_line.get_xdata()) == list(claim_line.get_ydata()) == pytest.approx([0, 4.61 * 1.05])
-    assert axis.get_xscale() == "linear" and axis.get_ylim()[1] == pytest.approx(1.15 * 4.61)
+    # claims 1 and 2.5, less than a decade apart: both axes linear, y = x their diagonal
+    assert axis.get_xscale() == axis.get_yscale() == "linear" and axis.get_ylim() == pytest.approx((0, 1.15 * 4.61))
     assert not axis.texts  # the legend names verdicts and mechanisms; labels beside points overlapped
     legend = axis.get_legend()
     assert [text.get_text() for text in legend.get_texts()] == [
@@ -93,7 +95,7 @@ def test_the_bound_figure_colours_a_headline_that_a_test_did_not_decide_by_the_h
     gaussian["verdict"] = {**gaussian["verdict"], "verdict": "violated", "evidence": "analytic"}
     figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
-    red = np.round(plt.matplotlib.colors.to_rgb("tab:red"), 3).tolist()
+    red = np.round(plt.matplotlib.colors.to_rgb(VERDICT_COLOURS["violated"]), 3).tolist()
     jopeq, gaussian = axis.collections
     assert jopeq.get_facecolor()[0][:3].round(3).tolist() == red
     # refuted by computation: hollow, its edge red (no test reached it)
@@ -102,12 +104,69 @@ def test_the_bound_figure_colours_a_headline_that_a_test_did_not_decide_by_the_h
     assert [t.get_text() for t in axis.get_legend().get_texts()][:2] == ["violated (decisive)", "violated (analytic)"]
 
 
-def test_lower_bound_vs_epsilon_goes_logarithmic_when_claims_span_decades(document, drawn):
+def test_lower_bound_vs_epsilon_goes_log_log_when_claims_span_decades(document, drawn):
     document["settings"][2]["mechanism"]["guarantee"]["epsilon"] = 2.0e4  # a vague claim beside a tight one
     figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
-    assert axis.get_xscale() == "log" and axis.get_xlim()[1] == pytest.approx(4.0e4)
-    assert axis.get_ylim()[1] == pytest.approx(1.15 * 4.61)  # the y axis stops above the cap, not at 2e4
+    assert axis.get_xscale() == axis.get_yscale() == "log"  # y = x a straight line, not a curve
+    assert axis.get_xlim() == pytest.approx((0.2 / 1.5, 4.0e4))  # the floor: half the smallest value, 0.4
+    assert axis.get_ylim() == pytest.approx((0.2 / 1.5, 1.15 * 4.61))  # the y axis stops above the cap, not at 2e4
+    claim_line = [line for line in axis.lines if line.get_linestyle() == "-"][0]
+    assert list(claim_line.get_xdata()) == list(claim_line.get_ydata())
+    assert figures.FLOOR_LABEL not in [t.get_text() for t in axis.get_legend().get_texts()]  # no bound of 0
+
+
+def test_a_bound_of_zero_on_log_axes_sits_at_the_floor_and_the_legend_says_so(document, drawn):
+    document["settings"][2]["mechanism"]["guarantee"]["epsilon"] = 2.0e4
+    document["settings"][2]["verdict"]["bound"]["epsilon_lower_bound"] = 0.0  # a test that certified nothing
+    figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
+    axis = drawn[0].axes[0]
+    floor = 1.0 / 2  # half the smallest positive value drawn: the claim 1
+    assert _points(axis.collections) == [(1.0, 2.2), (2.0e4, floor)]
+    assert axis.get_ylim()[0] < floor and axis.get_yscale() == "log"
+    floor_line = [line for line in axis.lines if line.get_linestyle() == "-."][0]
+    assert list(floor_line.get_ydata()) == [floor, floor]
+    assert [t.get_text() for t in axis.get_legend().get_texts()][-1] == figures.FLOOR_LABEL
+
+
+@pytest.mark.parametrize("verdict", ["consistent", "violated", "vacuous claim", "inconclusive", "no claim"])
+def test_the_bound_figure_colours_each_point_by_its_verdicts_badge_colour(document, drawn, verdict):
+    document["settings"][2]["verdict"] = {**document["settings"][2]["verdict"], "verdict": verdict}
+    figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
+    jopeq, gaussian = drawn[0].axes[0].collections
+    assert plt.matplotlib.colors.to_hex(gaussian.get_facecolor()[0]) == VERDICT_COLOURS[verdict]
+    assert plt.matplotlib.colors.to_hex(jopeq.get_facecolor()[0]) == VERDICT_COLOURS["violated"]
+
+
+# every figure but the bound figure: mechanisms, settings, views and attacks, never a verdict
+_NOT_VERDICTS = [name for name in FIGURES if name != "lower_bound_vs_epsilon"]
+
+
+@pytest.mark.parametrize("name", _NOT_VERDICTS)
+def test_no_figure_but_the_bound_figure_draws_a_verdicts_colour(document, documents, drawn, verdict_hues, name):
+    source = documents["attack-curve"] if name == "ssim_vs_error_std" else document
+    FIGURES[name](as_model(source), "unused.png")
+    assert verdict_hues(drawn[0]) == {}
+
+
+def test_the_verdict_colour_check_finds_matplotlibs_red_green_and_orange(drawn, verdict_hues):
+    figure, axis = plt.subplots()
+    drawn.append(figure)
+    for colour in ("tab:red", "tab:green", "tab:orange"):
+        axis.plot([0, 1], [0, 1], color=colour)
+    assert sorted(verdict_hues(figure).values()) == ["consistent", "vacuous claim", "violated"]
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_every_figure_that_draws_y_equals_x_has_equal_scales(document, drawn, name):
+    """A line y = x (a claim, or guessing) is straight only when both axes share a scale."""
+    document["settings"][2]["mechanism"]["guarantee"]["epsilon"] = 2.0e4  # the bound figure's claims span decades
+    FIGURES[name](as_model(document), "unused.png")
+    for axis in drawn[0].axes:
+        diagonal = [line for line in axis.lines if len(line.get_xdata()) > 1
+                    and list(line.get_xdata()) == list(line.get_ydata())]
+        if diagonal:
+            assert axis.get_xscale() == axis.get_yscale()
 
 
 def test_lower_bound_vs_epsilon_without_distinguishing_draws_a_note(document, drawn):
@@ -134,8 +193,8 @@ def test_every_setting_gets_its_own_colour_and_a_mechanisms_settings_share_a_mar
     settings = [Setting.model_construct(id=f"s{i:02d}", mechanism=MechanismEntry.model_construct(name=name))
                 for i, name in enumerate(["none", "sdq", *["gaussian"] * 3, *["cepam-gaussian"] * 3,
                                           *["jopeq-laplace"] * 3])]
-    styles = figures.setting_styles(settings)
-    colours = [tuple(np.round(styles[s.id]["color"], 3)) for s in settings]
+    styles = figure_style.setting_styles(settings)
+    colours = [styles[s.id]["color"] for s in settings]
     assert len(set(colours)) == 11  # eleven settings, eleven colours (the default cycle repeats after ten)
     assert {styles[f"s0{i}"]["marker"] for i in (2, 3, 4)} == {styles["s02"]["marker"]}
     assert styles["s00"]["marker"] != styles["s02"]["marker"] != styles["s05"]["marker"]

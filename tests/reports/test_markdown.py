@@ -27,19 +27,23 @@ def _table_rows(text, heading):
 def test_the_privacy_table_carries_claims_verdicts_and_each_settings_strongest_bound(text):
     none, jopeq, gaussian = _table_rows(text, "### Privacy: claims and verdicts")
     # no test ran on the no-mechanism run, and it states no claim over the run
-    assert none == "| float32 (none) | no claim (flags: no-privacy) | not run | - | - | not run |"
+    assert none == "| float32 (none) | no claim (flags: no-privacy) | not run | - | - | - | not run |"
     assert jopeq.split(" | ") == [
         "| JoPEQ \\| eps=1", "ε = 1, δ = 0 (flags: claim-exceeded)",
         "violated, decisive (decided by: identification among 10 candidates, p = 1e-09, 4e-09 adjusted over the "
         "audit's 4 tests; 4 tests)",
-        "ε = 3, δ = 0 over 3 rounds (basic composition); realised noise: ε = 9.5, δ = 0",
+        "ε = 3, δ = 0 over 3 rounds; realised noise: ε = 9.5, δ = 0",
+        # the accountant asked for composes neither: each says which did and why, from the recorded fallbacks
+        "basic composition (asked for opacus-prv: Opacus composes Gaussian rounds only; at δ = 0, T pure-ε rounds "
+        "compose to exactly T ε); realised noise: basic composition (asked for dp\\_accounting-pld: at δ = 0, T "
+        "pure-ε rounds compose to exactly T ε)",
         # a whole-run claim no test judged (identification judges the one-round claim)
         "not tested (no test of the whole run ran; canary clients would test it: \\[canary\\] enabled = true)",
         "≥ 2.2 (moment-matching excess; 95 % family-wise; cap 4.61) |"]
     assert gaussian == (
         "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian | ε = 2.5, δ = 1e-05 "
         "| consistent (decided by: identification among 10 candidates, p = 0.6; 3 tests) "
-        "| refused: the accountant needs the sampling rate | - "
+        "| refused: the accountant needs the sampling rate | - | - "
         "| ≥ 0.4 (black-box test (worst pair: 0 vs clip); 95 % family-wise; cap 4.61) |")
 
 
@@ -299,7 +303,7 @@ def test_dp_sgds_example_level_claim_is_shown_beside_the_client_level_one_and_la
     text = render_markdown(as_model(document), FIGURES)
     none = _table_rows(text, "### Privacy: claims and verdicts")[0]
     assert none == ("| float32 (none) | no claim (flags: no-privacy) | not run | example-level (DP-SGD): ε = 4.443, "
-                    "δ = 1e-05 over 200 steps at q = 0.05 (opacus-rdp) | - | not run |")
+                    "δ = 1e-05 over 200 steps at q = 0.05 (opacus-rdp) | - | - | not run |")
     assert ("**example-level (DP-SGD)**: z = 1.1, C = 0.5, expected batch 32; opacus-rdp: PoissonSampledDpEvent("
             "sampling\\_probability=0.05") in text
     assert "worst client 3 (640 examples)" in text

@@ -1,3 +1,4 @@
+import dp_accounting
 import pytest
 
 from auditkit import accounting
@@ -163,3 +164,25 @@ def test_nested_poisson_sampling_composes_as_one_sampling_at_the_product_rate():
         composed = accounting.compose(nested, 20, delta=1e-5, relation=add_or_remove, accountant=accountant)
         assert composed.epsilon == pytest.approx(flat.epsilon, rel=1e-12)
         assert ", composed as PoissonSampledDpEvent(sampling_probability=0.05, event=GaussianDpEvent(" in composed.event
+
+
+def test_each_result_names_the_accountant_asked_for_and_why_another_composed_it():
+    from auditkit.accounting.composition import FALLBACK_REASONS, Fallback
+
+    def run(event, **options):
+        result = accounting.compose(event, 20, delta=1e-5, **options)
+        return result.accountant, result.requested, result.fallbacks
+
+    gaussian = dp_accounting.GaussianDpEvent
+    assert run(gaussian(10.0)) == ("opacus-prv", "opacus-prv", ())
+    assert run(gaussian(0.6884)) == ("opacus-rdp", "opacus-prv", (Fallback.PRV_WEAK_NOISE,))  # add/remove z 0.34
+    coin = dp_accounting.RandomizedResponseDpEvent
+    assert run(coin(0.5379, 2)) == ("dp_accounting-pld", "opacus-prv", (Fallback.OPACUS_GAUSSIAN_ONLY,))
+    # eps 10 a round: PLD's 20 rounds come out above 20 x 10, so basic composition is named
+    assert run(coin(9.08e-05, 2)) == ("basic composition", "opacus-prv",
+                                      (Fallback.OPACUS_GAUSSIAN_ONLY, Fallback.BASIC_TIGHTER))
+    assert run(coin(1e-10, 2), accountant="dp_accounting-pld") == (
+        "basic composition", "dp_accounting-pld", (Fallback.PURE_ROUND_ABOVE_PLD,))  # eps 23 a round
+    at_zero = accounting.compose(coin(0.5379, 2), 20, delta=0.0, accountant="dp_accounting-pld")
+    assert (at_zero.accountant, at_zero.fallbacks) == ("basic composition", (Fallback.PURE_AT_DELTA_ZERO,))
+    assert set(FALLBACK_REASONS) == set(Fallback)

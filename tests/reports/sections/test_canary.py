@@ -8,9 +8,8 @@ import pytest
 from auditkit import mechanisms, results
 from auditkit.attacks.one_run import one_run_bound
 from auditkit.mechanisms.tradeoff import GaussianTradeOff
-from auditkit.reports import render_report
+from auditkit.reports import figures, render_report
 from auditkit.results import as_model, validate_results
-from auditkit.reports.figures import has_data
 from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
 from auditkit.reports.sections.glossary import GLOSSARY
 
@@ -51,12 +50,24 @@ def test_a_false_whole_run_claim_is_violated_and_reported_in_its_own_section(tmp
     assert headline["verdict"] == "violated" and headline["decided_by"]["name"].endswith("against the whole run's claim")
     assert headline["decided_by"]["kind"] == "canary" and headline["decided_by"]["whole_run"]
     assert headline["bound"] is None  # an FL canary audit bounds the composed claim, not the per-round one
-    assert has_data("tradeoff_vs_claim", as_model(doc))
+    assert figures.has_data("tradeoff_vs_claim", as_model(doc))
     written = {p.name for p in render_report(doc, tmp_path)}
     assert {"report.html", "report.md", "tradeoff_vs_claim.png"} <= written
     html, md = (tmp_path / "report.html").read_text(), (tmp_path / "report.md").read_text()
     assert heading in html and f"## {heading}" in md and "gaussian &lt;b&gt;" in html
     assert '<span class="badge v-violated">violated</span>' in html
+
+
+def test_the_tradeoff_figure_draws_views_in_neutral_colours_on_log_log_axes(monkeypatch, verdict_hues):
+    kept = []
+    monkeypatch.setattr(figures, "_save", lambda figure, path: kept.append(figure) or path)
+    figures.tradeoff_vs_claim(as_model(document("fl", 2.0, GaussianTradeOff(0.5))), "unused.png")
+    axis = kept[0].axes[0]
+    assert verdict_hues(kept[0]) == {}  # the view's line is not coloured by its verdict, "violated"
+    guessing = [line for line in axis.lines if list(line.get_xdata()) == list(line.get_ydata())]
+    assert len(guessing) == 1 and axis.get_xscale() == axis.get_yscale() == "log"
+    import matplotlib.pyplot as plt
+    plt.close(kept[0])
 
 
 def test_an_infinite_claim_is_written_as_null():

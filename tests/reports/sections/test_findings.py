@@ -22,7 +22,7 @@ def test_an_accounting_check_shows_beside_the_composed_claim_and_in_the_findings
                              "check": {"verdict": "violated", "independent_epsilon": 91.83, "reason": reason}}
     setting["verdict"] = overall_verdict(setting["distinguish"], setting["identification"], setting["mechanism"],
                                          setting["accounting"])
-    assert privacy_row(_typed(setting)).composed == ("ε = 0.06526, δ = 1e-05 over 100 rounds (opacus-prv); check violated: "
+    assert privacy_row(_typed(setting)).composed == ("ε = 0.06526, δ = 1e-05 over 100 rounds; check violated: "
                                              "recomputed from the run, ε = 91.83")
     (refuted,) = findings([_typed(setting)]).refuted
     # the check refutes the whole run's claim; the one-round claim's own tests did not

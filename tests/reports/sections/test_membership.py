@@ -158,6 +158,18 @@ def test_the_figure_draws_a_line_per_attack_on_log_axes_with_the_claim(document,
     plt.close(kept[0])
 
 
+def test_the_roc_figure_draws_no_verdicts_colour_and_its_chance_line_straight(document, monkeypatch, verdict_hues):
+    kept = []
+    monkeypatch.setattr(figures, "_save", lambda figure, path: kept.append(figure) or Path(path))
+    membership_roc(as_model(document), "unused.png")
+    assert verdict_hues(kept[0]) == {}  # attacks in a neutral palette: green and red are verdicts
+    for axis in kept[0].axes[:2]:
+        chance = [line for line in axis.lines if line.get_label() == "chance, TPR = FPR"][0]
+        assert list(chance.get_xdata()) == list(chance.get_ydata()) and axis.get_xscale() == axis.get_yscale()
+    import matplotlib.pyplot as plt
+    plt.close(kept[0])
+
+
 def test_without_membership_nothing_is_rendered(tmp_path):
     doc = build(with_membership=False)
     assert not figures.has_data("membership_roc", as_model(doc))
