@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 
-from auditkit.reports.figure_style import (CEILING_COLOUR, NEUTRAL_PALETTE, mechanism_styles, setting_styles,
-                                           verdict_colour)
+from auditkit.attacks.headline import ClaimScope
+from auditkit.reports.figure_style import NEUTRAL_PALETTE, mechanism_styles, setting_styles, verdict_colour
 from auditkit.reports.sections.membership import membership_settings
+from auditkit.reports.sections.summary import claim_judged
 from auditkit.reports.sections.utility import utility_points
-from auditkit.results.model import (CanaryView, Headline, IdentificationTest, ReconstructionSweep, ResultsDocument,
-                                    Setting)
+from auditkit.results.model import CanaryView, IdentificationTest, ReconstructionSweep, ResultsDocument, Setting
 from auditkit.results.reproduction import Reproduction, Row
 
 
@@ -298,17 +298,16 @@ def _tested(results: ResultsDocument) -> list[tuple[Setting, float, float, float
     return tested
 
 
-_HOLLOW = ("(analytic)", "(whole run)")  # refuted, but not by the tests this figure plots
+_HOLLOW = "(analytic)"  # refuted by computation, not by the tests this figure plots
 
 
-def _verdict_style(headline: Headline) -> tuple[str, str]:
-    """(legend label, colour) of a headline verdict, a refutation with its evidence; the colour is the verdict's
+def _verdict_style(setting: Setting) -> tuple[str, str]:
+    """(legend label, colour) of the verdict on the setting's one-round claim (the claim this figure plots; a file
+    from before claims were told apart: its headline), a refutation with its evidence; the colour is the verdict's
     badge colour (``figure_style.verdict_colour``), which no other figure uses."""
-    verdict = headline.verdict
-    evidence = headline.evidence
-    decided = headline.decided_by
-    if decided.kind in ("canary", "membership") and decided.whole_run:  # FL canaries, membership: the whole run
-        evidence = "whole run"
+    judged = claim_judged(setting, ClaimScope.ONE_ROUND)
+    found = setting.verdict if judged is None or judged.verdict is None else judged
+    verdict, evidence = found.verdict, found.evidence
     return (f"{verdict} ({evidence})" if evidence else verdict), verdict_colour(verdict)
 
 
@@ -351,9 +350,9 @@ def lower_bound_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
     verdicts: dict[str, str] = {}
     clipped = False
     for setting, claimed, bound, _ in tested:
-        label, colour = _verdict_style(setting.verdict)
+        label, colour = _verdict_style(setting)
         marker = markers[setting.mechanism.name]
-        # hollow: refuted by computation, or by the whole-run canary audit (the composed claim): not by these tests
+        # hollow: refuted by computation, not by these tests
         analytic = label.endswith(_HOLLOW)
         shown = bound if not logarithmic or bound > floor else floor
         clipped |= shown != bound

@@ -19,15 +19,14 @@ FIGURE_CAPTIONS = {
                          "per mechanism; dashed: the clean attack.",
     "lower_bound_vs_epsilon": "Each setting's strongest certified epsilon lower bound (over all its distinguishing "
                               "and adaptive tests, or its idealized one-run canary audit) against its claimed "
-                              "one-round epsilon, coloured by the setting's headline verdict (the badge's "
+                              "one-round epsilon, coloured by the verdict on the one-round claim (the badge's "
                               "colour; no other figure uses these colours), one marker per mechanism; both axes "
                               "logarithmic when the claims span more than a decade (a bound of 0 then sits on the "
                               "dash-dotted floor), both linear otherwise, so the line y = x is straight; points "
-                              "above it refute the claim; dotted: the most a test with "
-                              "these trials could certify (the cap). A claim refuted by computation (analytic) or by "
-                              "the whole-run canary audit or membership inference (hollow markers) can sit below the "
-                              "line: no per-round test "
-                              "reached it, the accounting or the composed claim's test did.",
+                              "above it refute the claim; dotted: the most a test with these trials could certify "
+                              "(the cap). A claim refuted by computation (analytic, hollow markers) can sit below the "
+                              "line: no test reached it, the mechanism's declared noise did. The whole run's claim "
+                              "is judged in the privacy table, not here.",
     "bits_vs_accuracy": "Uplink bits per coordinate against final test accuracy (%), one point per setting.",
     "identification_vs_epsilon": "Identification success (the informed adversary picks the target among M real "
                                  "candidates; 95 % Clopper-Pearson bars) against the claimed one-round epsilon, one "

@@ -89,10 +89,18 @@ def test_lower_bound_vs_epsilon_plots_each_settings_strongest_bound_coloured_by_
     assert legend.get_bbox_to_anchor().x0 > axis.get_window_extent().x1 - 1  # outside the data, to the right
 
 
-def test_the_bound_figure_colours_a_headline_that_a_test_did_not_decide_by_the_headline(document, drawn):
-    """A setting whose black-box test says consistent but whose headline is violated is red, not green."""
-    gaussian = document["settings"][2]
-    gaussian["verdict"] = {**gaussian["verdict"], "verdict": "violated", "evidence": "analytic"}
+def _one_round_verdict(setting, verdict, evidence=None):
+    """The setting's headline and its one-round claim's verdict set to ``verdict``."""
+    setting["verdict"] = {**setting["verdict"], "verdict": verdict, "evidence": evidence}
+    one_round = setting["verdict"]["claims"][0]
+    assert one_round["scope"] == "one round"
+    one_round.update(verdict=verdict, evidence=evidence)
+
+
+def test_the_bound_figure_colours_a_claim_that_a_test_did_not_decide_by_its_verdict(document, drawn):
+    """A setting whose black-box test says consistent but whose one-round claim is refuted by computation is red,
+    not green."""
+    _one_round_verdict(document["settings"][2], "violated", "analytic")
     figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
     red = np.round(plt.matplotlib.colors.to_rgb(VERDICT_COLOURS["violated"]), 3).tolist()
@@ -131,11 +139,22 @@ def test_a_bound_of_zero_on_log_axes_sits_at_the_floor_and_the_legend_says_so(do
 
 @pytest.mark.parametrize("verdict", ["consistent", "violated", "vacuous claim", "inconclusive", "no claim"])
 def test_the_bound_figure_colours_each_point_by_its_verdicts_badge_colour(document, drawn, verdict):
-    document["settings"][2]["verdict"] = {**document["settings"][2]["verdict"], "verdict": verdict}
+    _one_round_verdict(document["settings"][2], verdict)
     figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
     jopeq, gaussian = drawn[0].axes[0].collections
     assert plt.matplotlib.colors.to_hex(gaussian.get_facecolor()[0]) == VERDICT_COLOURS[verdict]
     assert plt.matplotlib.colors.to_hex(jopeq.get_facecolor()[0]) == VERDICT_COLOURS["violated"]
+
+
+def test_the_bound_figure_colours_the_one_round_claims_verdict_not_the_whole_runs(document, drawn):
+    """The figure plots one-round claims: a whole-run refutation (here by canary clients) leaves its point the
+    colour of the one-round verdict, consistent."""
+    gaussian = document["settings"][2]
+    _one_round_verdict(gaussian, "consistent")
+    gaussian["verdict"]["verdict"] = "violated"  # the headline: the worst over both claims
+    figures.lower_bound_vs_epsilon(as_model(document), "unused.png")
+    assert plt.matplotlib.colors.to_hex(drawn[0].axes[0].collections[1].get_facecolor()[0]) == (
+        VERDICT_COLOURS["consistent"])
 
 
 # every figure but the bound figure: mechanisms, settings, views and attacks, never a verdict

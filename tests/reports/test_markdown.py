@@ -69,7 +69,7 @@ def test_the_attack_and_utility_tables_carry_the_numbers_with_units(text):
 def test_every_table_row_has_as_many_cells_as_its_header(text):
     rows = [line for line in text.splitlines() if line.startswith("|")]
     cells = [len(re.split(r"(?<!\\)\|", row)) for row in rows]
-    assert cells[:5] == [8] * 5  # privacy: header, rule, 3 settings (6 columns, 7 pipes)
+    assert cells[:5] == [9] * 5  # privacy: header, rule, 3 settings (7 columns, 8 pipes)
     assert cells[5:10] == [8] * 5  # attacks (6 columns)
     assert cells[10:15] == [9] * 5  # utility and cost (7 columns)
     assert cells[15:20] == [9] * 5  # privacy against utility (7 columns)

@@ -194,7 +194,7 @@ def test_the_train_report(rendered_commands):
         "split over 10 clients; 1,200 training, 200 validation and 397 test examples), model cnn (6,422 parameters), "
         "3 FedAvg rounds of τ = 15 local steps")
     assert _rows(r.md, PRIVACY) == [
-        "| dpsq | ε = 0.5, δ = 1e-05 | not run | ε = 1.2, δ = 1e-05 over 3 rounds (dp\\_accounting-pld) | not run | "
+        "| dpsq | ε = 0.5, δ = 1e-05 | not run | ε = 1.2, δ = 1e-05 over 3 rounds | dp\\_accounting-pld | not run | "
         "not run |"]
     assert _rows(r.md, UTILITY) == ["| dpsq | dpsq (bits=4, clip=1 (l1), rho=0.5) | 80.10 % | - | 4 bits/coord | 8x | - |"]
     assert _rows(r.md, ATTACKS) == [] and 'id="summary-attacks"' not in r.html  # nothing attacked: no table
@@ -218,7 +218,7 @@ def test_the_attack_report(rendered_commands):
         "images, each held by a single-image client (one local step), through model lenet (13,648 parameters), once "
         "on the clean gradients and once on the server's view after the mechanism, the labels inferred by the "
         "attack; seed 4, device cpu.")
-    assert _rows(r.md, PRIVACY) == ["| laplace scale=0.01 | ε = 200, δ = 0 | not run | not run | - | not run |"]
+    assert _rows(r.md, PRIVACY) == ["| laplace scale=0.01 | ε = 200, δ = 0 | not run | not run | not run | - | not run |"]
     assert _rows(r.md, ATTACKS) == [
         "| laplace scale=0.01 | not run | not run | 0.934 → 0.183 | 0.0021 → 0.0612 | 26.8 dB → 12.1 dB |"]
     assert _rows(r.md, UTILITY) == []  # nothing trained
@@ -253,7 +253,7 @@ def test_the_distinguish_report(rendered_commands):
     assert _rows(r.md, PRIVACY) == [
         "| half (plugin: entry point half = my\\_pkg.half) | ε = 1, δ = 0 | violated, decisive (decided by: "
         "distinguishing test (worst pair: 0 vs clip), p = 3.2e-07, 6.4e-07 adjusted over the audit's 2 tests; 1 test) "
-        "| not run | - | ≥ 1.41 (black-box test (worst pair: 0 vs "
+        "| not run | not run | - | ≥ 1.41 (black-box test (worst pair: 0 vs "
         "clip); 95 % family-wise; cap 9.2) |"]
     assert _rows(r.md, ATTACKS) == _rows(r.md, UTILITY) == []
     assert r.md[r.md.index("## Findings"):r.md.index("## How to read this report")] == (
@@ -292,8 +292,8 @@ def test_the_account_report(rendered_commands):
         "claim composed over 100 rounds at δ = 1e-05 (accountant asked for: dp\\_accounting-pld); nothing was trained, "
         "attacked or tested; seed 4, device cpu.")
     assert _rows(r.md, PRIVACY) == [
-        "| cepam-gaussian | ε = 0.9, δ = 1e-05 | not run | ε = 7.3, δ = 1e-05 over 100 rounds (dp\\_accounting-pld); "
-        "paper's FL claim: ε = 2.1, δ = 1e-05 | not run | not run |"]
+        "| cepam-gaussian | ε = 0.9, δ = 1e-05 | not run | ε = 7.3, δ = 1e-05 over 100 rounds; paper's FL claim: "
+        "ε = 2.1, δ = 1e-05 | dp\\_accounting-pld | not run | not run |"]
     assert _rows(r.md, ATTACKS) == _rows(r.md, UTILITY) == []
     assert ("- **paper's claim**: (eps=2.1, delta=1e-05)-DP for the whole run (003 Theorem 12) (unit: one record; "
             "scope: the whole run; threat model: server sees each update); assumes: Poisson subsampling of records"
