@@ -24,7 +24,7 @@ from auditkit.reports.sections.membership import (
 )
 from auditkit.reports.sections.notes import notes
 from auditkit.reports.sections.provenance import config_json, footer, pairs, provenance
-from auditkit.reports.sections.reconstructions import reconstructions
+from auditkit.reports.sections.reconstructions import REFERENCES_NOTE, reconstructions
 from auditkit.reports.sections.reproduction import (
     ORDERING_COLUMNS, REPRODUCTION_GLOSSARY, REPRODUCTION_SUMMARY_COLUMNS, confidence_heading, ordering_quotes,
     ordering_rows, paper_tables, reproduction_intro, reproduction_provenance, reproduction_summary, settings_run,
@@ -65,6 +65,8 @@ def render_html(results: ResultsDocument | Reproduction, figure_paths: Mapping[s
         return _reproduction_html(results, figure_paths)
     settings = results.settings
     recorded = results.provenance
+    grids = reconstructions(settings)
+    embedded = {path: png_data_uri(Path(results_dir) / path) for path in grids.paths()}
     return _ENVIRONMENT.get_template("report.html.j2").render(
         heading="auditkit report",
         footer=footer(results),
@@ -87,8 +89,11 @@ def render_html(results: ResultsDocument | Reproduction, figure_paths: Mapping[s
         adaptive=adaptive_rows(settings),
         figures=[_Image(caption, png_data_uri(figure_paths[name]))
                  for name, caption in FIGURE_CAPTIONS.items() if name in figure_paths],
-        reconstructions=[_Image(grid.caption, png_data_uri(Path(results_dir) / grid.path))
-                         for grid in reconstructions(settings)],
+        references=[_Image(grid.caption, embedded[grid.path]) for grid in grids.references],
+        references_note=REFERENCES_NOTE,
+        # each setting's grids behind a fold, open where there is one setting
+        reconstructions=[(block, [_Image(grid.caption, embedded[grid.path]) for grid in block.grids])
+                         for block in grids.settings],
         details=[details(s) for s in settings],
         details_open=len(settings) == 1,  # one setting: its details are the report's body
         estimate_columns=ESTIMATE_COLUMNS,

@@ -1,12 +1,11 @@
 """The report as markdown: the HTML report's tables, with figures linked as files beside it."""
 from __future__ import annotations
 
-import posixpath
 import re
 from collections.abc import Mapping
 from urllib.parse import quote
 
-from auditkit.results.model import ResultsDocument
+from auditkit.results.model import ResultsDocument, Setting
 from auditkit.results.reproduction import Reproduction
 from auditkit.reports.sections.adaptive import ADAPTIVE_COLUMNS, AdaptiveRow, adaptive_rows
 from auditkit.reports.sections.canary import CANARY_COLUMNS, canary_heading, canary_rows
@@ -22,7 +21,7 @@ from auditkit.reports.sections.membership import (
 )
 from auditkit.reports.sections.notes import notes
 from auditkit.reports.sections.provenance import config_json, footer, pairs, provenance
-from auditkit.reports.sections.reconstructions import reconstructions
+from auditkit.reports.sections.reconstructions import REFERENCES_NOTE, reconstructions
 from auditkit.reports.sections.reproduction import (
     ORDERING_COLUMNS, REPRODUCTION_GLOSSARY, REPRODUCTION_SUMMARY_COLUMNS, confidence_heading, ordering_quotes,
     ordering_rows, paper_tables, reproduction_intro, reproduction_provenance, reproduction_summary, settings_run,
@@ -110,12 +109,11 @@ def _code_block(text: str, language: str) -> list[str]:
     return [fence + language, text, fence]
 
 
-def render_markdown(results: ResultsDocument | Reproduction, figures: Mapping[str, str], *,
-                    results_dir: str = ".") -> str:
+def render_markdown(results: ResultsDocument | Reproduction, figures: Mapping[str, str]) -> str:
     """The report as markdown, laid out as the HTML report of the document's kind. A results document:
     ``figures`` maps summary figure names (see ``FIGURE_CAPTIONS``) to paths relative to the report, and
-    each reconstruction grid is linked by its path in the results folder, ``results_dir`` (relative to the
-    report, "/"-separated). A reproduction: ``figures`` maps each table's figure name
+    each reconstruction grid is linked by its path in the results document (the report's folder holds it:
+    ``auditkit.reports.render_report`` copies it there). A reproduction: ``figures`` maps each table's figure name
     (``sections.reproduction.reproduction_figure``) to its path relative to the report."""
     if isinstance(results, Reproduction):
         return _reproduction_markdown(results, figures)
@@ -155,11 +153,7 @@ def render_markdown(results: ResultsDocument | Reproduction, figures: Mapping[st
         lines += ["## Figures", ""]
     for caption, path in drawn:
         lines += _image(caption, path)
-    grids = reconstructions(settings)
-    if grids:
-        lines += ["## Reconstructions", ""]
-    for grid in grids:
-        lines += _image(grid.caption, posixpath.normpath(posixpath.join(results_dir, grid.path)))
+    lines += _reconstructions(settings)
     lines += ["## Claim details", ""]
     for setting in settings:
         lines += _details(details(setting))
@@ -174,6 +168,23 @@ def render_markdown(results: ResultsDocument | Reproduction, figures: Mapping[st
         *_footer(results),
     ]
     return "\n".join(lines)
+
+
+def _reconstructions(settings: list[Setting]) -> list[str]:
+    """The clean references the settings share, then each setting's grids under its heading."""
+    grids = reconstructions(settings)
+    if not grids.settings:
+        return []
+    lines = ["## Reconstructions", ""]
+    if grids.references:
+        lines += [escape(REFERENCES_NOTE), ""]
+    for grid in grids.references:
+        lines += _image(grid.caption, grid.path)
+    for block in grids.settings:
+        lines += [f"### {escape(block.label)}", "", escape(block.summary), ""]
+        for grid in block.grids:
+            lines += _image(grid.caption, grid.path)
+    return lines
 
 
 def _footer(document: ResultsDocument | Reproduction) -> list[str]:

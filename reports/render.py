@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import functools
-import os
+import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from auditkit.reports.utility_figure import privacy_utility
 from auditkit.reports.html import render_html
 from auditkit.reports.markdown import render_markdown
 from auditkit.output_folder import Batch
+from auditkit.reports.sections.reconstructions import grid_paths
 from auditkit.reports.sections.reproduction import reproduction_figure
 from auditkit.results import Reproduction, ResultsDocument, as_dict, as_model, file_name
 from auditkit.strict_json import dumps_strict
@@ -36,13 +37,24 @@ FORMATS = ("html", "md")
 
 
 def _check_reconstructions(results: ResultsDocument, results_dir: Path) -> None:
-    """Every reconstruction grid the results name must be a file in ``results_dir``."""
+    """Every reconstruction grid the results name (a grid, a clean reference) must be a file in ``results_dir``."""
     for i, setting in enumerate(results.settings):
         for section in ("inversion", "probe"):
             found = getattr(setting, section)
-            figure = None if found is None else found.figure
-            if figure is not None and not (results_dir / figure).is_file():
-                raise ValueError(f"results.settings[{i}].{section}.figure: {figure} is not a file in {results_dir}")
+            for field in ("figure", "clean_figure"):
+                figure = None if found is None else getattr(found, field)
+                if figure is not None and not (results_dir / figure).is_file():
+                    raise ValueError(f"results.settings[{i}].{section}.{field}: {figure} is not a file in "
+                                     f"{results_dir}")
+
+
+def _copy_grids(document: ResultsDocument | Reproduction, results_dir: Path, out: Path, staging: Batch) -> None:
+    """The reconstruction grids copied from ``results_dir`` into ``out`` at the same relative paths (with the
+    reports, in ``staging``), so a report rendered elsewhere links only files of its own folder."""
+    if isinstance(document, Reproduction) or results_dir.resolve() == out.resolve():
+        return
+    for grid in grid_paths(document.settings):
+        staging.write(out / grid, functools.partial(shutil.copyfile, results_dir / grid))
 
 
 def _drawn(results: ResultsDocument | Reproduction) -> dict[str, Callable[[Path], Path]]:
@@ -62,7 +74,8 @@ def render_report(
     by its own template), draw its figures into ``out/figures/*.png`` and write ``out/report.html`` and / or
     ``out/report.md``, and with ``with_results`` the document itself (``out/results.json``, or reproduction.json); returns
     the paths written. Reconstruction grids are read from ``results_dir``, the folder of ``results.json`` (default:
-    ``out``). The files are replaced together, or none is (``auditkit.output_folder.Batch``)."""
+    ``out``), and copied into ``out`` where it is another folder: the report stands alone. The files are replaced
+    together, or none is (``auditkit.output_folder.Batch``)."""
     formats = tuple(formats)
     document = as_model(results)
     unknown = sorted(set(formats) - set(FORMATS))
@@ -78,12 +91,12 @@ def render_report(
         if with_results:
             written = results if isinstance(results, dict) else as_dict(document)
             staging.write_text(out / file_name(written), dumps_strict(written, indent=2) + "\n")
+        _copy_grids(document, results_dir, out, staging)
         drawn = {name: staging.write(out / "figures" / f"{name}.png", draw)
                  for name, draw in _drawn(document).items()}
         if "md" in formats:
             links = {name: f"figures/{name}.png" for name in drawn}
-            grids = Path(os.path.relpath(results_dir, out)).as_posix()
-            staging.write_text(out / "report.md", render_markdown(document, links, results_dir=grids))
+            staging.write_text(out / "report.md", render_markdown(document, links))
         if "html" in formats:
             staging.write_text(out / "report.html", render_html(document, drawn, results_dir))
     except BaseException:

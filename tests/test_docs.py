@@ -3,6 +3,8 @@ points at a file that does not exist (cheap checks; CI builds the site itself wi
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -54,6 +56,16 @@ def relative_links(text: str) -> list[str]:
 def test_readme_is_at_most_10000_characters():
     size = len((ROOT / "README.md").read_text(encoding="utf-8"))
     assert size <= README_LIMIT, f"README.md has {size} characters (at most {README_LIMIT}): move detail to docs/"
+
+
+def test_the_readme_python_snippet_prints_what_its_comments_say(tmp_path):
+    """The README's "Or from Python" block, run as written (a seeded mechanism): its output is its comment lines."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = re.search(r"```python\n(.*?)```", readme[readme.index("Or from Python:"):], flags=re.S).group(1)
+    printed = [line[2:] for line in code.splitlines() if line.startswith("# ")]
+    ran = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert ran.returncode == 0, ran.stderr
+    assert len(printed) == 2 and ran.stdout.splitlines() == printed
 
 
 def test_readme_keeps_the_test_command():

@@ -254,6 +254,7 @@ class Inversion(Section):
     clean: Scores | None
     defended: Scores
     figure: figure_path
+    clean_figure: figure_path = None  # the clean attack's grid, shared by the settings whose clean attack is the same
     views: list[ViewScores] = None
     images: Int = None
     source: Text = None
@@ -315,6 +316,7 @@ class Probe(Section):
     bits_per_coordinate: Number
     matched: MatchedRuns
     figure: figure_path
+    clean_figure: figure_path = None  # as Inversion.clean_figure
     sweep: ReconstructionSweep = None
 
 

@@ -19,6 +19,7 @@ distortion of the server's view, the axis on which mechanisms of different kinds
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -479,23 +480,40 @@ def curve_document(curve: dict[str, Any], *, config: dict[str, Any], title: str)
     return results.document("attack", title, config, _provenance(curve["clean"], entries, config["seed"]), entries)
 
 
+def clean_reference(kind: str, truth: np.ndarray, clean: np.ndarray, ssim: Sequence[float],
+                    title: str) -> GridFigure:
+    """The clean attack's grid (ground truth, clean reconstruction, each with its SSIM) at
+    ``figures/{kind}-clean-{digest}.png``, the digest of the images and the title: settings whose clean attack ran on
+    the same inputs (same targets, model, round and seed) draw the same images and share one file, drawn once in the
+    report above the settings' own grids."""
+    digest = hashlib.sha256(title.encode())
+    for images in (truth, clean):
+        digest.update(np.ascontiguousarray(images, dtype=np.float32).tobytes())
+    path = f"figures/{kind}-clean-{digest.hexdigest()[:12]}.png"
+    return GridFigure(path, {"truth": truth, "clean": clean}, {"clean": [f"SSIM {v:.2f}" for v in ssim]}, title)
+
+
 def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
-                    label: str) -> tuple[dict[str, Any], GridFigure]:
-    """What the audit's ``inversion`` stage stores for one setting (its ``inversion`` section), and its
-    reconstruction grid for ``figures/reconstruction-{figure_id}.png`` (the caller draws it:
-    ``auditkit.figure_files.write_grid``)."""
+                    label: str) -> tuple[dict[str, Any], tuple[GridFigure, GridFigure]]:
+    """What the audit's ``inversion`` stage stores for one setting (its ``inversion`` section), and its grids (the
+    caller draws them: ``auditkit.figure_files.write_grid``): the defended reconstructions at
+    ``figures/reconstruction-{figure_id}.png`` (rows ground truth, defended, further views) and the clean reference
+    (``clean_reference``, shared by the settings whose clean attack is the same)."""
     inv = config.inversion
     # loaded by the train stage already (a factory's data may have other than 10 classes)
     classes = load_configured_dataset(config, download=False).num_classes
     done = invert_recorded_view(view, config.training, inv, config.seed, classes)
     figure = f"figures/reconstruction-{figure_id}.png"
-    rows = {"truth": done["clean"]["truth"].numpy(), "clean": done["clean"]["reconstructions"].numpy(),
-            "defended": done["defended"]["reconstructions"].numpy()}
+    truth = done["clean"]["truth"].numpy()
+    rows = {"truth": truth, "defended": done["defended"]["reconstructions"].numpy()}
     for name in done["extra"]:
         rows[name] = done[name]["reconstructions"].numpy()
-    captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]]
-                for run in ("clean", "defended", *done["extra"])}
+    captions = {run: [f"SSIM {v:.2f}" for v in done[run]["scores"]["ssim"]] for run in ("defended", *done["extra"])}
     grid = GridFigure(figure, rows, captions, f"{inv.attack}, {done['view']} view, round {done['round']}: {label}")
+    clean = clean_reference("reconstruction", truth, done["clean"]["reconstructions"].numpy(),
+                            done["clean"]["scores"]["ssim"],
+                            f"{inv.attack}, the clients' true updates, round {done['round']}: clean reference (no "
+                            "mechanism)")
     keep = ("ssim_mean", "mse_mean", "psnr_mean", "ssim", "mse", "psnr")
     document = {
         "attack": inv.attack, "view": done["view"], "round": done["round"], "observation": done["observation"],
@@ -504,6 +522,7 @@ def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
         "clean": {k: done["clean"]["scores"][k] for k in keep},
         "defended": {k: done["defended"]["scores"][k] for k in keep},
         "figure": figure,
+        "clean_figure": clean.path,
     }
     if done["extra"]:  # "defended" is the claim's view; further estimates or views beside it
         document["views"] = [
@@ -511,4 +530,4 @@ def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
              "defended": {k: done[name]["scores"][k] for k in keep}}
             for name in done["extra"]
         ]
-    return document, grid
+    return document, (grid, clean)

@@ -79,8 +79,8 @@ class InversionStage:
 
     def run(self, setting: SettingRun) -> StageOutput:
         view = RecordedView.from_tensors(setting.stored_tensors("train")["view"])
-        document, figure = inversion_stage(setting.config, view, figure_id=setting.plan.id, label=setting.plan.label)
-        return StageOutput(document, figures=(figure,))
+        document, figures = inversion_stage(setting.config, view, figure_id=setting.plan.id, label=setting.plan.label)
+        return StageOutput(document, figures=figures)
 
 
 class ProbeStage:

@@ -43,7 +43,7 @@ from auditkit.stage_store import stage_key
 from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.stages.identification import claim_bound, identification_tests, matched_entry
-from auditkit.stages.inversion import as_the_clients_ran, check_attack_layers
+from auditkit.stages.inversion import as_the_clients_ran, check_attack_layers, clean_reference
 from auditkit.models import build_model
 from auditkit.stages.setting import prepare_data
 from auditkit.attacks.identification import candidate_scorer
@@ -337,8 +337,8 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
                 label: str, per_test_confidence: float, sweep_start: float | None = None,
                 sweeps: dict[str, Any] | None = None) -> tuple[dict[str, Any], list[GridFigure]]:
     """What the audit's ``probe`` stage stores for one setting: its ``probe`` and ``identification`` sections
-    (either null when disabled), and the probe's reconstruction grid for ``figures/`` (the caller draws it:
-    ``auditkit.figure_files.write_grid``). With
+    (either null when disabled), and the probe's grids for ``figures/``, the defended reconstructions and the clean
+    reference (the caller draws them: ``auditkit.figure_files.write_grid``). With
     ``probe.sweep`` and a claim, the probe section carries the reconstruction sweep from ``sweep_start`` (the
     smallest claim audited for this mechanism; default its own); ``sweeps`` caches sweeps by their inputs, so
     settings that differ only in their epsilon compute one."""
@@ -368,9 +368,9 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
                                               confidence=config.distinguish.confidence, seed=seed)
     section, figures = None, []
     if probe.enabled:
-        section, run, figure = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates,
-                                              data, lr=lr, momentum=momentum, figure_id=figure_id, label=label)
-        figures.append(figure)
+        section, run, grids = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates,
+                                             data, lr=lr, momentum=momentum, figure_id=figure_id, label=label)
+        figures.extend(grids)
         claimed = mechanism.guarantee().epsilon
         if probe.sweep and claimed is not None:
             start = claimed if sweep_start is None else sweep_start
@@ -391,8 +391,10 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
 def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
                    clients: ProbeClients, pool_rows: torch.Tensor, pool_updates: torch.Tensor, data: FederatedData,
                    *, lr: float, momentum: float, figure_id: str,
-                   label: str) -> tuple[dict[str, Any], dict[str, Any], GridFigure]:
-    """The probe section, the probe's run (its clip-scaled updates, for the sweep) and its reconstruction grid."""
+                   label: str) -> tuple[dict[str, Any], dict[str, Any], tuple[GridFigure, GridFigure]]:
+    """The probe section, the probe's run (its clip-scaled updates, for the sweep) and its grids: the defended
+    reconstructions (rows ground truth, defended, the adversary's picks) and the clean reference
+    (``auditkit.stages.inversion.clean_reference``: shared by the settings whose clean probe is the same)."""
     probe, seed = config.probe, config.seed
     candidates = list(config.identification.candidates)
     run = run_probe(mechanism, model, weights, clients, attack=probe.attack, local_steps=probe.local_steps, lr=lr,
@@ -403,17 +405,20 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
     matched = {name: matched_identification(run[name]["reconstructions"], run[name]["truth"], others, fit, seed=seed)
                for name in ("clean", "defended")}
     confidence = config.distinguish.confidence
-    rows = {"truth": run["defended"]["truth"].numpy(), "clean": run["clean"]["reconstructions"].numpy(),
-            "defended": run["defended"]["reconstructions"].numpy()}
-    captions = {name: [f"SSIM {v:.2f}" for v in run[name]["scores"]["ssim"]] for name in ("clean", "defended")}
+    truth = run["defended"]["truth"].numpy()
+    rows = {"truth": truth, "defended": run["defended"]["reconstructions"].numpy()}
+    captions = {"defended": [f"SSIM {v:.2f}" for v in run["defended"]["scores"]["ssim"]]}
     if probe.batch_size == 1 and mechanism.guarantee().epsilon is not None:
         picked, hits = _adversary_picks(mechanism, run["defended_updates"], run["updates"], run["defended"]["truth"],
                                         pool_updates, others, max(candidates), seed=seed)
         rows[f"picked of {max(candidates)}"] = picked.numpy()
         captions[f"picked of {max(candidates)}"] = ["target" if h else "wrong" for h in hits]
     figure = f"figures/probe-{figure_id}.png"
-    title = (f"probe: {probe.attack}, {probe.targets} clients x {probe.batch_size} example(s), "
-             f"{probe.local_steps} step(s), round {config.probe_round}: {label}")
+    attacked = (f"probe: {probe.attack}, {probe.targets} clients x {probe.batch_size} example(s), "
+                f"{probe.local_steps} step(s), round {config.probe_round}")
+    title = f"{attacked}: {label}"
+    clean = clean_reference("probe", truth, run["clean"]["reconstructions"].numpy(), run["clean"]["scores"]["ssim"],
+                            f"{attacked}{_scaled(mechanism, probe.scale)}: clean reference (no mechanism)")
     bits = float(np.mean(run["bits"])) / run["updates"].shape[1]
     return {
         "attack": probe.attack, "round": config.probe_round, "targets": probe.targets,
@@ -428,7 +433,16 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
         "matched": {name: matched_entry(mechanism, matched[name], probe.targets, confidence, run["updates"].shape[1])
                     for name in matched},
         "figure": figure,
-    }, run, GridFigure(figure, rows, captions, title)
+        "clean_figure": clean.path,
+    }, run, (GridFigure(figure, rows, captions, title), clean)
+
+
+def _scaled(mechanism: mechanisms.Mechanism, scale: str) -> str:
+    """How the probe's updates were sent (``scaled_to_clip``): the clean attack differs between clips."""
+    clip = mechanism.params.get("clip")
+    if scale != "clip" or not clip or mechanism.clip_norm not in ("l1", "l2"):
+        return ", updates as computed"
+    return f", updates rescaled to {mechanism.clip_norm} norm {clip:g}"
 
 
 def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,

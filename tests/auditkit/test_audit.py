@@ -108,6 +108,11 @@ def test_every_setting_is_trained_accounted_attacked_and_tested(reference):
         assert len(s["inversion"]["clean"]["ssim"]) == 2 and (out / s["inversion"]["figure"]).is_file()
         # one Bonferroni family over the whole audit: every setting's bound is at the same per-test level
         assert s["distinguish"]["tests"] == settings[0]["distinguish"]["tests"] > 6
+    # round 1's model, the same targets and seed in every setting, no clip to rescale the probe's updates to: the
+    # clean attacks are the same, one grid each (named by their images), drawn once in the report
+    cleans = {(s["inversion"]["clean_figure"], s["probe"]["clean_figure"]) for s in settings}
+    assert len(cleans) == 1 and all((out / path).is_file() for path in cleans.pop())
+    assert len({s["inversion"]["clean"]["ssim_mean"] for s in settings}) == 1
     none, jopeq = settings[0], settings[1]
     assert none["inversion"]["clean"] == none["inversion"]["defended"]  # no mechanism: the server sees it all
     assert none["distinguish"]["verdict"] == none["verdict"]["verdict"] == "no claim"
@@ -278,9 +283,10 @@ def test_report_rerenders_from_results_json_alone(reference, tmp_path):
     again, original = (target / "report.md").read_text(), (out / "report.md").read_text()
     assert again.split("## Figures")[0] == original.split("## Figures")[0]  # the same tables, recomputed nothing
     links = re.findall(r"\]\(([^)]+\.png)\)", again)
-    # 6 figures (accuracy, SSIM, lower bound, bits, identification, probe SSIM), then per setting (3) an
-    # inversion grid and a probe grid
-    assert len(links) == 7 + 3 + 3 and all((target / link).is_file() for link in links)
+    # 7 figures, the clean references of the inversion and the probe (shared by the 3 settings), then per setting
+    # an inversion grid and a probe grid: every one copied into the report's folder
+    assert len(links) == 7 + 2 + 3 + 3 and all((target / link).is_file() for link in links)
+    assert not [link for link in links if link.startswith("..")]
     assert not (target / "report.html").exists() and not (target / "stages").exists()
     bad = subprocess.run([sys.executable, "-m", "auditkit.cli", "report", str(out / "results.json"), "--format", "pdf"],
                          capture_output=True, text=True, timeout=120)

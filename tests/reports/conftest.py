@@ -449,11 +449,34 @@ def write_results_folder(folder: Path, png: bytes, document: dict[str, Any] | No
     document = results_document() if document is None else document
     for setting in document["settings"]:
         for section in ("inversion", "probe"):
-            if setting.get(section) is not None and setting[section]["figure"] is not None:
-                path = folder / setting[section]["figure"]
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_bytes(png)
+            for field in ("figure", "clean_figure"):
+                if setting.get(section) is not None and setting[section].get(field) is not None:
+                    path = folder / setting[section][field]
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(png)
     return document
+
+
+def with_clean_references(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` as the stages write it since the clean references: both inversions share one clean grid (the
+    same inputs), the one probe has its own."""
+    for setting in document["settings"]:
+        if setting["inversion"] is not None:
+            setting["inversion"]["clean_figure"] = "figures/reconstruction-clean-0123456789ab.png"
+    document["settings"][1]["probe"]["clean_figure"] = "figures/probe-clean-ba9876543210.png"
+    return document
+
+
+@pytest.fixture
+def referenced() -> dict[str, Any]:
+    """The audit document with clean references (``with_clean_references``; no files behind it)."""
+    return with_clean_references(results_document())
+
+
+@pytest.fixture
+def referenced_folder(tmp_path, grid_png) -> tuple[Path, dict[str, Any]]:
+    """(folder, document) of a results folder whose document has clean references, every grid written."""
+    return tmp_path, write_results_folder(tmp_path, grid_png, with_clean_references(results_document()))
 
 
 @pytest.fixture

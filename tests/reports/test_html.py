@@ -2,8 +2,10 @@ import base64
 import re
 from html.parser import HTMLParser
 
+import numpy as np
 import pytest
 
+from auditkit.reports.figures import image_grid
 from auditkit.reports.html import png_data_uri, render_html
 from auditkit.reports.render import FIGURES
 from auditkit.results import as_model
@@ -51,6 +53,37 @@ def test_every_figure_and_reconstruction_grid_is_embedded(page, grid_png):
     assert images[-1]["alt"].startswith("JoPEQ | eps=1: inversion probe (analytic, 16 clients with 1 example each, "
                                         "1 step, round 1; rows: the client's example")
     assert images[0]["src"] == "data:image/png;base64," + base64.b64encode(grid_png).decode()
+
+
+def test_each_settings_grids_sit_behind_a_closed_fold(page):
+    section = page[page.index("<h2>Reconstructions</h2>"):page.index("<h2>Claim details</h2>")]
+    folds = re.findall(r'<details class="grids">\s*<summary><strong>(.*?)</strong>: (.*?)</summary>(.*?)</details>',
+                       section, flags=re.S)
+    assert [(label, summary, block.count("<img ")) for label, summary, block in folds] == [
+        ("float32 (none)", "inversion SSIM 0.97 clean → 0.97 defended", 1),
+        ("JoPEQ | eps=1", "inversion SSIM 0.41 clean → 0.02 defended; probe SSIM 1.00 clean → 0.05 defended", 2)]
+    assert section.count("<img ") == 3  # a document from before the clean references: its grids as they are
+
+
+def test_a_shared_clean_reference_is_shown_once_above_the_folds(referenced_folder, tmp_path_factory):
+    folder, document = referenced_folder
+    clean = image_grid({"truth": np.zeros((2, 1, 8, 8)), "clean": np.ones((2, 1, 8, 8))},
+                       folder / "figures" / "reconstruction-clean-0123456789ab.png")
+    page = render_html(as_model(document), {}, folder)
+    section = page[page.index("<h2>Reconstructions</h2>"):page.index("<h2>Claim details</h2>")]
+    assert section.count(png_data_uri(clean)) == 1
+    assert section.index(png_data_uri(clean)) < section.index('<details class="grids">')
+    images = [attrs["alt"] for tag, attrs in _Tags(section).tags if tag == "img"]
+    assert images[0].startswith("Clean reference for every setting: inverting_gradients on the clients' true updates")
+    assert images[3].startswith("Clean reference of the probe for this setting: analytic")  # in JoPEQ's fold
+    assert len(images) == 5 and section.count('<details class="grids">') == 2
+
+
+def test_one_setting_alone_shows_its_grids_open(referenced_folder):
+    folder, document = referenced_folder
+    document["settings"] = document["settings"][1:2]
+    section = render_html(as_model(document), {}, folder)
+    assert section.count('<details class="grids" open>') == 1 and '<details class="grids">' not in section
 
 
 def test_user_strings_are_text_only(page):
@@ -199,7 +232,8 @@ def test_the_identification_table_has_a_row_per_test_and_per_probe_match(page, d
 
 
 def test_a_setting_with_estimates_lists_them_in_its_details(page):
-    block = page[page.index("<summary><strong>JoPEQ | eps=1</strong>"):]
+    details = page[page.index("<h2>Claim details</h2>"):]
+    block = details[details.index("<summary><strong>JoPEQ | eps=1</strong>"):]
     block = block[:block.index("</details>")]
     table = block[block.index('<table class="estimates">'):]
     assert re.findall(r"<th>(.*?)</th>", table) == [

@@ -184,10 +184,20 @@ def test_only_the_figures_given_are_linked_and_paths_are_url_quoted(document):
         "figures/probe-s01.png"]
 
 
-def test_grids_are_linked_through_the_results_folder(document):
-    links = re.findall(r"\]\(([^)]*)\)", render_markdown(as_model(document), {}, results_dir="../run"))
-    assert links == ["../run/figures/reconstruction-s00.png", "../run/figures/reconstruction-s01.png",
-                     "../run/figures/probe-s01.png"]
+def test_a_shared_clean_reference_is_linked_once_before_each_settings_grids(referenced):
+    text = render_markdown(as_model(referenced), {})
+    assert re.findall(r"\]\(([^)]*)\)", text) == [
+        "figures/reconstruction-clean-0123456789ab.png", "figures/reconstruction-s00.png",
+        "figures/reconstruction-s01.png", "figures/probe-clean-ba9876543210.png",
+        "figures/probe-s01.png"]  # the probe's clean reference is its setting's alone: among its grids
+    section = text[text.index("## Reconstructions"):text.index("## Claim details")]
+    assert ("![Clean reference for every setting: inverting\\_gradients on the clients' true updates at round 3"
+            in section)
+    assert "![Clean reference of the probe for this setting: analytic, 16 clients with 1 example each" in section
+    assert "(rows: ground truth, defended; the clean reconstruction is in the clean reference)" in section
+    headings = re.findall(r"^### (.*)$", section, flags=re.M)
+    assert len(headings) == 2 and headings[1] == "JoPEQ \\| eps=1"
+    assert "\n\ninversion SSIM 0.41 clean → 0.02 defended; probe SSIM 1.00 clean → 0.05 defended\n\n" in section
 
 
 def test_user_strings_cannot_inject_markup(text):

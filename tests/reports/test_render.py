@@ -1,5 +1,6 @@
 import math
 import re
+import shutil
 from pathlib import Path
 from urllib.parse import unquote
 
@@ -7,6 +8,7 @@ import pytest
 
 import auditkit.reports.render as render_module
 from auditkit.reports import render_report
+from auditkit.results import load_results
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 FIGURE_FILES = ["accuracy_vs_round.png", "privacy_utility.png", "ssim_vs_epsilon.png", "lower_bound_vs_epsilon.png",
@@ -123,16 +125,35 @@ def test_an_unknown_format_is_refused(results_folder):
         render_report(document, folder, formats=("html", "pdf"))
 
 
-def test_a_report_elsewhere_reads_and_links_the_grids_of_the_results_folder(results_folder, tmp_path_factory):
+def _image_links(folder: Path) -> list[str]:
+    return re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", (folder / "report.md").read_text())
+
+
+def test_a_report_elsewhere_copies_the_grids_and_stands_alone(results_folder, tmp_path_factory):
     folder, document = results_folder
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "report"
     written = render_report(document, elsewhere, results_dir=folder)
+    assert written[:3] == [elsewhere / grid for grid in GRIDS]  # copied with the reports, in one batch
     assert written[-2:] == [elsewhere / "report.md", elsewhere / "report.html"]
-    links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", (elsewhere / "report.md").read_text())
-    assert links[:8] == [f"figures/{name}" for name in FIGURE_FILES]  # the figures are drawn beside the report
-    assert all(link.startswith("../") and link.endswith(grid) for link, grid in zip(links[8:], GRIDS, strict=True))
+    shutil.rmtree(folder)  # the results folder gone: the report still shows every image
+    links = _image_links(elsewhere)
+    assert links == [*(f"figures/{name}" for name in FIGURE_FILES), *GRIDS]
+    assert all((elsewhere / unquote(link)).resolve().is_relative_to(elsewhere.resolve()) for link in links)
     assert all((elsewhere / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
     assert (elsewhere / "report.html").read_text().count("<img src=\"data:image/png;base64,") == 11
+
+
+def test_a_moved_report_folder_renders_again_from_its_results(results_folder, tmp_path_factory):
+    folder, document = results_folder
+    render_report(document, folder, with_results=True)
+    moved = tmp_path_factory.mktemp("moved") / "other"
+    shutil.move(folder, moved)
+    render_report(load_results(moved / "results.json"), moved, results_dir=moved)
+    links = _image_links(moved)
+    assert len(links) == 11 and all((moved / unquote(link)).read_bytes().startswith(PNG_SIGNATURE) for link in links)
+    again = tmp_path_factory.mktemp("again")
+    render_report(load_results(moved / "results.json"), again, results_dir=moved)
+    assert _image_links(again) == links and all((again / unquote(link)).is_file() for link in links)
 
 
 # ---------------------------------------------------------------- every command's document

@@ -220,7 +220,9 @@ def test_audit_with_no_arguments_writes_the_three_files_and_a_report_that_render
 
     seen = report_browser(out / "report.html", tmp_path / "report.png")
     assert seen["summary_visible"] and seen["summary_rows"] == 11 and seen["overflowing"] == []
-    assert len(seen["images"]) == 7 + 2 * 11  # seven figures, an inversion and a probe grid per setting
+    # seven figures, the clean references (the inversion's, the probe's without and with a clip), then an inversion
+    # and a probe grid per setting, each setting's in its fold
+    assert len(seen["images"]) == 7 + 3 + 2 * 11
     assert all(i["complete"] and i["naturalWidth"] > 0 and i["src"].startswith("data:image/png") for i in seen["images"])
     assert seen["failed_requests"] == [] and seen["external_requests"] == [] and seen["dialogs"] == []
     assert (tmp_path / "report.png").stat().st_size > 50_000

@@ -1,7 +1,9 @@
 """Gradient inversion against the server's view, clean beside defended (auditkit.stages.inversion)."""
 import dataclasses
 import json
+import re
 
+import numpy as np
 import pytest
 import torch
 
@@ -184,3 +186,19 @@ def test_an_attack_needing_a_layer_the_model_lacks_says_so_in_one_line():
     inversion_stage.check_attack_layers("dlg", model, 10, where="inversion.attack", model_name="squeeze")  # optimised
     inversion_stage.check_attack_layers("idlg", model, 10, where="attack", model_name="squeeze", labels_given=True)
     inversion_stage.check_attack_layers("analytic", create_model("lenet"), 10, where="probe.attack", model_name="lenet")
+
+
+def test_a_clean_reference_is_named_by_its_images_and_title():
+    rng = np.random.default_rng(0)
+    truth, clean = rng.random((2, 1, 4, 4)), rng.random((2, 1, 4, 4))
+    title = "probe: analytic, round 1"
+    grid = inversion_stage.clean_reference("probe", truth, clean, [0.5, 0.25], title)
+    again = inversion_stage.clean_reference("probe", truth.copy(), clean.copy(), [0.5, 0.25], title)
+    assert grid.path == again.path and re.fullmatch(r"figures/probe-clean-[0-9a-f]{12}\.png", grid.path)
+    assert list(grid.rows) == ["truth", "clean"] and grid.captions == {"clean": ["SSIM 0.50", "SSIM 0.25"]}
+    moved = clean.copy()
+    moved[0, 0, 0, 0] += 1e-3
+    others = [inversion_stage.clean_reference("probe", truth, moved, [0.5, 0.25], title),
+              inversion_stage.clean_reference("probe", truth, clean, [0.5, 0.25], "probe: analytic, round 3"),
+              inversion_stage.clean_reference("reconstruction", truth, clean, [0.5, 0.25], title)]
+    assert len({grid.path, *(other.path for other in others)}) == 4
