@@ -39,6 +39,7 @@ from auditkit import mechanisms
 from auditkit import results
 from auditkit.config import AuditConfig, ConfigError
 from auditkit.figure_files import write_grid
+from auditkit.fl.threads import FairShare
 from auditkit.flower.backend import check_protocol
 from auditkit.output_folder import Mode, OutputFolder
 from auditkit.reports import render_report
@@ -151,6 +152,7 @@ class Audit:
         self.code = results.code_fingerprint(config.plugins)
         self._sweep_starts = sweep_starts(self.plans, self.mechanisms)
         self.stages: tuple[Stage, ...] = PIPELINE
+        self.threads = FairShare(config.limits.threads)  # the pools re-sized before each stage (a busy machine)
 
     @property
     def stage_count(self) -> int:
@@ -190,6 +192,7 @@ class Audit:
             notify("stage", setting=plan, stage=stage.name, status="resumed")
             return stored
         notify("stage", setting=plan, stage=stage.name, status="start")
+        self.threads.rebalance()
         start = time.perf_counter()
         output = stage.run(setting)
         if output.tensors is not None:

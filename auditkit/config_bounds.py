@@ -93,6 +93,7 @@ def name_length(value: str, where: str) -> str:
 
 
 MAX_MEMORY_GIB = 2**20  # [limits] max_memory_gib: at most 1 PiB, the limit a machine could have
+MAX_THREADS = 4096  # [limits] threads: more CPUs than a machine has
 
 _POSITIVE = Number(low=0, low_open=True)
 _FRACTION = Number(0, 1, high_open=True)  # [0, 1)
@@ -113,6 +114,7 @@ RANGES: dict[str, Constraint] = {
     "dp_sgd.max_grad_norm": _POSITIVE,
     # unset: the machine's memory
     "limits.max_memory_gib": Number(0, MAX_MEMORY_GIB, low_open=True),
+    "limits.threads": Integer(1, MAX_THREADS),
 }
 """The numbers a run's config may hold beyond its sizes: key -> constraint (checked with ``SIZES``, ``check_keys``)."""
 

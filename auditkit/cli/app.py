@@ -27,6 +27,7 @@ from auditkit.cli.errors import print_error, usage_error_line
 from auditkit.cli.mechanism_flags import renamed_flag
 from auditkit.cli.terminal import console
 from auditkit.config import ConfigError, read_config
+from auditkit.fl.threads import FairShare
 from auditkit.mechanisms import PluginError
 
 __all__ = ["build_cli", "load_named_plugins", "main"]
@@ -82,6 +83,7 @@ def main(argv: list[str] | None = None) -> NoReturn:
     except (PluginError, ValueError) as err:
         print_error(str(err))
         raise SystemExit(2) from None
+    FairShare().rebalance()  # every command's pools sized to the CPUs others leave free (an audit: per stage)
     try:
         # standalone_mode=False: click raises its errors instead of printing its own block; an exit code (--help's
         # 0, a command's 2 or 130) comes back as the return value

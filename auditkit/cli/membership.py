@@ -25,6 +25,7 @@ from auditkit.reports.sections.text import number
 from auditkit.stages.distinguish import attacks_confidence
 from auditkit.stages.membership import membership_family, membership_stage
 from auditkit.stages.setting import build_mechanism, resolve_device
+from auditkit.fl.threads import FairShare
 
 __all__ = ["CONFIG_KEYS", "MEMBERSHIP_TABLE_MIN_WIDTH", "command"]
 
@@ -74,6 +75,7 @@ def _membership(config_path: Path | None, preset: str | None, out: Path, overrid
     config = load(config_path, preset, overrides, words, plugins)
     plans = plan_audit(config)  # every setting built and checked before anything runs
     out = check_output(out, overwrite)
+    FairShare(config.limits.threads).rebalance()  # [limits] threads / --threads pins the pools
     built = {plan.id: build_mechanism(plan.config) for plan in plans}
     family = sum(membership_family(built[plan.id], plan.config) for plan in plans)
     entries = []

@@ -251,6 +251,9 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--max-memory", type=ranged("limits.max_memory_gib"), default=None,
                      metavar="GIB", help="The memory (GiB) a training run's estimate may need before it is refused "
                                          "(default: this machine's memory; auditkit.fl.memory)."),
+        click.option("--threads", type=ranged("limits.threads"), default=None,
+                     help="Threads of torch's, BLAS's and numba's pools (default: the CPUs other processes leave "
+                          "free, measured before each stage; auditkit.fl.threads)."),
         dp_sgd_options,
     ]
     for option in reversed(options):
@@ -266,7 +269,7 @@ CONFIG_KEYS: dict[str, str] = {
     "batch_size": "training.batch_size", "lr": "training.lr", "backend": "training.backend",
     **{name: f"training.{name}" for name in ("local_epochs", "optimizer", "weight_decay", "optimizer_state",
                                              "server_lr", "client_mode", "bn_stats", "precision", "client_chunk")},
-    "max_memory": "limits.max_memory_gib",
+    "max_memory": "limits.max_memory_gib", "threads": "limits.threads",
 }
 """The config key each option of ``config_options`` sets (parameter name -> dotted key); ``dp_sgd_options`` set
 ``dp_sgd.KEY``."""

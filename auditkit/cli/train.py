@@ -18,6 +18,7 @@ from auditkit.cli.outputs import check_output, overwrite_option, snr, write_docu
 from auditkit.cli.terminal import Reporter, console
 from auditkit.stages.setting import build_mechanism
 from auditkit.stages.train import Experiment, results_document
+from auditkit.fl.threads import FairShare
 
 __all__ = ["command"]
 
@@ -39,6 +40,7 @@ def _train(config_path: Path | None, preset: str | None, out: Path, overrides: d
     config.mechanism  # noqa: B018 -- one setting only; raises a ConfigError naming the fix otherwise
     mechanisms.preflight(build_mechanism(config))  # a plugin's bug: one line, before anything is written
     out = check_output(out, overwrite)
+    FairShare(config.limits.threads).rebalance()  # [limits] threads / --threads pins the pools
     experiment = Experiment(config)
     reporter = Reporter(console)
     total = config.training.rounds

@@ -67,6 +67,7 @@ def test_the_flags_take_their_ranges_from_the_bounds():
         for name, key in sized.items():
             assert params[name].type.constraint is SIZES[key], name
         assert params["max_memory"].type.constraint is RANGES["limits.max_memory_gib"]
+        assert params["threads"].type.constraint is RANGES["limits.threads"]
 
 
 @pytest.mark.parametrize(("table", "key"), [
@@ -108,6 +109,14 @@ def test_a_noise_that_is_not_a_positive_number_keeps_the_parameters_own_message(
 def test_the_memory_limit_is_a_positive_number_of_gib(value):
     with pytest.raises(ConfigError, match=r"^limits.max_memory_gib must be a number in \(0, 1048576\], got "):
         from_dict({"limits": {"max_memory_gib": value}})
+
+
+@pytest.mark.parametrize("value", [0, -1, 1.5, 4097])
+def test_the_thread_pool_size_is_a_whole_number_of_threads(value):
+    with pytest.raises(ConfigError, match=r"^limits.threads must be "):
+        from_dict({"limits": {"threads": value}})
+    assert from_dict({"limits": {"threads": 3}}).limits.threads == 3
+    assert "limits" not in from_dict({"limits": {"threads": 3}}).to_dict()  # the machine's: no stage key changes
 
 
 def test_the_memory_limit_is_the_machines_not_the_experiments():
