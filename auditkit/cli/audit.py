@@ -136,6 +136,8 @@ def _verdicts(setting: Setting) -> str:
     parts = []
     for claim_scope in ClaimScope:
         found = scoped(setting, claim_scope)
+        if found.text == "no claim":  # nothing was claimed, so no claim was judged
+            return found.text
         if found.text != "-":
             evidence = f", {found.evidence}" if found.evidence else ""
             parts.append(f"{found.text}{evidence} ({claim_scope})")

@@ -8,7 +8,7 @@ from auditkit.reports.sections.canary import judged_claim
 from auditkit.reports.sections.membership import attack_name, membership_claim, membership_finding, membership_settings
 from auditkit.attacks.headline import ClaimScope, scope
 from auditkit.reports.sections.summary import adjusted, certified_bound, claim_judged
-from auditkit.reports.sections.utility import RunScale, utility_findings
+from auditkit.reports.sections.utility import RunScale, unusable, utility_findings
 from auditkit.reports.sections.text import claim, epsilon, number, plural, rough
 from auditkit.results.model import (Canary, CanaryView, ClaimVerdict, DecisiveTest, Probe, ReconstructionSweep,
                                     ResultsDocument, Setting)
@@ -69,8 +69,9 @@ def findings(settings: list[Setting], classes: int | None = None, scale: RunScal
         elif headline.verdict == "consistent":
             bound = certified_bound(s)
             strongest = "" if bound is None else f"; strongest certified ε ≥ {number(bound.epsilon_lower_bound)}"
+            poor = unusable(s, settings, scale)
             consistent.append(f"{s.label}: {claimed}: {plural(judged.tests if judged else headline.tests, 'test')}, "
-                              f"none refuted it{strongest}{other}.")
+                              f"none refuted it{strongest}{other}" + (f"; but {poor}" if poor else "") + ".")
         elif headline.verdict == "no claim":
             leaked = _leaked(s)
             no_claim.append(f"{s.label}: makes no privacy claim" + (f"; measured: {leaked}" if leaked else "") + ".")

@@ -195,8 +195,8 @@ def _levers(setting: Setting, share: NoiseShare | None, scale: RunScale) -> list
     else:
         levers.append("a larger ε per round")
     if composed is not None and composed.rounds > 1:
-        levers.append(f"fewer rounds at the same whole-run claim (ε {number(composed.epsilon)} over "
-                      f"{composed.rounds} rounds): a larger ε, less noise, per round")
+        levers.append(f"fewer rounds than {composed.rounds} at the same whole-run claim: a larger ε, less noise, "
+                      "per round")
     if share is not None:
         clip = _clip_lever(setting, share)
         if clip:
@@ -205,29 +205,47 @@ def _levers(setting: Setting, share: NoiseShare | None, scale: RunScale) -> list
 
 
 def explanation(setting: Setting, scale: RunScale) -> str:
-    """Why a setting's utility is poor, from its recorded numbers, then the levers; "" when nothing recorded
-    explains it."""
+    """Why a setting's utility is poor, from its recorded numbers; "" when nothing recorded explains it."""
     final = setting.training.final
     share = noise_share(setting, scale)
     if share is not None:
-        why = _noise_words(setting, share)
-    elif setting.mechanism.guarantee.epsilon is None:
+        return _noise_words(setting, share)
+    if setting.mechanism.guarantee.epsilon is None:
         snr = "" if final.snr_db is None or not math.isfinite(final.snr_db) else (
             f": the server decodes each update at uplink SNR {number(final.snr_db)} dB")
-        why = f"it claims no privacy, so no privacy noise explains it{snr}"
-    elif final.snr_db is not None and math.isfinite(final.snr_db):
-        why = (f"the server decodes each update with an error {rough_ratio(10 ** (-final.snr_db / 20))} times the "
-               f"update's spread (uplink SNR {number(final.snr_db)} dB)")
-    else:
-        why = ""
-    levers = _levers(setting, share, scale)
-    return why + (". " if why and levers else "") + ("Levers: " + "; ".join(levers) if levers else "")
+        return f"it claims no privacy, so no privacy noise explains it{snr}"
+    if final.snr_db is not None and math.isfinite(final.snr_db):
+        return (f"the server decodes each update with an error {rough_ratio(10 ** (-final.snr_db / 20))} times the "
+                f"update's spread (uplink SNR {number(final.snr_db)} dB)")
+    return ""
+
+
+def levers(setting: Setting, scale: RunScale) -> list[str]:
+    """The levers that would raise the setting's utility, fitting how its mechanism adds its error."""
+    return _levers(setting, noise_share(setting, scale), scale)
+
+
+def unusable(setting: Setting, settings: list[Setting], scale: RunScale) -> str:
+    """"its model trains to 11.50 % against 77.30 % without a mechanism" for a trained setting whose utility is
+    poor (lost more than ``POOR_SHARE`` of the gain over chance, or near chance), so a verdict that the claim holds
+    is not read as a usable mechanism; "" otherwise."""
+    reference, chance = baseline(settings), scale.chance
+    if setting.training is None or setting is reference:
+        return ""
+    accuracy = setting.training.final.test_accuracy
+    near = chance is not None and accuracy < NEAR_CHANCE * chance
+    lost = None if reference is None else lost_share(accuracy, reference.training.final.test_accuracy, chance)
+    if not near and (lost is None or lost <= POOR_SHARE):
+        return ""
+    against = "" if reference is None else (f" against {percent(reference.training.final.test_accuracy)} without a "
+                                            "mechanism")
+    return f"its model trains to {percent(accuracy)}{against} (poor utility, see below)"
 
 
 def utility_findings(settings: list[Setting], scale: RunScale) -> list[str]:
     """One line per trained setting: its final accuracy against the run without a mechanism; a setting that lost
     more than ``POOR_SHARE`` of the gap between chance and that run (without one: below ``NEAR_CHANCE`` times
-    chance) is flagged, with ``explanation``."""
+    chance) is flagged, with ``explanation``; then, once per mechanism with a flagged setting, its ``levers``."""
     trained = [s for s in settings if s.training is not None]
     if len(trained) < 2:
         return []
@@ -238,6 +256,7 @@ def utility_findings(settings: list[Setting], scale: RunScale) -> list[str]:
     else:
         lines = [f"{reference.label} (no mechanism): {percent(reference.training.final.test_accuracy)}"
                  + ("" if chance is None else f"; chance is {percent(chance)}")]
+    by_mechanism: dict[str, list[str]] = {}
     for s in trained:
         if s is reference:
             continue
@@ -256,4 +275,9 @@ def utility_findings(settings: list[Setting], scale: RunScale) -> list[str]:
             continue
         why = explanation(s, scale)
         lines.append(f"{line}; {'; '.join(flags)}." + (f" Why: {why}." if why else ""))
-    return lines
+        found = levers(s, scale)
+        if found:
+            by_mechanism.setdefault(s.mechanism.name, found)
+    # the levers once per mechanism (its settings share them), after its settings' lines
+    return lines + [f"levers for {name} (its poor settings above): {'; '.join(found)}."
+                    for name, found in by_mechanism.items()]

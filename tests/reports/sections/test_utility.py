@@ -37,6 +37,12 @@ def _line(results, label_start):
     return next(line for line in lines if line.startswith(label_start))
 
 
+def _levers(results, mechanism):
+    """The line of a mechanism's levers, said once for all its poor settings."""
+    lines = findings(results.settings, scale=run_scale(results)).utility
+    return next(line for line in lines if line.startswith(f"levers for {mechanism} "))
+
+
 def test_the_run_scale_reads_coordinates_clients_and_classes(document):
     scale = run_scale(_run(document))
     assert (scale.coordinates, scale.clients, scale.classes) == (D, N, 10)
@@ -55,17 +61,18 @@ def test_a_setting_far_below_the_ceiling_is_explained_by_its_noise_against_the_c
     assert f"uplink SNR {20 * math.log10(CLIP / norm):.4g} dB" in line
     assert f"averaging 10 clients divides the noise by √10 = {math.sqrt(10):.4g} only" in line
     assert f"the mean's noise ≈ {mean:.4g}, {float(f'{mean / CLIP:.2g}'):g} times the largest mean update" in line
-    assert "central noise (dp-fedavg" in line and "d = 6,422" in line
-    assert "fewer rounds at the same whole-run claim (ε 7.5 over 3 rounds)" in line
-    assert "not a larger clip" in line  # the SNR says the updates reach the clip: sigma grows with C
+    levers = _levers(results, "gaussian")
+    assert "central noise (dp-fedavg" in levers and "d = 6,422" in levers and "central noise" not in line
+    assert "fewer rounds than 3 at the same whole-run claim" in levers
+    assert "not a larger clip" in levers  # the SNR says the updates reach the clip: sigma grows with C
 
 
 def test_updates_below_the_clip_name_a_smaller_clip_as_the_lever(document):
     updates = 0.25  # a quarter of the clip: the SNR is 12 dB lower than at the clip
     results = _run(document, snr_db=20 * math.log10(updates / (SIGMA * math.sqrt(D))))
-    line = _line(results, "<script>")
-    assert f"a clip nearer the updates' norm (≈ {updates:.4g} from the SNR, against the clip 1;" in line
-    assert "not a larger clip" not in line
+    levers = _levers(results, "gaussian")
+    assert f"a clip nearer the updates' norm (≈ {updates:.4g} from the SNR, against the clip 1;" in levers
+    assert "not a larger clip" not in levers
 
 
 def test_central_noise_divides_by_the_clients_and_offers_no_central_lever(document):
@@ -75,7 +82,8 @@ def test_central_noise_divides_by_the_clients_and_offers_no_central_lever(docume
     line = _line(results, "<script>")
     assert f"the server adds noise of norm ≈ {SIGMA * math.sqrt(D):.4g}" in line
     assert f"the mean's noise ≈ {SIGMA * math.sqrt(D) / N:.4g}" in line
-    assert "central noise (dp-fedavg" not in line and "noise on the mean ∝ 1 / n)" in line
+    levers = _levers(results, "gaussian")
+    assert "central noise (dp-fedavg" not in levers and "noise on the mean ∝ 1 / n)" in levers
 
 
 @pytest.mark.parametrize("accuracy, flagged", [(0.51, False), (0.50, True)])
@@ -111,7 +119,8 @@ def test_a_mechanism_without_a_claim_gets_no_privacy_noise_explanation(document)
     assert baseline(results.settings) is None
     line = _line(results, "float32")
     assert "near chance" in line and "no privacy noise explains it" in line
-    assert "a finer encoding than 1.5 bits per coordinate" in line and "σ" not in line
+    assert "σ" not in line
+    assert _levers(results, "sdq") == "levers for sdq (its poor settings above): a finer encoding than 1.5 bits per coordinate."
 
 
 def test_the_privacy_utility_table_row(document):
@@ -128,3 +137,13 @@ def test_the_points_carry_claim_bound_accuracy_and_loss(document):
     points = utility_points(_run(document, accuracy=0.2).settings)  # s01: its adaptive test certifies most
     assert [(p.setting_id, p.claimed, p.certified, p.accuracy) for p in points] == [
         ("s00", None, None, 0.9123), ("s01", 1.0, 2.2, 0.8123), ("s02", 2.5, 0.4, 0.2)]
+
+
+def test_a_consistent_claim_beside_an_unusable_model_says_so_in_its_finding(document):
+    """The claim holds, but the model it trained is far below the run without a mechanism: the consistent finding
+    says so, so the verdict is not read as a usable mechanism; a usable one gets no such note."""
+    (poor,) = findings(_run(document, accuracy=0.2).settings, scale=run_scale(_run(document))).consistent
+    assert poor.endswith("; but its model trains to 20.00 % against 91.23 % without a mechanism (poor utility, see "
+                         "below).")
+    (usable,) = findings(_run(document, accuracy=0.9).settings, scale=run_scale(_run(document))).consistent
+    assert "poor utility" not in usable and "its model trains" not in usable
