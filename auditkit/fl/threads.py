@@ -20,7 +20,9 @@ from threadpoolctl import threadpool_limits
 
 __all__ = ["FairShare", "fair_threads", "usable_cpus"]
 
-FIRST_INTERVAL_S = 0.05  # the first call has no earlier sample: it watches the machine this long
+FIRST_INTERVAL_S = 0.2  # the first call has no earlier sample: it watches the machine this long
+# shorter intervals are not measured: /proc/stat and os.times count in ticks of 10 ms, too coarse for less
+MIN_INTERVAL_S = 1.0
 
 
 def usable_cpus() -> int:
@@ -97,24 +99,31 @@ class FairShare:
         self.threads = threads
         self.cpus = usable_cpus() if cpus is None else cpus
         self.others_busy: float | None = None  # CPUs other processes kept busy over the last interval
+        self.size: int | None = None  # the pools' size the last call set
         self._last: _Sample | None = None
 
     def rebalance(self) -> int:
-        """Measure the CPUs other processes kept busy since the last call (the first call: over
-        ``FIRST_INTERVAL_S``), size every pool to ``fair_threads`` of them, and return the size; a pinned size
-        is set as is. Where the machine's load cannot be read, the pools keep one thread per usable CPU."""
+        """Measure the CPUs other processes kept busy since the last measurement (the first call: over
+        ``FIRST_INTERVAL_S``; a call less than ``MIN_INTERVAL_S`` after it keeps the last size), size every pool to
+        ``fair_threads`` of them, and return the size; a pinned size is set as is. Where the machine's load cannot
+        be read, the pools keep one thread per usable CPU."""
         if self.threads is not None:
             set_threads(self.threads)
             return self.threads
         now = _sample()
-        if now is not None and self._last is None:
+        if now is None:
+            return self._set(self.cpus)
+        if self._last is None:
             time.sleep(FIRST_INTERVAL_S)
             self._last, now = now, _sample()
-        threads = self.cpus
-        if now is not None and self._last is not None and now.wall > self._last.wall:
-            others = (now.machine - self._last.machine) - (now.own - self._last.own)
-            self.others_busy = max(0.0, others / (now.wall - self._last.wall))
-            threads = fair_threads(self.cpus, self.others_busy)
+        elif now.wall - self._last.wall < MIN_INTERVAL_S:
+            return self._set(self.size or self.cpus)  # too short to measure: the size the last interval gave
+        others = (now.machine - self._last.machine) - (now.own - self._last.own)
+        self.others_busy = max(0.0, others / (now.wall - self._last.wall))
         self._last = now
+        return self._set(fair_threads(self.cpus, self.others_busy))
+
+    def _set(self, threads: int) -> int:
         set_threads(threads)
+        self.size = threads
         return threads

@@ -19,7 +19,7 @@ PRIVACY_COLUMNS = ("setting", "claimed per round", "verdict on the one-round cla
                    "accountant", "verdict on the whole run's claim", "certified ε lower bound (one round, strongest test)")
 NOT_TESTED = "not tested"
 # what would test a whole-run claim no test judged
-WHOLE_RUN_UNTESTED = "no test of the whole run ran; canary clients would test it: [canary] enabled = true"
+WHOLE_RUN_UNTESTED = "enable [canary] to test it"
 ATTACK_COLUMNS = ("setting", "identification success ≤ the claim's bound", "probe SSIM clean → defended",
                   "inversion SSIM clean → defended", "inversion MSE clean → defended",
                   "inversion PSNR clean → defended")

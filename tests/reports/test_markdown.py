@@ -38,7 +38,7 @@ def test_the_privacy_table_carries_claims_verdicts_and_each_settings_strongest_b
         "compose to exactly T ε); realised noise: basic composition (asked for dp\\_accounting-pld: at δ = 0, T "
         "pure-ε rounds compose to exactly T ε)",
         # a whole-run claim no test judged (identification judges the one-round claim)
-        "not tested (no test of the whole run ran; canary clients would test it: \\[canary\\] enabled = true)",
+        "not tested (enable \\[canary\\] to test it)",
         "≥ 2.2 (moment-matching excess; 95 % family-wise; cap 4.61) |"]
     assert gaussian == (
         "| &lt;script&gt;alert(\"x\")&lt;/script&gt; $\\\\notacommand$ gaussian | ε = 2.5, δ = 1e-05 "
