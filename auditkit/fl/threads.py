@@ -2,8 +2,8 @@
 
 Torch's intra-op pool, OpenBLAS and numba each start one thread per CPU, and their threads spin at every parallel
 region's barrier. Beside another process that keeps a CPU busy, a spinning thread waits a scheduler slice for its
-descheduled peer at every small op: measured on 2 CPUs, a 25 s audit took 331 s beside a 2-thread torch job, and
-35 s with one thread per pool (``benchmarks/bench_busy_machine.py``). ``FairShare.rebalance`` measures the CPU time
+descheduled peer at every small op: measured on 2 CPUs, the quick start took 556 s beside a 2-thread torch job
+(106 s alone), and 165 s with its pools sized to the CPU left free (``benchmarks/bench_busy_machine.py``). ``FairShare.rebalance`` measures the CPU time
 other processes used since its last call (``/proc/stat`` less this process's own) and sizes the pools to the CPUs
 they left free; ``[limits] threads`` (``--threads``) pins them instead.
 """
