@@ -12,6 +12,10 @@ __all__ = ["write_grid"]
 
 
 def write_grid(figure: GridFigure, out: str | Path) -> Path:
-    """``out / figure.path``, drawn by ``auditkit.reports.figures.image_grid`` and written atomically."""
-    return replace_atomically(Path(out) / figure.path, lambda tmp: image_grid(
+    """``out / figure.path``, drawn by ``auditkit.reports.figures.image_grid`` and written atomically; a
+    content-addressed figure already there (a clean reference another setting drew) is not drawn again."""
+    path = Path(out) / figure.path
+    if figure.content_addressed and path.is_file():
+        return path
+    return replace_atomically(path, lambda tmp: image_grid(
         figure.rows, tmp, captions=figure.captions, title=figure.title))

@@ -25,12 +25,14 @@ Event = Callable[..., None]
 @dataclass(frozen=True)
 class GridFigure:
     """A grid of images to draw at ``path`` (relative to the output folder): one row of images per name in
-    ``rows`` (arrays of shape (N, C, H, W)), each image's caption under it, and the figure's title."""
+    ``rows`` (arrays of shape (N, C, H, W)), each image's caption under it, and the figure's title;
+    ``content_addressed``: ``path`` names its content (a digest), so a file already there is this figure."""
 
     path: str
     rows: Mapping[str, np.ndarray]
     captions: Mapping[str, Sequence[str]] = field(default_factory=dict)
     title: str = ""
+    content_addressed: bool = False
 
 
 @dataclass(frozen=True)

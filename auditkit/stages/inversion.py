@@ -490,7 +490,8 @@ def clean_reference(kind: str, truth: np.ndarray, clean: np.ndarray, ssim: Seque
     for images in (truth, clean):
         digest.update(np.ascontiguousarray(images, dtype=np.float32).tobytes())
     path = f"figures/{kind}-clean-{digest.hexdigest()[:12]}.png"
-    return GridFigure(path, {"truth": truth, "clean": clean}, {"clean": [f"SSIM {v:.2f}" for v in ssim]}, title)
+    return GridFigure(path, {"truth": truth, "clean": clean}, {"clean": [f"SSIM {v:.2f}" for v in ssim]}, title,
+                      content_addressed=True)
 
 
 def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,

@@ -202,3 +202,18 @@ def test_a_clean_reference_is_named_by_its_images_and_title():
               inversion_stage.clean_reference("probe", truth, clean, [0.5, 0.25], "probe: analytic, round 3"),
               inversion_stage.clean_reference("reconstruction", truth, clean, [0.5, 0.25], title)]
     assert len({grid.path, *(other.path for other in others)}) == 4
+
+
+def test_a_clean_reference_another_setting_drew_is_not_drawn_again(tmp_path):
+    """The clean reference's path is the digest of its images and title: the second setting with the same clean
+    attack finds the file there and leaves it as it is; different images get a file of their own."""
+    truth, clean = np.zeros((2, 1, 8, 8), np.float32), np.full((2, 1, 8, 8), 0.5, np.float32)
+    first = inversion_stage.clean_reference("probe", truth, clean, [0.9, 0.8], "probe: clean reference")
+    path = write_grid(first, tmp_path)
+    drawn = path.read_bytes()
+    path.write_bytes(drawn + b"kept")  # a marker: a redraw would replace the file
+    again = inversion_stage.clean_reference("probe", truth, clean, [0.9, 0.8], "probe: clean reference")
+    assert again.path == first.path and again.content_addressed
+    assert write_grid(again, tmp_path).read_bytes() == drawn + b"kept"
+    other = inversion_stage.clean_reference("probe", truth, clean + 0.1, [0.9, 0.8], "probe: clean reference")
+    assert other.path != first.path and write_grid(other, tmp_path).read_bytes().startswith(b"\x89PNG")
