@@ -283,9 +283,9 @@ def test_report_rerenders_from_results_json_alone(reference, tmp_path):
     again, original = (target / "report.md").read_text(), (out / "report.md").read_text()
     assert again.split("## Figures")[0] == original.split("## Figures")[0]  # the same tables, recomputed nothing
     links = re.findall(r"\]\(([^)]+\.png)\)", again)
-    # 7 figures, the clean references of the inversion and the probe (shared by the 3 settings), then per setting
+    # 8 figures, the clean references of the inversion and the probe (shared by the 3 settings), then per setting
     # an inversion grid and a probe grid: every one copied into the report's folder
-    assert len(links) == 7 + 2 + 3 + 3 and all((target / link).is_file() for link in links)
+    assert len(links) == 8 + 2 + 3 + 3 and all((target / link).is_file() for link in links)
     assert not [link for link in links if link.startswith("..")]
     assert not (target / "report.html").exists() and not (target / "stages").exists()
     bad = subprocess.run([sys.executable, "-m", "auditkit.cli", "report", str(out / "results.json"), "--format", "pdf"],

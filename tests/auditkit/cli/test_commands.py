@@ -214,15 +214,15 @@ def test_audit_with_no_arguments_writes_the_three_files_and_a_report_that_render
     report = (out / "report.md").read_text()
     summary = " ".join(report.split())
     assert f"{100 * settings[0]['training']['final']['test_accuracy']:.2f}" in summary
-    assert "## Findings" in report and "### Where reconstruction from one update begins" in report
+    assert "## Findings" in report and "### What one reconstruction attack achieved (not a guarantee)" in report
     for path in out.rglob("*.json"):  # strict JSON, stages included
         json.loads(path.read_text(), parse_constant=lambda constant: pytest.fail(f"{path}: {constant}"))
 
     seen = report_browser(out / "report.html", tmp_path / "report.png")
     assert seen["summary_visible"] and seen["summary_rows"] == 11 and seen["overflowing"] == []
-    # seven figures, the clean references (the inversion's, the probe's without and with a clip), then an inversion
+    # eight figures, the clean references (the inversion's, the probe's without and with a clip), then an inversion
     # and a probe grid per setting, each setting's in its fold
-    assert len(seen["images"]) == 7 + 3 + 2 * 11
+    assert len(seen["images"]) == 8 + 3 + 2 * 11
     assert all(i["complete"] and i["naturalWidth"] > 0 and i["src"].startswith("data:image/png") for i in seen["images"])
     assert seen["failed_requests"] == [] and seen["external_requests"] == [] and seen["dialogs"] == []
     assert (tmp_path / "report.png").stat().st_size > 50_000
