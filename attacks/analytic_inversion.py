@@ -12,8 +12,9 @@ extractor phi precedes the layer, a_hat = phi(x) and x is recovered by feature i
     min_{x in [0, 1]} ||phi(x) - a_hat||^2 / ||a_hat||^2 + feature_tv * TV(x),
 
 then refined by gradient matching (optionally by continuation, ``smooth``) where the matching loss exceeds
-``refine_above``. The layer is the first ``nn.Linear`` with a bias in ``model.modules()`` order, its input read by
-a forward pre-hook that stops the forward pass. When the estimate is exact, the refinement, and the measured SSIM:
+``refine_above``. The layer is the first ``nn.Linear`` with a bias in ``model.modules()`` order whose weight and bias
+are trained (observed: a frozen layer sends no gradient), its input read by a forward pre-hook that stops the
+forward pass. When the estimate is exact, the refinement, and the measured SSIM:
 docs/methodology/inversion.md (#analytic).
 """
 from __future__ import annotations
@@ -32,7 +33,7 @@ from torch.nn.modules.utils import _pair
 
 from auditkit.attacks import inversion_common as gi
 from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, total_variation
-from auditkit.attacks.observations import Observation, split_observation
+from auditkit.attacks.observations import Observation, split_observation, trained_parameters
 from auditkit.validation import Choice, Constraint, Integer, Optional
 
 ANALYTIC_SETTINGS: dict[str, Any] = {
@@ -153,16 +154,17 @@ def linear_input(weight_grad: Tensor, bias_grad: Tensor) -> tuple[Tensor, Tensor
 
 
 def first_linear(model: nn.Module) -> tuple[nn.Linear, int, int]:
-    """The first ``nn.Linear`` with a bias in ``model.modules()`` order and the positions of its weight and
-    bias in ``model.parameters()``; ``ValueError`` when there is none."""
-    positions = {id(p): i for i, p in enumerate(model.parameters())}
+    """The first ``nn.Linear`` with a trained weight and bias in ``model.modules()`` order and their positions
+    among the trained parameters (``trained_parameters``, the observation's order); ``ValueError`` when there is
+    none."""
+    positions = {id(p): i for i, (_, p) in enumerate(trained_parameters(model))}
     for module in model.modules():
         biased = isinstance(module, nn.Linear) and module.bias is not None
         if biased and id(module.weight) in positions and id(module.bias) in positions:
             return module, positions[id(module.weight)], positions[id(module.bias)]
     raise ValueError(
         "the analytic attack needs a fully-connected layer with a bias (an nn.Linear(..., bias=True) whose "
-        f"weight and bias are model parameters); {type(model).__name__} has none"
+        f"weight and bias are trained model parameters); {type(model).__name__} has none"
     )
 
 
@@ -187,7 +189,7 @@ class _FeatureReader:
 
         handle = self.layer.register_forward_pre_hook(stop)
         try:
-            functional_call(self.model, (self.simulator.params, self.simulator.buffers), (x,))
+            functional_call(self.model, (self.simulator.params, self.simulator.fixed), (x,))
         except _Stop as caught:
             value = caught.value
         else:

@@ -207,7 +207,8 @@ def invert(
 
     ``model``: the model the observation was computed with (its current weights; the weights *before* the
     update for ``observation="update"``). ``observed``: one image's observation (a list of tensors shaped like
-    ``model.parameters()`` or a flat vector of length P) or N images' (each tensor with a leading N, or an
+    the model's trained parameters, ``auditkit.attacks.observations.trained_parameters``, or a flat vector of
+    their length P) or N images' (each tensor with a leading N, or an
     N x P matrix). ``input_shape``: (C, H, W) of one image. ``label``: None, or the true label(s) (an int for
     one image, or N ints) handed to the attacker. ``"analytic"`` runs :func:`auditkit.attacks.analytic_inversion.analytic`.
     """

@@ -9,7 +9,8 @@ CE(x, y; theta) = -sum_k y_k log softmax(f_theta(x))_k:
   u(x, y) = theta_tau - theta_0 after tau = ``local_steps`` unrolled SGD steps
   theta_{k+1} = theta_k - eta * grad_theta CE(x, y; theta_k), eta = ``local_lr``, differentiable in x;
 
-and compares it with the observation o (a flat vector over all parameters, in ``model.parameters()`` order):
+and compares it with the observation o (a flat vector over the trained parameters theta, in their order,
+``auditkit.attacks.observations.trained_parameters``; the frozen ones are held fixed, as the clients hold them):
 
 * ``distance="l2"`` (DLG, Zhu et al. 2019): sum over layers of ||g_l - o_l||^2 = ||g - o||^2;
 * ``distance="cosine"`` (Inverting Gradients, Geiping et al. 2020, Eq. 4): 1 - <g, o> / (||g|| ||o||) over
@@ -33,6 +34,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.func import functional_call, grad, vmap
 
+from auditkit.attacks.observations import frozen_parameters, trained_parameters
+
 DISTANCES = ("l2", "cosine")
 OBSERVATIONS = ("gradient", "update")
 
@@ -41,9 +44,11 @@ class ClientSimulator:
     """The observation a single-image client would send: its gradient, or its update after unrolled SGD.
 
     Uses the model's current parameters and buffers, copied to ``device`` / ``dtype``; the model itself is not
-    moved or changed. Stochastic layers (dropout in training mode) draw independently per image in the
-    batched evaluation; put the model in eval mode for a deterministic simulation (and for BatchNorm, whose
-    training-mode statistics of a single image are not what the client computed on its batch).
+    moved or changed. ``params`` are the trained parameters, the ones differentiated and observed; ``fixed`` the
+    frozen parameters and the buffers, which enter the forward pass only. Stochastic layers (dropout in training
+    mode) draw independently per image in the batched evaluation; put the model in eval mode for a deterministic
+    simulation (and for BatchNorm, whose training-mode statistics of a single image are not what the client
+    computed on its batch).
     """
 
     def __init__(
@@ -64,8 +69,9 @@ class ClientSimulator:
         self.observation = observation
         self.local_steps = local_steps
         self.local_lr = local_lr
-        self.params = {name: p.detach().to(device=device, dtype=dtype) for name, p in model.named_parameters()}
-        self.buffers = {name: b.detach().to(device) for name, b in model.named_buffers()}
+        self.params = {name: p.detach().to(device=device, dtype=dtype) for name, p in trained_parameters(model)}
+        self.fixed = {**{name: p.detach().to(device=device, dtype=dtype) for name, p in frozen_parameters(model)},
+                      **{name: b.detach().to(device) for name, b in model.named_buffers()}}
         # Leaves for the plain-autograd path; gradients are taken with autograd.grad, so .grad stays empty.
         self._leaves = {name: p.clone().requires_grad_(True) for name, p in self.params.items()}
 
@@ -99,7 +105,7 @@ class ClientSimulator:
         return _flatten(delta)
 
     def _train_loss(self, params: dict[str, Tensor], x: Tensor, target: Tensor) -> Tensor:
-        logits = functional_call(self.model, (params, self.buffers), (x,))
+        logits = functional_call(self.model, (params, self.fixed), (x,))
         return -(target * F.log_softmax(logits, dim=-1)).sum()
 
 
@@ -146,15 +152,16 @@ class GradientMatching:
 
 
 def per_image_gradients(model: nn.Module, images: Tensor, labels: Tensor) -> Tensor:
-    """The N x P matrix whose row i is grad_theta CE(f_theta(images[i]), labels[i]), flattened in
-    ``model.parameters()`` order, computed batched with ``torch.func`` on the model's device.
+    """The N x P matrix whose row i is grad_theta CE(f_theta(images[i]), labels[i]) over the trained parameters
+    theta, flattened in their order (``trained_parameters``), computed batched with ``torch.func`` on the model's
+    device.
 
     This is the clean observation of N single-image clients taking one local step: what the attacks take
     as ``observed`` before any mechanism is applied.
     """
     if images.dim() != 4:
         raise ValueError(f"images must be N x C x H x W, got shape {tuple(images.shape)}")
-    first = next(model.parameters())
+    first = trained_parameters(model)[0][1]
     labels = torch.as_tensor(labels).reshape(-1).to(first.device).long()
     if labels.numel() != images.shape[0]:
         raise ValueError(f"labels must hold one class per image ({images.shape[0]}), got {labels.numel()}")

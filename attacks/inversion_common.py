@@ -13,7 +13,7 @@ from torch.func import functional_call
 
 from auditkit.attacks.gradient_matching import ClientSimulator
 from auditkit.attacks.label_extraction import extract_labels
-from auditkit.attacks.observations import Observation, observation_matrix, split_observation
+from auditkit.attacks.observations import Observation, observation_matrix, split_observation, trained_parameters
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.validation import Constraint, Flag, Integer, Number, ValidationError
 
@@ -64,11 +64,12 @@ def start_seeds(seed: int, restarts: int) -> tuple[int, ...]:
 
 def observed_on_device(model: nn.Module, observed: Observation,
                        device: Any) -> tuple[torch.device, torch.dtype, list[torch.Size], Tensor]:
-    """Where an attack runs (``device``, default: the model's parameters' device) and in which dtype, the
-    parameters' shapes, and the observation as an N x P matrix there."""
-    parameters = list(model.parameters())
+    """Where an attack runs (``device``, default: the model's parameters' device) and in which dtype, the trained
+    parameters' shapes (``trained_parameters``: what an update covers), and the observation as an N x P matrix
+    there."""
+    parameters = [p for _, p in trained_parameters(model)]
     if not parameters:
-        raise ValueError("model must have parameters to invert gradients of")
+        raise ValueError("model must have trained parameters (requires_grad=True) to invert gradients of")
     where = torch.device(device) if device is not None else parameters[0].device
     dtype = parameters[0].dtype
     shapes = [p.shape for p in parameters]
@@ -115,7 +116,7 @@ def _num_classes(simulator: ClientSimulator, input_shape: tuple[int, int, int]) 
                         dtype=next(iter(simulator.params.values())).dtype)
     try:
         with torch.no_grad():
-            logits = functional_call(simulator.model, (simulator.params, simulator.buffers), (probe,))
+            logits = functional_call(simulator.model, (simulator.params, simulator.fixed), (probe,))
     except RuntimeError as error:
         raise ValueError(f"input_shape {input_shape} does not fit the model: {error}") from error
     if logits.dim() != 2 or logits.shape[0] != 1:
@@ -143,7 +144,7 @@ def _labels(
     matrices = [i for i, s in enumerate(shapes) if len(s) == 2]
     if not matrices or shapes[matrices[-1]][0] != num_classes:
         raise ValueError(
-            "label_strategy='extract' needs the model's last 2-D parameter to be the output layer's weight "
+            "label_strategy='extract' needs the model's last 2-D trained parameter to be the output layer's weight "
             f"({num_classes} x features); pass label= or label_strategy='optimise'"
         )
     last_weight = split_observation(observed, shapes)[matrices[-1]]

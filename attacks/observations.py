@@ -1,9 +1,15 @@
 """What the attacker is handed: one image's (or a batch of images') observed gradient or update.
 
-An observation is accepted in any of the shapes FL code produces, for P = the model's parameter count:
+An update, and so every observation of one, covers the model's *trained* parameters only
+(:func:`trained_parameters`: ``requires_grad=True``, in ``named_parameters()`` order). A frozen parameter
+(``requires_grad=False``, a frozen pretrained backbone) keeps the value the model was built with on every client and
+the server: it is never trained, sent or noised, and the attacks take no gradient with respect to it. This is the
+one place that rule is decided; the FL engine (``auditkit.fl.params``) and the attacks both read it from here.
 
-* one image: a list/tuple of tensors with exactly the shapes of ``model.parameters()``, or a flat vector of
-  length P (the parameters flattened and concatenated in ``model.parameters()`` order);
+An observation is accepted in any of the shapes FL code produces, for P = the model's trained parameter count:
+
+* one image: a list/tuple of tensors with exactly the shapes of the trained parameters, or a flat vector of
+  length P (the trained parameters flattened and concatenated in their order);
 * a batch of N independent images: a list/tuple of tensors each with a leading batch dimension N
   (N x parameter shape), or an N x P matrix.
 
@@ -20,7 +26,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 
 from auditkit.validation import Integer, Number
 
@@ -31,6 +37,17 @@ UpdateEstimator = Callable[[Any, Tensor], dict[str, tuple[Tensor, str]]]
 strongest first."""
 
 _ESTIMATORS: dict[str, UpdateEstimator] = {}
+
+
+def trained_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """The parameters a client trains and sends, by name: those with ``requires_grad``, in ``named_parameters()``
+    order (the order of the update's coordinates)."""
+    return [(name, p) for name, p in model.named_parameters() if p.requires_grad]
+
+
+def frozen_parameters(model: nn.Module) -> list[tuple[str, nn.Parameter]]:
+    """The parameters no client trains or sends (``requires_grad=False``), by name: fixed at the model's values."""
+    return [(name, p) for name, p in model.named_parameters() if not p.requires_grad]
 
 
 def update_estimator(protocol: str) -> Callable[[UpdateEstimator], UpdateEstimator]:
@@ -49,8 +66,8 @@ def update_estimator_for(protocol: str) -> UpdateEstimator | None:
 
 
 def observation_matrix(observed: Observation, shapes: Sequence[torch.Size]) -> Tensor:
-    """``observed`` as an N x P matrix (rows: images; columns: parameters in order), validated against
-    the model's parameter ``shapes``; raises ``ValueError`` naming ``observed`` and the expected shapes."""
+    """``observed`` as an N x P matrix (rows: images; columns: trained parameters in order), validated against
+    the model's trained parameter ``shapes``; raises ``ValueError`` naming ``observed`` and the expected shapes."""
     sizes = [int(torch.Size(s).numel()) for s in shapes]
     total = sum(sizes)
     if isinstance(observed, Tensor):
@@ -61,7 +78,7 @@ def observation_matrix(observed: Observation, shapes: Sequence[torch.Size]) -> T
         else:
             raise ValueError(
                 f"observed must be a flat vector of length {total} or an N x {total} matrix "
-                f"(the model's parameter count), got a tensor of shape {tuple(observed.shape)}"
+                f"(the model's trained parameter count), got a tensor of shape {tuple(observed.shape)}"
             )
     elif isinstance(observed, (list, tuple)) and all(isinstance(t, Tensor) for t in observed):
         matrix = _matrix_from_tensors(list(observed), [torch.Size(s) for s in shapes])

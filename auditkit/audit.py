@@ -20,9 +20,11 @@ For every mechanism setting of the config (sweeps expanded, :meth:`AuditConfig.s
 Each stage's result is stored atomically as it finishes (``auditkit.stage_store``); ``resume=True`` loads
 finished stages instead of recomputing them. The output folder is held for the run (``auditkit.output_folder``):
 one audit at a time, an earlier audit's results kept unless ``resume`` or ``overwrite`` is given, results.json and
-the reports replaced together. A stage's key hashes its inputs and the fingerprint of the code that
-computes it (``auditkit.results.code_fingerprint``: the toolkit's and the plugins' sources), so a resumed audit
-never reuses results computed by other code. Results are a pure function of the config and seed (timings are
+the reports replaced together. A stage's key hashes its inputs, the fingerprint of the code that
+computes it (``auditkit.results.code_fingerprint``: the toolkit's and the plugins' sources) and the digests of the
+user's own files it reads (``auditkit.stages.pipeline.user_inputs``: factories and the modules they import, image
+folders, data files), so a resumed audit never reuses results computed by other code or from other data; a stage
+recomputed because one of those files changed is named in a note with the file. Results are a pure function of the config and seed (timings are
 kept in the stage files, never in ``results.json``), so a resumed audit equals an uninterrupted one -- provided
 each mechanism draws its randomness from its seeds: ``auditkit.mechanisms.reproducible`` checks every setting's mechanism
 once before the first stage (two encodes), and a setting whose mechanism fails it is marked in ``results.json``
@@ -41,14 +43,14 @@ from auditkit.config import AuditConfig, ConfigError
 from auditkit.figure_files import write_grid
 from auditkit.fl.threads import FairShare
 from auditkit.flower.backend import check_protocol
-from auditkit.output_folder import Mode, OutputFolder
+from auditkit.output_folder import Mode, OutputFolder, Swap
 from auditkit.reports import render_report
 from auditkit.stage_store import StageStore, stage_key
 from auditkit.stages.base import AuditContext, Event, SettingPlan, SettingRun, Stage
 from auditkit.stages.canary import judged_views
 from auditkit.stages.membership import membership_family
 from auditkit.stages.distinguish import distinguish_family
-from auditkit.stages.pipeline import PIPELINE
+from auditkit.stages.pipeline import PIPELINE, UserInputs, user_inputs
 from auditkit.stages.inversion import check_attack_layers
 from auditkit.stages.probe import check_probe_inputs, check_probe_memory, sweep_group
 from auditkit.stages.recorded import check_recording
@@ -123,6 +125,7 @@ class Audit:
         self.mode = Mode.RESUME if resume else Mode.OVERWRITE if overwrite else Mode.NEW
         self.out = OutputFolder.check(out, self.mode, resumable=True)
         self.work = self.out  # where this run writes: out, or out/.next for an overwrite run (OutputFolder.work)
+        self.swap: Swap | None = None  # what an overwrite run's swap replaced, removed and kept
         self.finished = 0  # stages finished or resumed in this run
         self.title = title or config.title or "auditkit audit"
         self.plans = plan_audit(config)
@@ -150,6 +153,7 @@ class Audit:
         # say when it is not: its results will not reproduce)
         self.reproducible = {plan.id: mechanisms.reproducible(self.mechanisms[plan.id]) for plan in self.plans}
         self.code = results.code_fingerprint(config.plugins)
+        self.inputs: UserInputs | None = None  # the user's own files' digests: taken at the first stage (_stage)
         self._sweep_starts = sweep_starts(self.plans, self.mechanisms)
         self.stages: tuple[Stage, ...] = PIPELINE
         self.threads = FairShare(config.limits.threads)  # the pools re-sized before each stage (a busy machine)
@@ -165,14 +169,15 @@ class Audit:
         """Run (or resume) every stage, then write ``results.json``, ``report.html`` and ``report.md``."""
         notify = on_event or (lambda kind, **info: None)
         with OutputFolder(self.out, self.mode, resumable=True).open("auditkit audit") as folder:
-            self.work = folder.work
+            self._workspace = folder.work
+            self.work = folder.work.path
             # an overwrite run continues its own interrupted .next/, whose stages are keyed like any others
-            self.store = StageStore(self.work, resume=self.mode is not Mode.NEW)
+            self.store = StageStore(folder.work, resume=self.mode is not Mode.NEW)
             context = AuditContext(self.store, self.family, self._data_summary, self.recorded, self._sweep_starts)
             settings = [self._run_setting(plan, context, notify) for plan in self.plans]
             document = self._results(settings)
-            render_report(document, self.work, with_results=True)
-            folder.swap_in()
+            render_report(document, folder.work, with_results=True)
+            self.swap = folder.swap_in()
         return document
 
     # ---------------------------------------------------------------- stages
@@ -181,10 +186,13 @@ class Audit:
         """The stage's stored result, or ``stage.run``'s, stored under its key (``setting.keys[stage.name]``) with
         its tensors, its figures drawn."""
         plan, notify = setting.plan, setting.notify
+        if self.inputs is None:  # once per audit, in the held folder: its cache of file digests is written there
+            self.inputs = user_inputs(self.config, self.store.workspace)
+        used = self.inputs.of(stage)
         key = stage_key({"auditkit": __version__, "code": self.code, "stage": stage.name,
-                         "inputs": stage.key_inputs(setting)})
+                         "inputs": stage.key_inputs(setting), "user_inputs": used})
         setting.keys[stage.name] = key
-        stored, note = self.store.load(plan.id, stage.name, key)
+        stored, note = self.store.load(plan.id, stage.name, key, used)
         if note is not None:
             notify("note", setting=plan, stage=stage.name, text=note)
         if stored is not None:
@@ -198,8 +206,8 @@ class Audit:
         if output.tensors is not None:
             self.store.save_tensors(plan.id, stage.name, key, output.tensors)
         for figure in output.figures:
-            write_grid(figure, self.work)
-        self.store.save(plan.id, stage.name, key, output.result, time.perf_counter() - start)
+            write_grid(figure, self._workspace)
+        self.store.save(plan.id, stage.name, key, output.result, time.perf_counter() - start, used)
         self.finished += 1
         notify("stage", setting=plan, stage=stage.name, status="done")
         return output.result

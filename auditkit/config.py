@@ -50,7 +50,7 @@ A config file has a top-level ``seed``/``device``/``title`` and these tables::
 
     [limits]                 # what this machine allows a run (not part of the experiment, left out of to_dict)
     max_memory_gib = 64      # the estimated memory a run may need (unset: this machine's memory)
-    threads = 2              # thread pool size (unset: the CPUs other processes leave free, measured per stage)
+    threads = 2              # numba's pool size (unset: the CPUs others leave free, per stage); never changes a result
 
 Every error names the offending key and what is allowed, in one line; every size-like key has an upper bound
 (``auditkit.config_bounds.SIZES``), and a training run's estimated memory is checked against ``[limits]``
@@ -298,9 +298,10 @@ class MembershipConfig:
 class LimitsConfig:
     """What this machine allows a run: ``max_memory_gib``, the memory (GiB) a training run's estimate may need
     (``auditkit.fl.memory``; unset: this machine's physical memory, or its cgroup's limit when lower); ``threads``,
-    the size of torch's, BLAS's and numba's thread pools (``auditkit.fl.threads``; unset: the CPUs other processes
-    leave free, measured before each stage). A property of the machine, not of the experiment:
-    ``AuditConfig.to_dict`` leaves it out, so results and stage keys never depend on it."""
+    the size of numba's thread pool (``auditkit.fl.threads``; unset: the CPUs other processes leave free, measured
+    before each stage; torch and BLAS compute with one thread whatever it is, so no result depends on it). A
+    property of the machine, not of the experiment: ``AuditConfig.to_dict`` leaves it out, so results and stage keys
+    never depend on it."""
 
     max_memory_gib: float | None = None
     threads: int | None = None

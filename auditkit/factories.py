@@ -21,7 +21,8 @@ from typing import Any
 
 from auditkit.config_bounds import ConfigError
 
-__all__ = ["FACTORY_FORMS", "Factory", "FactoryError", "parse_factory", "load_factory", "call_factory", "one_line"]
+__all__ = ["FACTORY_FORMS", "Factory", "FactoryError", "call_factory", "factory_module", "load_factory", "one_line",
+           "parse_factory"]
 
 FACTORY_FORMS = "'path/to/file.py:fn', 'package.module:fn' or 'entry:NAME'"
 
@@ -72,7 +73,7 @@ def one_line(err: BaseException) -> str:
     return f"{type(err).__name__}: {text[0]}" if text else type(err).__name__
 
 
-_FILES: dict[Path, Any] = {}  # a factory file is imported once per process, as a plugin is
+_FILES: dict[Path, tuple[bytes, Any]] = {}  # a factory file's source and module: imported again only where it changed
 
 
 def load_factory(spec: str, where: str, group: str) -> Callable[..., Any]:
@@ -111,26 +112,54 @@ def _callable(obj: Any, fail: str) -> Callable[..., Any]:
 
 
 def _import_file(path: Path, fail: str) -> Any:
-    """A factory file's module, imported once; registered in ``sys.modules`` under its stem (so what it defines
-    pickles), or under a private name where the stem is another module's."""
+    """A factory file's module, imported once per version of its source (an edited file is imported again, so the
+    code that runs is the file's, as its digest in the stage keys says: ``auditkit.input_fingerprint``); registered
+    in ``sys.modules`` under its stem (so what it defines pickles), or under a private name where the stem is another
+    module's."""
     if not path.is_file():
         raise FactoryError(f"{fail}: no such file")
     key = path.resolve()
-    if key in _FILES:
-        return _FILES[key]
-    name = path.stem if path.stem not in sys.modules and path.stem.isidentifier() else f"_auditkit_factory_{len(_FILES)}"
+    source = path.read_bytes()
+    if key in _FILES and _FILES[key][0] == source:
+        return _FILES[key][1]
+    previous = _FILES[key][1].__name__ if key in _FILES else None
+    name = previous or (path.stem if path.stem not in sys.modules and path.stem.isidentifier()
+                        else f"_auditkit_factory_{len(_FILES)}")
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise FactoryError(f"{fail}: not a Python file")
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     try:
-        spec.loader.exec_module(module)
+        exec(compile(source, str(path), "exec"), module.__dict__)  # the source read above, not a later version
     except BaseException:
         sys.modules.pop(name, None)
         raise
-    _FILES[key] = module
+    _FILES[key] = (source, module)
     return module
+
+
+def factory_module(spec: str, group: str) -> tuple[str, Path] | None:
+    """The module a factory is defined in, as (the name it is imported as, its file); None where ``spec`` names no
+    factory or its module has no file. A module that is not imported yet is located, not imported."""
+    factory = parse_factory(spec)
+    if factory is None:
+        return None
+    if factory.kind == "file":
+        key = Path(factory.target).resolve()
+        return (_FILES[key][1].__name__ if key in _FILES else factory.module), Path(factory.target)
+    name = factory.target
+    if factory.kind == "entry":
+        points = [p for p in importlib.metadata.entry_points(group=group) if p.name == factory.target]
+        if not points:
+            return None
+        name = points[0].module
+    module = sys.modules.get(name)
+    try:
+        origin = getattr(module, "__file__", None) if module is not None else importlib.util.find_spec(name).origin
+    except (ImportError, AttributeError, ValueError):  # no such module: find_spec gave None or failed
+        return None
+    return (name, Path(origin)) if isinstance(origin, str) and Path(origin).is_file() else None
 
 
 def call_factory(fn: Callable[..., Any], spec: str, where: str, **kwargs: Any) -> Any:

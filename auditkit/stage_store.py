@@ -20,13 +20,14 @@ inputs is recomputed, with a note saying why.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
-from pathlib import Path
 from typing import Any
 
 import torch
 
-from auditkit.output_folder import replace_atomically
+from auditkit.folder import FolderError
+from auditkit.output_folder import Workspace
 from auditkit.strict_json import decode_non_finite, dumps_strict
 
 
@@ -37,39 +38,49 @@ def stage_key(inputs: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
+def changed_inputs(stage: str, stored: Any, current: dict[str, str] | None) -> str | None:
+    """The note on a stage whose key changed with named inputs: "recomputing train: the model factory f.py:make_net
+    changed"; None where none of them differs (its config did) or the stage file names none (an older one)."""
+    if not isinstance(stored, dict) or current is None:
+        return None
+    names = [*current, *(name for name in stored if name not in current)]
+    changed = [name for name in names if stored.get(name) != current.get(name)]
+    return f"recomputing {stage}: {', '.join(changed)} changed" if changed else None
+
+
 class StageArtefactError(Exception):
     """A stage's tensor file that is missing, damaged or written for other inputs."""
 
 
 class StageStore:
-    """The ``stages/`` folder of one audit output folder (the caller holds the folder: ``auditkit.output_folder``)."""
+    """The ``stages/`` folder of one audit output folder, written through its workspace (the caller holds the folder:
+    ``auditkit.output_folder``): no link in it is followed, and each file is listed in the folder's manifest."""
 
-    def __init__(self, root: Path, *, resume: bool) -> None:
-        self.root = Path(root) / "stages"
+    def __init__(self, workspace: Workspace, *, resume: bool) -> None:
+        self.workspace = workspace
         self.resume = resume
         self._tensors: dict[tuple[str, str], dict[str, Any]] = {}  # loaded or saved in this run, by (setting, stage)
-
-    def _path(self, setting: str, stage: str, suffix: str) -> Path:
-        return self.root / setting / f"{stage}{suffix}"
 
     def _name(self, setting: str, stage: str, suffix: str) -> str:
         return f"stages/{setting}/{stage}{suffix}"
 
-    def load(self, setting: str, stage: str, key: str) -> tuple[dict[str, Any] | None, str | None]:
+    def load(self, setting: str, stage: str, key: str,
+             user_inputs: dict[str, str] | None = None) -> tuple[dict[str, Any] | None, str | None]:
         """(the stored result, None) when resuming and its key matches; else (None, why it is recomputed) -- the
-        reason is None where nothing was stored or its inputs changed, a note where a file is unusable."""
-        path = self._path(setting, stage, ".json")
-        if not self.resume or not path.is_file():
+        reason is None where nothing was stored or its config changed, a note where a file is unusable or one of the
+        named ``user_inputs`` stored beside its key changed (:func:`changed_inputs`)."""
+        name = self._name(setting, stage, ".json")
+        if not self.resume or not self.workspace.is_file(name):
             return None, None
         try:
-            stored = json.loads(path.read_text(encoding="utf-8"))
+            stored = json.loads(self.workspace.read_bytes(name).decode("utf-8"))
             matches = stored["key"] == key
             result = decode_non_finite(stored["result"]) if matches else None
             with_tensors = matches and stored.get("tensors", False) is True
-        except (OSError, ValueError, KeyError, TypeError, RecursionError):
-            return None, f"{self._name(setting, stage, '.json')} is unreadable; recomputing {stage}"
+        except (OSError, ValueError, KeyError, TypeError, RecursionError, FolderError):
+            return None, f"{name} is unreadable; recomputing {stage}"
         if not matches:
-            return None, None
+            return None, changed_inputs(stage, stored.get("user_inputs"), user_inputs)
         if with_tensors:
             try:
                 self.load_tensors(setting, stage, key)
@@ -77,18 +88,19 @@ class StageStore:
                 return None, f"{err}; recomputing {stage}"
         return result, None
 
-    def save(self, setting: str, stage: str, key: str, result: dict[str, Any], seconds: float) -> None:
+    def save(self, setting: str, stage: str, key: str, result: dict[str, Any], seconds: float,
+             user_inputs: dict[str, str] | None = None) -> None:
         """Store a finished stage (atomically, as strict JSON), the completion marker of its tensors; ``seconds``
-        is kept beside it, never in results.json."""
+        is kept beside it, never in results.json, and so are the digests of the ``user_inputs`` in its key (by name:
+        a resume says which changed)."""
         document = {"stage": stage, "key": key, "seconds": seconds, "result": result,
-                    "tensors": (setting, stage) in self._tensors}
-        text = dumps_strict(document, indent=1)
-        replace_atomically(self._path(setting, stage, ".json"), lambda tmp: tmp.write_text(text, encoding="utf-8"))
+                    "tensors": (setting, stage) in self._tensors, "user_inputs": user_inputs or {}}
+        self.workspace.write_bytes(self._name(setting, stage, ".json"), dumps_strict(document, indent=1).encode("utf-8"))
 
     def save_tensors(self, setting: str, stage: str, key: str, tensors: dict[str, Any]) -> None:
         """A stage's tensors, bound to its key (checked on load), written before its JSON."""
-        replace_atomically(self._path(setting, stage, ".pt"), lambda tmp: torch.save({"key": key, "tensors": tensors},
-                                                                                     tmp))
+        self.workspace.write(self._name(setting, stage, ".pt"),
+                             lambda file: torch.save({"key": key, "tensors": tensors}, file))
         self._tensors[(setting, stage)] = tensors
 
     def load_tensors(self, setting: str, stage: str, key: str) -> dict[str, Any]:
@@ -98,7 +110,7 @@ class StageStore:
             return self._tensors[(setting, stage)]
         name = self._name(setting, stage, ".pt")
         try:
-            stored = torch.load(self._path(setting, stage, ".pt"), weights_only=True)
+            stored = torch.load(io.BytesIO(self.workspace.read_bytes(name)), weights_only=True)
         except FileNotFoundError:
             raise StageArtefactError(f"{name} is missing") from None
         except Exception as err:  # noqa: BLE001 -- torch raises many kinds on a damaged file
@@ -110,5 +122,5 @@ class StageStore:
 
     def seconds(self, setting: str, stage: str) -> float | None:
         """How long the stored run of a stage took (None when it is not stored)."""
-        path = self._path(setting, stage, ".json")
-        return json.loads(path.read_text(encoding="utf-8"))["seconds"] if path.is_file() else None
+        name = self._name(setting, stage, ".json")
+        return json.loads(self.workspace.read_bytes(name))["seconds"] if self.workspace.is_file(name) else None

@@ -5,13 +5,17 @@ recording.json) within a size and a nesting limit, so that a hostile file is one
 """
 from __future__ import annotations
 
+import errno
+import io
 import json
 import math
+import os
+import stat
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "NON_FINITE", "decode_non_finite", "dumps_strict", "read_bounded"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "NON_FINITE", "decode_non_finite", "dumps_strict", "loads_bounded", "read_bounded"]
 
 MAX_BYTES = 64 * 2**20
 """The largest JSON file read (64 MiB): an audit's results.json of 100 settings of 1,000 rounds is about 15 MiB."""
@@ -67,23 +71,37 @@ def _deeper_than(value: Any, limit: int) -> bool:
 
 def read_bounded(path: str | Path, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """The JSON value in ``path``, or ValueError with one line that does not name the file (the caller does):
-    "no such file", "not readable (...)", "larger than the 64 MiB limit (N bytes)", "not valid JSON (...)",
-    "nested deeper than the 100-level limit". The size is checked before a byte is parsed, and at most
-    ``max_bytes + 1`` bytes are read (a device or a growing file)."""
-    path = Path(path)
+    "no such file", "a symbolic link (...)", "not a plain file", "not readable (...)", "larger than the 64 MiB limit
+    (N bytes)", "not valid JSON (...)", "nested deeper than the 100-level limit". The file itself is opened without
+    following a link (``O_NOFOLLOW``) or waiting on a FIFO (``O_NONBLOCK``); the size is checked before a byte is
+    parsed, and at most ``max_bytes + 1`` bytes are read (a device or a growing file)."""
     limit = f"the {max_bytes / 2**20:g} MiB limit"
     try:
-        size = path.stat().st_size
-        if size > max_bytes:
-            raise ValueError(f"larger than {limit} ({size:,} bytes)")
-        with path.open("rb") as file:
-            data = file.read(max_bytes + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise ValueError("no such file") from None
     except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise ValueError("a symbolic link (auditkit never follows a link to a file it reads)") from None
         raise ValueError(f"not readable ({type(err).__name__})") from None
+    with io.FileIO(fd, "r") as file:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise ValueError("not a plain file")
+        if info.st_size > max_bytes:
+            raise ValueError(f"larger than {limit} ({info.st_size:,} bytes)")
+        try:
+            data = file.read(max_bytes + 1)
+        except OSError as err:
+            raise ValueError(f"not readable ({type(err).__name__})") from None
+    return loads_bounded(data, max_bytes=max_bytes, max_depth=max_depth)
+
+
+def loads_bounded(data: bytes, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+    """The JSON value in ``data`` (bytes read from a file that is not ours to trust), or ValueError with one line
+    as ``read_bounded``'s."""
     if len(data) > max_bytes:
-        raise ValueError(f"larger than {limit} (more than {max_bytes:,} bytes)")
+        raise ValueError(f"larger than the {max_bytes / 2**20:g} MiB limit (more than {max_bytes:,} bytes)")
     try:
         value = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:

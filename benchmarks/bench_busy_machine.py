@@ -3,7 +3,9 @@ against one thread per CPU (``--threads <CPUs>``: the pools as they were before 
 beside one CPU-bound job: a pure-Python loop (one thread) or a small torch training loop (torch's own pool, one
 thread per CPU). Every cell is timed in this run; the ratio is each time over the fair-share run alone.
 
-A fair share on C CPUs beside one busy job is about C / (C - 1) times the time alone (2x on 2 CPUs).
+A fair share on C CPUs beside one busy job is about C / (C - 1) times the time alone (2x on 2 CPUs). Torch and BLAS
+now compute with one thread whatever ``--threads`` says (``auditkit.fl.threads``), so the two columns differ in
+numba's pool only; ``bench_thread_partition.py`` times torch and BLAS at one thread per CPU.
 
     python benchmarks/bench_busy_machine.py [--config audit.toml] [--jobs python,torch]
 """

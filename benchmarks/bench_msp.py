@@ -30,6 +30,7 @@ import torch
 from auditkit import mechanisms
 import auditkit.mechanisms.msp  # noqa: F401  (registers msp, msp-laplace, mspdq)
 from auditkit.attacks.targeted.msp_reconstruction import reconstruct_from_split_support, reconstruct_msp
+from auditkit.fl.params import flat_parameters
 from auditkit.models import create_model
 from auditkit.mechanisms.msp import consensus_limit, consensus_step
 from auditkit.mechanisms.randomness import derive_seed, private_generator
@@ -38,7 +39,7 @@ from auditkit.mechanisms.randomness import derive_seed, private_generator
 def trained_like_models(model: str, clients: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(global (P,), models (M, P)) in float64: initial weights plus drift + client updates of 5% norm."""
     torch.manual_seed(seed)
-    base = torch.cat([p.detach().flatten() for p in create_model(model).parameters()]).to(torch.float64)
+    base = flat_parameters(create_model(model)).to(torch.float64)
     g = torch.Generator().manual_seed(seed)
     sigma = 0.05 * base.norm().item() / math.sqrt(2 * base.numel())
     drift = sigma * torch.randn(base.numel(), generator=g, dtype=torch.float64)

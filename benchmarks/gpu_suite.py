@@ -35,7 +35,7 @@ from auditkit import attacks
 from auditkit.data import load_image_patches
 from auditkit.fl.local_training import LocalSteps, LocalTraining, train_clients_batched, train_clients_sequential
 from auditkit.fl.optimizers import LocalOptimizer
-from auditkit.fl.params import flat_parameters
+from auditkit.fl.params import flat_parameters, trained_parameters
 from auditkit.fl.spec import Optimizer, Precision
 from auditkit.models import create_model
 
@@ -126,7 +126,7 @@ def idlg(device: torch.device, images: int, starts: int, steps: int) -> tuple[fl
     model = create_model("lenet", input_shape=(3, 32, 32)).to(device)
     patches = load_image_patches(images).to(device)
     labels = torch.arange(images, device=device) % 10
-    params = dict(model.named_parameters())
+    params = dict(trained_parameters(model))
 
     def loss_of(p, x, label):
         return nn.functional.cross_entropy(functional_call(model, p, (x[None],)), label[None])

@@ -74,7 +74,8 @@ def _interpolant(r: float) -> tuple[tuple[float, ...], float]:
 
     nodes = np.cos(np.pi * (np.arange(400) + 0.5) / 400)
     fit = chebyshev.chebfit(nodes, centre_correction((nodes + 1) * r / 2, r), CHEBYSHEV_DEGREE)
-    coefficients = chebyshev.cheb2poly(fit)
+    # cheb2poly trims trailing zero coefficients; the compiled Horner loop reads all CHEBYSHEV_DEGREE + 1
+    coefficients = np.pad(chebyshev.cheb2poly(fit), (0, CHEBYSHEV_DEGREE + 1))[: CHEBYSHEV_DEGREE + 1]
     grid = np.linspace(0.0, r, 20_001)
     error = np.abs(np.polynomial.polynomial.polyval(2 * grid / r - 1, coefficients) - centre_correction(grid, r))
     return tuple(float(c) for c in coefficients), float(error.max())

@@ -11,7 +11,7 @@ import math
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -22,6 +22,9 @@ from auditkit.reports.sections.summary import claim_judged
 from auditkit.reports.sections.utility import utility_points
 from auditkit.results.model import CanaryView, IdentificationTest, ReconstructionSweep, ResultsDocument, Setting
 from auditkit.results.reproduction import Reproduction, Row
+
+FigureTarget = str | Path | BinaryIO
+"""Where a figure is drawn: a file name, or a binary file opened for writing (``auditkit.folder``)."""
 
 
 def _pyplot():
@@ -52,11 +55,10 @@ def _legend_outside(axis: Any, **options: Any) -> Any:
     return axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0, fontsize=8, **options)
 
 
-def _save(figure: Any, path: str | Path) -> Path:
+def _save(figure: Any, path: FigureTarget) -> FigureTarget:
     """Lay out, write as PNG, close; returns ``path``."""
     plt = _pyplot()
     figure.tight_layout()
-    path = Path(path)
     figure.savefig(path, dpi=110, format="png", bbox_inches="tight")  # labels past the axes stay in
     plt.close(figure)
     return path
@@ -94,9 +96,9 @@ def _mosaic(rows: Sequence[np.ndarray], caption_height: int, gap: int) -> np.nda
 
 
 def image_grid(
-    rows: Mapping[str, np.ndarray], path: str | Path, *, captions: Mapping[str, Sequence[str]] | None = None,
+    rows: Mapping[str, np.ndarray], path: FigureTarget, *, captions: Mapping[str, Sequence[str]] | None = None,
     title: str = "",
-) -> Path:
+) -> FigureTarget:
     """A grid with one row per entry of ``rows`` (name -> N x C x H x W array in [0, 1]), N columns.
 
     ``captions`` optionally gives a short text under each image of a row (e.g. its SSIM). The images are laid
@@ -131,7 +133,6 @@ def image_grid(
                       fontsize=_GRID_FONT - 1, clip_on=False)
     if title_lines:
         figure.text(8 / width, 1 - 6 / height, "\n".join(title_lines), ha="left", va="top", fontsize=_GRID_FONT)
-    path = Path(path)
     figure.savefig(path, dpi=_GRID_DPI, format="png")
     plt.close(figure)
     return path
@@ -167,7 +168,7 @@ def _trained(results: ResultsDocument) -> list[Setting]:
     return [s for s in results.settings if s.training is not None and s.training.rounds]
 
 
-def accuracy_vs_round(results: ResultsDocument, path: str | Path) -> Path:
+def accuracy_vs_round(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """Test accuracy (%) by round, one line per setting that trained, labelled with the setting's label.
     Returns ``path``."""
     plt = _pyplot()
@@ -201,7 +202,7 @@ def _ssim_series(results: ResultsDocument) -> dict[str, list[tuple[float, float,
     return series
 
 
-def ssim_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
+def ssim_vs_epsilon(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """Inversion SSIM against the one-round claimed epsilon (log x), one series per mechanism name: defended
     solid, clean attack dashed in the same colour (where a clean reference was run). Settings without a finite
     positive claim or without an inversion result are left out. Returns ``path``."""
@@ -243,7 +244,7 @@ def _defence_points(results: ResultsDocument) -> dict[str, list[tuple[float, flo
     return {name: sorted(points, key=lambda point: point[0]) for name, points in series.items()}
 
 
-def ssim_vs_error_std(results: ResultsDocument, path: str | Path) -> Path:
+def ssim_vs_error_std(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """Inversion SSIM against the standard deviation of the error in the server's view, one line per mechanism
     name (a defence curve: the axis on which mechanisms of different kinds compare). The clean attack is dashed:
     one black line when every setting shares its score (one clean run for the whole curve), else a dashed line
@@ -326,7 +327,7 @@ def _bound_axes(claims: list[float], bounds: list[float], caps: list[float]) -> 
     return True, floor, floor / 1.5, max(claims + caps) * 2
 
 
-def lower_bound_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
+def lower_bound_vs_epsilon(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """Each setting's strongest certified epsilon lower bound (over all its distinguishing and adaptive tests)
     against its claimed epsilon, coloured by the setting's headline verdict (the same verdict and colour as the
     summary's badge), one marker per mechanism; the line y = x and the caps (``max_certifiable``) as dotted
@@ -391,7 +392,7 @@ def _bits_points(results: ResultsDocument) -> list[tuple[Setting, float, float]]
     return [(s, bits, 100 * accuracy) for s, bits, accuracy in points if _finite(bits, accuracy)]
 
 
-def bits_vs_accuracy(results: ResultsDocument, path: str | Path) -> Path:
+def bits_vs_accuracy(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """Final uplink bits per coordinate against final test accuracy (%), a point per setting that trained, each
     in its setting's style and named in the legend (labels beside points overlap where settings share a rate).
     The x axis is logarithmic when the rates span more than a decade. Returns ``path``."""
@@ -428,7 +429,7 @@ def _identification_series(results: ResultsDocument) -> dict[tuple[str, int], li
     return {key: sorted(points, key=lambda p: p[0]) for key, points in series.items()}
 
 
-def identification_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
+def identification_vs_epsilon(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """Identification success with its Clopper-Pearson interval against the claimed epsilon (log x), one series per
     (mechanism, M), the claim's bound dashed in the same colour and guessing (1/M) dotted. Returns ``path``."""
     plt = _pyplot()
@@ -473,7 +474,7 @@ def _probe_series(results: ResultsDocument) -> dict[str, list[tuple[float, float
     return {name: sorted(points) for name, points in series.items()}
 
 
-def probe_ssim_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
+def probe_ssim_vs_epsilon(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """The inversion probe's mean SSIM against the claimed epsilon (log x), one line per mechanism, its clean
     attack dashed in the same colour. Returns ``path``."""
     plt = _pyplot()
@@ -515,7 +516,7 @@ _REROS = NEUTRAL_PALETTE[2:4] + NEUTRAL_PALETTE[5:7]  # the identification bound
 _CROSSING = NEUTRAL_PALETTE[1]  # where the SSIM reaches the sweep's level (a star, black-edged)
 
 
-def reconstruction_vs_epsilon(results: ResultsDocument, path: str | Path) -> Path:
+def reconstruction_vs_epsilon(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """Where reconstruction begins, one panel per sweep (``auditkit.stages.probe.reconstruction_sweep``): the defended
     mean SSIM against epsilon (log x) with its interval as a band, the clean attack's mean SSIM dashed, the ReRo
     bound of the claim at each epsilon (identification among M) dotted, the audited claims as grey vertical lines
@@ -622,7 +623,7 @@ def _means(axis: Any, rows: Sequence[Row], colours: Mapping[str, Any]) -> None:
     axis.set_xticks(range(len(rows)), [_literal(r.method) for r in rows], rotation=20, ha="right", fontsize=7)
 
 
-def reproduction_table(document: Reproduction, index: int, path: str | Path) -> Path:
+def reproduction_table(document: Reproduction, index: int, path: FigureTarget) -> FigureTarget:
     """The reproduction's ``index``-th table (a ``reproduction.json`` document), one panel per column of the
     paper's table: ours against the figure's x with the interval as a band (rows with ``x``), our mean curve per
     round (training tables), or our means with their intervals (the rest); the paper's numbers as stars in the
@@ -664,7 +665,7 @@ _VIEW_COLOURS = dict(zip(("server", "aggregate", "public", "idealized"), NEUTRAL
 _CANARY_PANELS = 6  # at most this many settings are drawn (the table lists them all)
 
 
-def tradeoff_vs_claim(results: ResultsDocument, path: str | Path) -> Path:
+def tradeoff_vs_claim(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """One panel per setting with a canary audit (at most six): each view's empirical TPR against FPR (log-log) of
     the canary scores, solid (views with the same ROC share a line: for FedAvg with central noise the final
     model's move is the sum of the aggregates over q K), and dashed black the TPR the claim's curve allows

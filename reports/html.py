@@ -47,26 +47,30 @@ class _Image:
     src: str
 
 
-def png_data_uri(path: Path) -> str:
-    """The PNG file at ``path`` as a ``data:image/png;base64,...`` URI (ValueError if it is not a PNG)."""
-    data = Path(path).read_bytes()
+def png_data_uri(data: bytes, name: str) -> str:
+    """The PNG image ``data`` as a ``data:image/png;base64,...`` URI (ValueError naming ``name`` if it is not a
+    PNG)."""
     if not data.startswith(_PNG_SIGNATURE):
-        raise ValueError(f"{path} is not a PNG file")
+        raise ValueError(f"{name} is not a PNG file")
     return "data:image/png;base64," + base64.b64encode(data).decode("ascii")
 
 
-def render_html(results: ResultsDocument | Reproduction, figure_paths: Mapping[str, Path], results_dir: Path) -> str:
+def render_html(results: ResultsDocument | Reproduction, figures: Mapping[str, bytes],
+                grids: Mapping[str, bytes] | None = None) -> str:
     """The report as HTML, from the template of the document's kind (both extend ``base.html.j2``: one header,
-    style and footer). A results document: ``figure_paths`` maps summary figure names (see
-    ``FIGURE_CAPTIONS``) to PNG files, and each reconstruction grid is read from ``results_dir`` (the
-    folder of ``results.json``). A reproduction: ``figure_paths`` maps each table's figure name
+    style and footer). A results document: ``figures`` maps summary figure names (see ``FIGURE_CAPTIONS``) to
+    their PNG images, ``grids`` each reconstruction grid the results name (its path relative to the folder of
+    ``results.json``) to its PNG. A reproduction: ``figures`` maps each table's figure name
     (``sections.reproduction.reproduction_figure``) to its PNG."""
     if isinstance(results, Reproduction):
-        return _reproduction_html(results, figure_paths)
+        return _reproduction_html(results, figures)
     settings = results.settings
     recorded = results.provenance
-    grids = reconstructions(settings)
-    embedded = {path: png_data_uri(Path(results_dir) / path) for path in grids.paths()}
+    shown = reconstructions(settings)
+    missing = [path for path in shown.paths() if path not in (grids or {})]
+    if missing:
+        raise ValueError(f"{missing[0]}: the results name this reconstruction grid, and no image of it was given")
+    embedded = {path: png_data_uri((grids or {})[path], path) for path in shown.paths()}
     return _ENVIRONMENT.get_template("report.html.j2").render(
         heading="auditkit report",
         footer=footer(results),
@@ -87,13 +91,13 @@ def render_html(results: ResultsDocument | Reproduction, figure_paths: Mapping[s
         notes=notes(settings),
         adaptive_columns=ADAPTIVE_COLUMNS,
         adaptive=adaptive_rows(settings),
-        figures=[_Image(caption, png_data_uri(figure_paths[name]))
-                 for name, caption in FIGURE_CAPTIONS.items() if name in figure_paths],
-        references=[_Image(grid.caption, embedded[grid.path]) for grid in grids.references],
+        figures=[_Image(caption, png_data_uri(figures[name], f"figures/{name}.png"))
+                 for name, caption in FIGURE_CAPTIONS.items() if name in figures],
+        references=[_Image(grid.caption, embedded[grid.path]) for grid in shown.references],
         references_note=REFERENCES_NOTE,
         # each setting's grids behind a fold, open where there is one setting
         reconstructions=[(block, [_Image(grid.caption, embedded[grid.path]) for grid in block.grids])
-                         for block in grids.settings],
+                         for block in shown.settings],
         details=[details(s) for s in settings],
         details_open=len(settings) == 1,  # one setting: its details are the report's body
         estimate_columns=ESTIMATE_COLUMNS,
@@ -104,7 +108,7 @@ def render_html(results: ResultsDocument | Reproduction, figure_paths: Mapping[s
     )
 
 
-def _reproduction_html(document: Reproduction, figure_paths: Mapping[str, Path]) -> str:
+def _reproduction_html(document: Reproduction, figures: Mapping[str, bytes]) -> str:
     """A reproduction's report as HTML: each table of the paper with our numbers, its verdicts and its figure."""
     return _ENVIRONMENT.get_template("reproduction.html.j2").render(
         heading="auditkit reproduction",
@@ -115,7 +119,7 @@ def _reproduction_html(document: Reproduction, figure_paths: Mapping[str, Path])
         summary_columns=REPRODUCTION_SUMMARY_COLUMNS,
         summary=reproduction_summary(document),
         ours_heading=confidence_heading(document),
-        tables=[(table, _Image(table.figure_caption, png_data_uri(figure_paths[table.figure])))
+        tables=[(table, _Image(table.figure_caption, png_data_uri(figures[table.figure], f"figures/{table.figure}.png")))
                 for table in paper_tables(document)],
         ordering_columns=ORDERING_COLUMNS,
         orderings=ordering_rows(document),

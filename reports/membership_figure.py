@@ -2,10 +2,10 @@
 panel per setting; drawn with ``auditkit.reports.figures``' helpers (Agg, "$" never mathtext)."""
 from __future__ import annotations
 
-from pathlib import Path
 import numpy as np
 
 from auditkit.reports import figures
+from auditkit.reports.figures import FigureTarget
 from auditkit.reports.sections.membership import attack_name, membership_settings
 from auditkit.results.model import ResultsDocument
 
@@ -21,7 +21,7 @@ CLAIM_LABEL = "the claim allows at most"
 PANELS = 6  # at most this many settings are drawn (the tables list them all)
 
 
-def membership_roc(results: ResultsDocument, path: str | Path) -> Path:
+def membership_roc(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """One panel per setting with membership results (at most ``PANELS``): each attack's pooled ROC, TPR against
     FPR on log-log axes from 1 / (non-members) to 1, a line per attack in its own style; the chance line TPR = FPR
     (grey, dotted); and dashed black the TPR the whole run's claim allows (``claim_tpr``), where there is a claim.

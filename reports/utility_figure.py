@@ -4,9 +4,9 @@ ceiling; drawn with ``auditkit.reports.figures``' helpers (Agg, "$" never mathte
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 from auditkit.reports import figures
+from auditkit.reports.figures import FigureTarget
 from auditkit.reports.figure_style import CEILING_COLOUR, mechanism_styles
 from auditkit.reports.sections.summary import baseline
 from auditkit.reports.sections.utility import UtilityPoint, run_scale, utility_points
@@ -37,7 +37,7 @@ def _value(point: UtilityPoint, metric: str) -> float:
     return _value_of(point.accuracy, point.loss, metric)
 
 
-def privacy_utility(results: ResultsDocument, path: str | Path) -> Path:
+def privacy_utility(results: ResultsDocument, path: FigureTarget) -> FigureTarget:
     """Four panels: final test accuracy (%, top) and loss (bottom) against the claimed one-round epsilon (left)
     and the strongest certified epsilon lower bound (right), both x axes logarithmic; a line per mechanism in its
     neutral colour, marker and line style (``figure_style.mechanism_styles``); solid black the run without a

@@ -28,8 +28,8 @@ SOURCES = {
 #   checks the user's config tables with auditkit.config; the rest of auditkit.flower is the FL engine.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("auditkit.version", "auditkit.validation", "auditkit.config_bounds", "auditkit.bibliography",
-              "auditkit.factories",
-              "auditkit.output_folder",
+              "auditkit.factories", "auditkit.input_fingerprint",
+              "auditkit.folder", "auditkit.output_folder",
               "auditkit.strict_json")),
     ("mechanisms", ("auditkit.mechanisms",)),
     ("attacks", ("auditkit.attacks",)),

@@ -2,9 +2,11 @@
 
 Every command validates all of its input before it starts work or writes a file; bad input prints one line
 ``error: ...`` on stderr and exits with status 2, click's own usage errors (an unknown option or command, a missing
-argument, a value outside its type or choices) included. Plugins named with ``--plugin MODULE`` (any command), in a
-config's ``plugins = [...]``, or installed under the entry-point group ``auditkit.mechanisms`` are loaded before the
-commands are built, so their parameters get flags too (``auditkit.cli.mechanism_flags``). A plugin's code that
+argument, a value outside its type or choices) included. Plugins named with ``--plugin MODULE``, in the
+``plugins = [...]`` of the CONFIG argument of ``train``, ``audit`` or ``membership``, or installed under the
+entry-point group ``auditkit.mechanisms`` are loaded before the commands are built, so their parameters get flags too
+(``auditkit.cli.mechanism_flags``); no other word of a command line is read as configuration or code
+(:func:`load_named_plugins`). A plugin's code that
 raises, or returns a value of the wrong type, is one ``error:`` line too: every command runs a plugin's mechanism
 once through its claim, capabilities, encode and decode (``auditkit.mechanisms.preflight``) before it writes
 anything, and every call into a plugin's mechanism code is bounded in time (``--plugin-timeout``, next to
@@ -13,7 +15,9 @@ flushed lines elsewhere.
 """
 from __future__ import annotations
 
+import itertools
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import NoReturn
 
@@ -30,7 +34,7 @@ from auditkit.config import ConfigError, read_config
 from auditkit.fl.threads import FairShare
 from auditkit.mechanisms import PluginError
 
-__all__ = ["build_cli", "load_named_plugins", "main"]
+__all__ = ["NamedWords", "build_cli", "load_named_plugins", "main", "named_words"]
 
 
 @click.command("version", cls=AuditkitCommand, help="Print the auditkit version.")
@@ -53,21 +57,85 @@ def build_cli() -> AuditkitGroup:
     return cli
 
 
+@dataclass(frozen=True)
+class NamedWords:
+    """What a command line names for :func:`load_named_plugins`: the ``--plugin`` modules and the CONFIG argument."""
+
+    plugins: tuple[str, ...] = ()
+    config: str | None = None
+
+
+def named_words(argv: list[str]) -> NamedWords:
+    """The ``--plugin`` values and the CONFIG argument of command line ``argv`` (the words after ``auditkit``), read
+    by the parameters the command declares (``click.Command.get_params``: each option's ``opts``, ``is_flag``,
+    ``count`` and ``nargs``, the arguments in order), before its generated flags exist.
+
+    The rule, click's: words are read left to right; ``--`` makes every later word positional; an option of the
+    command takes its ``nargs`` words (``--opt=value`` and ``-mVALUE`` attach the first), a flag none; any other word
+    starting with ``-`` is a generated flag (a mechanism's or a paper claim's parameter, known only once the plugins
+    are loaded) and, like every generated flag, takes one value: the next word, unless written ``--flag=value``. The
+    positional words fill the command's arguments in order, and the word in the CONFIG argument's place (``train``,
+    ``audit``, ``membership``: ``auditkit.cli.options.config_options``) is the config. A word that is an option's
+    value (``--out x.toml``, ``--recorded x.toml``, ``--sigma x.toml``) is never the config, and a command without a
+    CONFIG argument (``report x.toml``, ``version x.toml``) names none; a command unknown or not given names
+    nothing."""
+    command = next((c for c in COMMANDS if argv and c.name == argv[0]), None)
+    if command is None:
+        return NamedWords()
+    options = {flag: param for param in command.get_params(click.Context(command))  # --help included
+               if isinstance(param, click.Option) for flag in (*param.opts, *param.secondary_opts)}
+    values: dict[str, list[str]] = {}
+    positional: list[str] = []
+    words = iter(argv[1:])
+    for word in words:
+        if word == "--":
+            positional += list(words)
+            break
+        if word == "-" or not word.startswith("-"):
+            positional.append(word)
+            continue
+        if word.startswith("--"):
+            flag, eq, attached = word.partition("=")
+            inline = [attached] if eq else []
+        else:
+            flag, attached = word[:2], word[2:]
+            inline = [attached] if attached else []
+        param = options.get(flag)
+        takes = 1 if param is None else 0 if param.is_flag or param.count else param.nargs
+        given = inline[:takes] + list(itertools.islice(words, max(takes - len(inline), 0)))
+        if param is not None and param.name is not None:
+            values.setdefault(param.name, []).extend(given)
+    return NamedWords(plugins=tuple(values.get("plugin", [])), config=_argument_word(command, positional, "config"))
+
+
+def _argument_word(command: click.Command, positional: list[str], name: str) -> str | None:
+    """The positional word in argument ``name``'s place (click fills the arguments in order, each its ``nargs``
+    words, -1 the rest); None if the command has no such argument or it is not given."""
+    at = 0
+    for param in command.params:
+        if not isinstance(param, click.Argument):
+            continue
+        take = len(positional) - at if param.nargs == -1 else param.nargs
+        if param.name == name:
+            return positional[at] if param.nargs == 1 and at < len(positional) else None
+        at += take
+    return None
+
+
 def load_named_plugins(argv: list[str]) -> list[str]:
     """Load the plugins a command line names, before its flags are built (a plugin's parameters are flags, and click
-    builds a command's parser before it parses): every ``--plugin MODULE`` (or ``--plugin=MODULE``) and the
-    ``plugins`` of every TOML config file it names (an unreadable file is left for the command to report).
-    ``PluginError`` names a plugin that fails."""
-    named = [argv[i + 1] for i, word in enumerate(argv[:-1]) if word == "--plugin"]
-    named += [word.split("=", 1)[1] for word in argv if word.startswith("--plugin=")]
-    for word in argv:
-        if word.endswith(".toml") and Path(word).is_file():
-            try:
-                listed = read_config(word).get("plugins", [])
-            except ConfigError:
-                continue  # the command reports it
-            if isinstance(listed, list):
-                named += [p for p in listed if isinstance(p, str)]
+    builds a command's parser before it parses): its ``--plugin MODULE`` values and the ``plugins`` of its CONFIG
+    argument, found by :func:`named_words`; no other word is read (a CONFIG that is not a readable config is left
+    for the command to report). ``PluginError`` names a plugin that fails."""
+    words = named_words(argv)
+    named = list(words.plugins)
+    if words.config is not None and Path(words.config).is_file():
+        try:
+            listed = read_config(words.config).get("plugins", [])
+        except ConfigError:
+            listed = []  # the command reports it
+        if isinstance(listed, list):
+            named += [p for p in listed if isinstance(p, str)]
     mechanisms.load_plugins(named)
     mechanisms.names()  # installed plugins (entry points) too
     return named

@@ -16,7 +16,7 @@ from auditkit.cli.errors import UsageFailure, fail, run_guarded, warn_unreproduc
 from auditkit.cli.mechanism_flags import GROUP, mechanism_options
 from auditkit.cli import options
 from auditkit.cli.options import config_options, config_overrides, flag_of, path, ranged
-from auditkit.cli.outputs import overwrite_option, snr
+from auditkit.cli.outputs import overwrite_option, print_swap, snr
 from auditkit.cli.terminal import AuditProgress, Reporter, console, error_console, print_written
 from auditkit.config import AuditConfig, load_config, merge, preset_dict, read_config
 from auditkit.flower.recording import RecordingError, load_recording
@@ -26,7 +26,7 @@ from auditkit.reports.sections.summary import certified_bound, scoped, test_name
 from auditkit.reports.sections.text import number
 from auditkit.results.model import Setting
 from auditkit.stages.identification import above_bound
-from auditkit.stages.recorded import recorded_config
+from auditkit.stages.recorded import DATA_PLACES, recorded_config, unused_data_places
 
 __all__ = ["AUDIT_TABLE_MIN_WIDTH", "CONFIG_KEYS", "command"]
 
@@ -44,7 +44,8 @@ AUDIT_TABLE_MIN_WIDTH = 140  # columns the audit's summary table needs; below, o
 @config_options
 @click.option("--recorded", type=path(file_okay=False), default=None,
               help="Audit what a Flower app recorded (auditkit.flower.AuditStrategy's record_dir) instead of "
-                   "training; the data, training and mechanism come from the recording.")
+                   "training; the data set, training and mechanism come from the recording, where the data lives "
+                   "from --data-dir / --download or CONFIG (never from the recording).")
 @click.option("--resume", is_flag=True, default=False,
               help="Continue the audit in --out: keep its finished stages (same inputs and code), run only the rest.")
 @overwrite_option
@@ -73,8 +74,12 @@ def _audit_config(config_path: Path | None, preset: str | None, out: Path, overr
 def _audit_recorded(recorded: Path, config_path: Path | None, preset: str | None, out: Path,
                     overrides: dict[str, Any], words: dict[str, str], plugins: list[str], mode: Mode) -> None:
     """The recording's app tables over the audit tables of CONFIG / --preset. The plugins are the command line's
-    (--plugin) and CONFIG's, never the recording's: a recording is data, and auditkit imports no code it names."""
-    given = [flag_of(k) for table in ("data", "training") for k, v in overrides[table].items() if v is not None]
+    (--plugin) and CONFIG's, never the recording's: a recording is data, and auditkit imports no code it names. Where
+    the data lives and whether to download it are CONFIG's and --data-dir / --download, never the recording's; a
+    recording that names them gets one ``note:`` line saying they are not used."""
+    places = {k: overrides["data"][k] for k in DATA_PLACES if overrides["data"][k] is not None}
+    given = [flag_of(k) for table in ("data", "training") for k, v in overrides[table].items()
+             if v is not None and not (table == "data" and k in places)]
     given += [flag_of(f"dp_sgd_{k}") for k in overrides["dp_sgd"]]
     given += ["--mechanism"] * (overrides["mechanism_name"] is not None) + ["--seed"] * (overrides["seed"] is not None)
     if given or words:
@@ -89,7 +94,14 @@ def _audit_recorded(recorded: Path, config_path: Path | None, preset: str | None
     if config_path is not None:
         load_config(config_path)
     raw = read_config(config_path) if config_path is not None else preset_dict(preset or "quickstart")
-    raw = merge(raw, {"distinguish": overrides["distinguish"]})  # --confidence
+    raw = merge(raw, {"distinguish": overrides["distinguish"], "data": places})  # --confidence, --data-dir, --download
+    unused = unused_data_places(recording)
+    if unused:
+        # the recording's own values, cut where a hostile one would flood the terminal
+        shown = " and ".join(f"data.{k} = {_cut(repr(v))}" for k, v in unused.items())
+        error_console.print(f"note: the recording's {shown} {'is' if len(unused) == 1 else 'are'} not used: a recording "
+                            "never chooses where data lives or downloads it (give --data-dir, --download or your "
+                            "CONFIG's [data])", markup=False, highlight=False, soft_wrap=True)
     try:
         config = recorded_config(recording, {**raw, "device": overrides["device"] or raw.get("device", "auto")},
                                  plugins)
@@ -97,6 +109,10 @@ def _audit_recorded(recorded: Path, config_path: Path | None, preset: str | None
                recording=recording)
     except RecordingError as err:  # a file of the recording that does not fit (read and checked before any stage)
         raise UsageFailure(str(err)) from None
+
+
+def _cut(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _audit(config: AuditConfig, out: Path, mode: Mode, shown_title: str, *, recording: Any = None) -> None:
@@ -118,6 +134,7 @@ def _audit(config: AuditConfig, out: Path, mode: Mode, shown_title: str, *, reco
         raise click.exceptions.Exit(130) from None
     _print_summary(document)
     print_written(audit.out / name for name in ("results.json", "report.html", "report.md"))
+    print_swap(audit.out, audit.swap)
 
 
 def _interrupted(audit: Audit) -> str:

@@ -58,6 +58,10 @@ class AuditkitCommand(click.Command):
                     ctx.params[param.group][param.key] = value
         return super().invoke(ctx)
 
+    def format_arguments(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """Nothing: click 8.5's own "Positional arguments" section would repeat the "Arguments" panel that
+        :meth:`format_options` writes (on every click version)."""
+
     def format_options(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         mechanism = self._named_mechanism(ctx)
         sections: dict[str, list[tuple[str, str]]] = {"Arguments": [], "Options": []}

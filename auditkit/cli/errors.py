@@ -10,7 +10,7 @@ import click
 import torch
 
 from auditkit.cli.terminal import error_console
-from auditkit.output_folder import OutputFolderError, target_of
+from auditkit.folder import FolderError, target_of
 from auditkit.config import ConfigError
 from auditkit.data import DataNotFoundError
 from auditkit.fl.simulation import TrainingDiverged
@@ -66,7 +66,7 @@ def run_guarded(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     try:
         return fn(*args, **kwargs)
     except (UsageFailure, ConfigError, DataNotFoundError, PluginError, PluginCodeError, TrainingDiverged,
-            OutputFolderError) as err:
+            FolderError) as err:
         fail(str(err))
     except (OSError, MemoryError, torch.cuda.OutOfMemoryError) as err:
         print_error(resource_line(err))

@@ -252,8 +252,9 @@ def config_options(command: Callable[..., Any]) -> Callable[..., Any]:
                      metavar="GIB", help="The memory (GiB) a training run's estimate may need before it is refused "
                                          "(default: this machine's memory; auditkit.fl.memory)."),
         click.option("--threads", type=ranged("limits.threads"), default=None,
-                     help="Threads of torch's, BLAS's and numba's pools (default: the CPUs other processes leave "
-                          "free, measured before each stage; auditkit.fl.threads)."),
+                     help="Threads of numba's pool (default: the CPUs other processes leave free, measured before "
+                          "each stage); torch and BLAS compute with one thread whatever N, so N never changes a "
+                          "result (auditkit.fl.threads)."),
         dp_sgd_options,
     ]
     for option in reversed(options):

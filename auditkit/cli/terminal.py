@@ -20,7 +20,7 @@ error_console = Console(stderr=True)
 def print_written(paths: Iterable[Path]) -> None:
     """One ``wrote PATH`` line per file written."""
     for path in paths:
-        console.print(f"wrote {path}", markup=False, highlight=False)
+        console.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
 
 
 class Reporter:

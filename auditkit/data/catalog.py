@@ -1,6 +1,7 @@
 """The dataset catalog: :data:`DATASETS` and :func:`load_dataset`, one entry point for every dataset by name."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from auditkit.data.dataset import Dataset
@@ -54,16 +55,50 @@ def dataset_available(name: str, data_dir: str | Path | None) -> bool:
         return False
     if name == "imagefolder":  # a folder with subfolders; what they hold is checked on loading
         return Path(data_dir).is_dir() and any(p.is_dir() for p in Path(data_dir).iterdir())
+    folder, files = _torchvision_files(name, Path(data_dir))
+    return all((folder / f).is_file() for f in files)
+
+
+def dataset_files(name: str, data_dir: str | Path | None) -> list[Path]:
+    """The files ``load_dataset(name, data_dir=data_dir)`` reads from ``data_dir`` (those present): a torchvision
+    layout's files, or every image file under an image folder (links followed, as torchvision's ImageFolder follows
+    them, each folder once); none for the embedded datasets and factories, which read no ``data_dir``."""
+    if name in EMBEDDED or is_dataset_factory(name) or name not in DATASETS or data_dir is None:
+        return []
+    if name == "imagefolder":
+        from torchvision.datasets.folder import IMG_EXTENSIONS  # on demand, as in load_dataset
+
+        return _files_under(Path(data_dir), IMG_EXTENSIONS)
+    folder, files = _torchvision_files(name, Path(data_dir))
+    return [folder / f for f in files if (folder / f).is_file()]
+
+
+def _torchvision_files(name: str, data_dir: Path) -> tuple[Path, tuple[str, ...]]:
+    """The folder under ``data_dir`` a torchvision-layout dataset is read from, and its files' names."""
     from auditkit.data import torchvision_sets  # on demand, as in load_dataset
 
     if name == "mnist":
-        folder, files = Path(data_dir) / "MNIST" / "raw", torchvision_sets.MNIST_FILES
-    elif name == "fashion-mnist":
-        folder, files = Path(data_dir) / "FashionMNIST" / "raw", torchvision_sets.FASHION_MNIST_FILES
-    elif name == "svhn":
-        folder, files = Path(data_dir) / "svhn", torchvision_sets.SVHN_FILES
-    elif name == "cifar100":
-        folder, files = Path(data_dir) / "cifar-100-python", torchvision_sets.CIFAR100_FILES
-    else:
-        folder, files = Path(data_dir) / "cifar-10-batches-py", torchvision_sets.CIFAR10_FILES
-    return all((folder / f).is_file() for f in files)
+        return data_dir / "MNIST" / "raw", torchvision_sets.MNIST_FILES
+    if name == "fashion-mnist":
+        return data_dir / "FashionMNIST" / "raw", torchvision_sets.FASHION_MNIST_FILES
+    if name == "svhn":
+        return data_dir / "svhn", torchvision_sets.SVHN_FILES
+    if name == "cifar100":
+        return data_dir / "cifar-100-python", torchvision_sets.CIFAR100_FILES
+    return data_dir / "cifar-10-batches-py", torchvision_sets.CIFAR10_FILES
+
+
+def _files_under(root: Path, extensions: tuple[str, ...]) -> list[Path]:
+    """The files under ``root`` whose names end in one of ``extensions`` (any case), folders reached through links
+    included, each real folder walked once (a link loop ends)."""
+    found, seen = [], set()
+    for folder, subfolders, names in os.walk(root, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            subfolders.clear()
+            continue
+        seen.add(real)
+        subfolders.sort()
+        found += [Path(folder) / n for n in sorted(names) if n.lower().endswith(extensions)
+                  and os.path.isfile(os.path.join(folder, n))]
+    return found

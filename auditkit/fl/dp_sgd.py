@@ -3,15 +3,16 @@
 One local step of client k on its Poisson batch (``auditkit.fl.sampling.draw_poisson_batches``, rate
 q_k = B / n_k, mask m_i = 1 for a sampled example, 0 for padding):
 
-    g_i   = grad_w loss(w; x_i, y_i)                          (per-example gradient, every parameter)
-    s     = sum_i m_i * g_i * min(1, C / ||g_i||_2)           (``clipped_gradient_sum``; the norm over all parameters)
+    g_i   = grad_w loss(w; x_i, y_i)                          (per-example gradient, every trained parameter)
+    s     = sum_i m_i * g_i * min(1, C / ||g_i||_2)           (``clipped_gradient_sum``; the norm over all of them)
     g     = (s + N(0, (z C)^2 I)) / B                         (``noisy_step_gradient``)
 
-then momentum and the SGD step as without DP-SGD. Dividing by the expected batch size B, not the realised one,
-is Opacus's ``DPOptimizer(expected_batch_size=B)`` and keeps the released g a Gaussian mechanism of sensitivity
-C / B under adding or removing one example. Opacus clips with min(1, C / (||g_i|| + 1e-6)), a clip factor
-smaller by a relative 1e-6 / ||g_i|| at most; the tests check the two against ``opacus.GradSampleModule`` +
-``DPOptimizer`` to 1e-6.
+then momentum and the SGD step as without DP-SGD. w is the trained parameters (``auditkit.fl.params``): a frozen
+parameter has no gradient, is not clipped and gets no noise, as in Opacus, which clips the ``requires_grad`` ones.
+Dividing by the expected batch size B, not the realised one, is Opacus's ``DPOptimizer(expected_batch_size=B)`` and
+keeps the released g a Gaussian mechanism of sensitivity C / B under adding or removing one example. Opacus clips
+with min(1, C / (||g_i|| + 1e-6)), a clip factor smaller by a relative 1e-6 / ||g_i|| at most; the tests check the
+two against ``opacus.GradSampleModule`` + ``DPOptimizer`` to 1e-6.
 
 The per-example gradients are ``vmap(grad(loss of one example))`` (``torch.func``), itself inside the vmap over
 clients in the batched path (``clipped_gradient_sums``). The noise of client k comes from its own generator, keyed
@@ -60,7 +61,7 @@ def clipped_gradient_sum(
     """sum_i m_i g_i min(1, C / ||g_i||_2) over one client's batch, and the per-example losses.
 
     Args:
-        model: the architecture (``params`` are its parameter values, by name).
+        model: the architecture (``params`` are its trained parameters' values, by name; its frozen ones are its own).
         inputs, labels: (B, ...) and (B,) the batch, padding included.
         mask: (B,) 1 for a sampled example, 0 for padding.
         max_grad_norm: C.

@@ -8,6 +8,9 @@ Two implementations of the same computation:
 * `train_clients_sequential` — the plain reference: one ``torch.optim`` optimiser per client, one client after
   another. Tests check both give the same parameters, optimiser state and BatchNorm buffers to float tolerance.
 
+Both train the model's trained parameters only (``auditkit.fl.params``: P of them, ``requires_grad=True``); its
+frozen parameters take part in the forward pass as the model holds them and never change.
+
 Both read the same pre-drawn batch indices (`LocalSteps`), so they consume identical data. A client with fewer
 local steps than the round's longest (``local_epochs`` on unequal clients) idles through the rest (``active``).
 
@@ -33,7 +36,7 @@ from torch.func import functional_call, grad_and_value, vmap
 
 from auditkit.fl.dp_sgd import DPSGD, clipped_gradient_sums, noisy_step_gradient, step_noise
 from auditkit.fl.optimizers import LocalOptimizer
-from auditkit.fl.params import ParamLayout
+from auditkit.fl.params import ParamLayout, flat_parameters, trained_tensors
 from auditkit.fl.sampling import draw_batches, draw_epoch_batches, draw_poisson_batches
 from auditkit.fl.spec import ClientMode, DPSGDSpec, Optimizer, Precision
 from auditkit.mechanisms.randomness import generator
@@ -95,7 +98,7 @@ class LocalTraining:
 class LocalResult:
     """What local training returns for S clients."""
 
-    params: torch.Tensor  # (S, P) flat parameters after the local steps
+    params: torch.Tensor  # (S, P) flat trained parameters after the local steps (``auditkit.fl.params``)
     state: dict[str, torch.Tensor]  # the optimiser's state, (S, P) slots (Adam's step count (S,))
     buffers: dict[str, torch.Tensor]  # the model's buffers (BatchNorm running statistics), (S, ...) by name
     loss: torch.Tensor  # (S,) mean training loss over the steps taken (DP-SGD: over the sampled examples)
@@ -179,8 +182,9 @@ def train_clients_batched(
     """Run every local step of S clients, ``training.chunk`` clients at a time.
 
     Args:
-        model: the architecture (its parameter values are ignored; its buffers are the default ``buffers``).
-        start: (P,) global parameters every client starts from, or (S, P) per-client starts.
+        model: the architecture (its trained parameters' values are ignored, its frozen ones used as they are; its
+            buffers are the default ``buffers``).
+        start: (P,) global trained parameters every client starts from, or (S, P) per-client starts.
         steps: each client's batches (``LocalSteps``).
         training: optimiser, mode, precision, chunk.
         state: the optimiser's state per client ((S, P) slots; None: a fresh optimiser).
@@ -315,10 +319,10 @@ def _train_one(model: nn.Module, start: torch.Tensor, steps: LocalSteps, trainin
     layout = ParamLayout.of(model)
     optimizer = training.optimizer
     own_buffers = dict(model.named_buffers())
-    torch.nn.utils.vector_to_parameters(start.clone(), model.parameters())
+    torch.nn.utils.vector_to_parameters(start.clone(), trained_tensors(model))
     for name, value in buffers.items():
         own_buffers[name].copy_(value)
-    torch_optimizer = optimizer.torch_optimizer(model.parameters())
+    torch_optimizer = optimizer.torch_optimizer(trained_tensors(model))
     _load_state(torch_optimizer, optimizer, layout, state)
     total, counted = 0.0, 0
     for step in range(steps.steps):
@@ -338,7 +342,7 @@ def _train_one(model: nn.Module, start: torch.Tensor, steps: LocalSteps, trainin
             total, counted = total + step_total, counted + int(used.sum())
         torch_optimizer.step()
     return LocalResult(
-        params=torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone(),
+        params=flat_parameters(model),
         state=_read_state(torch_optimizer, optimizer, state),
         buffers={name: own_buffers[name].detach().clone() for name in buffers},
         loss=torch.tensor(total / max(counted, 1)),
@@ -380,7 +384,7 @@ def _private_gradient(model: nn.Module, inputs: torch.Tensor, labels: torch.Tens
     """Set the parameters' ``.grad`` to DP-SGD's step gradient (sum_i clip_C(g_i) + z C xi) / B over the sampled
     examples ``inputs``, each example's gradient from its own backward pass, xi from client ``client``'s generator;
     returns the sum of their losses."""
-    parameters = list(model.parameters())
+    parameters = trained_tensors(model)
     total = torch.zeros(sum(p.numel() for p in parameters), dtype=parameters[0].dtype, device=parameters[0].device)
     loss_sum = 0.0
     for x, y in zip(inputs, labels):

@@ -4,7 +4,8 @@ A run whose sizes are each allowed (``auditkit.config_bounds.SIZES``) can still 
 has: K clients' momentum, or one round's clients x tau x batch images drawn at once. Without this check such a run
 dies on an allocation, or swaps, well after it started (issue 39). What the built-in simulator
 (``auditkit.fl.simulation``) holds at a round's peak, for K clients, S of them in a round, P float32 model
-parameters, tau local steps of B samples of D values and A activation values per example:
+parameters (the trained ones, ``auditkit.fl.params``: frozen parameters are held once, with the model), tau local
+steps of B samples of D values and A activation values per example:
 
 * the data: the dataset's tensors (train, validation, test) as split;
 * the clients' state: K x P per optimiser slot (SGD's momentum, Adam's two moments) under
@@ -40,6 +41,7 @@ import torch
 from torch import nn
 
 from auditkit.config_bounds import ConfigError
+from auditkit.fl.params import trained_size
 
 __all__ = ["GIB", "MemoryEstimate", "activation_values", "check_memory", "estimate_memory", "machine_memory",
            "model_device", "round_clients"]
@@ -103,7 +105,7 @@ def client_chunk(model: nn.Module, input_shape: tuple[int, ...], batch_size: int
     """How many clients one batched program trains (``training.client_chunk`` unset): those whose parameters in
     training (``TRAINING_PER_PARAMETER`` bytes each: parameters, optimiser state, gradients, their next values) and one step's activations (three float32 copies of B x A) fit
     ``CHUNK_BUDGET_CPU``, or ``CHUNK_BUDGET_GPU`` of the GPU's free memory; at least 1."""
-    per_client = (sum(p.numel() for p in model.parameters()) * TRAINING_PER_PARAMETER
+    per_client = (trained_size(model) * TRAINING_PER_PARAMETER
                   + 3 * batch_size * activation_values(model, tuple(input_shape)) * _FLOAT)
     if device.type == "cuda":
         budget = torch.cuda.mem_get_info(device)[0] * CHUNK_BUDGET_GPU
@@ -207,7 +209,7 @@ def check_memory(config, model: nn.Module, data, device: torch.device | None = N
         return None
     tensors = [t for split in (data.train, data.validation, data.test) for t in (split.x, split.y)]
     estimate = estimate_memory(
-        config.training, num_params=sum(p.numel() for p in model.parameters()),
+        config.training, num_params=trained_size(model),
         input_numel=math.prod(data.train.x.shape[1:]), activations=activation_values(model, data.train.x.shape[1:]),
         dataset_bytes=sum(t.numel() * t.element_size() for t in tensors), dp_sgd=config.dp_sgd.enabled,
         canaries=config.canary.canaries if config.canary.enabled else 0,

@@ -4,7 +4,8 @@ Per round t:
   1. select clients (full / uniform / Poisson participation),
   2. local training from the global model: tau steps or local_epochs passes, SGD or Adam, in train or eval
      mode (batched over clients with `torch.func`, or the sequential reference path),
-  3. the round protocol: x_k = w_k - w_global is encoded with the shared seed keyed by (k, t),
+  3. the round protocol: x_k = w_k - w_global (the trained parameters, ``auditkit.fl.params``; frozen ones
+     are never sent) is encoded with the shared seed keyed by (k, t),
      the real bytes are decoded at the server and aggregated (FedAvg by default),
   4. w_global <- w_global + server_lr * aggregate; BatchNorm running statistics averaged (FedAvg weights, in
      the clear, beside the mechanism) or kept by each client (FedBN); evaluate on validation and test data,
@@ -30,7 +31,7 @@ from auditkit.fl.local_training import (LocalResult, LocalSteps, LocalTraining, 
                                         train_clients_sequential)
 from auditkit.fl.memory import client_chunk
 from auditkit.fl.optimizers import LocalOptimizer
-from auditkit.fl.params import ParamLayout, flat_parameters
+from auditkit.fl.params import ParamLayout, flat_parameters, frozen_parameters
 from auditkit.fl.sampling import select_clients
 from auditkit.fl.schedule import make_schedule
 from auditkit.fl.snr import snr
@@ -132,7 +133,9 @@ class FederatedSimulation:
     """FedAvg with a pluggable round protocol.
 
     Args:
-        model: the architecture; its initial weights are re-drawn from the seed.
+        model: the architecture; its initial trained weights are re-drawn from the seed, its frozen parameters
+            (``requires_grad=False``) keep the values it holds for the whole run, on the server and every client:
+            they are never trained or sent (the update is the trained parameters, ``auditkit.fl.params``).
         data: the federated data (see `FederatedData`).
         protocol: client -> server communication (e.g. `UplinkProtocol(mechanism, seed)`).
         training: the run's specification (``auditkit.fl.spec.TrainingSpec``).
@@ -160,13 +163,18 @@ class FederatedSimulation:
         self.seed = seed
         self.protocol = protocol
         self.data = data.to(self.device)
+        layout = ParamLayout.of(model)  # before anything is drawn: a model with nothing to train is refused
+        frozen = [(p, p.detach().clone()) for _, p in frozen_parameters(model)]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(derive_seed(seed, "model-init"))
             for module in model.modules():
                 if hasattr(module, "reset_parameters") and module is not model:
                     module.reset_parameters()
+        with torch.no_grad():
+            for p, value in frozen:  # a frozen parameter is the user's (a pretrained backbone): not re-drawn
+                p.copy_(value)
         self.model = model.to(self.device)
-        self.layout = ParamLayout.of(self.model)
+        self.layout = layout
         self.params = flat_parameters(self.model).to(self.device)
         self.buffers = {name: b.detach().clone() for name, b in self.model.named_buffers()}
         self.client_state = (self._optimizer(training.lr).initial_state(training.clients, self.layout.size,

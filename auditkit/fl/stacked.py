@@ -6,7 +6,9 @@ What membership inference's reference runs need (``auditkit.stages.membership``)
 re-drawn memberships cost about one run's kernel launches instead of R runs'. Every run keeps its own keyed
 randomness (selection, batches, mechanism), so a run trained here gives the numbers it gives alone, up to the
 rounding of a differently batched matrix product; only dropout's draws differ (one stream per round, the first
-run's). DP-SGD's Poisson batches are not stacked: such runs are trained one after another.
+run's). DP-SGD's Poisson batches are not stacked: such runs are trained one after another. The runs train on
+the first run's model, so they must hold the same frozen parameters (``auditkit.fl.params``; ``build_model`` builds
+every run's the same).
 """
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from itertools import groupby
 import torch
 
 from auditkit.fl.local_training import LocalResult, LocalSteps, LocalTraining, train_clients_batched
+from auditkit.fl.params import frozen_parameters
 from auditkit.fl.simulation import FederatedSimulation, RoundRecord, RoundStart, SimulationResult
 from auditkit.mechanisms.randomness import derive_seed
 
@@ -34,6 +37,9 @@ def run_stacked(simulations: Sequence[FederatedSimulation],
     if any(sim.dp_sgd is not None and sim.dp_sgd.enabled for sim in simulations):
         return [sim.run(None if on_round is None else (lambda record, r=r: on_round(r, record)))
                 for r, sim in enumerate(simulations)]
+    if not all(_same_frozen(simulations[0], sim) for sim in simulations[1:]):
+        raise ValueError("stacked runs must hold the same frozen parameters (requires_grad=False): they all train "
+                         "on the first run's model")
     records: list[list[RoundRecord]] = [[] for _ in simulations]
     observations: list[list] = [[] for _ in simulations]
     for round_ in range(1, rounds.pop() + 1):
@@ -50,6 +56,12 @@ def run_stacked(simulations: Sequence[FederatedSimulation],
                 on_round(r, record)
     return [SimulationResult(records[r], sim.params.detach().cpu(), observations[r], sim.layout.size)
             for r, sim in enumerate(simulations)]
+
+
+def _same_frozen(a: FederatedSimulation, b: FederatedSimulation) -> bool:
+    ours, theirs = frozen_parameters(a.model), frozen_parameters(b.model)
+    return ([n for n, _ in ours] == [n for n, _ in theirs]
+            and all(torch.equal(p, q.to(p.device)) for (_, p), (_, q) in zip(ours, theirs)))
 
 
 def _train_together(simulations: Sequence[FederatedSimulation], starts: list[RoundStart], taking: list[int],

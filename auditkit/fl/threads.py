@@ -1,11 +1,28 @@
-"""Thread pools sized to the CPUs other processes leave free, so a busy machine costs a run at most its fair share.
+"""Thread pools: results computed with a fixed partition, the pools that cannot change them sized to the CPUs other
+processes leave free.
 
-Torch's intra-op pool, OpenBLAS and numba each start one thread per CPU, and their threads spin at every parallel
-region's barrier. Beside another process that keeps a CPU busy, a spinning thread waits a scheduler slice for its
-descheduled peer at every small op: measured on 2 CPUs, the quick start took 556 s beside a 2-thread torch job
-(106 s alone), and 165 s with its pools sized to the CPU left free (``benchmarks/bench_busy_machine.py``). ``FairShare.rebalance`` measures the CPU time
-other processes used since its last call (``/proc/stat`` less this process's own) and sizes the pools to the CPUs
-they left free; ``[limits] threads`` (``--threads``) pins them instead.
+The rule: a pool may follow the load only where its size cannot change a result.
+
+* torch's intra-op pool and the BLAS libraries (threadpoolctl's ``blas``: OpenBLAS under numpy and scipy) compute
+  with ``PARTITION_THREADS`` (one) thread, always. Their kernels split the work into one chunk per thread, and the
+  chunks change the bits: a full reduction over more than 32,768 elements adds one partial sum per thread, a
+  vectorised element-wise kernel computes each chunk's tail in scalar code (``sigmoid`` differs there by an ulp),
+  convolutions' gradients, LAPACK's SVD and BLAS's ``ddot`` (numpy's ``np.dot`` of vectors, Opacus's PRV
+  accountant) split their sums, so one config and seed gave different numbers at 1, 2 and 4 threads. One thread is
+  the one partition that needs no spinning peer on a busy machine; the same numbers come out on any number of CPUs
+  (on the same instruction set and library versions).
+* numba's pool follows the load: auditkit's parallel loops (``auditkit.mechanisms.laplace_uniform_kernels``) give
+  each item (an output and candidate pair) to one thread, which sums its coordinates in order, so the item's value
+  is the same whichever thread and however many compute it.
+
+A pool's threads spin at every parallel region's barrier, and beside another process that keeps a CPU busy a
+spinning thread waits a scheduler slice for its descheduled peer: measured on 2 CPUs, the quick start took 556 s
+beside a 2-thread torch job (106 s alone) with one thread per CPU in every pool (``benchmarks/bench_busy_machine.py``).
+The fixed partition costs little there: a 2-setting quick start took 0.96x its one-thread time alone with torch and
+BLAS at one thread per CPU, 1.72x against 0.92x beside a busy process, 2.50x against 1.63x beside a 2-thread torch
+job (``benchmarks/bench_thread_partition.py``). ``FairShare.rebalance`` measures the CPU time other processes used
+since its last call (``/proc/stat`` less this process's own) and sizes numba's pool to the CPUs they left free;
+``[limits] threads`` (``--threads``) pins it instead. Neither changes a result.
 """
 from __future__ import annotations
 
@@ -18,11 +35,15 @@ from dataclasses import dataclass
 import torch
 from threadpoolctl import threadpool_limits
 
-__all__ = ["FairShare", "fair_threads", "usable_cpus"]
+__all__ = ["PARTITION_THREADS", "FairShare", "fair_threads", "fix_partitions", "set_threads", "usable_cpus"]
 
 FIRST_INTERVAL_S = 0.2  # the first call has no earlier sample: it watches the machine this long
 # shorter intervals are not measured: /proc/stat and os.times count in ticks of 10 ms, too coarse for less
 MIN_INTERVAL_S = 1.0
+PARTITION_THREADS = 1  # torch's intra-op pool and BLAS's: the partition every result is computed with
+# read by an OpenBLAS or MKL loaded later (scipy.linalg's OpenBLAS loads on its first import), which threadpoolctl
+# cannot reach before it is loaded
+_BLAS_THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def usable_cpus() -> int:
@@ -80,18 +101,29 @@ def _sample() -> _Sample | None:
     return None if machine is None else _Sample(time.monotonic(), machine, _own_busy_s())
 
 
+def fix_partitions() -> None:
+    """torch's intra-op pool and every BLAS library, loaded now or later, at ``PARTITION_THREADS`` threads (module
+    docstring: their partition changes the bits of a result)."""
+    if torch.get_num_threads() != PARTITION_THREADS:
+        torch.set_num_threads(PARTITION_THREADS)
+    for variable in _BLAS_THREAD_VARIABLES:
+        os.environ[variable] = str(PARTITION_THREADS)
+    threadpool_limits(limits=PARTITION_THREADS, user_api="blas")
+
+
 def set_threads(threads: int) -> None:
-    """One pool size for torch's intra-op threads, the BLAS libraries loaded (threadpoolctl) and numba's pool."""
-    torch.set_num_threads(threads)
-    threadpool_limits(limits=threads, user_api="blas")
+    """The pools whose size changes no result (numba's) at ``threads`` threads; torch's and BLAS's at their fixed
+    partition (``fix_partitions``)."""
+    fix_partitions()
     numba = sys.modules.get("numba")  # sized only where something imported it: never load it for this
     if numba is not None:
         numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
 
 
 class FairShare:
-    """Sizes the thread pools to this process's fair share of the machine (``rebalance``), or to ``threads``
-    when given (a pinned size: the same on a busy machine as on an idle one)."""
+    """Sizes the pools that follow the load (numba's) to this process's fair share of the machine (``rebalance``),
+    or to ``threads`` when given (a pinned size: the same on a busy machine as on an idle one); torch's and BLAS's
+    keep their fixed partition (``fix_partitions``) either way."""
 
     def __init__(self, threads: int | None = None, cpus: int | None = None) -> None:
         if threads is not None and threads < 1:
@@ -106,7 +138,7 @@ class FairShare:
         """Measure the CPUs other processes kept busy since the last measurement (the first call: over
         ``FIRST_INTERVAL_S``; a call less than ``MIN_INTERVAL_S`` after it keeps the last size), size every pool to
         ``fair_threads`` of them, and return the size; a pinned size is set as is. Where the machine's load cannot
-        be read, the pools keep one thread per usable CPU."""
+        be read, the pools that follow the load keep one thread per usable CPU."""
         if self.threads is not None:
             set_threads(self.threads)
             return self.threads

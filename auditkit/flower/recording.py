@@ -22,6 +22,7 @@ files are loaded with ``weights_only=True`` and their keys, dtypes and shapes ch
 """
 from __future__ import annotations
 
+import fnmatch
 import pickle
 import re
 import zipfile
@@ -31,7 +32,7 @@ from typing import Any
 
 import torch
 
-from auditkit.output_folder import replace_atomically
+from auditkit.folder import Folder, FolderError, Kind
 from auditkit.strict_json import NON_FINITE, dumps_strict, read_bounded
 
 __all__ = ["FORMAT", "Recording", "RecordingError", "load_recording", "write_manifest", "write_server_round",
@@ -50,26 +51,26 @@ _SERVER_NAME = re.compile(r"round-(\d{4,})\.pt")
 _ROUND_NUMBERS = ("lr", "train_loss", "test_loss", "test_accuracy")
 
 
-def _server_path(root: Path, round_: int) -> Path:
-    return root / "server" / f"round-{round_:04d}.pt"
+def _server_name(round_: int) -> str:
+    return f"server/round-{round_:04d}.pt"
 
 
-def _truth_path(root: Path, round_: int, client: int) -> Path:
-    return root / "truth" / f"round-{round_:04d}-client-{client}.pt"
+def _truth_name(round_: int, client: int) -> str:
+    return f"truth/round-{round_:04d}-client-{client}.pt"
 
 
-def _save(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    replace_atomically(path, lambda tmp: torch.save(value, tmp))
+def _save(root: str | Path, name: str, write: Any) -> None:
+    """``write(file)`` into ``root/name`` atomically, inside ``root`` and without following a link in it
+    (``auditkit.folder``)."""
+    with Folder.open(root, create=True) as folder:
+        folder.write(name, write)
 
 
 def write_manifest(root: str | Path, config: dict[str, Any], rounds: list[dict[str, Any]]) -> None:
     """``recording.json``: the app's auditkit config and the per-round entries so far, as strict JSON (a metric not
     reported yet, NaN, is the string "NaN": ``auditkit.strict_json.dumps_strict``)."""
-    path = Path(root) / "recording.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
     text = dumps_strict({"format": FORMAT, "version": VERSION, "config": config, "rounds": rounds}, indent=1)
-    replace_atomically(path, lambda tmp: Path(tmp).write_text(text, encoding="utf-8"))
+    _save(root, "recording.json", lambda file: file.write(text.encode("utf-8")))
 
 
 def write_server_round(root: str | Path, round_: int, *, clients: list[int], global_before: torch.Tensor,
@@ -81,16 +82,15 @@ def write_server_round(root: str | Path, round_: int, *, clients: list[int], glo
             "server": server.detach().float().cpu().clone()}
     if aggregate is not None:
         view["aggregate"] = aggregate.detach().float().cpu().clone()
-    _save(_server_path(Path(root), round_), view)
+    _save(root, _server_name(round_), lambda file: torch.save(view, file))
 
 
 def write_truth(root: str | Path, round_: int, client: int, *, update: torch.Tensor,
                 images: torch.Tensor | None) -> None:
     """Client ``client``'s ground truth of round ``round_``: its true update and the images it trained on."""
-    _save(_truth_path(Path(root), round_, client), {
-        "update": update.detach().float().cpu().clone(),
-        "images": None if images is None else images.detach().float().cpu().clone(),
-    })
+    truth = {"update": update.detach().float().cpu().clone(),
+             "images": None if images is None else images.detach().float().cpu().clone()}
+    _save(root, _truth_name(round_, client), lambda file: torch.save(truth, file))
 
 
 def _shown(value: Any) -> str:
@@ -159,53 +159,69 @@ class Recording:
     config: dict[str, Any]
     rounds: list[dict[str, Any]]
 
-    def _where(self, path: Path) -> str:
-        return f"--recorded {str(self.root)!r}: {path.relative_to(self.root).as_posix()}"
+    def _where(self, name: str) -> str:
+        return f"--recorded {str(self.root)!r}: {name}"
 
     def where(self, round_: int, client: int | None = None) -> str:
         """How messages name the server view of ``round_`` (or ``client``'s ground truth): "--recorded 'DIR':
         server/round-0001.pt"."""
-        path = _server_path(self.root, round_) if client is None else _truth_path(self.root, round_, client)
-        return self._where(path)
+        return self._where(_server_name(round_) if client is None else _truth_name(round_, client))
+
+    def _kind(self, name: str) -> Kind:
+        try:
+            with Folder.open(self.root) as folder:
+                return folder.kind(name)
+        except FolderError as err:
+            raise RecordingError(f"--recorded: {err}") from None
 
     @property
     def recorded_rounds(self) -> list[int]:
+        if self._kind("server") is not Kind.FOLDER:
+            return []
         rounds = []
-        for path in (self.root / "server").glob("round-*.pt"):
-            match = _SERVER_NAME.fullmatch(path.name)
-            if match is None or path.name != _server_path(self.root, int(match.group(1))).name:
-                raise RecordingError(f"{self._where(path)} is not named as a recorded round (server/round-NNNN.pt, "
-                                     "e.g. round-0001.pt)")
+        with Folder.open(self.root) as folder:
+            names = [name for name, _ in folder.entries("server") if fnmatch.fnmatchcase(name, "round-*.pt")]
+        for name in names:
+            match = _SERVER_NAME.fullmatch(name)
+            if match is None or f"server/{name}" != _server_name(int(match.group(1))):
+                raise RecordingError(f"{self._where('server/' + name)} is not named as a recorded round "
+                                     "(server/round-NNNN.pt, e.g. round-0001.pt)")
             rounds.append(int(match.group(1)))
         return sorted(rounds)
 
-    def _load(self, path: Path) -> Any:
-        """A .pt file of the recording, read without running code (``weights_only``); unreadable: RecordingError."""
-        if not path.is_file():
-            raise RecordingError(f"{self._where(path)} is not a file")
-        if not zipfile.is_zipfile(path):
-            raise RecordingError(f"{self._where(path)} is not a whole torch file (torch.save writes a zip archive, "
-                                 "and this is not one)")
+    def _load(self, name: str) -> Any:
+        """A .pt file of the recording, read without running code (``weights_only``) and without following a link
+        in the recording's folder (``auditkit.folder``); unreadable: RecordingError."""
+        if self._kind(name) is not Kind.FILE:
+            link = self._kind(name) is Kind.LINK
+            raise RecordingError(f"{self._where(name)} is {'a symbolic link (never followed)' if link else 'not a file'}")
         try:
-            return torch.load(path, weights_only=True, map_location="cpu")
+            with Folder.open(self.root) as folder, folder.open_read(name) as file:
+                if not zipfile.is_zipfile(file):
+                    raise RecordingError(f"{self._where(name)} is not a whole torch file (torch.save writes a zip "
+                                         "archive, and this is not one)")
+                file.seek(0)
+                return torch.load(file, weights_only=True, map_location="cpu")
+        except RecordingError:
+            raise
         except pickle.UnpicklingError as err:  # what weights_only refuses: a global it would import, or garbage
             if "global" in str(err).lower():
-                raise RecordingError(f"{self._where(path)} holds objects other than tensors and plain data, which "
+                raise RecordingError(f"{self._where(name)} holds objects other than tensors and plain data, which "
                                      "auditkit never loads (they would run code)") from None
-            raise RecordingError(f"{self._where(path)} is not a readable torch file (its pickled data is damaged)"
+            raise RecordingError(f"{self._where(name)} is not a readable torch file (its pickled data is damaged)"
                                  ) from None
         except Exception as err:  # noqa: BLE001 -- any failure to read foreign bytes is the file's
             reason = str(err).strip().split(". ")[0].splitlines()
-            raise RecordingError(f"{self._where(path)} is not a readable torch file ({type(err).__name__}"
+            raise RecordingError(f"{self._where(name)} is not a readable torch file ({type(err).__name__}"
                                  f"{': ' + reason[0][:120] if reason else ''})") from None
 
     def server_round(self, round_: int) -> dict[str, Any]:
         """The server view of ``round_``: round, clients, lr, global_before (P,), server (S, P), aggregate (P,)."""
-        path = _server_path(self.root, round_)
-        if not path.is_file():
+        name = _server_name(round_)
+        if self._kind(name) is Kind.MISSING:
             raise RecordingError(f"recording {str(self.root)!r} holds no server view of round {round_} "
                                  f"(recorded rounds: {self.recorded_rounds or 'none'})")
-        view, where = self._load(path), self._where(path)
+        view, where = self._load(name), self._where(name)
         if not isinstance(view, dict):
             raise RecordingError(f"{where} must hold a dict of the round's view, got {type(view).__name__}")
         if view.get("round") != round_ or not _is_int(view.get("round")):
@@ -228,10 +244,10 @@ class Recording:
 
     def truth(self, round_: int, client: int) -> dict[str, Any] | None:
         """Client ``client``'s ground truth of ``round_`` (update (P,), images (N, C, H, W) or None); None if absent."""
-        path = _truth_path(self.root, round_, client)
-        if not path.exists():
+        name = _truth_name(round_, client)
+        if self._kind(name) is Kind.MISSING:
             return None
-        truth, where = self._load(path), self._where(path)
+        truth, where = self._load(name), self._where(name)
         if not isinstance(truth, dict):
             raise RecordingError(f"{where} must hold a dict of the client's ground truth, got {type(truth).__name__}")
         _tensor(truth, "update", 1, where)

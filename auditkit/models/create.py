@@ -10,7 +10,9 @@ Forms of ``training.model``:
   ``fn(input_shape=(C, H, W), num_classes=N)`` and returning an ``nn.Module``.
 
 Every model built passes one trial forward of ``zeros(2, *input_shape)`` giving (2, num_classes) logits, so a model
-that does not fit the data (``torchvision:inception_v3`` on 32x32) is refused in one line before any training.
+that does not fit the data (``torchvision:inception_v3`` on 32x32) is refused in one line before any training; so is
+a model with no trainable parameter (every one ``requires_grad=False``): the clients train and send the trainable
+parameters only (``auditkit.fl.params``), its frozen ones stay as built.
 """
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from torch import nn
 
 from auditkit.config_bounds import ConfigError
 from auditkit.factories import FACTORY_FORMS, FactoryError, call_factory, load_factory, one_line, parse_factory
+from auditkit.fl.params import trained_parameters, trained_size
 from auditkit.models.seed import MODEL_NAMES, SEED_SHAPES, seed_model
 from auditkit.models.torchvision_models import (
     TORCHVISION, batch_norm_layers, group_norm, is_resnet, torchvision_model, torchvision_names)
@@ -33,6 +36,7 @@ __all__ = ["MODEL_FORMS", "NORMS", "ModelName", "model_kind", "create_model", "b
 MODEL_FORMS = (f"a seed model ({', '.join(MODEL_NAMES)}), 'torchvision:NAME' (a classification model of "
                f"torchvision.models.list_models()) or a factory {FACTORY_FORMS}")
 NORMS = ("batch", "group")
+BUILD_SEED = 0  # build_model draws a model's initial values from this seed: every build of a config is the same
 MODEL_GROUP = "auditkit.models"  # the entry-point group of ``entry:NAME``
 
 
@@ -99,6 +103,10 @@ def create_model(name: str, *, input_shape: tuple[int, int, int] | None = None, 
     if norm == "group":
         model = group_norm(model)
     _trial_forward(model, name, input_shape, num_classes, where)
+    if not trained_parameters(model):
+        raise ValueError(f"{where} {name!r} has no trainable parameter (every parameter has requires_grad=False): "
+                         "its clients would have nothing to train or send; leave requires_grad=True on the layers "
+                         "to train")
     return model
 
 
@@ -141,10 +149,16 @@ def build_model(training: Any, input_shape: tuple[int, ...], num_classes: int, *
     """The configured model: ``training.model`` with the table's ``small_stem`` and ``norm`` (a ``[training]``
     table, ``auditkit.config.TrainingConfig``) for the data's ``input_shape`` and ``num_classes``; ``dp_sgd``: it
     is built for DP-SGD training, which refuses BatchNorm (:func:`check_dp_sgd`). Every failure is a one-line
-    ``ConfigError``."""
+    ``ConfigError``.
+
+    The model's initial values are drawn from ``BUILD_SEED`` (the caller's random stream left as it was), so every
+    build of one config, in every process (a stage's attack model, a Flower client), holds the same frozen
+    parameters as the model trained (the simulation re-draws the trained ones from the run's seed)."""
     try:
-        model = create_model(training.model, input_shape=tuple(input_shape), num_classes=num_classes,
-                             small_stem=training.small_stem, norm=training.norm)
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(BUILD_SEED)
+            model = create_model(training.model, input_shape=tuple(input_shape), num_classes=num_classes,
+                                 small_stem=training.small_stem, norm=training.norm)
     except ValueError as err:
         raise err if isinstance(err, ConfigError) else ConfigError(str(err)) from None
     if dp_sgd:
@@ -153,5 +167,5 @@ def build_model(training: Any, input_shape: tuple[int, ...], num_classes: int, *
 
 
 def count_parameters(model: nn.Module) -> int:
-    """Number of trainable scalars."""
-    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+    """Number of trainable scalars: the length of a client's update (``auditkit.fl.params.trained_size``)."""
+    return trained_size(model)

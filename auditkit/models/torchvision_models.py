@@ -76,13 +76,16 @@ def batch_norm_layers(model: nn.Module) -> list[tuple[str, nn.Module]]:
 def group_norm(model: nn.Module) -> nn.Module:
     """``model`` with every BatchNorm layer replaced by GroupNorm(min(32, C), C, affine=bn.affine), in place, as
     Opacus's ``ModuleValidator.fix`` does (GroupNorm's statistics are per example, so per-example gradients are
-    defined). Where C is no multiple of min(32, C), gcd(32, C) groups: GroupNorm needs C divisible by the groups."""
+    defined). Where C is no multiple of min(32, C), gcd(32, C) groups: GroupNorm needs C divisible by the groups.
+    A frozen BatchNorm weight or bias (``requires_grad=False``) gives a frozen GroupNorm one."""
     for qualified, bn in batch_norm_layers(model):
         channels = bn.num_features
         groups = min(32, channels) if channels % min(32, channels) == 0 else math.gcd(32, channels)
+        gn = nn.GroupNorm(groups, channels, affine=bn.affine)
+        for name, p in gn.named_parameters():
+            p.requires_grad_(getattr(bn, name).requires_grad)
         parent, _, attribute = qualified.rpartition(".")
         if not attribute:  # the model itself is a BatchNorm layer
-            return nn.GroupNorm(groups, channels, affine=bn.affine)
-        setattr(model.get_submodule(parent) if parent else model, attribute,
-                nn.GroupNorm(groups, channels, affine=bn.affine))
+            return gn
+        setattr(model.get_submodule(parent) if parent else model, attribute, gn)
     return model

@@ -10,7 +10,6 @@ import importlib
 import math
 import platform
 import warnings
-import sys
 from collections.abc import Iterable, Sequence
 from importlib import metadata
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from auditkit import mechanisms
+from auditkit.input_fingerprint import plugin_digests
 from auditkit.version import __version__
 from auditkit.accounting import account
 from auditkit.attacks.headline import overall_verdict
@@ -65,14 +65,13 @@ def _package_digest() -> str:
 
 
 def code_fingerprint(plugins: Iterable[str] = ()) -> str:
-    """"sha256:" and 16 hex digits identifying the code that computes results: the toolkit's sources and the
-    source of every plugin module in ``plugins`` (a plugin's package is hashed as its module file). Resumed
-    stages are reused only under the same fingerprint, so results computed by other code are never mixed in."""
+    """"sha256:" and 16 hex digits identifying the code that computes results: the toolkit's sources and, for every
+    plugin in ``plugins`` (a module or a ``.py`` file), its source and that of the modules it imports from the
+    user's folders (``auditkit.input_fingerprint.plugin_digests``). Resumed stages are reused only under the same
+    fingerprint, so results computed by other code are never mixed in."""
     digest = hashlib.sha256(_package_digest().encode())
-    for plugin in sorted(set(plugins)):
-        module = sys.modules.get(plugin.split(":")[0])
-        source = Path(module.__file__).read_bytes() if module is not None and getattr(module, "__file__", None) else b""
-        digest.update(f"\0{plugin}\0".encode() + source)
+    for name, value in plugin_digests(plugins).items():
+        digest.update(f"\0{name}\0{value}".encode())
     return "sha256:" + digest.hexdigest()[:16]
 
 

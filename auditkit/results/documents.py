@@ -196,5 +196,5 @@ def write_results(doc: dict[str, Any], out: Path) -> Path:
     validate_results(doc)
     path = Path(out) / file_name(doc)
     text = dumps_strict(doc, indent=2) + "\n"
-    replace_atomically(path, lambda tmp: tmp.write_text(text, encoding="utf-8"))
+    replace_atomically(path, lambda file: file.write(text.encode("utf-8")))
     return path

@@ -104,9 +104,11 @@ class Stage(Protocol):
 
     ``runs(plan)``: whether it runs for this setting (its result is None otherwise); ``key_inputs(setting)``: the
     inputs of its cache key (a stored result is reused when they, the auditkit version and the code fingerprint are
-    equal); ``run(setting)``: compute it."""
+    equal); ``run(setting)``: compute it. ``reads_model_and_data``: whether its result depends on the user's model and
+    data files (it trains, or reads a training), whose digests its key then holds (``auditkit.stages.pipeline``)."""
 
     name: str
+    reads_model_and_data: bool
 
     def runs(self, plan: SettingPlan) -> bool: ...
 

@@ -73,7 +73,7 @@ from auditkit.fl.simulation import FederatedSimulation
 from auditkit.mechanisms.guarantee import NeighboringRelation, PrivacyGuarantee
 from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol, selects_clients
 from auditkit.mechanisms.randomness import derive_seed, generator
-from auditkit.models import build_model
+from auditkit.models import build_model, count_parameters
 from auditkit.stages.setting import build_mechanism, prepare_data, resolve_device
 from auditkit.stages.train import Experiment
 from auditkit.validation import Choice, Integer, Number, Optional
@@ -448,8 +448,7 @@ def repeated_training_audit(
     claim = mechanism.guarantee()
     delta = _claim_and_delta(claim, delta)
     norm = _canary_norm(mechanism, canary_norm)
-    size = sum(p.numel() for p in build_model(config.training, input_shape, num_classes,
-                                              dp_sgd=config.dp_sgd.enabled).parameters())
+    size = count_parameters(build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled))
     c = canary_direction(derive_seed(config.seed, "repeated-training"), 0, size, norm).to(torch.float64)
 
     def train(x: torch.Tensor, chunk_seed: int) -> torch.Tensor:

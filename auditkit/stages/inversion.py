@@ -35,6 +35,7 @@ from auditkit import mechanisms
 from auditkit.attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
+from auditkit.fl.params import load_flat_parameters, trained_tensors
 from auditkit.models import build_model, create_model
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import AuditConfig
@@ -291,9 +292,7 @@ def attack_recorded_view(
     reconstruction matches best. One assignment for all runs, so a defended reconstruction that is noise cannot
     score by being matched to whichever image it happens to resemble.
     """
-    from torch.nn.utils import vector_to_parameters
-
-    vector_to_parameters(view.global_before.clone(), model.parameters())
+    load_flat_parameters(model, view.global_before.clone())
     as_the_clients_ran(model, view.buffers, view.client_mode)
     settings = dict(settings or {})
     if unroll:
@@ -353,7 +352,7 @@ def check_attack_layers(attack: str, model: nn.Module, num_classes: int, *, wher
                               f"{where} = 'inverting_gradients' or 'dlg'") from None
     if labels_given or attacks.preset_settings(attack)["label_strategy"] != "extract":
         return
-    matrices = [p for p in model.parameters() if p.dim() == 2]
+    matrices = [p for p in trained_tensors(model) if p.dim() == 2]
     if not matrices or matrices[-1].shape[0] != num_classes:
         raise ConfigError(f"{where} {attack!r} needs an output nn.Linear layer (a {num_classes} x features weight, "
                           f"last of the model's), whose gradient gives each image's label (iDLG), and {model_name!r} "

@@ -44,7 +44,8 @@ from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.stages.identification import claim_bound, identification_tests, matched_entry
 from auditkit.stages.inversion import as_the_clients_ran, check_attack_layers, clean_reference
-from auditkit.models import build_model
+from auditkit.fl.params import load_flat_parameters
+from auditkit.models import build_model, count_parameters
 from auditkit.stages.setting import prepare_data
 from auditkit.attacks.identification import candidate_scorer
 
@@ -95,7 +96,7 @@ def check_probe_memory(config: AuditConfig, model: nn.Module, data: FederatedDat
     if not (config.probe.enabled or config.identification.enabled):
         return
     rows = pool_size(config, data)
-    params = sum(p.numel() for p in model.parameters())
+    params = count_parameters(model)
     needed = rows * params * POOL_BYTES_PER_PARAMETER
     given = config.limits.max_memory_gib
     limit = machine_memory() if given is None else given * GIB
@@ -193,14 +194,12 @@ def run_probe(mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.
     client's example that the clean reconstruction matches best (one assignment for both runs), the
     reconstructions, that example, and the labels recovered.
     """
-    from torch.nn.utils import vector_to_parameters
-
     updates = probe_updates(model, weights, clients.images, clients.labels, local_steps=local_steps, lr=lr,
                             momentum=momentum)
     if scale == "clip":
         updates = scaled_to_clip(mechanism, updates)
     defended, bits = defended_updates(mechanism, updates, seed=seed)
-    vector_to_parameters(weights.clone(), model.parameters())
+    load_flat_parameters(model, weights.clone())
     shape = tuple(clients.images.shape[2:])
     options = {"seed": seed, **settings, "observation": "update", "local_steps": local_steps, "local_lr": lr}
     runs: dict[str, Any] = {"bits": bits, "updates": updates, "defended_updates": defended}
@@ -293,8 +292,6 @@ def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weig
     clients, and the identification success the claim at that eps allows among each M of ``candidates`` (its
     ReRo bound, ``auditkit.stages.identification.claim_bound``). ``crossing_eps``: where mean SSIM crosses
     ``RECONSTRUCTION_SSIM`` (0.5; None if it never does). None when the mechanism cannot be recalibrated."""
-    from torch.nn.utils import vector_to_parameters
-
     if type(mechanism).noise_param is None and "eps" not in mechanism.params:
         return None  # its claim is not set by a parameter: nothing to recalibrate
     below = [eps for eps in SWEEP_GRID if eps <= start * (1 + 1e-9)]
@@ -310,7 +307,7 @@ def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weig
             stopped = f"stopped at ε = {eps:.4g}: {err}"
             break
         defended, _ = defended_updates(at, updates, seed=seed)
-        vector_to_parameters(weights.clone(), model.parameters())
+        load_flat_parameters(model, weights.clone())
         result = attacks.invert(attack, model, defended, input_shape=shape, **options)
         scores = metrics.score(result.images, truth)
         ssim, ssim_low, ssim_high = _mean_interval(scores["ssim"])

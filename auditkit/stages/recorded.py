@@ -10,8 +10,10 @@ model the probe starts from, the per-round bits and metrics. Every later stage r
 A recording is data and may come from anyone: the plugins its config names are never imported. The plugins are the
 user's own (``--plugin``, a CONFIG's ``plugins``), and a recording naming one the user did not give is refused in one
 line (:func:`recorded_config`). So is a recording whose ``training.model`` or ``data.dataset`` names a user's factory
-(``my_models.py:make_net``, ``auditkit.factories``) that the CONFIG does not name: the CONFIG's own is what runs. Its views are checked against the config's model before any stage runs
-(:func:`check_recording`).
+(``my_models.py:make_net``, ``auditkit.factories``) that the CONFIG does not name: the CONFIG's own is what runs.
+Nor does a recording say where data lives or whether to fetch it: its ``data.data_dir`` and ``data.download`` are
+never used (:func:`unused_data_places` names them for a note), the user's CONFIG, ``--data-dir`` and ``--download``
+decide. Its views are checked against the config's model before any stage runs (:func:`check_recording`).
 """
 from __future__ import annotations
 
@@ -33,7 +35,8 @@ from auditkit.stages.inversion import MESSAGES_IN_CLEAR, RecordedView
 from auditkit.stages.setting import build_mechanism, load_configured_dataset
 from auditkit.stages.train import training_provenance
 
-__all__ = ["check_recording", "recorded_config", "recording_fingerprint", "train_from_recording"]
+__all__ = ["DATA_PLACES", "check_recording", "recorded_config", "recording_fingerprint", "train_from_recording",
+           "unused_data_places"]
 
 # and the round protocols' tables; [dp_sgd] too: how the app's clients trained is the app's, never the audit config's.
 # Not "plugins": code is imported only where the user names it, never where a recording does.
@@ -74,6 +77,30 @@ def _check_named_plugins(recording: Recording, own: list[Any]) -> None:
             f"the recording {str(recording.root)!r} names plugin{'s' * (len(named) > 1)} ({listed}) and auditkit "
             "never imports code a recording names; if you trust "
             f"{'them' if len(missing) > 1 else 'it'}, pass {' '.join(f'--plugin {_shown_plugin(p)}' for p in missing)}")
+
+
+DATA_PLACES = ("data_dir", "download")
+"""The ``[data]`` keys that choose a folder to read and create and whether to download into it: the user's, never a
+recording's (a recording from anyone would otherwise make folders where it likes and fetch from the network)."""
+
+
+def unused_data_places(recording: Recording) -> dict[str, Any]:
+    """The recording's ``data.data_dir`` and ``data.download`` that :func:`recorded_config` does not use, those it
+    sets (a data_dir not null, download not false), for a note."""
+    data = recording.config.get("data")
+    if not isinstance(data, dict):
+        return {}
+    return {key: data[key] for key in DATA_PLACES if data.get(key) not in (None, False)}
+
+
+def _data_table(recording: Recording, audit: dict[str, Any]) -> Any:
+    """The recording's ``data`` table with :data:`DATA_PLACES` from ``audit`` (the user's) instead of its own."""
+    data = recording.config.get("data", {})
+    if not isinstance(data, dict):
+        return data  # from_dict names the wrong type
+    mine = audit.get("data") if isinstance(audit.get("data"), dict) else {}
+    kept = {k: v for k, v in data.items() if k not in DATA_PLACES}
+    return {**kept, **{k: mine[k] for k in DATA_PLACES if k in mine}}
 
 
 _FACTORY_KEYS = (("training", "model"), ("data", "dataset"), ("data", "prefer"))
@@ -117,7 +144,8 @@ def recorded_config(recording: Recording, audit: dict[str, Any], plugins: Iterab
     """The audit config of a recording: its app tables over the ``audit`` tables (a CONFIG or preset); the
     inversion and the probe attack the first recorded round that holds ground truth unless ``audit`` names one.
     The plugins are ``audit``'s and ``plugins`` (the command line's ``--plugin``), never the recording's: one that
-    the recording names and the user did not give is a ``RecordingError``."""
+    the recording names and the user did not give is a ``RecordingError``. ``data.data_dir`` and ``data.download``
+    are ``audit``'s, never the recording's (:data:`DATA_PLACES`)."""
     app_tables = (*_APP_TABLES, *mechanisms.protocol_tables())
     own = list(audit.get("plugins", [])) if isinstance(audit.get("plugins"), list) else []
     own += [p for p in plugins if p not in own]
@@ -125,6 +153,7 @@ def recorded_config(recording: Recording, audit: dict[str, Any], plugins: Iterab
     factories = _check_named_factories(recording, audit)
     raw = {k: v for k, v in audit.items() if k not in app_tables}
     raw.update({k: v for k, v in recording.config.items() if k in app_tables})
+    raw["data"] = _data_table(recording, audit)
     for (table, key), given in factories.items():
         raw[table] = {**raw[table], key: given}
     if own:

@@ -142,3 +142,28 @@ def test_cnn_on_real_mnist_beats_threshold(digits):
     assert (result.steps == 800).all()  # every image needed the refinement (features alone do not explain it)
     # measured 0.50 (seeds 1-3: 0.46-0.50); Inverting Gradients with 500 iterations: about 0.33
     assert metrics.score(result.images, x[:4])["ssim_mean"] >= 0.40
+
+
+def test_a_frozen_first_layer_is_skipped_for_the_first_trained_one():
+    """The first nn.Linear is frozen, so no gradient of it is observed: the attack reads the first trained one
+    (positions among the trained parameters), whose input, the frozen layer's ReLU features, it recovers exactly."""
+    from auditkit.attacks.analytic_inversion import first_linear, linear_input
+    from auditkit.attacks.observations import split_observation
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 16), nn.ReLU(), nn.Linear(16, 10))
+    model[1].requires_grad_(False)
+    layer, weight, bias = first_linear(model)
+    assert layer is model[3] and (weight, bias) == (0, 1)
+    x, labels = torch.rand(2, 1, 8, 8), torch.tensor([4, 9])
+    observed = attacks.per_image_gradients(model, x, labels)
+    assert observed.shape == (2, 32 * 16 + 16 + 16 * 10 + 10)
+    shapes = [p.shape for p in model.parameters() if p.requires_grad]
+    parts = split_observation(observed, shapes)
+    estimate, defined = linear_input(parts[weight], parts[bias])
+    assert defined.all()
+    torch.testing.assert_close(estimate, torch.relu(model[1](x.flatten(1))).detach(), rtol=1e-4, atol=1e-5)
+    model[3].requires_grad_(False)
+    model[5].requires_grad_(False)
+    with pytest.raises(ValueError, match="whose weight and bias are trained model parameters"):
+        first_linear(model)

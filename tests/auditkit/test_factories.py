@@ -1,11 +1,12 @@
 """``auditkit.factories``: the one loader of a user's model and dataset factories; each failure is one line."""
 import sys
 from importlib import metadata
+from pathlib import Path
 
 import pytest
 
 from auditkit.config_bounds import ConfigError
-from auditkit.factories import FactoryError, call_factory, load_factory, parse_factory
+from auditkit.factories import FactoryError, call_factory, factory_module, load_factory, parse_factory
 
 
 @pytest.mark.parametrize("spec, kind, target, function", [
@@ -67,3 +68,28 @@ def test_an_entry_point_is_loaded_from_its_group(monkeypatch):
     monkeypatch.setattr(metadata, "entry_points", lambda group: [point] if group == "auditkit.models" else [])
     import json
     assert load_factory("entry:json-loads", "training.model", "auditkit.models") is json.loads
+
+
+def test_an_edited_factory_file_is_imported_again_under_its_name(tmp_path):
+    path = tmp_path / "fac_edited.py"
+    path.write_text("def make(**kw):\n    return 1\n")
+    try:
+        first = load_factory(f"{path}:make", "training.model", "auditkit.models")
+        path.write_text("def make(**kw):\n    return 2\n")  # the code that runs is the file's, as its digest says
+        second = load_factory(f"{path}:make", "training.model", "auditkit.models")
+        assert (first(), second()) == (1, 2) and second.__module__ == "fac_edited"
+        assert load_factory(f"{path}:make", "training.model", "auditkit.models") is second
+    finally:
+        sys.modules.pop("fac_edited", None)
+
+
+def test_a_factorys_module_is_located_by_its_form(tmp_path, monkeypatch):
+    path = tmp_path / "fac_located.py"
+    assert factory_module(f"{path}:make", "auditkit.models") == ("fac_located", path)  # not imported: not needed
+    import json
+    assert factory_module("json:loads", "auditkit.models") == ("json", Path(json.__file__))
+    point = metadata.EntryPoint(name="json-loads", value="json:loads", group="auditkit.models")
+    monkeypatch.setattr(metadata, "entry_points", lambda group: [point] if group == "auditkit.models" else [])
+    assert factory_module("entry:json-loads", "auditkit.models") == ("json", Path(json.__file__))
+    assert factory_module("no_such_module_54:make", "auditkit.models") is None
+    assert factory_module("cnn", "auditkit.models") is None

@@ -60,7 +60,7 @@ DRIVER = textwrap.dedent("""
     real_replace, count, kill_at = os.replace, 0, 0
     pause_at = int(os.environ.get("PAUSE_AT", "0"))  # held there until the file LOG.go exists
 
-    def replace(src, dst):
+    def replace(src, dst, **fds):
         global count
         count += 1
         if count == kill_at:
@@ -69,7 +69,7 @@ DRIVER = textwrap.dedent("""
             open(log + ".paused", "w").close()
             while not os.path.exists(log + ".go"):
                 time.sleep(0.02)
-        return real_replace(src, dst)
+        return real_replace(src, dst, **fds)
 
     os.replace = replace
     for arguments, kill_at in jobs:

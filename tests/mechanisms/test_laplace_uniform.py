@@ -33,6 +33,17 @@ def test_the_interpolated_loop_equals_the_closed_form(scale, width):
     assert sums == pytest.approx(_reference(scale, width), rel=1e-11, abs=1e-7)
 
 
+@pytest.mark.parametrize("r", [0.577945169161142, 0.9908673886137245])
+def test_an_interpolant_whose_top_coefficient_is_zero_keeps_every_coefficient(r):
+    """At these r (an audit's JoPEQ settings) NumPy's cheb2poly trims a trailing zero coefficient; the compiled
+    Horner loop reads all 25, and numba refused the shorter tuple (a TypingError mid-audit)."""
+    coefficients, error = _interpolant(r)
+    assert len(coefficients) == 25 and error <= CHEBYSHEV_TOLERANCE
+    scale = 1.0
+    sums = pair_log_density_sums(YS, XS, ROWS, COLUMNS, SCALES, scale, 2 * r * scale)
+    assert sums == pytest.approx(_reference(scale, 2 * r * scale), rel=1e-11, abs=1e-7)
+
+
 def test_a_range_the_interpolant_cannot_cover_takes_the_closed_form_loop():
     scale, width = 0.02, 0.78  # r = 19.5
     assert _interpolant(width / (2 * scale))[1] > CHEBYSHEV_TOLERANCE

@@ -8,6 +8,7 @@ import pytest
 from auditkit.reports.figures import image_grid
 from auditkit.reports.html import png_data_uri, render_html
 from auditkit.reports.render import FIGURES
+from auditkit.reports.sections.reconstructions import grid_paths
 from auditkit.results import as_model
 from auditkit.reports.sections.glossary import GLOSSARY
 from auditkit.reports.sections.summary import ATTACK_COLUMNS, PRIVACY_COLUMNS, UTILITY_COLUMNS
@@ -28,11 +29,16 @@ class _Tags(HTMLParser):
         self.text.append(data)
 
 
+def grids_of(document, folder):
+    """The PNG of every reconstruction grid ``document`` names, read from ``folder``."""
+    return {grid: (folder / grid).read_bytes() for grid in grid_paths(as_model(document).settings)}
+
+
 @pytest.fixture
 def page(results_folder):
     folder, document = results_folder
-    figure_paths = {name: folder / "figures" / "reconstruction-s00.png" for name in FIGURES}  # any real PNG
-    return render_html(as_model(document), figure_paths, folder)
+    png = (folder / "figures" / "reconstruction-s00.png").read_bytes()  # any real PNG
+    return render_html(as_model(document), dict.fromkeys(FIGURES, png), grids_of(document, folder))
 
 
 def test_nothing_runs_and_nothing_is_fetched(page):
@@ -69,10 +75,11 @@ def test_a_shared_clean_reference_is_shown_once_above_the_folds(referenced_folde
     folder, document = referenced_folder
     clean = image_grid({"truth": np.zeros((2, 1, 8, 8)), "clean": np.ones((2, 1, 8, 8))},
                        folder / "figures" / "reconstruction-clean-0123456789ab.png")
-    page = render_html(as_model(document), {}, folder)
+    page = render_html(as_model(document), {}, grids_of(document, folder))
     section = page[page.index("<h2>Reconstructions</h2>"):page.index("<h2>Claim details</h2>")]
-    assert section.count(png_data_uri(clean)) == 1
-    assert section.index(png_data_uri(clean)) < section.index('<details class="grids">')
+    uri = png_data_uri(clean.read_bytes(), "clean")
+    assert section.count(uri) == 1
+    assert section.index(uri) < section.index('<details class="grids">')
     images = [attrs["alt"] for tag, attrs in _Tags(section).tags if tag == "img"]
     assert images[0].startswith("Clean reference for every setting: inverting_gradients on the clients' true updates")
     assert images[3].startswith("Clean reference of the probe for this setting: analytic")  # in JoPEQ's fold
@@ -82,7 +89,7 @@ def test_a_shared_clean_reference_is_shown_once_above_the_folds(referenced_folde
 def test_one_setting_alone_shows_its_grids_open(referenced_folder):
     folder, document = referenced_folder
     document["settings"] = document["settings"][1:2]
-    section = render_html(as_model(document), {}, folder)
+    section = render_html(as_model(document), {}, grids_of(document, folder))
     assert section.count('<details class="grids" open>') == 1 and '<details class="grids">' not in section
 
 
@@ -244,11 +251,15 @@ def test_a_setting_with_estimates_lists_them_in_its_details(page):
     assert page.count('<table class="estimates">') == 1
 
 
-def test_png_data_uri_refuses_other_files(tmp_path):
-    path = tmp_path / "figure.png"
-    path.write_text("<svg onload=alert(1)>")
-    with pytest.raises(ValueError, match="is not a PNG file"):
-        png_data_uri(path)
+def test_png_data_uri_refuses_other_files():
+    with pytest.raises(ValueError, match="figures/x.png is not a PNG file"):
+        png_data_uri(b"<svg onload=alert(1)>", "figures/x.png")
+
+
+def test_a_grid_the_results_name_and_nobody_gave_is_one_line(results_folder):
+    folder, document = results_folder
+    with pytest.raises(ValueError, match="figures/.*png: the results name this reconstruction grid, and no image"):
+        render_html(as_model(document), {}, {})
 
 
 # ---------------------------------------------------------------- a reproduction (command "reproduce")
@@ -259,7 +270,7 @@ def reproduction_page(reproduction, tmp_path):
 
     paths = {f"reproduction-{i}": reproduction_table(as_model(reproduction), i, tmp_path / f"{i}.png")
              for i in range(len(reproduction["tables"]))}
-    return render_html(as_model(reproduction), paths, tmp_path)
+    return render_html(as_model(reproduction), {name: path.read_bytes() for name, path in paths.items()})
 
 
 def test_a_reproduction_explains_its_terms_and_states_its_confidence(reproduction_page):

@@ -7,6 +7,7 @@ from urllib.parse import unquote
 import pytest
 
 import auditkit.reports.render as render_module
+from auditkit.output_folder import MANIFEST
 from auditkit.reports import render_report
 from auditkit.results import load_results
 
@@ -27,7 +28,7 @@ def test_render_report_writes_the_figures_and_both_reports(rendered):
                               folder / "report.md", folder / "report.html"]
     for path in rendered.paths[:7]:
         assert path.read_bytes().startswith(PNG_SIGNATURE)
-    assert sorted(p.name for p in folder.rglob("*") if p.name.startswith(".")) == []  # no temporary left
+    assert sorted(p.name for p in folder.rglob("*") if p.name.startswith(".")) == [MANIFEST]  # no temporary left
 
 
 def test_the_markdown_links_files_that_exist(rendered):
@@ -54,8 +55,8 @@ def test_rendering_again_gives_the_same_reports(rendered):
 
 
 def _break_a_figure(monkeypatch):
-    def half_written(results, path):
-        Path(path).write_bytes(PNG_SIGNATURE)
+    def half_written(results, file):
+        file.write(PNG_SIGNATURE)
         raise RuntimeError("interrupted")
 
     monkeypatch.setitem(render_module.FIGURES, "bits_vs_accuracy", half_written)
@@ -366,7 +367,7 @@ def test_a_reproduction_renders_a_figure_per_table_and_both_reports(reproduced):
     assert reproduced.paths == [*(folder / "figures" / f"reproduction-{i}.png" for i in range(len(tables))),
                                 folder / "report.md", folder / "report.html"]
     assert all(path.read_bytes().startswith(PNG_SIGNATURE) for path in reproduced.paths[:-2])
-    assert sorted(p.name for p in folder.rglob("*") if p.name.startswith(".")) == []  # no temporary left
+    assert sorted(p.name for p in folder.rglob("*") if p.name.startswith(".")) == [MANIFEST]  # no temporary left
     links = re.findall(r"!\[[^\n]*?\]\(([^)]*)\)", reproduced.md)
     assert links == [f"figures/reproduction-{i}.png" for i in range(len(tables))]
 

@@ -254,3 +254,122 @@ def test_the_paper_claim_options_are_generated_from_the_registered_claims():
     for spec in accounting.claim_options():
         assert "--" + spec.name.replace("_", "-") in account
     assert "FL settings of a paper's record-level claim" in account
+
+
+# ------------------------------------------------------------------ only the CONFIG argument is read (issue 54)
+
+MARKED_PLUGIN = '''
+import pathlib
+pathlib.Path(__file__).with_name("IMPORTED").write_text("imported")
+import numpy as np
+from auditkit import mechanisms
+from auditkit.mechanisms import FloatMessage, Mechanism, PrivacyGuarantee
+from auditkit.mechanisms.base import as_update, positive_float
+
+
+@mechanisms.register
+class Marked(Mechanism):
+    name = "marked-mine"
+    summary = "sends the update"
+    message_type = FloatMessage
+    params_spec = (positive_float("marked_level", 1.0, "a parameter only this plugin has"),)
+
+    def encode(self, x, seed):
+        return FloatMessage(as_update(x).numpy().astype(np.float32))
+
+    def decode(self, enc, seed):
+        return enc.to_tensor()
+
+    def guarantee(self):
+        return PrivacyGuarantee(None, 0.0, None)
+'''
+
+
+@pytest.fixture
+def marked_config(tmp_path):
+    """x.toml naming a plugin file beside it that writes IMPORTED when imported (unregistered after the test)."""
+    from auditkit.mechanisms import registry
+
+    (tmp_path / "marked_plugin.py").write_text(MARKED_PLUGIN)
+    (tmp_path / "x.toml").write_text('plugins = ["marked_plugin.py"]\n')
+    yield tmp_path / "x.toml", tmp_path / "IMPORTED"
+    registry._REGISTRY.pop("marked-mine", None)
+    registry._ORIGIN.pop("marked-mine", None)
+    sys.modules.pop("marked_plugin", None)
+
+
+def in_folder(*args: str, cwd) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "auditkit.cli", *args], check=False, capture_output=True, text=True,
+                          timeout=300, cwd=cwd, env={**os.environ, **WIDE})
+
+
+@pytest.mark.parametrize("args", [
+    ("report", "x.toml"),  # RESULTS, not a config
+    ("audit", "--out", "x.toml"),  # an option's value
+    ("version", "x.toml"),
+])
+def test_a_toml_word_that_is_not_the_config_argument_is_never_imported(marked_config, args):
+    """Every command imported the plugins of every command-line word ending in .toml that was a file."""
+    config, marker = marked_config
+    result = in_folder(*args, cwd=config.parent)
+    assert result.returncode == 2, result.stderr  # each refuses x.toml as what it is there
+    assert len(result.stderr.splitlines()) == 1 and result.stderr.startswith("error: ")
+    assert not marker.exists()
+
+
+def test_the_config_argument_is_read_and_its_plugins_loaded(marked_config):
+    config, marker = marked_config
+    result = in_folder("audit", "x.toml", "--help", cwd=config.parent)
+    assert result.returncode == 0, result.stderr
+    assert marker.exists() and "--marked-level" in result.stdout  # its parameter got a flag
+
+
+@pytest.mark.parametrize("args", [
+    ["audit", "--recorded", "{x}"], ["audit", "--data-dir", "{x}"], ["audit", "--out={x}"], ["train", "--out", "{x}"],
+    ["audit", "--sigma", "{x}"],  # a generated flag: its value
+    ["membership", "--level", "{x}"], ["distinguish", "gaussian", "{x}"], ["canary", "{x}"], ["attack", "{x}"],
+    ["account", "{x}"], ["mechanisms", "{x}"], ["reproduce", "{x}"], ["report", "results.json", "--out", "{x}"],
+    ["{x}"], ["--plugin", "{x}", "audit"], ["audit", "--preset", "{x}"], ["audti", "{x}"],
+])
+def test_no_other_word_loads_a_plugin(marked_config, args):
+    config, marker = marked_config
+    assert app.load_named_plugins([word.format(x=config) for word in args]) == []
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["audit", "{x}"], ["train", "{x}"], ["membership", "{x}"], ["audit", "--sigma", "0.5", "{x}"],
+    ["audit", "--sigma=0.5", "{x}"], ["audit", "-m", "gaussian", "{x}"], ["audit", "-mgaussian", "{x}"],
+    ["audit", "--resume", "--out", "o", "{x}"], ["audit", "--recorded", "rec", "{x}"], ["audit", "--", "{x}"],
+    ["membership", "--mislabelled", "{x}", "--records", "10"],
+])
+def test_the_config_argument_loads_its_plugins_wherever_it_stands(marked_config, args):
+    config, marker = marked_config
+    assert app.load_named_plugins([word.format(x=config) for word in args]) == [str(config.parent / "marked_plugin.py")]
+    assert marker.exists()
+
+
+@pytest.mark.parametrize("args", [
+    ["audit", "x.toml"], ["audit", "--out", "x.toml"], ["audit", "--sigma", "x.toml"], ["audit", "--sigma", "1", "c"],
+    ["audit", "--sigma=1", "c"], ["audit", "-m", "gaussian", "c"], ["audit", "-mgaussian", "c"],
+    ["audit", "--download", "c", "--clip", "2"], ["audit", "--", "c"], ["audit", "--recorded", "r", "--resume", "c"],
+    ["train", "--plugin", "p", "--plugin=q", "c"], ["membership", "--mislabelled", "c"], ["audit", "--help", "c"],
+    ["audit", "--dp-sgd-noise-multiplier", "1", "c"], ["audit", "--plugin-timeout", "3", "c"],
+])
+def test_the_config_found_is_the_one_click_parses(args):
+    """named_words, reading the command line before the generated flags exist, finds the CONFIG that click, with
+    every flag, parses."""
+    found = app.named_words(args)
+    command = CLI.commands[args[0]]
+    parsed = command.make_context(args[0], args[1:], resilient_parsing=True)
+    config = parsed.params["config"]
+    assert found.config == (None if config is None else str(config))
+    assert found.plugins == tuple(parsed.params.get("plugin", ()))
+
+
+def test_a_commands_arguments_are_listed_once_in_its_help(capsys):
+    """click 8.5 writes a "Positional arguments" section of its own; the help keeps one, auditkit's "Arguments"."""
+    with pytest.raises(SystemExit):
+        app.main(["train", "--help"])
+    shown = capsys.readouterr().out
+    assert shown.count("[CONFIG]  TOML config file") == 1 and "Positional arguments" not in shown

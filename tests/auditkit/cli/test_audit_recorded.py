@@ -159,3 +159,32 @@ def test_a_recording_naming_a_plugin_never_imports_it_and_audits_with_the_users_
     document = json.loads((tmp_path / "out" / "results.json").read_text())
     assert document["settings"][0]["mechanism"]["name"] == "in-clear"
     assert document["provenance"]["plugins"] == ["clear.py"]
+
+
+def test_a_recording_never_chooses_where_data_lives_or_downloads(tmp_path):
+    """Its data table was the config's: data_dir made a folder outside --out and, with prefer and download, MNIST was
+    fetched into it without --download. A proxy that refuses every connection makes any download fail at once."""
+    outside, mine = tmp_path / "elsewhere" / "data", tmp_path / "mine"
+    mine.mkdir()
+    (mine / "audit.toml").write_text(AUDIT)
+    root = write_recording(tmp_path / "rec", {**APP, "data": {"dataset": "digits", "prefer": "mnist",
+                                                              "data_dir": str(outside), "download": True}})
+    env = {**os.environ, "COLUMNS": "200", **{k: "http://127.0.0.1:9" for k in ("HTTP_PROXY", "HTTPS_PROXY",
+                                                                                  "http_proxy", "https_proxy")}}
+    audited = subprocess.run([sys.executable, "-m", "auditkit.cli", "audit", "audit.toml", "--recorded", str(root),
+                              "--out", str(tmp_path / "out")], capture_output=True, text=True, check=False, cwd=mine,
+                             timeout=600, env=env)
+    assert audited.returncode == 0, audited.stderr
+    assert audited.stderr.splitlines() == [
+        f"note: the recording's data.data_dir = {str(outside)!r} and data.download = True are not used: a recording "
+        "never chooses where data lives or downloads it (give --data-dir, --download or your CONFIG's [data])"]
+    assert not outside.exists() and not outside.parent.exists()
+    document = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert document["provenance"]["data"]["dataset"] == "digits"
+    # the user's --data-dir is used (and nothing downloaded without --download): MNIST is not there
+    refused = auditkit("audit", "audit.toml", "--recorded", root, "--data-dir", mine, "--out", tmp_path / "out2",
+                       cwd=mine)
+    assert refused.returncode == 2 and refused.stderr.splitlines()[-1].startswith(
+        f"error: --recorded {str(root)!r}: data.data_dir: MNIST not found in {str(mine)!r}: put "), refused.stderr
+    assert not (tmp_path / "out2").exists() and not outside.parent.exists() and sorted(mine.iterdir()) == [
+        mine / "audit.toml"]

@@ -1,11 +1,13 @@
-"""The imagefolder dataset: genuine PNG and JPEG files in torchvision's ImageFolder layout, read through torchvision's
-ImageFolder; both split modes, the seeded split, the image size, and every one-line error."""
+"""The imagefolder dataset: genuine PNG, JPEG and TIFF files in torchvision's ImageFolder layout, read through
+torchvision's ImageFolder; both split modes, the seeded split, the image size, each image at its true bit depth
+(16-bit greyscale, float), and every one-line error."""
 from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from PIL import Image
+from torchvision import transforms
 
 from auditkit.data import DataNotFoundError, dataset_available, load_dataset
 from auditkit.data import imagefolder
@@ -185,3 +187,139 @@ def test_a_folder_too_large_for_memory_is_refused_before_decoding(tmp_path, monk
     monkeypatch.setattr(imagefolder, "MAX_GIB", 1e-3)  # 6 x 3 x 256 x 256 x 4 bytes: 0.0044 GiB
     with pytest.raises(DataNotFoundError, match=r"holds 6 images, 0.0 GiB .* at data.image_size 256"):
         _load(tmp_path, image_size=256)
+
+
+# ------------------------------------------------------------------ true bit depth (issue 54)
+
+
+def _train_and_test(tmp_path: Path, write) -> None:
+    """train/ and test/ with class folders a and b, one image each, written by ``write(folder, index)``: index 0, 1
+    (a, b) in train/, 2, 3 in test/, so the dataset's images are in index order."""
+    for split, first in (("train", 0), ("test", 2)):
+        for offset, name in enumerate("ab"):
+            (tmp_path / split / name).mkdir(parents=True)
+            write(tmp_path / split / name, first + offset)
+
+
+def _all_images(dataset) -> torch.Tensor:
+    return torch.cat([dataset.train.x, dataset.test.x])
+
+
+def test_16_bit_greyscale_pngs_decode_as_sample_over_65535(tmp_path):
+    """They came out 93.9 % white: Pillow's RGB conversion clips 16-bit samples at 255."""
+    rng = np.random.default_rng(3)
+    samples = {}
+
+    def write(folder, i):
+        samples[i] = rng.integers(0, 4096, (8, 8), dtype=np.uint16) * 16  # 12-bit data, scaled up as PNG stores it
+        samples[i][0, 0], samples[i][0, 1] = 65535, 1
+        Image.fromarray(samples[i]).save(folder / f"{i}.png")
+        assert Image.open(folder / f"{i}.png").mode == "I;16"
+
+    _train_and_test(tmp_path, write)
+    decoded = _all_images(_load(tmp_path, image_size=8))  # the images' own size: no resampling
+    assert decoded.shape == (4, 3, 8, 8) and decoded.dtype == torch.float32
+    for i in range(4):
+        expected = torch.from_numpy(samples[i].astype(np.float64) / 65535)
+        for channel in range(3):
+            assert (decoded[i, channel].double() - expected).abs().max() <= 1 / 65535 / 100
+    assert decoded[0, 0, 0, 0] == 1.0 and decoded[0, 0, 0, 1] == pytest.approx(1 / 65535, rel=1e-6)
+    assert (decoded < 0.99).float().mean() > 0.9  # not white
+
+
+def test_16_bit_pngs_are_resized_as_8_bit_ones_are(tmp_path):
+    """A 16-bit image whose samples are 257 x an 8-bit one's (the same picture at full scale) resizes to the 8-bit
+    one's values within one 8-bit level (the 8-bit resize rounds to uint8 in fixed point)."""
+    rng = np.random.default_rng(4)
+    pixels = rng.integers(0, 256, (20, 30), dtype=np.uint8)
+    Image.fromarray(pixels).save(tmp_path / "eight.png")
+    Image.fromarray(pixels.astype(np.uint16) * 257).save(tmp_path / "sixteen.png")
+    eight = imagefolder.decode_image(tmp_path / "eight.png", 12)
+    sixteen = imagefolder.decode_image(tmp_path / "sixteen.png", 12)
+    assert sixteen.shape == eight.shape == (3, 12, 12)
+    assert (sixteen - eight).abs().max() <= 1 / 255
+
+
+def test_float_tiffs_in_zero_one_decode_exactly(tmp_path):
+    """They came out all black: Pillow's RGB conversion truncates floats in [0, 1] to 0 or 1 of 255."""
+    rng = np.random.default_rng(5)
+    values = {}
+
+    def write(folder, i):
+        values[i] = rng.random((6, 6), dtype=np.float32)
+        values[i][0, 0], values[i][0, 1] = 0.0, 1.0
+        Image.fromarray(values[i]).save(folder / f"{i}.tif")
+        assert Image.open(folder / f"{i}.tif").mode == "F"
+
+    _train_and_test(tmp_path, write)
+    decoded = _all_images(_load(tmp_path, image_size=6))  # the images' own size: not resampled
+    for i in range(4):
+        assert torch.equal(decoded[i], torch.from_numpy(values[i]).expand(3, -1, -1))  # every value as written
+    resized = _all_images(_load(tmp_path, image_size=4))
+    assert resized.shape == (4, 3, 4, 4) and 0 <= resized.min() and resized.max() <= 1
+    assert resized.mean() == pytest.approx(decoded.mean().item(), abs=0.03)  # the bilinear filter keeps the level
+
+
+@pytest.mark.parametrize("values, said", [
+    (np.array([[0.0, 1.5], [0.2, 0.3]], dtype=np.float32), "is 32-bit float with values in [0, 1.5]"),
+    (np.array([[-0.25, 0.5], [0.2, 0.3]], dtype=np.float32), "is 32-bit float with values in [-0.25, 0.5]"),
+    (np.array([[0.0, np.nan], [0.2, 0.3]], dtype=np.float32), "is 32-bit float and holds NaN or infinite values"),
+])
+def test_a_float_tiff_outside_zero_one_is_one_line_naming_the_file(tmp_path, values, said):
+    _write(tmp_path, {"a": 2, "b": 2})
+    bad = tmp_path / "b" / "bad.tif"
+    Image.fromarray(values).save(bad)
+    with pytest.raises(DataNotFoundError) as err:
+        _load(tmp_path)
+    assert _one_line(err) == f"data.data_dir: image {str(bad)!r} {said}; float images must hold values in [0, 1]"
+
+
+def _png16(array: np.ndarray) -> bytes:
+    """A 16-bit PNG of ``array`` (H x W x C, uint16; C = 2: grey + alpha, 3: RGB), written by hand: Pillow cannot
+    write 16-bit colour."""
+    import struct
+    import zlib
+
+    height, width, channels = array.shape
+    rows = b"".join(b"\x00" + array[y].astype(">u2").tobytes() for y in range(height))
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    header = struct.pack(">IIBBBBB", width, height, 16, {2: 4, 3: 2}[channels], 0, 0, 0)
+    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows))
+            + chunk(b"IEND", b""))
+
+
+@pytest.mark.parametrize("channels, raw", [(3, "RGB;16B"), (2, "LA;16B")])
+def test_16_bit_colour_which_pillow_would_cut_to_8_bits_is_one_line(tmp_path, channels, raw):
+    _write(tmp_path, {"a": 2, "b": 2})
+    bad = tmp_path / "a" / "colour16.png"
+    bad.write_bytes(_png16(np.random.default_rng(6).integers(0, 65536, (4, 5, channels), dtype=np.uint16)))
+    with pytest.raises(DataNotFoundError) as err:
+        _load(tmp_path)
+    assert _one_line(err) == (f"data.data_dir: image {str(bad)!r} has 16-bit RGBA samples ({raw}), which Pillow "
+                              "decodes to their high 8 bits only; save it as 8-bit colour or 16-bit greyscale"
+                              ).replace("RGBA", "RGB" if channels == 3 else "RGBA")
+
+
+def test_32_bit_integer_images_are_one_line(tmp_path):
+    _write(tmp_path, {"a": 2, "b": 2})
+    bad = tmp_path / "a" / "int32.tif"
+    Image.fromarray(np.arange(20, dtype=np.int32).reshape(4, 5) * 100_000).save(bad)
+    with pytest.raises(DataNotFoundError) as err:
+        _load(tmp_path)
+    assert _one_line(err) == (f"data.data_dir: image {str(bad)!r} holds I;32S integer samples, whose range the file "
+                              "does not declare; save it as 8- or 16-bit unsigned, or as float in [0, 1]")
+
+
+def test_8_bit_images_decode_as_before(tmp_path):
+    """The 8-bit path is torchvision's loader and resize, pixel / 255: palette, 1-bit, grey + alpha and RGBA too."""
+    rng = np.random.default_rng(7)
+    rgb = Image.fromarray(rng.integers(0, 256, (9, 11, 3), dtype=np.uint8))
+    for name, image in {"rgb.png": rgb, "p.png": rgb.convert("P"), "bw.png": rgb.convert("1"),
+                        "la.png": rgb.convert("LA"), "rgba.png": rgb.convert("RGBA"), "jpeg.jpg": rgb}.items():
+        image.save(tmp_path / name)
+        expected = transforms.Compose([transforms.Resize((7, 7)), transforms.PILToTensor()])(
+            Image.open(tmp_path / name).convert("RGB")).float() / 255
+        assert torch.equal(imagefolder.decode_image(tmp_path / name, 7), expected), name

@@ -9,7 +9,7 @@ from auditkit.data import Split
 from auditkit.fl.aggregation import FedAvg, UplinkProtocol
 from auditkit.mechanisms.randomness import shared_seed
 from auditkit.fl.simulation import FederatedData, FederatedSimulation
-from auditkit.models import create_model
+from auditkit.models import count_parameters, create_model
 
 
 def _data(seed=0, n=120, clients=4):
@@ -206,3 +206,50 @@ def test_cuda_simulation_equals_cpu_simulation(cuda, exact_fp32):
                                                                      abs=0.051)
     torch.testing.assert_close(on_gpu.observations[0].ground_truth["updates"],
                                on_cpu.observations[0].ground_truth["updates"], rtol=0, atol=1e-4)
+
+
+def _frozen_first_layer(freeze: bool = True) -> torch.nn.Module:
+    """A tiny MLP on 28x28 images whose first layer (784 x 8 + 8) is frozen: 8 x 10 + 10 = 90 trained parameters."""
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(784, 8), torch.nn.ReLU(), torch.nn.Linear(8, 10))
+    model[1].requires_grad_(not freeze)
+    return model
+
+
+@pytest.mark.parametrize("batched", [True, False], ids=["batched", "sequential"])
+def test_a_frozen_layer_stays_as_built_and_is_never_sent(batched):
+    """Two rounds of FedAvg with the gaussian mechanism on a model with a frozen first layer: the update, what the
+    mechanism encodes and decodes and every view hold the 90 trained parameters; the frozen layer is bit for bit
+    the one the model was built with after training (not re-drawn from the seed, never trained), while the
+    trained ones start where the same model unfrozen starts (the seed's draws unchanged) and move."""
+    config = TrainingConfig(model="cnn", clients=4, rounds=2, tau=3, batch_size=2, lr=0.1, checkpoints=(2,),
+                            batched=batched)
+    model = _frozen_first_layer()
+    built = model[1].weight.detach().clone(), model[1].bias.detach().clone()
+    gaussian = mechanisms.create("gaussian", sigma=0.01, clip=1.0, private_seed=11)
+    sim = FederatedSimulation(model, _data(), UplinkProtocol(gaussian, 0), config, seed=0)
+    unfrozen = FederatedSimulation(_frozen_first_layer(freeze=False), _data(), UplinkProtocol(gaussian, 0), config,
+                                   seed=0)
+    assert sim.layout.names == ("3.weight", "3.bias") and sim.layout.size == count_parameters(model) == 90
+    assert torch.equal(sim.params, unfrozen.params[-90:])  # the trained parameters' initial draws
+    start = sim.params.clone()
+    result = sim.run()
+    assert torch.equal(model[1].weight, built[0]) and torch.equal(model[1].bias, built[1])
+    assert result.num_params == 90 and result.final_params.shape == (90,)
+    assert (result.final_params - start).abs().max() > 1e-3
+    (obs,) = result.observations
+    assert obs.global_before.shape == (90,) and obs.ground_truth["updates"].shape == (4, 90)
+    assert obs.views["server"].shape == (4, 90) and obs.views["peer"].shape == (90,)
+    # the mechanism encoded 90 coordinates: float32 bits of 90 values and a header, no frozen value in them
+    assert all(90 * 32 <= bits <= 90 * 32 + 256 for record in result.rounds for bits in record.bits)
+    noise = obs.views["server"] - obs.ground_truth["updates"] / torch.clamp(
+        obs.ground_truth["updates"].norm(dim=1, keepdim=True), min=1.0)
+    assert noise.std().item() == pytest.approx(0.01, rel=0.15)  # 360 draws: the std's sd is ~4 %
+
+
+def test_a_frozen_layer_gives_the_same_run_batched_and_sequential():
+    config = dict(model="cnn", clients=4, rounds=2, tau=3, batch_size=2, lr=0.1, checkpoints=(2,))
+    runs = [FederatedSimulation(_frozen_first_layer(), _data(), UplinkProtocol(mechanisms.create("none"), 0),
+                                TrainingConfig(**config, batched=batched), seed=0).run() for batched in (True, False)]
+    assert torch.allclose(runs[0].final_params, runs[1].final_params, atol=1e-5)
+    assert [r.test_loss for r in runs[0].rounds] == pytest.approx([r.test_loss for r in runs[1].rounds], abs=1e-5)

@@ -30,6 +30,14 @@ def _bn_model() -> torch.nn.Module:
         torch.nn.Flatten(), torch.nn.Linear(4 * 13 * 13, 10))
 
 
+def _frozen_model(seed: int = 0) -> torch.nn.Module:
+    """The cnn with its first convolution frozen (its values drawn from ``seed``: every run's the same)."""
+    torch.manual_seed(seed)
+    model = create_model("cnn")
+    model[0][0].requires_grad_(False)
+    return model
+
+
 def _simulation(run: int, model, **training) -> FederatedSimulation:
     config = TrainingConfig(**{"model": "cnn", "clients": 4, "rounds": 3, "tau": 3, "batch_size": 4, "lr": 0.05,
                                "checkpoints": (2,), **training})
@@ -44,7 +52,8 @@ def _records(result):
 @pytest.mark.parametrize("training", [
     dict(model=lambda: create_model("cnn"), participation="uniform", clients_per_round=2),
     dict(model=_bn_model, local_epochs=1, optimizer="adam", optimizer_state="kept", bn_stats="local"),
-], ids=["cnn-uniform", "batchnorm-epochs-adam"])
+    dict(model=_frozen_model, optimizer_state="kept"),
+], ids=["cnn-uniform", "batchnorm-epochs-adam", "frozen-conv"])
 def test_stacked_runs_equal_the_runs_alone(training):
     model = training.pop("model")
     alone = [_simulation(run, model, **training).run() for run in range(3)]
@@ -66,3 +75,10 @@ def test_stacked_runs_must_agree_on_rounds():
     runs = [_simulation(0, lambda: create_model("cnn")), _simulation(1, lambda: create_model("cnn"), rounds=2)]
     with pytest.raises(ValueError, match="same number of rounds"):
         run_stacked(runs)
+
+
+def test_stacked_runs_must_hold_the_same_frozen_parameters():
+    """The runs train on the first run's model: one whose frozen layer differs would silently train on another's."""
+    assert run_stacked([_simulation(0, _frozen_model), _simulation(1, _frozen_model)])[0].num_params == 6422 - 156
+    with pytest.raises(ValueError, match=r"^stacked runs must hold the same frozen parameters \(requires_grad=False\)"):
+        run_stacked([_simulation(0, _frozen_model), _simulation(1, lambda: _frozen_model(seed=1))])

@@ -26,6 +26,16 @@ def not_a_module(input_shape, num_classes):
 
 def wrong_logits(input_shape, num_classes):
     return nn.Sequential(nn.Flatten(), nn.LazyLinear(num_classes + 1))
+
+
+def all_frozen(input_shape, num_classes):
+    return make_net(input_shape, num_classes).requires_grad_(False)
+
+
+def frozen_backbone(input_shape, num_classes):
+    net = make_net(input_shape, num_classes)
+    net[:3].requires_grad_(False)  # the convolution and its BatchNorm: only the head is fine-tuned
+    return net
 '''
 
 
@@ -89,3 +99,28 @@ def test_seed_models_are_unchanged_by_the_trial_forward():
     torch.manual_seed(0)
     again = torch.cat([p.detach().flatten() for p in create_model("cifar_cnn").parameters()])
     assert torch.equal(first, again) and torch.equal(torch.rand(1), draw)  # dropout's trial draws are forked off
+
+
+def test_a_model_with_no_trainable_parameter_is_refused_in_one_line(nets):
+    training = SimpleNamespace(model=f"{nets}:all_frozen", small_stem=False, norm="batch")
+    with pytest.raises(ConfigError, match=r"^training.model '.*:all_frozen' has no trainable parameter \(every "
+                                          r"parameter has requires_grad=False\): its clients would have nothing to "
+                                          r"train or send; leave requires_grad=True on the layers to train$"):
+        build_model(training, (1, 8, 8), 10)
+
+
+def test_every_build_holds_the_same_frozen_parameters_and_group_norm_keeps_them_frozen(nets):
+    """A frozen layer is never re-drawn by the simulation, so each build of a config (the trained model, a stage's
+    attack model, a Flower client's) must hold the same one: build_model draws from a fixed seed, and leaves the
+    caller's random stream as it was. The parameter count is the trained one, the update's length."""
+    training = SimpleNamespace(model=f"{nets}:frozen_backbone", small_stem=False, norm="batch")
+    state = torch.random.get_rng_state()
+    first = build_model(training, (1, 8, 8), 3)
+    assert torch.equal(torch.random.get_rng_state(), state)
+    torch.rand(5)  # another stream position: the next build is the same all the same
+    second = build_model(training, (1, 8, 8), 3)
+    assert torch.equal(first[0].weight, second[0].weight) and torch.equal(first[1].weight, second[1].weight)
+    assert count_parameters(first) == 8 * 64 * 3 + 3
+    grouped = build_model(SimpleNamespace(**{**vars(training), "norm": "group"}), (1, 8, 8), 3, dp_sgd=True)
+    assert isinstance(grouped[1], nn.GroupNorm) and not grouped[1].weight.requires_grad
+    assert count_parameters(grouped) == 8 * 64 * 3 + 3

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 
 import auditkit.reproduction as reproduction
 from auditkit.cli import app
+from auditkit.output_folder import MANIFEST
 from auditkit.results import load_results
 from auditkit.results import write_results
 
@@ -30,7 +31,8 @@ WRITTEN = ["reproduction.json", "report.html", "report.md"]
 
 
 def _files(folder: Path) -> list[str]:
-    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    """The files in ``folder``, auditkit's manifest of them (``auditkit.output_folder.MANIFEST``) aside."""
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p.name != MANIFEST)
 
 
 @pytest.fixture
@@ -102,8 +104,8 @@ def test_reproduction_json_is_strict_json_and_the_reproduction_files_follow_the_
     trained = [run for run in raw["runs"].values() if run["kind"] == "train"]
     assert trained and all(seed["snr_db"] == "Infinity" and seed["snr_curve"] == ["Infinity", "NaN"]
                            for run in trained for seed in run["seeds"].values())
-    files = [tmp_path / name for name in _files(tmp_path)]
-    assert len(files) == len(raw["tables"]) + 3
+    files = [tmp_path / name for name in [*_files(tmp_path), MANIFEST]]
+    assert len(files) == len(raw["tables"]) + 4
     assert {p.name: oct(stat.S_IMODE(p.stat().st_mode)) for p in files} == {p.name: oct(expected) for p in files}
 
 

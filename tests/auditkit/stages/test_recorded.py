@@ -6,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from auditkit.config import AuditConfig
+from auditkit.config import AuditConfig, ConfigError
 from auditkit.flower.recording import RecordingError, load_recording, write_manifest, write_server_round, write_truth
 from auditkit.mechanisms import registry
 from auditkit.stages.recorded import _same_plugin, check_recording, recorded_config
@@ -201,3 +201,33 @@ def test_a_dataset_factory_a_recording_names_is_refused_too(tmp_path):
     with pytest.raises(RecordingError, match=r"names the factory data.dataset = 'app_data:make_data' and auditkit "
                                              r"never imports code a recording names"):
         recorded_config(recording, {"data": {"dataset": "digits"}})
+
+
+HOSTILE_DATA = {"dataset": "digits", "prefer": "mnist", "download": True}  # + data_dir: a folder outside
+
+
+def test_a_recording_never_sets_where_data_lives_or_downloads(tmp_path):
+    """Its data_dir and download were the config's: with data.prefer, the audit made the folder and downloaded MNIST
+    into it."""
+    outside = tmp_path / "elsewhere" / "data"
+    recording = write_recording(tmp_path / "rec", {**APP, "data": {**HOSTILE_DATA, "data_dir": str(outside)}})
+    config = recorded_config(recording, {})
+    assert (config.data.dataset, config.data.data_dir, config.data.download) == ("digits", None, False)
+    check_recording(recording, config)  # loads the data: the embedded digits, nothing fetched
+    assert not outside.exists() and not outside.parent.exists()
+    from auditkit.stages.recorded import unused_data_places
+
+    assert unused_data_places(recording) == {"data_dir": str(outside), "download": True}
+    assert unused_data_places(write_recording(tmp_path / "plain")) == {}
+
+
+def test_the_users_data_dir_and_download_are_the_ones_used(tmp_path):
+    outside, mine = tmp_path / "elsewhere", tmp_path / "mine"
+    mine.mkdir()
+    recording = write_recording(tmp_path / "rec", {**APP, "data": {**HOSTILE_DATA, "data_dir": str(outside)}})
+    with pytest.raises(ConfigError) as err:  # the user's folder, and no download unless the user asks
+        recorded_config(recording, {"data": {"data_dir": str(mine)}})
+    assert f"data.data_dir: MNIST not found in {str(mine)!r}" in str(err.value)
+    config = recorded_config(recording, {"data": {"data_dir": str(mine), "download": True}})
+    assert (config.data.dataset, config.data.data_dir, config.data.download) == ("mnist", str(mine), True)
+    assert not outside.exists() and list(mine.iterdir()) == []

@@ -71,7 +71,7 @@ def test_results_are_validated_before_they_are_written_and_written_atomically(tm
         write_results(broken, tmp_path)
     assert path.read_text() == "old"  # an invalid document never reaches the disk
 
-    def interrupted(*args):
+    def interrupted(*args, **fds):
         raise KeyboardInterrupt
 
     monkeypatch.setattr("os.replace", interrupted)
