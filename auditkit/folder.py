@@ -267,8 +267,7 @@ class Folder:
             file = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666,
                            dir_fd=fd)
             try:
-                with io.FileIO(file, "w", closefd=True) as raw, io.BufferedWriter(raw) as stream:
-                    _write_named(stream, write, self.path / relative)
+                _write_named(file, write, self.path / relative)
             except BaseException:
                 os.unlink(name, dir_fd=fd)
                 raise
@@ -331,11 +330,12 @@ class Folder:
             shutil.rmtree(name, dir_fd=fd)
 
 
-def _write_named(stream: BinaryIO, write: Callable[[BinaryIO], object], path: Path) -> None:
-    """``write(stream)``, a failure that is not an ``OSError`` naming a file reported as one on ``path``."""
+def _write_named(file: int, write: Callable[[BinaryIO], object], path: Path) -> None:
+    """``write(stream)`` into the open file ``file`` (closed after), a failure that is not an ``OSError`` naming a
+    file reported as one on ``path``: the close's own flush included, which a full disk fails too."""
     try:
-        write(stream)
-        stream.flush()
+        with io.FileIO(file, "w", closefd=True) as raw, io.BufferedWriter(raw) as stream:
+            write(stream)
     except OSError as err:
         if err.filename is None:  # a write into an open file names none: the disk filled while writing this one
             raise OSError(err.errno, err.strerror, str(path)) from None

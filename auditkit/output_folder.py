@@ -449,8 +449,10 @@ class OutputFolder:
     """The folder a run writes to, held (locked) while open. ``work`` (a :class:`Workspace`, while open) is where
     the run writes: the folder itself, or ``.next/`` in it for an ``overwrite`` run until :meth:`swap_in`."""
 
-    def __init__(self, path: str | Path, mode: Mode, *, resumable: bool = False, flag: str = "--out") -> None:
+    def __init__(self, path: str | Path, mode: Mode, *, resumable: bool = False, flag: str = "--out",
+                 writes: tuple[str, ...] = RESULT_FILES) -> None:
         self.path, self.mode, self.resumable, self.flag = Path(path), Mode(mode), resumable, flag
+        self.writes = writes  # the result files the run writes: one of the user's there is refused when it opens
         self.root: Workspace | None = None
         self.work: Workspace | None = None
 
@@ -512,7 +514,7 @@ class OutputFolder:
         os.pwrite(fd, holder.encode("utf-8"), 0)
         finish_commit(folder)
         self.root = Workspace(folder)
-        self.root.refuse_foreign(RESULT_FILES)
+        self.root.refuse_foreign(self.writes)
         if self.mode is Mode.NEW:
             _refuse_earlier(self.root, self.flag, self.resumable)
             folder.rmtree(NEXT)  # an overwrite run given up

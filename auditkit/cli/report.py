@@ -43,7 +43,8 @@ def _report(results: Path, fmt: str, out: Path | None) -> None:
         console.print(f"writing the report into {results.parent} (the folder of {results.name}); --out DIR writes it "
                       "into another folder", markup=False, highlight=False, soft_wrap=True)
     target = OutputFolder(out if out is not None else results.parent, Mode.RESUME,
-                          flag="--out" if out is not None else "RESULTS")
+                          flag="--out" if out is not None else "RESULTS",
+                          writes=tuple(f"report.{suffix}" for suffix in REPORT_FORMATS[fmt]))
     try:
         # held like any output folder: an interrupted commit is finished before results.json is read
         with target.open("auditkit report") as held:

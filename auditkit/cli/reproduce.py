@@ -13,8 +13,9 @@ from auditkit import reproduction
 from auditkit.cli.click_classes import AuditkitCommand
 from auditkit.cli.errors import UsageFailure, run_guarded
 from auditkit.cli.options import HelpArgument, choice, out_option, path
-from auditkit.cli.outputs import check_output, overwrite_option
+from auditkit.cli.outputs import check_output, overwrite_option, print_swap
 from auditkit.cli.terminal import Reporter, console, print_written
+from auditkit.output_folder import Swap
 from auditkit.reports.sections.reproduction import ours
 from auditkit.reproduction.paper import BUDGETS
 from auditkit.results.reproduction import Row
@@ -83,10 +84,12 @@ def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, d
         reporter.report(runs, f"reproduce {paper} ({budget}) run {done}/{total}: seed {seed}: {status}",
                         advance=1, status=f"seed {seed}: {status}")
 
+    swapped: list[Swap | None] = []
     with reporter:
         document = reproduction.reproduce(paper, budget=budget, seeds=seeds,
                                           data_dir=None if data_dir is None else str(data_dir), out=out,
-                                          confidence=confidence, overwrite=overwrite, on_run=on_run)
+                                          confidence=confidence, overwrite=overwrite, on_run=on_run,
+                                          on_swap=swapped.append)
     summary = Table(title=f"reproduction: {paper} ({budget})")
     for column in ("table", "method", "column", "paper", f"ours [{100 * confidence:g}%]", "verdict"):
         summary.add_column(column)
@@ -97,3 +100,4 @@ def _reproduce(paper: str | None, list_: bool, budget: str, seeds: int | None, d
                             ours(Row.model_validate(row)), row["verdict"])
     console.print(summary)
     print_written(out / name for name in ("reproduction.json", "report.html", "report.md"))
+    print_swap(out, swapped[0] if swapped else None)

@@ -27,7 +27,7 @@ from auditkit.reproduction.runner import (
 from auditkit.config import ConfigError
 from auditkit.data import dataset_available
 from auditkit.results import Command, SCHEMA, SCHEMA_VERSION, provenance, validate_results
-from auditkit.output_folder import Mode, OutputFolder
+from auditkit.output_folder import Mode, OutputFolder, Swap
 from auditkit.reports import render_report
 
 __all__ = ["BUDGETS", "check_reproduction_inputs", "load_paper", "paper_ids", "reproduce", "reproduction_document"]
@@ -99,12 +99,13 @@ def reproduction_document(plan: Plan, runs: dict[str, dict[int, Any]], seconds: 
 
 def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None, data_dir: str | None = None,
               out: str | Path = "auditkit-reproduce", confidence: float = 0.95, overwrite: bool = False,
-              on_run: Callable[[str, int, dict[str, Any]], None] | None = None) -> dict[str, Any]:
+              on_run: Callable[[str, int, dict[str, Any]], None] | None = None,
+              on_swap: Callable[[Swap | None], None] | None = None) -> dict[str, Any]:
     """Run ``paper_id``'s settings at ``budget`` and write reproduction.json (validated first, strict JSON:
     ``auditkit.results.write_results``), report.html, report.md and the figures in ``out`` (``auditkit.reports.
     render_report``, as ``auditkit report`` renders it), replaced together; ``confidence``: of the intervals over
     seeds that the verdicts read. An ``out`` holding an earlier run is replaced only with ``overwrite``, once this
-    run has finished (``auditkit.output_folder``)."""
+    run has finished (``auditkit.output_folder``); ``on_swap`` is told what that replaced, removed and kept."""
     plan = check_reproduction_inputs(paper_id, budget, seeds, data_dir, confidence)
     folder = OutputFolder(out, Mode.OVERWRITE if overwrite else Mode.NEW)
     folder.check(folder.path, folder.mode)  # refused before any training
@@ -114,7 +115,9 @@ def reproduce(paper_id: str, *, budget: str = "quick", seeds: int | None = None,
     validate_results(document)  # an invalid document writes nothing, not even the folder
     with folder.open("auditkit reproduce"):
         render_report(document, folder.work, with_results=True)
-        folder.swap_in()
+        swap = folder.swap_in()
+    if on_swap is not None:
+        on_swap(swap)
     return document
 
 

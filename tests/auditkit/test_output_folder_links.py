@@ -132,6 +132,8 @@ def test_random_links_inside_H_never_change_a_file_outside_it(tmp_path_factory, 
     before = _snapshot(base / "outside")
     try:
         _operate(H, operation)
-    except FolderError:
-        pass  # refused in one line naming the link (any other error fails the test: its message would be unclear)
+    except (FolderError, ValueError):
+        # refused in one line naming the link, or (ValueError) a results.json the hostile journal renamed away; any
+        # other error fails the test: its message would be unclear
+        pass
     assert _snapshot(base / "outside") == before, (links, journal, operation)

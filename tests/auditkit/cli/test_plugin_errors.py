@@ -99,10 +99,11 @@ def one_line_error(result, expected: str) -> None:
 
 
 def prior_folder(path: Path) -> dict[str, str]:
-    """An --out folder holding earlier results; returns what it holds, to compare after."""
+    """An --out folder holding an earlier audit's results (of auditkit 0.2: no manifest); returns what it holds, to
+    compare after."""
     (path / "stages" / "s00").mkdir(parents=True)
-    (path / "results.json").write_text('{"earlier": "results"}\n')
-    (path / "stages" / "s00" / "train.json").write_text("{}\n")
+    (path / "results.json").write_text('{"schema": "auditkit/results", "earlier": "results"}\n')
+    (path / "stages" / "s00" / "train.json").write_text('{"stage": "train", "key": "k"}\n')
     return contents(path)
 
 

@@ -51,6 +51,17 @@ def test_reproduce_writes_a_valid_document_and_renders_it_through_the_report_ren
     assert "(command: reproduce)</footer>" in page
 
 
+def test_an_overwrite_says_what_it_removed_and_kept(tmp_path, fake_training):
+    reproduction.reproduce("msp", seeds=2, out=tmp_path)
+    (tmp_path / "figures" / "mine.png").write_bytes(b"the user's own")
+    swaps = []
+    reproduction.reproduce("msp", seeds=2, out=tmp_path, overwrite=True, on_swap=swaps.append)
+    (swap,) = swaps
+    assert swap.kept == ("figures/mine.png",) and swap.removed == ()
+    assert set(swap.replaced) >= {"reproduction.json", "report.html", "report.md", "figures/reproduction-0.png"}
+    assert (tmp_path / "figures" / "mine.png").read_bytes() == b"the user's own"
+
+
 def test_an_invalid_document_is_refused_before_anything_is_written(tmp_path, fake_training, monkeypatch):
     build = reproduction.reproduction_document
 
