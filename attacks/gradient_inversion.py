@@ -236,7 +236,8 @@ def invert(
     image_of = torch.arange(restarts * count, device=device) % count
     targets = None if labels is None else F.one_hot(labels[image_of], num_classes).to(dtype)
     attack_problems = _attack_batched if config["mode"] == "batched" else _attack_sequential
-    x, z, steps, final = attack_problems(matching, x0, z0, targets, image_of, config)
+    halfway: dict[str, Tensor] = {}
+    x, z, steps, final = attack_problems(matching, x0, z0, targets, image_of, config, halfway)
     final = torch.nan_to_num(final.view(restarts, count), nan=float("inf"))
     best = final.argmin(dim=0) * count + torch.arange(count, device=device)  # ties: the lowest start
     if labels is None:
@@ -257,7 +258,18 @@ def invert(
         start_loss=final.t().detach().cpu().float(),
         start_seeds=seeds,
         start=(best // count).cpu(),
+        halfway=_halfway_images(halfway, restarts, count),
     )
+
+
+def _halfway_images(halfway: dict[str, Tensor], restarts: int, count: int) -> Tensor | None:
+    """Each image's start with the lowest matching loss after half the iterations, clamped to [0, 1] (None where
+    the run stopped before half of them)."""
+    if not halfway:
+        return None
+    loss = torch.nan_to_num(halfway["loss"].view(restarts, count), nan=float("inf"))
+    kept = loss.argmin(dim=0) * count + torch.arange(count, device=loss.device)
+    return torch.nan_to_num(halfway["images"][kept], nan=0.0).clamp(0.0, 1.0).to(device="cpu", dtype=torch.float32)
 
 
 def _starts(seeds: Sequence[int], count: int, input_shape: tuple[int, int, int], num_classes: int | None,
@@ -278,7 +290,8 @@ def _starts(seeds: Sequence[int], count: int, input_shape: tuple[int, int, int],
 
 
 def _attack_batched(
-    matching: GradientMatching, x0: Tensor, z0: Tensor | None, targets: Tensor | None, image_of: Tensor, config: dict
+    matching: GradientMatching, x0: Tensor, z0: Tensor | None, targets: Tensor | None, image_of: Tensor, config: dict,
+    halfway: dict[str, Tensor],
 ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
     """All problems as one optimisation; returns (images, label logits, steps, final matching loss)."""
 
@@ -291,13 +304,14 @@ def _attack_batched(
         run: _Run = _AdamRun(x0, z0, lambda x, z: objective(x, z, every), config)
     else:
         run = _BatchedLBFGSRun(x0, z0, objective, config)
-    steps = _optimise(run, config, image_of)
+    steps = _optimise(run, config, image_of, halfway)
     x, z = run.images().detach(), _detach(run.logits())
     return x, z, steps, objective(x, z, every)[1].detach()
 
 
 def _attack_sequential(
-    matching: GradientMatching, x0: Tensor, z0: Tensor | None, targets: Tensor | None, image_of: Tensor, config: dict
+    matching: GradientMatching, x0: Tensor, z0: Tensor | None, targets: Tensor | None, image_of: Tensor, config: dict,
+    halfway: dict[str, Tensor],
 ) -> tuple[Tensor, Tensor | None, Tensor, Tensor]:
     """One problem per optimiser (``torch.optim``, plain autograd), the problems stepped in turn, so that early
     stopping sees the same steps as :func:`_attack_batched`; same returns."""
@@ -313,7 +327,7 @@ def _attack_sequential(
         run_class = _AdamRun if config["optimizer"] == "adam" else _TorchLBFGSRun
         runs.append(run_class(x0[p : p + 1], z_p, objective, config))
         objectives.append(objective)
-    steps = _optimise(_OneAtATime(runs), config, image_of)
+    steps = _optimise(_OneAtATime(runs), config, image_of, halfway)
     xs = [run.images().detach() for run in runs]
     zs = [_detach(run.logits()) for run in runs]
     finals = [objective(x, z)[1].detach() for objective, x, z in zip(objectives, xs, zs)]
@@ -321,8 +335,10 @@ def _attack_sequential(
     return torch.cat(xs), z_all, steps, torch.cat(finals)
 
 
-def _optimise(run: _Run, config: dict, image_of: Tensor) -> Tensor:
-    """The outer loop shared by both paths: lr schedule, box projection, early stopping. Returns steps taken.
+def _optimise(run: _Run, config: dict, image_of: Tensor, halfway: dict[str, Tensor] | None = None) -> Tensor:
+    """The outer loop shared by both paths: lr schedule, box projection, early stopping. Returns steps taken;
+    ``halfway`` (given) receives the images and each problem's matching loss after half the iterations (what the
+    budget bought by then: ``InversionResult.halfway``).
 
     Early stopping is per image: once one start of an image begins a step with a matching loss below
     ``stop_loss``, every start of that image stops (the image is solved; its other starts could only cost time).
@@ -340,6 +356,8 @@ def _optimise(run: _Run, config: dict, image_of: Tensor) -> Tensor:
         steps += active.long()
         if config["box"]:
             run.clamp_()
+        if halfway is not None and iteration + 1 == max(1, iterations // 2):
+            halfway.update(images=run.images().detach().clone(), loss=matching.detach().clone())
         if config["stop_loss"] is not None:
             solved = active & (matching < config["stop_loss"])
             if bool(solved.any()):

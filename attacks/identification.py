@@ -17,11 +17,17 @@ bounds it (``auditkit.accounting.rero``), and :meth:`IdentificationResult.p_valu
 
 Each trial draws the target and the M - 1 others from the pool; for several M the smaller candidate sets are
 prefixes of the largest (one mechanism call per trial serves every M, each M's trials stay independent).
+
+A pool of large updates (200 x 11.2M parameters for ResNet-18: 9 GB in float32) need not be held: ``pool`` may be
+:class:`CandidateUpdates`, handed out block by block; the trials run in groups and each group streams the blocks
+once (:func:`score_candidates`). This is the exact statistic, not a sketch: a data-independent projection to k
+coordinates keeps k / P of what separates two candidates while the noise keeps its norm (docs/guide/scale.md).
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
@@ -31,7 +37,8 @@ from auditkit.mechanisms import Mechanism, capability
 from auditkit.mechanisms.densities import nearest_density, pair_log_densities
 from auditkit.mechanisms.randomness import derive_seed
 
-__all__ = ["IdentificationResult", "STATISTICS", "Scorer", "candidate_scorer", "identify"]
+__all__ = ["CandidateUpdates", "HeldUpdates", "IdentificationResult", "SCORING_BYTES", "STATISTICS", "candidate_updates",
+           "identify", "mechanism_outputs", "output_scorer", "score_candidates"]
 
 STATISTICS = ("likelihood", "nearest")  # the score the adversary ranks candidates by
 
@@ -89,48 +96,115 @@ def clopper_pearson(successes: int, trials: int, confidence: float) -> tuple[flo
     return float(low), float(high)
 
 
-Scorer = Callable[[np.ndarray, np.ndarray], np.ndarray]
-"""scores(ys, drawn): for outputs ys (n, d) of the mechanism and candidate rows drawn (n, M) of the pool, how likely
-ys[t] is under candidate drawn[t, j] (higher: more likely), shape (n, M)."""
-
-_CHUNK_ELEMENTS = 1 << 24  # output coordinates held at once in ``identify`` (128 MiB of float64)
+SCORING_BYTES = 1 << 30  # what ``identify`` holds of the outputs scored at once, unless told (float64)
 
 
-def candidate_scorer(mechanism: Mechanism, pool: np.ndarray) -> tuple[str, Scorer]:
-    """The statistic's name, and ``scores(ys, drawn)`` for the candidate rows of ``pool`` (P x d, float64): the
-    likelihood ln p(y | pool[r]) where the mechanism declares it, else minus the squared distance from y to pool[r]
-    after the mechanism's clipping (module docstring). Every (output, candidate) pair is scored in one call
-    (``auditkit.mechanisms.densities.pair_log_densities``: one matrix product for a Gaussian density, a compiled loop for
-    JoPEQ's, one call per candidate for a density of a plugin's own)."""
+@runtime_checkable
+class CandidateUpdates(Protocol):
+    """The pool, row i the update the client sends if it holds candidate i, computed block by block so that a
+    pool of large updates is never held at once. ``blocks()`` yields (start, rows[start:stop]) covering every row
+    once, always in the same blocks (a recomputed row is then the same bits each time); ``rows(indices)`` gives
+    the rows named (computed within their blocks)."""
+
+    dimension: int
+
+    def __len__(self) -> int: ...
+
+    def blocks(self) -> Iterator[tuple[int, torch.Tensor]]: ...
+
+    def rows(self, indices: np.ndarray) -> torch.Tensor: ...
+
+
+@dataclass(frozen=True)
+class HeldUpdates:
+    """A pool held in memory (P x d), handed out ``block`` rows at a time (default: all), so that what scoring
+    converts to float64 is one block."""
+
+    updates: torch.Tensor
+    block: int | None = None
+
+    @property
+    def dimension(self) -> int:
+        return int(self.updates.shape[1])
+
+    def __len__(self) -> int:
+        return len(self.updates)
+
+    def blocks(self) -> Iterator[tuple[int, torch.Tensor]]:
+        step = self.block or len(self.updates)
+        for start in range(0, len(self.updates), step):
+            yield start, self.updates[start:start + step]
+
+    def rows(self, indices: np.ndarray) -> torch.Tensor:
+        return self.updates[torch.as_tensor(np.asarray(indices, dtype=np.int64))]
+
+
+def candidate_updates(pool: torch.Tensor | CandidateUpdates) -> CandidateUpdates:
+    """``pool`` as :class:`CandidateUpdates`: a P x d tensor is held (``HeldUpdates``)."""
+    if isinstance(pool, torch.Tensor):
+        if pool.dim() != 2:
+            raise ValueError(f"pool must be a P x d matrix of updates, got shape {tuple(pool.shape)}")
+        return HeldUpdates(pool.detach().cpu())
+    return pool
+
+
+def output_scorer(mechanism: Mechanism) -> tuple[str, Any]:
+    """The statistic's name and the density candidates are scored by (module docstring): the mechanism's declared
+    ``output_log_density``, else ``nearest_density`` (ln p = -||y - clip(x)||^2)."""
     log_density = capability(mechanism, "output_log_density")
     if log_density is None:
-        log_density, statistic = nearest_density(mechanism), "nearest"  # ln p = -||y - clip(x)||^2
-    else:
-        statistic = "likelihood"
+        return "nearest", nearest_density(mechanism)
+    return "likelihood", log_density
 
-    def scores(ys: np.ndarray, drawn: np.ndarray) -> np.ndarray:
-        rows = np.repeat(np.arange(len(ys)), drawn.shape[1])
-        return pair_log_densities(log_density, ys, pool, rows, drawn.ravel()).reshape(drawn.shape)
 
-    return statistic, scores
+def score_candidates(log_density: Any, ys: np.ndarray, pool: CandidateUpdates, drawn: np.ndarray) -> np.ndarray:
+    """ln p(ys[t] | pool[drawn[t, j]]) for every t and j, shape drawn.shape: the pool's blocks streamed once, each
+    scored against the outputs paired with its rows (``pair_log_densities``: one matrix product for a Gaussian
+    density, a compiled loop for JoPEQ's, one call per candidate for a plugin's own). Memory: the outputs, one
+    block, and the density's work on them, never the whole pool."""
+    table = np.full(drawn.shape, np.nan, dtype=np.float64)
+    for start, block in pool.blocks():
+        inside = (drawn >= start) & (drawn < start + len(block))
+        if not inside.any():
+            continue
+        rows, columns = np.nonzero(inside)
+        table[rows, columns] = pair_log_densities(log_density, ys, block.detach().cpu().double().numpy(),
+                                                  rows, drawn[rows, columns] - start)
+    if np.isnan(table).any():
+        raise ValueError("the pool's blocks left candidates unscored: blocks() must cover every row once")
+    return table
+
+
+def mechanism_outputs(mechanism: Mechanism, updates: torch.Tensor, trials: Sequence[int], seed: int) -> np.ndarray:
+    """decode(from_bytes(to_bytes(encode(u)))) of each row of ``updates`` (float64), trial t's shared randomness
+    keyed by (``seed``, t): the server's view of the target's update."""
+    outputs = np.empty((len(trials), updates.shape[1]), dtype=np.float64)
+    for i, (row, t) in enumerate(zip(updates.float(), trials, strict=True)):
+        shared = derive_seed(seed, "identification-trial", int(t))
+        message = mechanism.encode(row, shared)
+        outputs[i] = mechanism.decode(type(message).from_bytes(message.to_bytes()), shared).double().numpy()
+    return outputs
 
 
 def identify(
     mechanism: Mechanism,
-    pool: torch.Tensor,
+    pool: torch.Tensor | CandidateUpdates,
     *,
     candidates: int | Sequence[int] = (10, 100),
     trials: int = 500,
     confidence: float = 0.95,
     seed: int = 0,
+    memory_bytes: int = SCORING_BYTES,
 ) -> list[IdentificationResult]:
     """The identification attack of the module docstring on ``mechanism``, one result per M in ``candidates``.
 
-    ``pool``: P x d, row i the update the client sends if it holds candidate example i (P >= max M). Trial t draws
-    max M distinct rows uniformly; the first is the target, so it is uniform within every prefix of M rows (the
-    candidate set for that M). The target's update goes through the mechanism once (encode -> bytes -> decode,
-    shared randomness keyed by ``seed`` and t) and that output is scored against each prefix. ``confidence`` is
-    that of the reported intervals.
+    ``pool``: P x d, row i the update the client sends if it holds candidate example i (P >= max M), a tensor or
+    :class:`CandidateUpdates` computed block by block. Trial t draws max M distinct rows uniformly; the first is
+    the target, so it is uniform within every prefix of M rows (the candidate set for that M). The target's update
+    goes through the mechanism once (encode -> bytes -> decode, shared randomness keyed by ``seed`` and t) and that
+    output is scored against each prefix. ``confidence`` is that of the reported intervals. The trials run in
+    groups whose outputs (float64) and targets (float32) fit ``memory_bytes``; each group streams the pool's blocks once
+    (``score_candidates``), so memory is O(group x d + block x d), never P x d.
     """
     sizes = [candidates] if isinstance(candidates, int) else list(candidates)
     if not sizes or any(isinstance(m, bool) or not isinstance(m, int) or m < 2 for m in sizes):
@@ -139,22 +213,21 @@ def identify(
         raise ValueError(f"trials must be an integer >= 1, got {trials!r}")
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
-    if pool.dim() != 2 or len(pool) < max(sizes):
-        raise ValueError(f"candidates must be at most the {len(pool)} rows of pool, got {max(sizes)}")
-    rows = pool.detach().cpu().double().numpy()
-    statistic, scores = candidate_scorer(mechanism, rows)
+    source = candidate_updates(pool)
+    if len(source) < max(sizes):
+        raise ValueError(f"candidates must be at most the {len(source)} rows of pool, got {max(sizes)}")
+    statistic, log_density = output_scorer(mechanism)
     rng = np.random.default_rng(derive_seed(seed, "identification"))
     largest = max(sizes)
-    drawn = np.stack([rng.choice(len(rows), size=largest, replace=False) for _ in range(trials)])  # [:, 0]: target
+    drawn = np.stack([rng.choice(len(source), size=largest, replace=False) for _ in range(trials)])  # [:, 0]: target
     table = np.empty(drawn.shape, dtype=np.float64)
-    chunk = max(1, _CHUNK_ELEMENTS // rows.shape[1])
-    for start in range(0, trials, chunk):
-        ys = []
-        for t in range(start, min(start + chunk, trials)):
-            shared = derive_seed(seed, "identification-trial", t)
-            message = mechanism.encode(torch.from_numpy(rows[drawn[t, 0]]).float(), shared)
-            ys.append(mechanism.decode(type(message).from_bytes(message.to_bytes()), shared).double().numpy())
-        table[start : start + len(ys)] = scores(np.stack(ys), drawn[start : start + len(ys)])
+    group = max(1, memory_bytes // (12 * source.dimension))  # outputs float64, their targets float32
+    for start in range(0, trials, group):
+        stop = min(start + group, trials)
+        targets = source.rows(drawn[start:stop, 0])
+        ys = mechanism_outputs(mechanism, targets, range(start, stop), seed)
+        del targets
+        table[start:stop] = score_candidates(log_density, ys, source, drawn[start:stop])
     wins = dict.fromkeys(sizes, 0)
     for s in table:
         for m in sizes:

@@ -33,7 +33,9 @@ class InversionResult:
     (JSON-friendly); ``wall_time``: seconds; ``label_source``: "given", "extracted" or "optimised".
     ``start_loss``: N x restarts, every start's final matching loss (``loss`` is its row minimum); ``start``: the
     kept start per image (the first of equal losses); ``start_seeds``: the seed each start drew its dummies from
-    (:func:`start_seeds`). The analytic attack leaves the three empty.
+    (:func:`start_seeds`). The analytic attack leaves the three empty. ``halfway``: the images after half the
+    iterations (each image's start with the lowest matching loss then), what half the budget bought; None for the
+    analytic attack and a run that stopped earlier.
     """
 
     images: Tensor
@@ -46,6 +48,7 @@ class InversionResult:
     start_loss: Tensor | None = None
     start_seeds: tuple[int, ...] = ()
     start: Tensor | None = None
+    halfway: Tensor | None = None
 
     def __repr__(self) -> str:
         return (

@@ -60,7 +60,7 @@ SIZES: dict[str, Integer] = {
     # identification: trials x candidates likelihoods of a whole update (default 500 x up to 100)
     "identification.candidates": Integer(2, 10_000),
     "identification.trials": Integer(1, 100_000),
-    # every pool example's update is held at once (pool x the model's parameters)
+    # the pool's updates, held where they fit, else recomputed block by block (auditkit.stages.probe.TrainedPool)
     "identification.pool": Integer(2, 100_000),
     # every output of a test is held in memory at once (trials x the audit dimension, float64); the default is
     # 100,000 and an interval's width shrinks only as 1/sqrt(trials)

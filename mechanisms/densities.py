@@ -50,7 +50,12 @@ class OutputDensity:
         """ln p(ys[rows[k]] | xs[columns[k]]) for every k, from the table of the outputs and candidates used."""
         used_rows, row_of = np.unique(rows, return_inverse=True)
         used_columns, column_of = np.unique(columns, return_inverse=True)
-        return self.table(ys[used_rows], xs[used_columns])[row_of, column_of]
+        return self.table(_taken(ys, used_rows), _taken(xs, used_columns))[row_of, column_of]
+
+
+def _taken(values: np.ndarray, used: np.ndarray) -> np.ndarray:
+    """values[used] for sorted distinct ``used``, without a copy where every row is used (large updates)."""
+    return values if len(used) == len(values) else values[used]
 
 
 class ClippedGaussian(OutputDensity):

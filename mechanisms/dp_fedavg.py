@@ -41,7 +41,7 @@ from auditkit.mechanisms.capabilities import AuditSetting, LogDensity, Tiling
 from auditkit.mechanisms.densities import ClippedGaussian
 from auditkit.mechanisms.guarantee import NeighboringRelation, PrivacyGuarantee
 from auditkit.mechanisms.message import FloatMessage
-from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, informed_aggregate, register_protocol
+from auditkit.mechanisms.protocol import ProtocolContext, RoundOutcome, register_protocol
 from auditkit.mechanisms.randomness import generator, private_generator
 from auditkit.mechanisms.registry import register
 from auditkit.mechanisms.tradeoff import GaussianTradeOff
@@ -211,18 +211,24 @@ class CentralNoiseProtocol:
     ) -> RoundOutcome:
         """Messages: each client's float32 update, clipped first by the client when ``clipping = "client"``; the
         server clips what it receives (a no-op for clipped messages), sums, adds the noise, divides by q K."""
-        sent = self.received(updates, clients)
-        payloads = [FloatMessage(row.detach().numpy().astype(np.float32)).to_bytes() for row in sent]
-        server = torch.stack([FloatMessage.from_bytes(p).to_tensor() for p in payloads]) if payloads else \
-            torch.zeros(0, updates.shape[1])
-        clipped = self.clipped(server)
-        noisy_sum = clipped.sum(0) + self.noise(updates.shape[1], round_)
+        count, size = updates.shape
+        server = torch.empty(count, size)  # one client at a time: the S x P float64 copies are never made at once
+        payloads, total = [], torch.zeros(size, dtype=torch.float64)
+        for k in range(count):
+            sent = self.received(updates[k:k + 1], clients[k:k + 1])[0]
+            payloads.append(FloatMessage(sent.numpy().astype(np.float32)).to_bytes())
+            server[k] = FloatMessage.from_bytes(payloads[k]).to_tensor()
+            total += self.mechanism.clip_update(server[k])
+        noisy_sum = total + self.noise(size, round_)
+        informed = torch.empty(count, size, dtype=updates.dtype, device=updates.device)
+        for k in range(count):  # clip(Delta_k) + noise, as ``informed_aggregate`` writes it
+            informed[k] = noisy_sum - (total - self.mechanism.clip_update(server[k]))
         like = dict(device=updates.device, dtype=updates.dtype)
         return RoundOutcome(
             aggregate=(noisy_sum / self.denominator).to(**like),
             bits=[8 * len(p) for p in payloads],
             views={View.SERVER: server.to(**like), View.EAVESDROPPER: payloads, View.AGGREGATE: noisy_sum.to(**like),
                    # row k: the noisy sum minus the others' clipped updates, clip(update_k) + noise
-                   INFORMED_VIEW: informed_aggregate(noisy_sum, clipped).to(**like)},
+                   INFORMED_VIEW: informed},
             stats={"sampled": float(len(clients)), "noise_std_aggregate": self.mechanism.sigma / self.denominator},
         )

@@ -11,6 +11,8 @@ from typing import Any, Self
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
+from auditkit.fl.memory import size
+
 __all__ = ["AuditProgress", "Reporter", "console", "error_console", "print_written"]
 
 console = Console()
@@ -122,7 +124,8 @@ class AuditProgress:
             return
         began = self.started.pop((plan.id, stage), None)
         if began is not None:
-            line += f" ({self.reporter.elapsed() - began:.1f} s)"
+            peak = info.get("peak")
+            line += f" ({self.reporter.elapsed() - began:.1f} s" + (f", peak {size(peak)})" if peak else ")")
         self.reporter.report(self.stages, line, advance=1, status=f"{where}: {stage} {status}")
 
     def finish(self) -> None:

@@ -74,10 +74,12 @@ class UplinkProtocol:
                 *, like: torch.Tensor) -> RoundOutcome:
         """Server side: decode each client's bytes under its shared seed and aggregate; ``like`` gives the
         device and dtype of the decoded updates."""
-        received = [Message.from_bytes(p) for p in payloads]  # the server sees only the bytes
-        decoded = [self.decode(m, client, round_) for m, client in zip(received, clients, strict=True)]
-        overloads = sum(int(getattr(m, "overloads", 0)) for m in received)
-        decoded_updates = torch.stack(decoded).to(like.device, like.dtype)
+        decoded_updates = torch.empty(len(payloads), like.shape[-1], device=like.device, dtype=like.dtype)
+        overloads = 0
+        for k, (payload, client) in enumerate(zip(payloads, clients, strict=True)):  # one message at a time
+            message = Message.from_bytes(payload)  # the server sees only the bytes
+            overloads += int(getattr(message, "overloads", 0))
+            decoded_updates[k] = self.decode(message, client, round_)
         return RoundOutcome(
             aggregate=self.aggregator.aggregate(decoded_updates, weights.to(like.device)),
             bits=[8 * len(p) for p in payloads],

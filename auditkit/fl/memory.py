@@ -12,10 +12,12 @@ steps of B samples of D values and A activation values per example:
   ``optimizer_state = kept`` (``FederatedSimulation.client_state``), none under ``reset``;
 * a round's batches: S x T x B sample indices (T: tau, or the largest client's local_epochs x ceil(n_k / B)),
   drawn at once (int64, three copies); their images are gathered one step of one chunk at a time;
-* a round's clients: ``PER_CLIENT_PARAMETER`` bytes for each of their parameters, about ten float32-sized copies:
-  local training's parameters, momentum, gradients and their next values (``train_clients_batched``), then the
-  updates, the float64 copies a mechanism encodes and decodes, the bytes sent, the server view and the SNR's
-  clipped copies (``UplinkProtocol``); with DP-SGD also the per-example gradients, S x B x P twice; with canary
+* a round's clients: ``PER_CLIENT_PARAMETER`` bytes for each of their parameters: for the chunk in training its
+  parameters, momentum, gradients and their next values (``train_clients_batched``), for every client of the
+  round its trained parameters (twice while the chunks are joined), then the updates (in place), the bytes sent,
+  the server view and a second view (DP-FedAvg's informed aggregate), four float32 copies at most: the protocols encode, decode, clip and
+  measure the SNR one client at a time, so their float64 copies are one update's (``UplinkProtocol``,
+  ``CentralNoiseProtocol``, ``mean_snr``); with DP-SGD also the per-example gradients, S x B x P twice; with canary
   clients (``[canary]``) their rows go through the protocol as well;
 * a step's activations: S x B x A values, kept for the backward pass beside their gradients (three copies), for
   the ``client_chunk`` clients trained at once (``client_chunk``);
@@ -24,8 +26,9 @@ steps of B samples of D values and A activation values per example:
 * the interpreter, torch and the other libraries (``RUNTIME``).
 
 The sum times ``SAFETY`` (what is not modelled: allocator slack, a protocol with a longer transcript) is compared
-with the limit, ``[limits] max_memory_gib`` (``--max-memory``) or else this machine's physical memory (its
-cgroup's limit where lower). The sum without the data and the runtime is within a factor of 2 of the peak
+with the limit, ``[limits] max_memory_gib`` (``--max-memory``) or else the memory free to this run: what the
+kernel reports available (``MemAvailable``; a cgroup's limit minus its usage where lower) plus what this process
+already holds, measured when the check runs (each stage that can need much measures again: ``free_memory``). The sum without the data and the runtime is within a factor of 2 of the peak
 resident memory measured for small real runs (``tests/auditkit/fl/test_memory.py``). Flower's backend is not
 checked: its clients run in Ray's workers, whose resources Ray manages.
 """
@@ -43,13 +46,14 @@ from torch import nn
 from auditkit.config_bounds import ConfigError
 from auditkit.fl.params import trained_size
 
-__all__ = ["GIB", "MemoryEstimate", "activation_values", "check_memory", "estimate_memory", "machine_memory",
-           "model_device", "round_clients"]
+__all__ = ["GIB", "MemoryEstimate", "STAGE_MEMORY", "activation_values", "available_memory", "check_memory",
+           "client_chunk", "client_memory", "estimate_memory", "free_memory", "model_device",
+           "peak_memory", "reset_peak", "resident_memory", "round_clients"]
 
 GIB = 2**30
 MIB = 2**20
 SAFETY = 1.5
-PER_CLIENT_PARAMETER = 40  # bytes per parameter of a client taking part in a round (module docstring)
+PER_CLIENT_PARAMETER = 32  # bytes per parameter of a client taking part in a round (module docstring)
 TRAINING_PER_PARAMETER = 16  # ... of them held in training, by the chunk of clients trained at once
 RUNTIME = 512 * MIB  # the interpreter, torch, numpy, scipy and the mechanisms' libraries once imported
 _FLOAT, _INDEX = 4, 8  # float32 values, int64 indices and labels
@@ -97,16 +101,44 @@ def round_clients(training) -> int:
     return min(training.clients, math.ceil(mean + 6 * math.sqrt(mean) + 1))
 
 
+def round_rows(training, canaries: int) -> int:
+    """The clients, real and canary (``[canary]``: each with its own coin at the run's rate,
+    ``auditkit.stages.canary.canary_rate``), whose updates a round of ``training`` sends through its protocol: all
+    of them under full participation; under Poisson the Binomial(K + m, q) count of both together, its mean plus six
+    standard deviations; else S and the canaries' Binomial(m, S / K) bound."""
+    if training.participation == "full":
+        return training.clients + canaries
+    if training.participation == "poisson":
+        return _binomial_bound(training.clients + canaries, training.sample_rate)
+    rate = min(1.0, training.clients_per_round / training.clients)
+    return round_clients(training) + (_binomial_bound(canaries, rate) if canaries else 0)
+
+
+def _binomial_bound(count: int, rate: float) -> int:
+    """The mean of Binomial(count, rate) plus six standard deviations (and one), at most ``count``."""
+    mean = count * rate
+    return min(count, math.ceil(mean + 6 * math.sqrt(mean * (1 - rate)) + 1))
+
+
 CHUNK_BUDGET_CPU = 2 * GIB  # what one batched chunk of clients may hold on the CPU
 CHUNK_BUDGET_GPU = 0.5  # ... on a GPU: this fraction of its free memory
+STAGE_MEMORY = 4 * GIB  # what a stage assumes it may use where the free memory cannot be read
+
+
+def client_memory(model: nn.Module, input_shape: tuple[int, ...], batch_size: int) -> int:
+    """The bytes one client in batched training holds: its parameters in training (``TRAINING_PER_PARAMETER``
+    bytes each: parameters, optimiser state, gradients, their next values) and one step's activations (three
+    float32 copies of B x A)."""
+    return (trained_size(model) * TRAINING_PER_PARAMETER
+            + 3 * batch_size * activation_values(model, tuple(input_shape)) * _FLOAT)
 
 
 def client_chunk(model: nn.Module, input_shape: tuple[int, ...], batch_size: int, device: torch.device) -> int:
-    """How many clients one batched program trains (``training.client_chunk`` unset): those whose parameters in
-    training (``TRAINING_PER_PARAMETER`` bytes each: parameters, optimiser state, gradients, their next values) and one step's activations (three float32 copies of B x A) fit
-    ``CHUNK_BUDGET_CPU``, or ``CHUNK_BUDGET_GPU`` of the GPU's free memory; at least 1."""
-    per_client = (trained_size(model) * TRAINING_PER_PARAMETER
-                  + 3 * batch_size * activation_values(model, tuple(input_shape)) * _FLOAT)
+    """How many clients one batched program trains (``training.client_chunk`` unset): those whose memory
+    (``client_memory``) fits ``CHUNK_BUDGET_CPU``, or ``CHUNK_BUDGET_GPU`` of the GPU's free memory; at least 1.
+    On the CPU the budget is fixed, not the free memory: the chunk changes a client's last bits, and the same
+    config must give the same numbers on a busy machine (the memory check refuses a chunk that does not fit)."""
+    per_client = client_memory(model, input_shape, batch_size)
     if device.type == "cuda":
         budget = torch.cuda.mem_get_info(device)[0] * CHUNK_BUDGET_GPU
     else:
@@ -135,7 +167,7 @@ def estimate_memory(training, *, num_params: int, input_numel: int, activations:
     slots = 0 if t.optimizer_state == "reset" else (2 if t.optimizer == "adam" else 1)
     batch = t.batch_size + (math.ceil(6 * math.sqrt(t.batch_size)) + 1 if dp_sgd else 0)  # Poisson, padded
     samples = s * steps * batch
-    rows = s + (math.ceil(canaries * min(1.0, s / t.clients)) if canaries else 0)
+    rows = max(s, round_rows(t, canaries))
     parts = {
         "data": dataset_bytes,
         "client state": slots * t.clients * p * _FLOAT,
@@ -182,22 +214,69 @@ def model_device(model: nn.Module) -> torch.device:
     return torch.device("cpu") if first is None else first.device
 
 
-def machine_memory() -> int | None:
-    """This machine's physical memory in bytes (``os.sysconf``), or its cgroup's memory limit where lower; None
-    where neither can be read."""
+def _read_number(path: str) -> int | None:
+    try:
+        text = Path(path).read_text().strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def available_memory() -> int | None:
+    """The bytes other processes leave free now: ``MemAvailable`` (``/proc/meminfo``), or the cgroup's limit minus
+    its usage where lower (v2 ``memory.max`` - ``memory.current``, v1 ``limit_in_bytes`` - ``usage_in_bytes``);
+    None where none can be read."""
     found = []
     try:
-        found.append(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
-    except (AttributeError, ValueError, OSError):
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                found.append(int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
         pass
-    for limit in ("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"):  # cgroup v2, v1
-        try:
-            text = Path(limit).read_text().strip()
-        except OSError:
-            continue
-        if text.isdigit():
-            found.append(int(text))
+    for limit, usage in (("/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory.current"),
+                         ("/sys/fs/cgroup/memory/memory.limit_in_bytes", "/sys/fs/cgroup/memory/memory.usage_in_bytes")):
+        cap, used = _read_number(limit), _read_number(usage)
+        if cap is not None and used is not None:
+            found.append(max(0, cap - used))
     return min(found) if found else None
+
+
+def resident_memory() -> int:
+    """The bytes this process holds resident now (``/proc/self/statm``; 0 where it cannot be read)."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def reset_peak() -> bool:
+    """Start this process's peak resident memory afresh (Linux: ``5`` into ``/proc/self/clear_refs``, which
+    resets ``VmHWM`` to the current resident size); False where it cannot."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_memory() -> int | None:
+    """This process's peak resident memory since it started or since ``reset_peak`` (``VmHWM``), in bytes; None
+    where it cannot be read."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+def free_memory(max_memory_gib: float | None) -> tuple[int | None, str]:
+    """The bytes this process may still allocate, and where the figure comes from: under ``[limits]
+    max_memory_gib`` that limit minus what the process holds, else ``available_memory`` (None: unknown)."""
+    if max_memory_gib is not None:
+        return max(0, int(max_memory_gib * GIB) - resident_memory()), "[limits] max_memory_gib less what is held"
+    return available_memory(), "free on this machine"
 
 
 def check_memory(config, model: nn.Module, data, device: torch.device | None = None) -> MemoryEstimate | None:
@@ -217,11 +296,13 @@ def check_memory(config, model: nn.Module, data, device: torch.device | None = N
         chunk=config.training.client_chunk or client_chunk(model, tuple(data.train.x.shape[1:]),
                                                            config.training.batch_size, device or torch.device("cpu")))
     given = config.limits.max_memory_gib
-    limit = machine_memory() if given is None else given * GIB
+    available = available_memory()
+    limit = given * GIB if given is not None else None if available is None else available + resident_memory()
     if limit is None or estimate.needed <= limit:
         return estimate
-    source = "[limits] max_memory_gib" if given is not None else "this machine's memory"
+    source = ("[limits] max_memory_gib" if given is not None
+              else "free on this machine, with what this process holds")
     raise ConfigError(f"the run needs about {size(estimate.needed)} ({estimate.describe()}; x{SAFETY:g} for what is "
                       f"not modelled) but the memory limit is {size(limit)} ({source}); lower training.clients (or "
-                      "clients_per_round), tau, batch_size or checkpoints, or raise [limits] max_memory_gib / "
+                      "clients_per_round), tau, batch_size, client_chunk or checkpoints, or raise [limits] max_memory_gib / "
                       "--max-memory")

@@ -34,7 +34,7 @@ from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.params import ParamLayout, flat_parameters, frozen_parameters
 from auditkit.fl.sampling import select_clients
 from auditkit.fl.schedule import make_schedule
-from auditkit.fl.snr import snr
+from auditkit.fl.snr import mean_snr
 from auditkit.fl.spec import BNStats, DPSGDSpec, OptimizerState, TrainingSpec
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.mechanisms import View
@@ -249,8 +249,9 @@ class FederatedSimulation:
             if isinstance(server, torch.Tensor) and server.shape == updates.shape:  # one decoded update per client
                 # the signal is what the mechanism receives (after its clipping): its noise, not the clip, is measured
                 received = getattr(self.protocol, "received", None)
-                signal = updates if received is None else received(updates, clients)
-                stats["snr"] = snr(signal.to(updates.device), server)
+                signal = ((lambda k: updates[k]) if received is None else  # one client at a time: O(P) memory
+                          (lambda k: received(updates[k:k + 1], clients[k:k + 1])[0]))
+                stats["snr"] = mean_snr((signal(k).to(updates.device), server[k]) for k in range(len(clients)))
             train_loss = float(losses.mean())
             if round_ in t.checkpoints:
                 views = dict(outcome.views)
@@ -285,7 +286,7 @@ class FederatedSimulation:
         """The clients' local training results through the round protocol (the second half of ``_exchange``)."""
         self._keep_state(clients, local.state)
         self._keep_buffers(clients, local.buffers)
-        updates = local.params - before
+        updates = local.params.sub_(before)  # in place: a round's S x P once, not twice
         check_finite(updates, round_)
         outcome = self.protocol.communicate(updates, clients, self.client_weights[clients], round_,
                                             global_params=before)

@@ -12,10 +12,12 @@ which convention; a ratio of variances is a power ratio, so :func:`snr_db` is 10
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 
+import numpy as np
 import torch
 
-__all__ = ["snr", "snr_db"]
+__all__ = ["mean_snr", "snr", "snr_db"]
 
 
 def snr(true: torch.Tensor, decoded: torch.Tensor) -> float:
@@ -23,12 +25,19 @@ def snr(true: torch.Tensor, decoded: torch.Tensor) -> float:
     if true.shape != decoded.shape or true.dim() != 2:
         raise ValueError(f"true and decoded must be (clients, coordinates) of one shape, got {tuple(true.shape)} "
                          f"and {tuple(decoded.shape)}")
-    h = true.detach().to(torch.float64)
-    error = h - decoded.detach().to(device=h.device, dtype=torch.float64)
-    signal, noise = h.var(dim=1, unbiased=False), error.var(dim=1, unbiased=False)
-    ratios = torch.where(noise > 0, signal / noise.clamp(min=torch.finfo(torch.float64).tiny),
-                         torch.full_like(signal, math.inf))
-    return float(ratios.mean())
+    return mean_snr(zip(true, decoded))
+
+
+def mean_snr(rows: Iterable[tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """``snr`` over (h_k, h~_k) pairs given one client at a time, so a round's clients are never copied at once
+    (float64, one row's worth)."""
+    ratios = []
+    for true, decoded in rows:
+        h = true.detach().to(torch.float64)
+        signal = h.var(unbiased=False)
+        noise = (h - decoded.detach().to(device=h.device, dtype=torch.float64)).var(unbiased=False)
+        ratios.append(float(signal / noise) if noise > 0 else math.inf)
+    return float(np.mean(ratios))
 
 
 def snr_db(value: float) -> float:

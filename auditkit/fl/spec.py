@@ -35,6 +35,17 @@ class ClientMode(enum.StrEnum):
     EVAL = "eval"
 
 
+class Normalisation(enum.StrEnum):
+    """How an attacked model's BatchNorm normalises the attacker's dummy images (and the probe clients' batches):
+    by their own batch statistics, as clients in ``train`` mode do; by the global running statistics, as clients in
+    ``eval`` mode do; or by the running statistics although the clients ran in ``train`` mode, where one image has
+    a single value per channel at some BatchNorm (a 1x1 feature map), whose batch statistics are undefined."""
+
+    BATCH = "batch statistics"
+    RUNNING = "running statistics"
+    RUNNING_ONE_VALUE = "running statistics (one image has a single value per channel at a 1x1 BatchNorm)"
+
+
 class BNStats(enum.StrEnum):
     """What happens to the clients' BatchNorm running statistics after a round (buffers, never through the
     mechanism)."""

@@ -12,10 +12,11 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from auditkit.accounting.composition import Fallback
+from auditkit.attacks.budget import BudgetTrend
 from auditkit.attacks.headline import ClaimScope, TestKind
 from auditkit.attacks.membership_game import MembershipAttack, MembershipLevel
 from auditkit.attacks.verdicts import Evidence, Verdict
-from auditkit.fl.spec import BNStats, ClientMode, Optimizer, OptimizerState, Precision
+from auditkit.fl.spec import BNStats, ClientMode, Normalisation, Optimizer, OptimizerState, Precision
 from auditkit.mechanisms.capabilities import CapabilityState
 from auditkit.mechanisms.views import View
 from auditkit.results.types import (Bool, Finite, Int, JsonObject, Name, Number, Section, Text, figure_path,
@@ -243,6 +244,18 @@ class ViewScores(Section):
     defended: Scores
 
 
+class AttackBudget(Section):
+    iterations: Int | None
+    restarts: Int | None
+    targets: Int
+    estimated_seconds: Number
+    clean_ssim_at_half: Number | None
+    clean_ssim: Number
+    ssim_at_half: Number | None
+    ssim: Number
+    trend: one_of(BudgetTrend)
+
+
 class Inversion(Section):
     attack: Text
     view: Text
@@ -261,6 +274,8 @@ class Inversion(Section):
     label_given: Bool = None
     error_std: Number = None
     bits_per_coordinate: Number = None
+    normalisation: one_of(Normalisation) | None = None  # how the attacked model's BatchNorm normalised the dummies
+    budget: AttackBudget = None  # what the attack's iterations bought (auditkit.attacks.budget)
 
 
 class Matched(Section):
@@ -318,6 +333,8 @@ class Probe(Section):
     figure: figure_path
     clean_figure: figure_path = None  # as Inversion.clean_figure
     sweep: ReconstructionSweep = None
+    normalisation: one_of(Normalisation) | None = None  # as Inversion.normalisation
+    budget: AttackBudget = None  # as Inversion.budget
 
 
 class IdentificationTest(Section):

@@ -28,6 +28,7 @@ import torch
 from auditkit import attacks
 from auditkit import mechanisms
 from auditkit.attacks.verdicts import CONSISTENT, INCONCLUSIVE, VACUOUS, VIOLATED
+from auditkit.attacks.identification import SCORING_BYTES, CandidateUpdates, candidate_updates
 from auditkit.accounting.rero import claim_rero_bound, rero_bound
 from auditkit.mechanisms import capability
 
@@ -80,16 +81,17 @@ def _verdict(result: attacks.IdentificationResult, bound: float, confidence: flo
     return CONSISTENT
 
 
-def identification_tests(mechanism: mechanisms.Mechanism, pool: torch.Tensor, *, candidates: Sequence[int],
-                         trials: int, per_test_confidence: float, confidence: float, seed: int) -> dict[str, Any]:
+def identification_tests(mechanism: mechanisms.Mechanism, pool: torch.Tensor | CandidateUpdates, *,
+                         candidates: Sequence[int], trials: int, per_test_confidence: float, confidence: float,
+                         seed: int, memory_bytes: int = SCORING_BYTES) -> dict[str, Any]:
     """The ``identification`` section of a setting: one test per M in ``candidates`` on the candidate updates
-    ``pool`` (P x d), each judged at ``per_test_confidence`` against the claim's bound; intervals are two-sided
-    at ``confidence``."""
+    ``pool`` (P x d, held or computed block by block), each judged at ``per_test_confidence`` against the claim's
+    bound; intervals are two-sided at ``confidence``; ``memory_bytes``: what the trials' outputs may hold."""
     found = attacks.identify(mechanism, pool, candidates=list(candidates), trials=trials, confidence=confidence,
-                             seed=seed)
+                             seed=seed, memory_bytes=memory_bytes)
     tests = []
     for result in found:
-        bound, form = claim_bound(mechanism, result.candidates, pool.shape[1])
+        bound, form = claim_bound(mechanism, result.candidates, candidate_updates(pool).dimension)
         tests.append({
             "candidates": result.candidates, "trials": result.trials, "successes": result.successes,
             "rate": result.rate, "interval": list(result.interval), "kappa": result.kappa,

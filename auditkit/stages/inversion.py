@@ -35,13 +35,16 @@ from auditkit import mechanisms
 from auditkit.attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
+from auditkit.fl.memory import model_device
 from auditkit.fl.params import load_flat_parameters, trained_tensors
+from auditkit.fl.spec import Normalisation
 from auditkit.models import build_model, create_model
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.config import AuditConfig
 from auditkit.stages.base import GridFigure
 from auditkit.stages.setting import load_configured_dataset
 from auditkit.attacks.analytic_inversion import first_linear
+from auditkit.attacks.budget import budget_entry
 from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.config_bounds import ConfigError
 from auditkit import results
@@ -250,19 +253,49 @@ class RecordedView:
         return cls(**saved)
 
 
-def as_the_clients_ran(model: nn.Module, buffers: Mapping[str, torch.Tensor], client_mode: str) -> None:
-    """Put the attacked ``model`` in the clients' mode: ``eval``, normalising by the global running statistics
-    ``buffers`` it receives; ``train``, normalising each input by its own batch statistics without tracking them
-    (``torch.func.replace_all_batch_norm_modules_``: the attacker's dummy batch is not the client's batch)."""
+def as_the_clients_ran(model: nn.Module, buffers: Mapping[str, torch.Tensor], client_mode: str,
+                       input_shape: tuple[int, ...]) -> Normalisation | None:
+    """Put the attacked ``model`` in the clients' mode and say how its BatchNorm normalises one image of
+    ``input_shape`` (None: it has none): ``eval``, by the global running statistics ``buffers`` it receives;
+    ``train``, by each input's own batch statistics without tracking them
+    (``torch.func.replace_all_batch_norm_modules_``: the attacker's dummy batch is not the client's batch), unless a
+    BatchNorm sees a single value per channel of one image, whose batch statistics are undefined (torch refuses
+    them): then by the running statistics, which the result records."""
     own = dict(model.named_buffers())
     with torch.no_grad():
         for name, value in buffers.items():
             own[name].copy_(value)
-    if client_mode == "eval":
+    inputs = _batchnorm_inputs(model, input_shape)
+    if client_mode == "eval" or any(x[0, 0].numel() == 1 for x in inputs):
         model.eval()
-    else:
-        model.train()
-        torch.func.replace_all_batch_norm_modules_(model)
+        if not inputs:
+            return None
+        return Normalisation.RUNNING if client_mode == "eval" else Normalisation.RUNNING_ONE_VALUE
+    model.train()
+    torch.func.replace_all_batch_norm_modules_(model)
+    return Normalisation.BATCH if inputs else None
+
+
+def _batchnorm_inputs(model: nn.Module, input_shape: tuple[int, ...]) -> list[torch.Tensor]:
+    """What each BatchNorm of ``model`` receives from one zero image (an eval-mode pass: no statistic moves)."""
+    seen: list[torch.Tensor] = []
+    hooks = [m.register_forward_hook(lambda _m, args, _out: seen.append(args[0])) for m in model.modules()
+             if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(torch.zeros(1, *input_shape, device=model_device(model)))
+    finally:
+        model.train(was_training)
+        for hook in hooks:
+            hook.remove()
+    return seen
+
+
+def halfway_ssim(result: attacks.InversionResult, truth: torch.Tensor) -> float | None:
+    """The mean SSIM against ``truth`` of the attack's images after half its iterations (None: not kept)."""
+    return None if result.halfway is None else float(metrics.score(result.halfway, truth)["ssim_mean"])
 
 
 def _best_matches(reconstructions: torch.Tensor, images_used: torch.Tensor) -> torch.Tensor:
@@ -293,7 +326,7 @@ def attack_recorded_view(
     score by being matched to whichever image it happens to resemble.
     """
     load_flat_parameters(model, view.global_before.clone())
-    as_the_clients_ran(model, view.buffers, view.client_mode)
+    normalisation = as_the_clients_ran(model, view.buffers, view.client_mode, tuple(view.images_used.shape[2:]))
     settings = dict(settings or {})
     if unroll:
         settings.update(observation="update", local_steps=view.tau, local_lr=view.lr)
@@ -306,7 +339,8 @@ def attack_recorded_view(
         if truth is None:  # the clean run comes first: its matches are every run's ground truth
             truth = _best_matches(result.images, view.images_used)
         runs[name] = {"scores": metrics.score(result.images, truth), "labels": result.labels.tolist(),
-                      "wall_time": result.wall_time, "reconstructions": result.images, "truth": truth}
+                      "wall_time": result.wall_time, "reconstructions": result.images, "truth": truth,
+                      "ssim_at_half": halfway_ssim(result, truth)}
     return {
         "attack": attack,
         "round": view.round,
@@ -318,6 +352,7 @@ def attack_recorded_view(
         "images_per_client": int(view.images_used.shape[1]),
         "settings": {**attacks.preset_settings(attack), **settings},
         "extra": list(view.extra),
+        "normalisation": normalisation,
         **runs,
     }
 
@@ -359,6 +394,69 @@ def check_attack_layers(attack: str, model: nn.Module, num_classes: int, *, wher
                           f"has none; choose {where} = 'dlg' (labels optimised)")
 
 
+INVERSION_ITERATIONS = 200  # the inversion's budget on a CPU (``[inversion] iterations`` unset), where it fits
+PROBE_ITERATIONS = 300  # the probe's (``[probe] iterations`` unset)
+GPU_BUDGET = 5  # a GPU's default budget, in CPU budgets: its iterations cost a small fraction of a CPU's
+MIN_ITERATIONS = 20  # the least default budget: below it the attack says little
+# One iteration of one problem (an image's start) on one CPU core: a gradient of the model's parameters and its
+# match against the observed one (measured: ResNet-18 at 32x32, 11.2M parameters, 0.41 s; its small stem, 1.1 GFLOP
+# a forward pass, 0.47 s; benchmarks/bench_scale.py)
+CPU_SECONDS_PER_PARAMETER = 36e-9
+CPU_SECONDS_PER_FLOP = 5.8e-11
+INVERSION_RUN_SECONDS = 600  # what one run (clean or defended) may cost on a CPU at the default budget
+PROBE_STAGE_SECONDS = 1200  # what the probe's runs together may cost (clean, defended and the sweep's points)
+
+
+@dataclass(frozen=True)
+class AttackBudget:
+    """An attack's iterations and restarts, and the seconds a run of them is estimated to take on a CPU core."""
+
+    iterations: int
+    restarts: int | None
+    estimated_seconds: float
+
+
+def iteration_seconds(model: nn.Module, input_shape: tuple[int, ...]) -> float:
+    """The estimated CPU seconds of one iteration of one problem (the constants above): a deterministic cost, the
+    model's parameters and one forward pass's FLOPs (``torch.utils.flop_counter``), never a measured time."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    was_training = model.training
+    model.eval()
+    try:
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(torch.zeros(1, *input_shape, device=model_device(model)))
+        flops = counter.get_total_flops()
+    except Exception:  # a user's model the counter cannot trace: its parameters alone set the cost
+        flops = 0
+    finally:
+        model.train(was_training)
+    parameters = sum(p.numel() for p in model.parameters())
+    return parameters * CPU_SECONDS_PER_PARAMETER + flops * CPU_SECONDS_PER_FLOP
+
+
+def attack_budget(attack: str, iterations: int | None, restarts: int | None, *, cpu_default: int, model: nn.Module,
+                  input_shape: tuple[int, ...], targets: int, seconds: float) -> AttackBudget:
+    """The budget an attack runs with: ``iterations`` and ``restarts`` where configured; else on a GPU
+    ``GPU_BUDGET`` x ``cpu_default`` iterations and the preset's restarts, and on a CPU ``cpu_default`` iterations
+    and the preset's restarts where a run of ``targets`` images fits ``seconds`` (``iteration_seconds``), else one
+    restart, then fewer iterations (at least ``MIN_ITERATIONS``). Deterministic: the device, the model and the
+    config, never the machine's load, decide it."""
+    preset = None if attack == "analytic" else attacks.preset_settings(attack)["restarts"]
+    starts = restarts if restarts is not None else preset
+    per_iteration = iteration_seconds(model, input_shape) * targets
+    if iterations is not None:
+        return AttackBudget(iterations, starts, iterations * (starts or 1) * per_iteration)
+    if model_device(model).type == "cuda":
+        chosen = cpu_default * GPU_BUDGET
+        return AttackBudget(chosen, starts, chosen * (starts or 1) * per_iteration)
+    if starts is not None and restarts is None and cpu_default * starts * per_iteration > seconds:
+        starts = 1  # one start of many iterations before many starts of few
+    affordable = int(seconds // ((starts or 1) * per_iteration))
+    chosen = max(MIN_ITERATIONS, min(cpu_default, affordable))
+    return AttackBudget(chosen, starts, chosen * (starts or 1) * per_iteration)
+
+
 def invert_recorded_view(view: RecordedView, training: Any, inversion: Any, seed: int,
                          num_classes: int = 10) -> dict[str, Any]:
     """``attack_recorded_view`` with the settings of a config's ``[inversion]`` (attack, iterations, restarts,
@@ -366,10 +464,14 @@ def invert_recorded_view(view: RecordedView, training: Any, inversion: Any, seed
     options) shaped for the view's images and the data's ``num_classes`` (10: every built-in dataset's)."""
     model = build_model(training, tuple(view.images_used.shape[2:]), num_classes)
     check_attack_layers(inversion.attack, model, num_classes, where="inversion.attack", model_name=training.model)
-    settings = {**iteration_settings(inversion.attack, inversion.iterations), "seed": seed}
-    if inversion.restarts is not None:
-        settings["restarts"] = inversion.restarts
-    return attack_recorded_view(view, model, attack=inversion.attack, unroll=inversion.unroll, settings=settings)
+    budget = attack_budget(inversion.attack, inversion.iterations, inversion.restarts,
+                           cpu_default=INVERSION_ITERATIONS, model=model, input_shape=tuple(view.images_used.shape[2:]),
+                           targets=len(view.clients), seconds=INVERSION_RUN_SECONDS)
+    settings = {**iteration_settings(inversion.attack, budget.iterations), "seed": seed}
+    if budget.restarts is not None:
+        settings["restarts"] = budget.restarts
+    done = attack_recorded_view(view, model, attack=inversion.attack, unroll=inversion.unroll, settings=settings)
+    return {**done, "estimated_seconds": budget.estimated_seconds}
 
 
 def defence_curve(
@@ -523,6 +625,10 @@ def inversion_stage(config: AuditConfig, view: RecordedView, *, figure_id: str,
         "defended": {k: done["defended"]["scores"][k] for k in keep},
         "figure": figure,
         "clean_figure": clean.path,
+        "normalisation": done["normalisation"],
+        "budget": budget_entry(done["settings"], targets=len(done["clients"]), estimated_seconds=done["estimated_seconds"],
+                               clean=(done["clean"]["ssim_at_half"], done["clean"]["scores"]["ssim_mean"]),
+                               defended=(done["defended"]["ssim_at_half"], done["defended"]["scores"]["ssim_mean"])),
     }
     if done["extra"]:  # "defended" is the claim's view; further estimates or views beside it
         document["views"] = [

@@ -11,13 +11,15 @@ whose update is as revealing as possible. The probe measures that case, at the c
   scored against the client's examples (SSIM, MSE, PSNR) and, as the identification attack scores its picks,
   matched to the nearest of M candidates (the client's example and M - 1 other real examples).
 * **identification** (:func:`identification_pool` + ``auditkit.attacks.identify``): the informed adversary's M-ary test on
-  the same updates; ``auditkit.rero_verdicts`` turns its success rate and the claim's ReRo bound into a verdict.
+  the same updates; ``auditkit.rero_verdicts`` turns its success rate and the claim's ReRo bound into a verdict. The
+  pool's updates are held where they fit half the memory free when the stage starts, else recomputed block by block
+  for each group of trials (:class:`TrainedPool`, :func:`candidate_pool`): never pool x P at once.
 
 Shared randomness is keyed by the seed: which examples, which candidates, the mechanism's shared seeds.
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,18 +40,23 @@ from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.spec import ClientMode, Optimizer
 from auditkit.fl.simulation import FederatedData
 from auditkit.config import AuditConfig, ConfigError
-from auditkit.fl.memory import GIB, client_chunk, machine_memory, size
+from auditkit.fl.memory import STAGE_MEMORY, client_chunk, client_memory, free_memory, model_device, size
+from auditkit.fl.params import trained_size
 from auditkit.stage_store import stage_key
 from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.stages.identification import claim_bound, identification_tests, matched_entry
-from auditkit.stages.inversion import as_the_clients_ran, check_attack_layers, clean_reference
+from auditkit.attacks.budget import budget_entry
+from auditkit.stages.inversion import (PROBE_ITERATIONS, PROBE_STAGE_SECONDS, AttackBudget, as_the_clients_ran, attack_budget,
+                                      check_attack_layers, clean_reference, halfway_ssim)
 from auditkit.fl.params import load_flat_parameters
-from auditkit.models import build_model, count_parameters
+from auditkit.models import build_model
 from auditkit.stages.setting import prepare_data
-from auditkit.attacks.identification import candidate_scorer
+from auditkit.attacks.identification import CandidateUpdates, HeldUpdates, output_scorer, score_candidates
+from auditkit.mechanisms.densities import pair_log_densities
 
-__all__ = ["ProbeClients", "SWEEP_GRID", "check_probe_inputs", "defended_updates", "identification_pool",
+__all__ = ["ProbeClients", "SWEEP_GRID", "TrainedPool", "candidate_pool", "check_probe_inputs", "check_probe_memory",
+           "defended_updates", "identification_pool", "probe_budget", "probe_chunk", "probe_memory",
            "matched_identification", "probe_clients", "probe_stage", "probe_updates", "reconstruction_sweep", "run_probe",
            "scaled_to_clip", "sweep_group"]
 
@@ -76,7 +83,10 @@ def check_probe_inputs(config: AuditConfig, data: FederatedData) -> None:
                          f"got {max(config.identification.candidates)}")
 
 
-POOL_BYTES_PER_PARAMETER = 24  # a pool update in float32, its clip-scaled copy, and the float64 rows scored
+def probe_chunk(model: nn.Module, images: torch.Tensor) -> int:
+    """The probe clients trained at once (``client_chunk`` of their batches, K x B x C x H x W): a fixed budget, not
+    the free memory, since the chunk changes a client's bits (``auditkit.fl.local_training``)."""
+    return client_chunk(model, tuple(images.shape[2:]), images.shape[1], model_device(model))
 
 
 def pool_size(config: AuditConfig, data: FederatedData) -> int:
@@ -90,21 +100,114 @@ def pool_size(config: AuditConfig, data: FederatedData) -> int:
     return min(wanted, len(data.train.y) - (probe.batch_size - 1))
 
 
+PROBE_BYTES_PER_PARAMETER = 28  # a probe client's update: float32, defended, and their float64 scored copies
+SCORED_BYTES_PER_PARAMETER = 20  # a pool row being scored: float32, its float64 copy and the clipped centres
+HELD_BYTES_PER_PARAMETER = 4  # a pool row held (float32)
+OUTPUT_BYTES_PER_PARAMETER = 12  # an identification trial's output (float64) and its target (float32)
+STAGE_SHARE = 0.5  # the share of the free memory the stage takes: the rest is left to what runs beside it
+HOLD_FRACTION = 0.5  # a pool is held when it fits this fraction of the stage's share, else recomputed per group
+
+
+def probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> tuple[int, str]:
+    """The least memory the probe and identification need, and what it is: the probe clients' updates, one pool
+    block in training and scored (``TrainedPool``) and one trial's output. The pool itself is never needed whole:
+    it is held when it fits, else recomputed block by block for each group of trials."""
+    params = trained_size(model)
+    example = data.train.x[:1].expand(config.probe.batch_size, *data.train.x.shape[1:])
+    block = min(pool_size(config, data), probe_chunk(model, example[None]))
+    per_client = client_memory(model, tuple(data.train.x.shape[1:]), config.probe.batch_size)
+    needed = (config.probe.targets * params * PROBE_BYTES_PER_PARAMETER + block * per_client
+              + block * params * SCORED_BYTES_PER_PARAMETER + params * OUTPUT_BYTES_PER_PARAMETER)
+    return needed, (f"{config.probe.targets:,} probe clients' and a pool block of {block:,} updates x {params:,} "
+                    "parameters")
+
+
 def check_probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> None:
-    """Refuse, in one line before any stage runs, a probe whose pool of updates (one per pool example, each as
-    large as the model, ``POOL_BYTES_PER_PARAMETER`` bytes a parameter) exceeds the memory limit."""
+    """Refuse, in one line before any stage runs, a probe and identification whose least memory (``probe_memory``)
+    exceeds what is free (``free_memory``: MemAvailable, a cgroup's limit, ``[limits] max_memory_gib``)."""
     if not (config.probe.enabled or config.identification.enabled):
         return
-    rows = pool_size(config, data)
-    params = count_parameters(model)
-    needed = rows * params * POOL_BYTES_PER_PARAMETER
-    given = config.limits.max_memory_gib
-    limit = machine_memory() if given is None else given * GIB
+    needed, what = probe_memory(config, model, data)
+    limit, source = free_memory(config.limits.max_memory_gib)
     if limit is not None and needed > limit:
-        raise ConfigError(f"the probe and identification need about {size(needed)} (a pool of {rows:,} updates x "
-                          f"{params:,} parameters) but the memory limit is {size(limit)}; for a model this size lower "
-                          "identification.pool (and candidates), set probe.enabled = false and identification.enabled "
-                          "= false, or raise [limits] max_memory_gib")
+        raise ConfigError(f"the probe and identification need at least {size(needed)} ({what}) but {size(limit)} is "
+                          f"free ({source}); lower probe.targets or training.client_chunk, or free memory")
+
+
+def stage_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> int:
+    """What the identification may hold beyond the probe's least need (``probe_memory``: the probe clients' updates,
+    a pool block in training): ``STAGE_SHARE`` of what is free beyond it when the stage starts (``free_memory``),
+    the rest left to what runs beside it; at least one trial's output."""
+    free, _ = free_memory(config.limits.max_memory_gib)
+    least, _ = probe_memory(config, model, data)
+    floor = trained_size(model) * OUTPUT_BYTES_PER_PARAMETER
+    return max(floor, int(((STAGE_MEMORY if free is None else free) - least) * STAGE_SHARE))
+
+
+@dataclass(frozen=True)
+class TrainedPool:
+    """The identification pool (``auditkit.attacks.identification.CandidateUpdates``): row i the update of a probe
+    client holding pool example i and the target's companions (``images``: P x B x C x H x W), clip-scaled under
+    ``scale = "clip"``, trained ``block`` rows at a time. A row is always trained in the same block, so recomputing
+    it gives the same bits."""
+
+    model: nn.Module
+    weights: torch.Tensor
+    images: torch.Tensor
+    labels: torch.Tensor
+    mechanism: mechanisms.Mechanism
+    local_steps: int
+    lr: float
+    momentum: float
+    scale: str
+    block: int
+
+    @property
+    def dimension(self) -> int:
+        return int(self.weights.numel())
+
+    def __len__(self) -> int:
+        return len(self.images)
+
+    def _trained(self, start: int) -> torch.Tensor:
+        rows = slice(start, start + self.block)
+        updates = probe_updates(self.model, self.weights, self.images[rows], self.labels[rows],
+                                local_steps=self.local_steps, lr=self.lr, momentum=self.momentum, chunk=self.block)
+        return scaled_to_clip(self.mechanism, updates) if self.scale == "clip" else updates
+
+    def blocks(self) -> Iterator[tuple[int, torch.Tensor]]:
+        for start in range(0, len(self), self.block):
+            yield start, self._trained(start)
+
+    def rows(self, indices: np.ndarray) -> torch.Tensor:
+        indices = np.asarray(indices, dtype=np.int64)
+        out = torch.empty(len(indices), self.dimension)
+        for start in np.unique(indices // self.block * self.block):
+            chosen = np.flatnonzero(indices // self.block * self.block == start)
+            out[chosen] = self._trained(int(start))[torch.from_numpy(indices[chosen] - start)]
+        return out
+
+    def held(self) -> HeldUpdates:
+        """Every row, trained once and held (the same bits as the blocks)."""
+        held = torch.empty(len(self), self.dimension)
+        for start, rows in self.blocks():
+            held[start:start + len(rows)] = rows
+        return HeldUpdates(held, self.block)
+
+
+def candidate_pool(config: AuditConfig, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
+                   data: FederatedData, pool_rows: torch.Tensor, companions: torch.Tensor, *, lr: float,
+                   memory: int) -> CandidateUpdates:
+    """The pool's updates (``TrainedPool``), held when they and one block's scored copies fit ``HOLD_FRACTION`` of
+    ``memory`` bytes, else recomputed block by block."""
+    batch = torch.cat([pool_rows[:, None], companions.expand(len(pool_rows), -1)], dim=1)
+    images, labels = data.train.x[batch].cpu(), data.train.y[batch].cpu()
+    pool = TrainedPool(model, weights, images, labels, mechanism, config.probe.local_steps, lr,
+                       config.training.momentum, config.probe.scale, min(len(images), probe_chunk(model, images)))
+    held = (len(pool) * HELD_BYTES_PER_PARAMETER + pool.block * SCORED_BYTES_PER_PARAMETER) * pool.dimension
+    if held <= HOLD_FRACTION * memory:
+        return pool.held()
+    return pool
 
 
 def probe_clients(data: FederatedData, count: int, batch_size: int, *, seed: int) -> ProbeClients:
@@ -122,13 +225,14 @@ def probe_clients(data: FederatedData, count: int, batch_size: int, *, seed: int
 
 
 def probe_updates(model: nn.Module, weights: torch.Tensor, images: torch.Tensor, labels: torch.Tensor, *,
-                  local_steps: int, lr: float, momentum: float) -> torch.Tensor:
+                  local_steps: int, lr: float, momentum: float, chunk: int | None = None) -> torch.Tensor:
     """K x P updates w_after - w_before of K clients, each running ``local_steps`` full-batch momentum-SGD steps
-    on its own B examples (``images``: K x B x C x H x W) from the global ``weights``."""
+    on its own B examples (``images``: K x B x C x H x W) from the global ``weights``, ``chunk`` clients at a time
+    (default ``probe_chunk``)."""
     steps_in = images.unsqueeze(1).expand(-1, local_steps, *images.shape[1:])
     steps_y = labels.unsqueeze(1).expand(-1, local_steps, labels.shape[1])
     mode = ClientMode.TRAIN if model.training else ClientMode.EVAL  # as the clients ran (``as_the_clients_ran``)
-    chunk = client_chunk(model, tuple(images.shape[2:]), images.shape[1], weights.device)  # a big pool, in chunks
+    chunk = chunk or probe_chunk(model, images)
     training = LocalTraining(LocalOptimizer(Optimizer.SGD, lr, momentum), mode, chunk=chunk)
     after = train_clients_batched(model, weights, LocalSteps.gathered(steps_in, steps_y), training).params
     return (after - weights).detach()
@@ -212,6 +316,7 @@ def run_probe(mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.
             "scores": metrics.score(result.images, truth, labels=result.labels,
                                     true_labels=_labels_of(truth, clients)),
             "reconstructions": result.images, "truth": truth, "wall_time": result.wall_time,
+            "ssim_at_half": halfway_ssim(result, truth),
         }
     return runs
 
@@ -342,7 +447,7 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
     probe, ident, seed = config.probe, config.identification, config.seed
     data, shape, classes, _ = prepare_data(config)
     model = build_model(config.training, shape, classes)
-    as_the_clients_ran(model, saved.get("buffers", {}), config.training.client_mode)
+    normalisation = as_the_clients_ran(model, saved.get("buffers", {}), config.training.client_mode, tuple(shape))
     if probe.enabled:
         check_attack_layers(probe.attack, model, classes, where="probe.attack", model_name=config.training.model)
     weights, lr, momentum = saved["weights"], float(saved["lr"]), config.training.momentum
@@ -352,23 +457,23 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
     if ident.enabled and max(ident.candidates) > len(pool_rows):
         raise ValueError(f"identification.candidates must be at most the {len(pool_rows)} training examples "
                          f"available, got {max(ident.candidates)}")
-    batch = lambda rows: torch.cat([rows[:, None], companions.expand(len(rows), -1)], dim=1)  # noqa: E731
-    pool_updates = probe_updates(model, weights, data.train.x[batch(pool_rows)].cpu(),
-                                 data.train.y[batch(pool_rows)].cpu(), local_steps=probe.local_steps, lr=lr,
-                                 momentum=momentum)
-    if probe.scale == "clip":
-        pool_updates = scaled_to_clip(mechanism, pool_updates)
+    memory = stage_memory(config, model, data)
+    pool_updates = candidate_pool(config, mechanism, model, weights, data, pool_rows, companions, lr=lr,
+                                  memory=memory)
     identification = None
     if ident.enabled and mechanism.guarantee().epsilon is not None:
         identification = identification_tests(mechanism, pool_updates, candidates=ident.candidates,
                                               trials=ident.trials, per_test_confidence=per_test_confidence,
-                                              confidence=config.distinguish.confidence, seed=seed)
+                                              confidence=config.distinguish.confidence, seed=seed,
+                                              memory_bytes=int(memory * (1 - HOLD_FRACTION)))
     section, figures = None, []
     if probe.enabled:
         section, run, grids = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates,
                                              data, lr=lr, momentum=momentum, figure_id=figure_id, label=label)
         figures.extend(grids)
+        section["normalisation"] = normalisation
         claimed = mechanism.guarantee().epsilon
+        iterations = probe_budget(config, model, shape).iterations
         if probe.sweep and claimed is not None:
             start = claimed if sweep_start is None else sweep_start
             key = stage_key({"group": sweep_group(mechanism), "weights": hashlib.sha256(
@@ -378,15 +483,27 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
             if key not in cache:
                 cache[key] = reconstruction_sweep(
                     mechanism, model, weights, run["clean"]["truth"], run["updates"], section["clean"]["ssim_mean"],
-                    attack=probe.attack, settings=iteration_settings(probe.attack, probe.iterations), seed=seed,
+                    attack=probe.attack, settings=iteration_settings(probe.attack, iterations), seed=seed,
                     lr=lr, local_steps=probe.local_steps, start=start, candidates=ident.candidates)
             if cache[key] is not None:
                 section["sweep"] = cache[key]
     return {"probe": section, "identification": identification}, figures
 
 
+PROBE_RUNS = 2 + SWEEP_MIN_POINTS  # the probe's runs at the default budget: clean, defended, the sweep's points
+
+
+def probe_budget(config: AuditConfig, model: nn.Module, input_shape: tuple[int, ...]) -> AttackBudget:
+    """The probe attack's budget (``auditkit.stages.inversion.attack_budget``): ``probe.iterations``, else the
+    device's default, on a CPU within ``PROBE_STAGE_SECONDS`` for its runs together."""
+    probe = config.probe
+    runs = PROBE_RUNS if probe.sweep else 2
+    return attack_budget(probe.attack, probe.iterations, None, cpu_default=PROBE_ITERATIONS, model=model,
+                         input_shape=input_shape, targets=probe.targets, seconds=PROBE_STAGE_SECONDS / runs)
+
+
 def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
-                   clients: ProbeClients, pool_rows: torch.Tensor, pool_updates: torch.Tensor, data: FederatedData,
+                   clients: ProbeClients, pool_rows: torch.Tensor, pool_updates: CandidateUpdates, data: FederatedData,
                    *, lr: float, momentum: float, figure_id: str,
                    label: str) -> tuple[dict[str, Any], dict[str, Any], tuple[GridFigure, GridFigure]]:
     """The probe section, the probe's run (its clip-scaled updates, for the sweep) and its grids: the defended
@@ -394,8 +511,10 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
     (``auditkit.stages.inversion.clean_reference``: shared by the settings whose clean probe is the same)."""
     probe, seed = config.probe, config.seed
     candidates = list(config.identification.candidates)
+    budget = probe_budget(config, model, tuple(clients.images.shape[2:]))
+    iterations = budget.iterations
     run = run_probe(mechanism, model, weights, clients, attack=probe.attack, local_steps=probe.local_steps, lr=lr,
-                    momentum=momentum, settings=iteration_settings(probe.attack, probe.iterations), seed=seed,
+                    momentum=momentum, settings=iteration_settings(probe.attack, iterations), seed=seed,
                     scale=probe.scale)
     others = data.train.x[pool_rows].cpu()
     fit = [m for m in candidates if m - 1 <= len(others)]
@@ -431,6 +550,10 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
                     for name in matched},
         "figure": figure,
         "clean_figure": clean.path,
+        "budget": budget_entry(iteration_settings(probe.attack, iterations), targets=probe.targets,
+                               estimated_seconds=budget.estimated_seconds,
+                               clean=(run["clean"]["ssim_at_half"], run["clean"]["scores"]["ssim_mean"]),
+                               defended=(run["defended"]["ssim_at_half"], run["defended"]["scores"]["ssim_mean"])),
     }, run, (GridFigure(figure, rows, captions, title), clean)
 
 
@@ -443,19 +566,18 @@ def _scaled(mechanism: mechanisms.Mechanism, scale: str) -> str:
 
 
 def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,
-                     own_images: torch.Tensor, pool_updates: torch.Tensor, others: torch.Tensor, m: int, *,
+                     own_images: torch.Tensor, pool_updates: CandidateUpdates, others: torch.Tensor, m: int, *,
                      seed: int) -> tuple[torch.Tensor, list[bool]]:
     """For each probe client: the candidate the identification adversary picks among its own example and m - 1
-    pool examples, given the client's defended update; the picked images and whether each pick was right. Every
-    client's candidates are scored in one call: rows 0..N-1 of the candidate matrix are the clients' own updates,
-    the pool follows."""
+    pool examples, given the client's defended update; the picked images and whether each pick was right. Column 0
+    of the score table is the client's own update, the pool's columns are streamed (``score_candidates``)."""
     rng = np.random.default_rng(derive_seed(seed, "probe-picks"))
     count = len(defended)
     drawn = np.stack([rng.choice(len(pool_updates), size=m - 1, replace=False) for _ in range(count)])
-    candidates = np.concatenate([np.arange(count)[:, None], count + drawn], axis=1)  # column 0: the client's own
-    rows = torch.cat([own, pool_updates]).double().numpy()
-    _, scores = candidate_scorer(mechanism, rows)
-    table = scores(defended.double().numpy(), candidates)
+    _, log_density = output_scorer(mechanism)
+    ys = defended.double().numpy()
+    mine = pair_log_densities(log_density, ys, own.double().numpy(), np.arange(count), np.arange(count))
+    table = np.concatenate([mine[:, None], score_candidates(log_density, ys, pool_updates, drawn)], axis=1)
     picked, hits = [], []
     for i, s in enumerate(table):
         choice = int(rng.choice(np.flatnonzero(s == s.max())))

@@ -7,8 +7,9 @@ from typing import Any
 
 from auditkit.reports.sections.reconstructions import attacked_view
 from auditkit.reports.sections.text import NOT_RUN, claim, number, origin, parameters, percent, plural, roc_text
-from auditkit.results.model import (Accounting, Canary, Distinguish, Guarantee, Identification, Inversion,
-                                    MechanismEntry, Probe, Refinement, Setting)
+from auditkit.attacks.budget import BudgetTrend
+from auditkit.results.model import (Accounting, AttackBudget, Canary, Distinguish, Guarantee, Identification,
+                                    Inversion, MechanismEntry, Probe, Refinement, Setting)
 
 ESTIMATE_COLUMNS = ("pair", "statistic", "certified ε lower bound", "cap", "p-value", "sampling")
 SEARCH_HEADING = ("Worst-pair search: every pair's bound predicted on its selection outputs (not certified); the "
@@ -157,6 +158,8 @@ def _inversion_facts(inversion: Inversion | None) -> list[tuple[str, str]]:
                      "labels inferred by the attack")
     parts.append(f"model {inversion.model}")
     text = f"{', '.join(parts)}; observation: {inversion.observation}; SSIM: {inversion.ssim_variant}"
+    if inversion.normalisation is not None:
+        text += f"; BatchNorm on the {inversion.normalisation}"
     facts = [("inversion", text + ("; no clean reference run" if inversion.clean is None else ""))]
     accuracies = [(name, scores.label_accuracy) for name, scores in
                   (("clean", inversion.clean), ("defended", inversion.defended)) if scores is not None]
@@ -167,11 +170,34 @@ def _inversion_facts(inversion: Inversion | None) -> list[tuple[str, str]]:
               else [])]
     if seen:
         facts.append(("server's view", ", ".join(seen)))
+    if inversion.budget is not None:
+        facts.append(("inversion budget", budget_text(inversion.budget, "clients")))
     for view in inversion.views or []:  # a transcript's weaker estimates, attacked the same way
         scores = view.defended
         facts.append((f"inversion of {view.name}", f"{view.observation}: mean SSIM "
                       f"{number(scores.ssim_mean)}, MSE {number(scores.mse_mean)}"))
     return facts
+
+
+TREND_TEXT = {
+    BudgetTrend.RISING: "still rising at the end: a larger budget (more iterations or restarts) would likely "
+                        "reconstruct more",
+    BudgetTrend.FLAT: "flat over the second half: a larger budget is unlikely to change this result",
+    BudgetTrend.NOT_MEASURED: "not measured (no iterations to halve, or the attack stopped before half of them)",
+}
+
+
+def budget_text(budget: AttackBudget, targets: str) -> str:
+    """The attack's budget, what it cost, and what the second half of its iterations bought (``BudgetTrend``)."""
+    shape = [f"{budget.iterations:,} iterations" if budget.iterations is not None else None,
+             f"{budget.restarts} restart(s)" if budget.restarts is not None else None, f"{budget.targets} {targets}"]
+    text = (" x ".join(part for part in shape if part)
+            + f" (about {number(budget.estimated_seconds, '.3g')} s a run on one CPU core, estimated)")
+    if budget.ssim_at_half is None:
+        return f"{text}; trend {TREND_TEXT[budget.trend]}"
+    return (f"{text}; defended mean SSIM {number(budget.ssim_at_half)} after half the iterations, "
+            f"{number(budget.ssim)} at the end (clean {number(budget.clean_ssim_at_half)} → "
+            f"{number(budget.clean_ssim)}): {TREND_TEXT[budget.trend]}")
 
 
 def _probe_facts(probe: Probe | None) -> list[tuple[str, str]]:
@@ -181,8 +207,10 @@ def _probe_facts(probe: Probe | None) -> list[tuple[str, str]]:
     return [("inversion probe", f"{probe.attack} at round {probe.round}, model {probe.model}, "
                                 f"{probe.targets} clients; observation: {probe.observation}; "
                                 f"{number(probe.bits_per_coordinate, unit=' bits/coord')}; SSIM: "
-                                f"{probe.ssim_variant}"),
-            ("probe label accuracy", labels)]
+                                f"{probe.ssim_variant}"
+                                + (f"; BatchNorm on the {probe.normalisation}" if probe.normalisation else "")),
+            ("probe label accuracy", labels),
+            *([("probe budget", budget_text(probe.budget, "probe clients"))] if probe.budget is not None else [])]
 
 
 def _identification_facts(ident: Identification | None) -> list[tuple[str, str]]:

@@ -177,7 +177,7 @@ def test_audit_with_no_arguments_writes_the_three_files_and_a_report_that_render
     document = load_results(out / "results.json")
     assert (out / "report.html").is_file() and (out / "report.md").is_file()
     # off a terminal the audit prints a line per stage as it goes, and a compact summary at the end
-    assert re.search(r"^\[ *\d+\.\d s\] s00 none: train done \(\d+\.\d s\)$", result.stdout, flags=re.M)
+    assert re.search(r"^\[ *\d+\.\d s\] s00 none: train done \(\d+\.\d s(, peak \d[\d.]* [MG]iB)?\)$", result.stdout, flags=re.M)
     assert ("\njopeq-laplace bits=2, eps=10: violated, analytic (one round); not tested (whole run); claim eps 10 "
             "[claim-exceeded]; ") in result.stdout
     settings = document["settings"]

@@ -65,14 +65,14 @@ def test_audit_events_become_one_line_each_with_the_stage_duration():
     at(4.6, "stage", stage="train", status="done")
     at(4.6, "stage", stage="account", status="resumed")
     at(8.4, "stage", stage="probe", status="start")
-    at(12.3, "stage", stage="probe", status="done")
+    at(12.3, "stage", stage="probe", status="done", peak=3 * 2**30 + 2**29)
     progress.finish()
     assert out.getvalue().splitlines() == [
         "[   0.0 s] s02 gaussian target_eps=1: train start",  # rounds move the terminal's bar only: a line per stage
         "[   4.6 s] s02 gaussian target_eps=1: train done (4.6 s)",
         "[   4.6 s] s02 gaussian target_eps=1: account resumed",
         "[   8.4 s] s02 gaussian target_eps=1: probe start",
-        "[  12.3 s] s02 gaussian target_eps=1: probe done (3.9 s)",
+        "[  12.3 s] s02 gaussian target_eps=1: probe done (3.9 s, peak 3.5 GiB)",  # the stage's own peak memory
     ]
 
 

@@ -14,7 +14,8 @@ import torch
 
 from auditkit.config import ConfigError, from_dict, merge, preset_dict
 from auditkit.fl import memory
-from auditkit.fl.memory import GIB, RUNTIME, SAFETY, activation_values, estimate_memory, machine_memory
+from auditkit.fl.memory import (GIB, RUNTIME, SAFETY, activation_values, available_memory, estimate_memory,
+                                free_memory, resident_memory)
 from auditkit.models import create_model
 from auditkit.stages import train
 
@@ -68,12 +69,39 @@ def test_activations_are_counted_on_the_model_device(device):
     assert memory.model_device(flatten) == torch.device("cpu") and activation_values(flatten, (1, 28, 28)) == 2 * 784
 
 
-def test_the_machine_memory_is_read():
-    assert machine_memory() > 256 * 2**20
+def _meminfo(key: str) -> int:
+    line = next(x for x in open("/proc/meminfo") if x.startswith(key + ":"))
+    return int(line.split()[1]) * 1024
+
+
+def test_the_free_memory_is_what_the_kernel_reports_available_and_follows_what_this_process_holds():
+    """``available_memory`` is MemAvailable (or a cgroup's remaining memory where lower), never the total; the
+    resident figure grows by a 512 MiB tensor's pages once they are written; under ``max_memory_gib`` the free
+    memory is that limit less what is held."""
+    assert 256 * 2**20 < available_memory() <= _meminfo("MemAvailable") < _meminfo("MemTotal")
+    before = resident_memory()
+    block = torch.ones(2**27)  # 512 MiB, written
+    assert resident_memory() - before >= 0.9 * 512 * 2**20
+    free, source = free_memory(64)
+    assert abs(free - (64 * GIB - resident_memory())) < 64 * 2**20 and source.startswith("[limits] max_memory_gib")
+    del block
+
+
+def test_a_run_is_checked_against_the_free_memory_not_the_total(monkeypatch):
+    """With 1 GiB available the quick start still fits; with 10 MiB it is refused in one line naming the free
+    memory as the limit."""
+    monkeypatch.setattr(memory, "resident_memory", lambda: 0)
+    monkeypatch.setattr(memory, "available_memory", lambda: GIB)
+    assert train.Experiment(_quickstart()).memory.needed < GIB
+    monkeypatch.setattr(memory, "available_memory", lambda: 10 * 2**20)
+    with pytest.raises(ConfigError, match=r"but the memory limit is 10 MiB \(free on this machine, with what this "
+                                          r"process holds\); lower training.clients") as err:
+        train.Experiment(_quickstart())
+    assert "\n" not in str(err.value)
 
 
 def test_an_absurd_client_count_is_refused_in_one_line_before_anything_is_allocated(monkeypatch):
-    """3,500 clients of the 159,010-parameter mlp200 need about 35 GiB (trained in chunks): refused before the simulation (and its
+    """3,500 clients of the 159,010-parameter mlp200 need about 29 GiB (trained in chunks): refused before the simulation (and its
     K x P momentum) is built."""
     def built(*args, **kwargs):
         raise AssertionError("the simulation was built")
@@ -82,10 +110,10 @@ def test_an_absurd_client_count_is_refused_in_one_line_before_anything_is_alloca
     with pytest.raises(ConfigError) as err:
         train.Experiment(from_dict(ABSURD))
     message = str(err.value)
-    assert re.match(r"the run needs about 3\d\.\d GiB \(", message)
+    assert re.match(r"the run needs about 2\d\.\d GiB \(", message)
     assert "a round's 3,500 clients x 159,010 parameters in training and the protocol" in message
     assert message.endswith("but the memory limit is 8 GiB ([limits] max_memory_gib); lower training.clients (or "
-                            "clients_per_round), tau, batch_size or checkpoints, or raise [limits] max_memory_gib / "
+                            "clients_per_round), tau, batch_size, client_chunk or checkpoints, or raise [limits] max_memory_gib / "
                             "--max-memory")
     assert "\n" not in message
 
@@ -177,3 +205,32 @@ def test_flower_runs_are_not_estimated():
     """Flower's clients run in Ray's workers, whose resources Ray manages: no estimate, no refusal."""
     flower = SimpleNamespace(training=SimpleNamespace(backend="flower"))
     assert memory.check_memory(flower, torch.nn.Linear(1, 1), None) is None
+
+
+def test_the_peak_is_reset_per_stage_and_follows_what_was_allocated():
+    """After ``reset_peak`` the peak is about what is resident; a 512 MiB tensor written raises it by that much,
+    and it stays up after the tensor is freed, until the next reset."""
+    if not memory.reset_peak():
+        pytest.skip("this kernel does not reset the peak resident memory")
+    start = memory.peak_memory()
+    assert abs(start - resident_memory()) < 64 * 2**20
+    block = torch.ones(2**27)
+    del block
+    assert memory.peak_memory() - start >= 0.9 * 512 * 2**20
+    assert memory.reset_peak() and memory.peak_memory() < start + 256 * 2**20
+
+
+def test_a_rounds_real_and_canary_clients_are_bounded_by_their_binomial_tail():
+    """100 clients and 500 canaries each taking part with the run's rate 0.05 (30 expected): the bound, six
+    standard deviations above the mean of both together, is exceeded with probability below 1e-8 (scipy's Binomial
+    tail, independently) and is far below the 120 rows a bound scaled from the real clients' would give; uniform
+    participation adds the canaries' own tail to its fixed S; full participation counts everyone."""
+    from scipy import stats
+
+    poisson = SimpleNamespace(participation="poisson", sample_rate=0.05, clients=100, clients_per_round=None)
+    bound = memory.round_rows(poisson, 500)
+    assert stats.binom.sf(bound, 600, 0.05) < 1e-8 and 55 <= bound <= 65
+    uniform = SimpleNamespace(participation="uniform", sample_rate=None, clients=100, clients_per_round=10)
+    assert stats.binom.sf(memory.round_rows(uniform, 500) - 10, 500, 0.1) < 1e-8
+    assert memory.round_rows(SimpleNamespace(participation="full", clients=20), 40) == 60
+    assert memory.round_rows(poisson, 0) == memory.round_clients(poisson)

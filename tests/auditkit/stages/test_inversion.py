@@ -217,3 +217,50 @@ def test_a_clean_reference_another_setting_drew_is_not_drawn_again(tmp_path):
     assert write_grid(again, tmp_path).read_bytes() == drawn + b"kept"
     other = inversion_stage.clean_reference("probe", truth, clean + 0.1, [0.9, 0.8], "probe: clean reference")
     assert other.path != first.path and write_grid(other, tmp_path).read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.parametrize("small_stem, mode, expected", [
+    (True, "train", "batch statistics"),          # 4x4 at the last BatchNorm: one image has batch statistics
+    (False, "train", "running statistics (one image has a single value per channel at a 1x1 BatchNorm)"),
+    (False, "eval", "running statistics"),
+])
+def test_the_attacked_resnet_normalises_as_the_clients_did_where_one_image_can(small_stem, mode, expected):
+    """ResNet-18's usual stem leaves 32x32 images 1x1 at layer 4, where train-mode BatchNorm of one image is
+    undefined (torch raises): the attack then normalises by the running statistics and says so; with the small
+    stem, or a model without BatchNorm, nothing is substituted. The pass that checks it moves no statistic."""
+    from auditkit.models import create_model
+    from auditkit.stages.inversion import as_the_clients_ran
+
+    model = create_model("torchvision:resnet18", input_shape=(3, 32, 32), small_stem=small_stem)
+    buffers = {k: v.clone() for k, v in model.named_buffers()}
+    found = as_the_clients_ran(model, buffers, mode, (3, 32, 32))
+    assert found == expected
+    assert model.training == (found == "batch statistics")
+    if found != "batch statistics":
+        assert all(torch.equal(v, buffers[k]) for k, v in model.named_buffers())
+    model(torch.rand(1, 3, 32, 32))  # one image goes through the attacked model in the mode chosen
+    assert as_the_clients_ran(create_model("cnn"), {}, "train", (1, 28, 28)) is None
+
+
+def test_the_default_budget_fits_the_cpu_time_of_its_model_and_a_configured_one_is_kept():
+    """The lenet's 200 iterations x 4 restarts x 4 targets fit 600 s: kept. ResNet-18's (0.4 s an iteration of one
+    image: 16 x 200 x 0.4 s is over 20 min) drops to one restart, whose 200 iterations fit; at 16 targets under 120 s
+    it is down to the least, 20. What is configured runs as configured; the estimate is the same each call."""
+    from auditkit.models import create_model
+    from auditkit.stages.inversion import MIN_ITERATIONS, attack_budget, iteration_seconds
+
+    small = create_model("lenet", input_shape=(3, 32, 32))
+    kept = attack_budget("inverting_gradients", None, None, cpu_default=200, model=small, input_shape=(3, 32, 32),
+                         targets=4, seconds=600)
+    assert (kept.iterations, kept.restarts) == (200, 4) and kept.estimated_seconds < 600
+    resnet = create_model("torchvision:resnet18", input_shape=(3, 32, 32))
+    assert 0.3 < iteration_seconds(resnet, (3, 32, 32)) == iteration_seconds(resnet, (3, 32, 32)) < 0.6
+    one = attack_budget("inverting_gradients", None, None, cpu_default=200, model=resnet, input_shape=(3, 32, 32),
+                        targets=4, seconds=600)
+    assert (one.iterations, one.restarts) == (200, 1) and one.estimated_seconds <= 600
+    least = attack_budget("analytic", None, None, cpu_default=300, model=resnet, input_shape=(3, 32, 32), targets=16,
+                          seconds=120)
+    assert (least.iterations, least.restarts) == (MIN_ITERATIONS, None)
+    asked = attack_budget("inverting_gradients", 1000, 3, cpu_default=200, model=resnet, input_shape=(3, 32, 32),
+                          targets=4, seconds=600)
+    assert (asked.iterations, asked.restarts) == (1000, 3)

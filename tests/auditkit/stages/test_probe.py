@@ -1,4 +1,5 @@
 """The probe: probe clients' updates, the server's view of them, reconstruction matching, the headline verdict."""
+import numpy as np
 import pytest
 import torch
 
@@ -148,9 +149,10 @@ def test_the_headline_is_the_worst_verdict_and_names_its_test():
     assert overall_verdict(None, None) is None
 
 
-def test_a_probe_pool_beyond_the_memory_limit_is_refused_before_any_stage(tmp_path):
-    """ResNet-18's 200 pool updates need about 50 GiB: with a 4 GiB limit the audit stops in one line before
-    training, naming the pool and the fix; with the probe and identification off the same check passes."""
+def test_a_probe_beyond_the_free_memory_is_refused_before_any_stage(tmp_path):
+    """ResNet-18's 16 probe clients and a pool block need about 8 GiB (the 200 pool updates themselves are never
+    held at once): with a 4 GiB limit the audit stops in one line before training, naming what is needed, what is
+    free and the setting to lower."""
     import auditkit as toolkit
     from auditkit.config import ConfigError, from_dict
 
@@ -159,9 +161,63 @@ def test_a_probe_pool_beyond_the_memory_limit_is_refused_before_any_stage(tmp_pa
            "data": {"dataset": "digits"}, "limits": {"max_memory_gib": 4}, "inversion": {"enabled": False}}
     with pytest.raises(ConfigError) as err:
         toolkit.run_audit(from_dict(raw), out=tmp_path / "out")
-    assert str(err.value).startswith("the probe and identification need about 4")
-    assert "(a pool of 200 updates x 11," in str(err.value) and "lower identification.pool" in str(err.value)
+    message = str(err.value)
+    assert message.startswith("the probe and identification need at least ")
+    assert "(16 probe clients' and a pool block of " in message and "x 11,17" in message
+    assert "is free ([limits] max_memory_gib less what is held); lower probe.targets" in message
+    assert "\n" not in message
     assert not (tmp_path / "out" / "results.json").exists()
     with pytest.raises(ConfigError, match=r"^identification\.pool \(at least the largest identification\.candidates\) "
                                           r"must be an integer in 100\.\.100000, got 50$"):
         from_dict({**raw, "identification": {"pool": 50}})
+
+
+@pytest.mark.parametrize("name, params", [("dp-fedavg", {"noise_multiplier": 0.6, "clip": 0.5}),
+                                          ("jopeq-laplace", {"eps": 4.0, "bits": 2})])
+def test_a_pool_recomputed_block_by_block_gives_the_held_pools_verdicts(data, name, params):
+    """The pool of a small model trained 3 rows at a time: held (trained once) and recomputed for every group of 9
+    trials give the same bits for every row and the same identification record and verdicts, and the adversary's
+    picks are the same."""
+    from auditkit.attacks.identification import identify
+    from auditkit.stages.identification import identification_tests
+    from auditkit.stages.probe import TrainedPool, _adversary_picks
+
+    torch.manual_seed(0)
+    model = create_model("cnn")
+    weights = torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+    mechanism = mechanisms.create(name, private_seed=1, **params)
+    images = data.train.x[:40, None].cpu()
+    pool = TrainedPool(model, weights, images, data.train.y[:40, None].cpu(), mechanism, local_steps=1, lr=0.1,
+                       momentum=0.0, scale="clip", block=3)
+    held = pool.held()
+    assert torch.equal(pool.rows(np.array([5, 39, 5, 0])), held.updates[[5, 39, 5, 0]])
+    group = 9 * 12 * pool.dimension
+    kwargs = dict(candidates=(2, 10, 30), trials=120, seed=2)
+    assert identify(mechanism, held, **kwargs) == identify(mechanism, pool, memory_bytes=group, **kwargs)
+    tests = lambda source: identification_tests(mechanism, source, candidates=(2, 10), trials=120,  # noqa: E731
+                                                per_test_confidence=0.99, confidence=0.95, seed=2,
+                                                memory_bytes=group)["tests"]
+    assert tests(held) == tests(pool)
+    own = held.updates[:4] * 0.5
+    defended, _ = defended_updates(mechanism, own, seed=0)
+    picked = _adversary_picks(mechanism, defended, own, images[:4, 0], held, images[:, 0], 10, seed=0)
+    again = _adversary_picks(mechanism, defended, own, images[:4, 0], pool, images[:, 0], 10, seed=0)
+    assert torch.equal(picked[0], again[0]) and picked[1] == again[1]
+
+
+def test_the_pool_is_held_when_it_fits_half_the_stages_memory_and_recomputed_otherwise(data):
+    """cnn's 6,422 parameters x 30 pool rows: held (trained once) under a memory of 10 MiB, recomputed block by
+    block under 100 KiB, the rows the same bits either way."""
+    from auditkit.attacks.identification import HeldUpdates
+    from auditkit.stages.probe import TrainedPool, candidate_pool
+
+    config = from_dict({"training": {"model": "cnn"}})
+    torch.manual_seed(0)
+    model = create_model("cnn")
+    weights = torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+    mechanism = mechanisms.create("dp-fedavg", noise_multiplier=1.0, clip=1.0)
+    rows, companions = torch.arange(30), torch.zeros(0, dtype=torch.long)
+    held = candidate_pool(config, mechanism, model, weights, data, rows, companions, lr=0.1, memory=10 * 2**20)
+    streamed = candidate_pool(config, mechanism, model, weights, data, rows, companions, lr=0.1, memory=100 * 2**10)
+    assert isinstance(held, HeldUpdates) and isinstance(streamed, TrainedPool)
+    assert torch.equal(streamed.rows(np.arange(30)), held.updates)
