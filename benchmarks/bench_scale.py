@@ -125,6 +125,7 @@ def table(rows: list[dict]) -> str:
 
 def figure(rows: list[dict], path: Path) -> None:
     import matplotlib
+    import matplotlib.ticker
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
@@ -143,6 +144,7 @@ def figure(rows: list[dict], path: Path) -> None:
             linear = [chosen[-1]["stages"]["train"]["peak"] / 2**30 * x / xs[-1] for x in xs]
             axis.plot(xs, linear, ":", color="grey", label="linear in P (through the largest train peak)")
         axis.set(xscale="log", yscale="log", xlabel=label, ylabel="peak resident memory (GiB)")
+        axis.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # the decades alone: no crowded labels
         axis.grid(True, which="both", alpha=0.3)
         axis.legend(fontsize=7)
     by_p.set_title("as the model grows (K = 10, all in every round)")
