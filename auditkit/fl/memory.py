@@ -37,8 +37,10 @@ from __future__ import annotations
 import itertools
 import math
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
@@ -47,7 +49,7 @@ from auditkit.config_bounds import ConfigError
 from auditkit.fl.params import trained_size
 
 __all__ = ["GIB", "MemoryEstimate", "STAGE_MEMORY", "activation_values", "available_memory", "check_memory",
-           "client_chunk", "client_memory", "estimate_memory", "free_memory", "model_device",
+           "client_chunk", "client_memory", "estimate_memory", "free_memory", "model_device", "one_example_pass",
            "peak_memory", "reset_peak", "resident_memory", "round_clients"]
 
 GIB = 2**30
@@ -191,11 +193,19 @@ def estimate_memory(training, *, num_params: int, input_numel: int, activations:
 
 
 def activation_values(model: nn.Module, input_shape: tuple[int, ...]) -> int:
-    """A, the values one example's forward pass produces: its input and every leaf module's output (the example
-    made on the model's device: ``model_device``)."""
+    """A, the values one example's forward pass produces: its input and every leaf module's output."""
     counts = [math.prod(input_shape)]
-    hooks = [m.register_forward_hook(lambda _m, _i, out: counts.append(out.numel()))
-             for m in model.modules() if not list(m.children())]
+    one_example_pass(model, input_shape, [m for m in model.modules() if not list(m.children())],
+                     lambda _module, _inputs, out: counts.append(out.numel()))
+    return sum(counts)
+
+
+def one_example_pass(model: nn.Module, input_shape: tuple[int, ...], modules: list[nn.Module],
+                     hook: Callable[[nn.Module, tuple, Any], None]) -> None:
+    """One zero example of ``input_shape`` through ``model`` in eval mode without gradients (no statistic moves;
+    made on the model's device: ``model_device``), ``hook`` seeing each of ``modules``' inputs and output; the
+    model's mode restored."""
+    hooks = [m.register_forward_hook(hook) for m in modules]
     was_training = model.training
     try:
         model.eval()
@@ -203,9 +213,8 @@ def activation_values(model: nn.Module, input_shape: tuple[int, ...]) -> int:
             model(torch.zeros(1, *input_shape, device=model_device(model)))
     finally:
         model.train(was_training)
-        for hook in hooks:
-            hook.remove()
-    return sum(counts)
+        for handle in hooks:
+            handle.remove()
 
 
 def model_device(model: nn.Module) -> torch.device:

@@ -35,7 +35,7 @@ from auditkit import mechanisms
 from auditkit.attacks import metrics
 from auditkit.data import load_dataset
 from auditkit.data.embedded import image_patch_sources, load_image_patches
-from auditkit.fl.memory import model_device
+from auditkit.fl.memory import model_device, one_example_pass
 from auditkit.fl.params import load_flat_parameters, trained_tensors
 from auditkit.fl.spec import Normalisation
 from auditkit.models import build_model, create_model
@@ -279,17 +279,8 @@ def as_the_clients_ran(model: nn.Module, buffers: Mapping[str, torch.Tensor], cl
 def _batchnorm_inputs(model: nn.Module, input_shape: tuple[int, ...]) -> list[torch.Tensor]:
     """What each BatchNorm of ``model`` receives from one zero image (an eval-mode pass: no statistic moves)."""
     seen: list[torch.Tensor] = []
-    hooks = [m.register_forward_hook(lambda _m, args, _out: seen.append(args[0])) for m in model.modules()
-             if isinstance(m, nn.modules.batchnorm._BatchNorm)]
-    was_training = model.training
-    try:
-        model.eval()
-        with torch.no_grad():
-            model(torch.zeros(1, *input_shape, device=model_device(model)))
-    finally:
-        model.train(was_training)
-        for hook in hooks:
-            hook.remove()
+    one_example_pass(model, input_shape, [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)],
+                     lambda _module, inputs, _out: seen.append(inputs[0]))
     return seen
 
 
