@@ -670,6 +670,9 @@ def _check_factory_files(config: AuditConfig) -> None:
         factory = parse_factory(value)
         if factory is not None and factory.kind == "file" and not Path(factory.target).is_file():
             raise ConfigError(f"{key}: factory {value!r} failed to load: no such file")
+    if t.recompute_activations and t.batched:
+        raise ConfigError("training.recompute_activations needs training.batched = false: torch.func's vmap and grad, "
+                          "which train the batched clients, refuse activation checkpointing (saved-tensor hooks)")
     if t.small_stem and not (t.model.startswith("torchvision:") and is_resnet(t.model.removeprefix("torchvision:"))):
         raise ConfigError("training.small_stem applies to the ResNet family (torchvision:resnet*, torchvision:resnext*, "
                           f"torchvision:wide_resnet*), not training.model {t.model!r}")

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.func import functional_call, grad_and_value, vmap
+from torch.utils.checkpoint import checkpoint
 
 from auditkit.fl.dp_sgd import DPSGD, clipped_gradient_sums, noisy_step_gradient, step_noise
 from auditkit.fl.optimizers import LocalOptimizer
@@ -41,8 +42,8 @@ from auditkit.fl.sampling import draw_batches, draw_epoch_batches, draw_poisson_
 from auditkit.fl.spec import ClientMode, DPSGDSpec, Optimizer, Precision
 from auditkit.mechanisms.randomness import generator
 
-__all__ = ["LocalResult", "LocalSteps", "LocalTraining", "local_batches", "train_clients_batched",
-           "train_clients_sequential"]
+__all__ = ["LocalResult", "LocalSteps", "LocalTraining", "blocks", "local_batches", "recomputed_blocks",
+           "train_clients_batched", "train_clients_sequential"]
 
 
 @dataclass(frozen=True)
@@ -85,13 +86,15 @@ class LocalSteps:
 
 @dataclass(frozen=True)
 class LocalTraining:
-    """How the clients train: the optimiser, the model's mode, the arithmetic, and how many clients one batched
-    program holds (None: all of the round's)."""
+    """How the clients train: the optimiser, the model's mode, the arithmetic, how many clients one batched
+    program holds (None: all of the round's), and whether the sequential path recomputes each block's activations
+    in the backward pass (``recompute``: ``recomputed_blocks``)."""
 
     optimizer: LocalOptimizer
     mode: ClientMode = ClientMode.TRAIN
     precision: Precision = Precision.FP32
     chunk: int | None = None
+    recompute: bool = False
 
 
 @dataclass
@@ -331,7 +334,7 @@ def _train_one(model: nn.Module, start: torch.Tensor, steps: LocalSteps, trainin
         x, y = steps.batch(slice(k, k + 1), step)
         torch_optimizer.zero_grad()
         if dp_sgd is None:
-            with _autocast(training.precision, start.device):
+            with _autocast(training.precision, start.device), recomputed_blocks(model, training.recompute):
                 logits = model(x[0])
             loss = nn.functional.cross_entropy(logits.float(), y[0])
             loss.backward()
@@ -347,6 +350,61 @@ def _train_one(model: nn.Module, start: torch.Tensor, steps: LocalSteps, trainin
         buffers={name: own_buffers[name].detach().clone() for name in buffers},
         loss=torch.tensor(total / max(counted, 1)),
     )
+
+
+def blocks(module: nn.Module, total: int | None = None) -> list[nn.Module]:
+    """The blocks activation checkpointing recomputes: the children of ``module``, opened into theirs where a child
+    is an ``nn.Sequential`` or holds over half of the model's ``total`` parameters (ResNet's layer1..4 into their
+    residual blocks, a ViT's encoder into its layers), leaves left out (a leaf recomputed saves nothing)."""
+    total = sum(p.numel() for p in module.parameters()) if total is None else total
+    found = []
+    for child in module.children():
+        if isinstance(child, nn.Sequential) or 2 * sum(p.numel() for p in child.parameters()) > total:
+            found.extend(blocks(child, total))
+        elif any(True for _ in child.children()):
+            found.append(child)
+    return found
+
+
+@contextlib.contextmanager
+def _buffers_kept(block: nn.Module):
+    """The recomputation's context: ``block``'s buffers as the forward pass left them (a train-mode BatchNorm would
+    otherwise move its running statistics twice per step)."""
+    kept = {name: b.detach().clone() for name, b in block.named_buffers()}
+    try:
+        yield
+    finally:
+        for name, b in block.named_buffers():
+            b.copy_(kept[name])
+
+
+@contextlib.contextmanager
+def recomputed_blocks(model: nn.Module, enabled: bool = True):
+    """Activation checkpointing (Chen et al. 2016, "Training Deep Nets with Sublinear Memory Cost"): inside, each of
+    ``blocks(model)`` keeps only its input for the backward pass and recomputes its activations there
+    (``torch.utils.checkpoint``, non-reentrant, the random state replayed), so a step holds the blocks' inputs and
+    one block's activations. The sequential path only: ``torch.func``'s vmap and grad refuse saved-tensor hooks."""
+    if not enabled:
+        yield
+        return
+    chosen = blocks(model)
+    for block in chosen:
+        block.forward = _checkpointed(block)
+    try:
+        yield
+    finally:
+        for block in chosen:
+            del block.forward  # the class's forward again
+
+
+def _checkpointed(block: nn.Module):
+    """``block``'s forward through ``torch.utils.checkpoint``, its buffers kept across the recomputation."""
+    plain = block.forward
+
+    def forward(*args, **kwargs):
+        return checkpoint(plain, *args, use_reentrant=False,
+                          context_fn=lambda: (contextlib.nullcontext(), _buffers_kept(block)), **kwargs)
+    return forward
 
 
 _TORCH_SLOTS = {"momentum": "momentum_buffer", "exp_avg": "exp_avg", "exp_avg_sq": "exp_avg_sq"}

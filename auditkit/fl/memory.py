@@ -5,7 +5,8 @@ has: K clients' momentum, or one round's clients x tau x batch images drawn at o
 dies on an allocation, or swaps, well after it started (issue 39). What the built-in simulator
 (``auditkit.fl.simulation``) holds at a round's peak, for K clients, S of them in a round, P float32 model
 parameters (the trained ones, ``auditkit.fl.params``: frozen parameters are held once, with the model), tau local
-steps of B samples of D values and A activation values per example:
+steps of B samples of D values and A activation values per example (S, and the rows a round sends with its canary
+clients, are the largest of the run's own rounds, redrawn from its keyed streams: ``round_sizes``):
 
 * the data: the dataset's tensors (train, validation, test) as split;
 * the clients' state: K x P per optimiser slot (SGD's momentum, Adam's two moments) under
@@ -46,11 +47,13 @@ import torch
 from torch import nn
 
 from auditkit.config_bounds import ConfigError
+from auditkit.fl.local_training import blocks
 from auditkit.fl.params import trained_size
+from auditkit.fl.sampling import canary_coins, canary_rate, select_clients
 
 __all__ = ["GIB", "MemoryEstimate", "STAGE_MEMORY", "activation_values", "available_memory", "check_memory",
            "client_chunk", "client_memory", "estimate_memory", "free_memory", "model_device", "one_example_pass",
-           "peak_memory", "reset_peak", "resident_memory", "round_clients"]
+           "peak_memory", "reset_peak", "resident_memory", "round_clients", "round_rows", "round_sizes"]
 
 GIB = 2**30
 MIB = 2**20
@@ -105,7 +108,7 @@ def round_clients(training) -> int:
 
 def round_rows(training, canaries: int) -> int:
     """The clients, real and canary (``[canary]``: each with its own coin at the run's rate,
-    ``auditkit.stages.canary.canary_rate``), whose updates a round of ``training`` sends through its protocol: all
+    ``auditkit.fl.sampling.canary_rate``), whose updates a round of ``training`` sends through its protocol: all
     of them under full participation; under Poisson the Binomial(K + m, q) count of both together, its mean plus six
     standard deviations; else S and the canaries' Binomial(m, S / K) bound."""
     if training.participation == "full":
@@ -114,6 +117,28 @@ def round_rows(training, canaries: int) -> int:
         return _binomial_bound(training.clients + canaries, training.sample_rate)
     rate = min(1.0, training.clients_per_round / training.clients)
     return round_clients(training) + (_binomial_bound(canaries, rate) if canaries else 0)
+
+
+DRAWN_SCHEDULE = 10**8  # the most coins (rounds x (K + m)) redrawn to know each round's size; beyond: the bounds
+
+
+def round_sizes(training, canaries: int, seed: int) -> tuple[int, int]:
+    """(S, R): the most real clients of any round of ``training`` and the most rows, real and canary, any round
+    sends through its protocol, from the run's own keyed draws (``select_clients``, ``canary_coins``: the same
+    calls the simulation and ``CanaryClients`` make, so the schedule is the run's, not a bound); every canary whose
+    coin comes up is counted (under ADD_OR_REMOVE_ONE only the included ones send). Where drawing them would take
+    more than ``DRAWN_SCHEDULE`` coins: ``round_clients`` and ``round_rows``'s Binomial bounds."""
+    t = training
+    if t.participation == "full" or t.rounds * (t.clients + canaries) > DRAWN_SCHEDULE:
+        return round_clients(t), max(round_clients(t), round_rows(t, canaries))
+    rate = canary_rate(t.participation, t.clients, t.sample_rate, t.clients_per_round)
+    real, rows = 0, 0
+    for round_ in range(1, t.rounds + 1):
+        sent = len(select_clients(t.clients, round_, seed=seed, participation=t.participation,
+                                  clients_per_round=t.clients_per_round, sample_rate=t.sample_rate))
+        coins = int(canary_coins(seed, canaries, rate, round_).sum()) if canaries else 0
+        real, rows = max(real, sent), max(rows, sent + coins)
+    return max(real, 1), max(rows, 1)
 
 
 def _binomial_bound(count: int, rate: float) -> int:
@@ -157,19 +182,20 @@ def _steps(training, client_sizes: list[int] | None) -> int:
 
 def estimate_memory(training, *, num_params: int, input_numel: int, activations: int, dataset_bytes: int,
                     dp_sgd: bool = False, canaries: int = 0, client_sizes: list[int] | None = None,
-                    chunk: int | None = None) -> MemoryEstimate:
+                    chunk: int | None = None, seed: int | None = None) -> MemoryEstimate:
     """The memory of a run of ``training`` (a ``TrainingConfig``) on a model of ``num_params`` parameters whose
     examples hold ``input_numel`` values and ``activations`` activation values, on ``dataset_bytes`` of data; with
     ``dp_sgd``, per-example gradients; with ``canaries`` canary clients, their rows in each round's protocol;
-    ``client_sizes``: the clients' example counts (local epochs' steps); ``chunk``: clients trained at once."""
+    ``client_sizes``: the clients' example counts (local epochs' steps); ``chunk``: clients trained at once;
+    ``seed``: the run's, whose draws give each round's size (``round_sizes``; None: the Binomial bounds)."""
     t, p = training, num_params
-    s = round_clients(t)
-    at_once = min(s, chunk or s)
+    s, rows = (round_clients(t), max(round_clients(t), round_rows(t, canaries))) if seed is None else round_sizes(
+        t, canaries, seed)
+    at_once = min(s, chunk or s) if t.batched else 1  # the sequential path trains one client at a time
     steps = _steps(t, client_sizes)
     slots = 0 if t.optimizer_state == "reset" else (2 if t.optimizer == "adam" else 1)
     batch = t.batch_size + (math.ceil(6 * math.sqrt(t.batch_size)) + 1 if dp_sgd else 0)  # Poisson, padded
     samples = s * steps * batch
-    rows = max(s, round_rows(t, canaries))
     parts = {
         "data": dataset_bytes,
         "client state": slots * t.clients * p * _FLOAT,
@@ -192,12 +218,22 @@ def estimate_memory(training, *, num_params: int, input_numel: int, activations:
     return MemoryEstimate(parts, what)
 
 
-def activation_values(model: nn.Module, input_shape: tuple[int, ...]) -> int:
-    """A, the values one example's forward pass produces: its input and every leaf module's output."""
-    counts = [math.prod(input_shape)]
-    one_example_pass(model, input_shape, [m for m in model.modules() if not list(m.children())],
-                     lambda _module, _inputs, out: counts.append(out.numel()))
-    return sum(counts)
+def activation_values(model: nn.Module, input_shape: tuple[int, ...], *, recompute: bool = False) -> int:
+    """A, the values one example's forward pass keeps for the backward pass: its input and every leaf module's
+    output; with ``recompute`` (activation checkpointing, ``auditkit.fl.local_training.recomputed_blocks``) the
+    outputs of the leaves outside the recomputed blocks, each block's output, and the largest block's own."""
+    leaves = [m for m in model.modules() if not list(m.children())]
+    chosen = blocks(model) if recompute else []
+    owner = {id(leaf): i for i, block in enumerate(chosen) for leaf in block.modules()}
+    outside, inside = [math.prod(input_shape)], [0] * len(chosen)
+
+    def count(module: nn.Module, _inputs: Any, out: Any) -> None:
+        if id(module) in owner and module not in chosen:
+            inside[owner[id(module)]] += out.numel()
+        else:
+            outside.append(out.numel())
+    one_example_pass(model, input_shape, leaves + [b for b in chosen if b not in leaves], count)
+    return sum(outside) + max(inside, default=0)
 
 
 def one_example_pass(model: nn.Module, input_shape: tuple[int, ...], modules: list[nn.Module],
@@ -298,10 +334,11 @@ def check_memory(config, model: nn.Module, data, device: torch.device | None = N
     tensors = [t for split in (data.train, data.validation, data.test) for t in (split.x, split.y)]
     estimate = estimate_memory(
         config.training, num_params=trained_size(model),
-        input_numel=math.prod(data.train.x.shape[1:]), activations=activation_values(model, data.train.x.shape[1:]),
+        input_numel=math.prod(data.train.x.shape[1:]),
+        activations=activation_values(model, data.train.x.shape[1:], recompute=config.training.recompute_activations),
         dataset_bytes=sum(t.numel() * t.element_size() for t in tensors), dp_sgd=config.dp_sgd.enabled,
         canaries=config.canary.canaries if config.canary.enabled else 0,
-        client_sizes=[len(ix) for ix in data.client_indices],
+        client_sizes=[len(ix) for ix in data.client_indices], seed=config.seed,
         chunk=config.training.client_chunk or client_chunk(model, tuple(data.train.x.shape[1:]),
                                                            config.training.batch_size, device or torch.device("cpu")))
     given = config.limits.max_memory_gib

@@ -10,7 +10,7 @@ import math
 import torch
 
 from auditkit.mechanisms.base import Param, choice
-from auditkit.mechanisms.randomness import generator
+from auditkit.mechanisms.randomness import derive_seed, generator
 from auditkit.validation import Number
 
 PARTICIPATION = ("full", "uniform", "replacement", "poisson")
@@ -60,6 +60,25 @@ def select_clients(
             raise ValueError("sample_rate is required when participation is 'poisson'")
         return torch.nonzero(torch.rand(clients, generator=g) < sample_rate).flatten().tolist()
     raise ValueError(f"participation must be one of {', '.join(PARTICIPATION)}; got {participation!r}")
+
+
+CANARY_STREAM = "canary-clients"  # the canary clients' streams: derive_seed(seed, CANARY_STREAM)
+
+
+def canary_rate(participation: str, clients: int, sample_rate: float | None, clients_per_round: int | None) -> float:
+    """The probability that a canary client takes part in a round: q (``poisson``), 1 (``full``), or
+    clients_per_round / K (``uniform``, ``replacement``: the real clients' mean rate, an approximation)."""
+    if participation == "poisson":
+        return float(sample_rate)
+    if participation == "full":
+        return 1.0
+    return min(1.0, clients_per_round / clients)
+
+
+def canary_coins(seed: int, canaries: int, rate: float, round_: int) -> torch.Tensor:
+    """Which of ``canaries`` canary clients toss heads in round ``round_`` (bool): each its own coin at ``rate``,
+    from the stream keyed by (derive_seed(seed, CANARY_STREAM), round), whoever else takes part."""
+    return torch.rand(canaries, generator=generator(derive_seed(seed, CANARY_STREAM), f"participation/{round_}")) < rate
 
 
 def draw_batches(

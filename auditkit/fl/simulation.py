@@ -308,7 +308,7 @@ class FederatedSimulation:
     def local_training(self, lr: float) -> LocalTraining:
         """How the clients train in a round of learning rate ``lr``."""
         t = self.training
-        return LocalTraining(self._optimizer(lr), t.client_mode, t.precision, self.chunk)
+        return LocalTraining(self._optimizer(lr), t.client_mode, t.precision, self.chunk, t.recompute_activations)
 
     def client_inputs(self, clients: list[int], batches: torch.Tensor
                       ) -> tuple[LocalSteps, dict[str, torch.Tensor] | None, dict[str, torch.Tensor]]:

@@ -66,7 +66,8 @@ class TrainingSpec:
     """FedAvg's run: clients, rounds, local steps (``tau`` steps, or ``local_epochs`` passes over each client's
     data), optimiser, learning-rate schedules (client and server), participation, the rounds whose views are
     recorded, and how clients train (``auditkit.fl.local_training``): batched over ``client_chunk`` clients at a
-    time (None: sized to memory), in train or eval mode, at fp32 or bf16."""
+    time (None: sized to memory), in train or eval mode, at fp32 or bf16; ``recompute_activations`` (with
+    ``batched = false``): activation checkpointing, each block's activations recomputed in the backward pass."""
 
     clients: int = 10
     rounds: int = 60
@@ -92,6 +93,7 @@ class TrainingSpec:
     bn_stats: BNStats = BNStats.AVERAGED
     precision: Precision = Precision.FP32
     client_chunk: int | None = None
+    recompute_activations: bool = False
 
 
 @dataclass(frozen=True)

@@ -206,7 +206,7 @@ def train_client(spec: dict[str, Any], num_cpus: float, client_setup: Callable[[
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(derive_seed(seed, "dropout", round_, client))
         local = train(rt.model, start, LocalSteps(rt.data.train.x, rt.data.train.y, batches, active),
-                      LocalTraining(optimizer, t.client_mode, t.precision), state=state, buffers=buffers,
+                      LocalTraining(optimizer, t.client_mode, t.precision, recompute=t.recompute_activations), state=state, buffers=buffers,
                       dp_sgd=dp_sgd)
     if kept:
         for slot, value in local.state.items():

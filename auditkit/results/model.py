@@ -80,6 +80,7 @@ class TrainingInfo(Section):
     bn_stats: one_of(BNStats) = None  # only for a model with BatchNorm running statistics
     precision: one_of(Precision) = None
     client_chunk: Int = None  # clients trained as one batched program (the built-in backend)
+    recompute_activations: Bool = None  # activation checkpointing (the sequential path); absent: off
 
 
 class Provenance(Section):

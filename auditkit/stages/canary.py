@@ -5,8 +5,8 @@ ICLR 2024), and repeated training (``repeated_training_audit``; Jagielski, Ullma
 Canary clients (``CanaryClients``, a wrapper of the run's round protocol). Beside the K real clients, m canary
 clients with ids K, ..., K+m-1 take part in the run. Canary i has an inclusion bit b_i ~ Bern(1/2) and a direction
 c_i = C g_i / ||g_i||_2, g_i ~ N(0, I_P) (P: the model's parameter count; C: the mechanism's ``clip``, else 1),
-fixed over the rounds and regenerated from keyed streams per chunk of 256 canaries (nothing of size m x P outlives
-a round). In each round canary i takes part with its own coin at the run's rate: q under Poisson participation,
+fixed over the rounds and regenerated from canary i's own keyed stream, one canary at a time (nothing of size
+m x P is ever held: a round holds the rows its canaries send). In each round canary i takes part with its own coin at the run's rate: q under Poisson participation,
 1 under full, clients_per_round / K under uniform or replacement (an approximation: the real clients' count is
 fixed there, the canaries' is Binomial with the same mean). A canary that takes part sends the update that the
 neighbouring relation of the mechanism's claim (``guarantee().relation``) prescribes:
@@ -70,6 +70,7 @@ from auditkit.attacks.verdicts import verdict
 from auditkit.config import AuditConfig, ConfigError, from_dict, preset_dict
 from auditkit.fl.aggregation import UplinkProtocol
 from auditkit.fl.simulation import FederatedSimulation
+from auditkit.fl.sampling import CANARY_STREAM, canary_coins, canary_rate
 from auditkit.mechanisms.guarantee import NeighboringRelation, PrivacyGuarantee
 from auditkit.mechanisms.protocol import RoundOutcome, RoundProtocol, selects_clients
 from auditkit.mechanisms.randomness import derive_seed, generator
@@ -82,7 +83,6 @@ from auditkit.mechanisms.tradeoff import EpsDeltaTradeOff
 from auditkit.stages.account import account_rounds
 
 __all__ = [
-    "CHUNK",
     "PAIRS",
     "RELATIONS",
     "VIEWS",
@@ -90,7 +90,6 @@ __all__ = [
     "CanaryRun",
     "RepeatedTrainingAudit",
     "canary_direction",
-    "canary_rate",
     "canary_run",
     "canary_stage",
     "composed_claim_curve",
@@ -100,7 +99,6 @@ __all__ = [
 
 PAIRS = ("replace", "add")
 VIEWS = (View.PUBLIC, View.SERVER)
-CHUNK = 256  # canary directions are drawn, and regenerated, this many at a time
 RELATIONS = (NeighboringRelation.REPLACE_ONE, NeighboringRelation.ADD_OR_REMOVE_ONE)  # the pair shapes served
 
 
@@ -108,16 +106,6 @@ def canary_direction(seed: int, index: int, size: int, norm: float) -> torch.Ten
     """c_i = norm g / ||g||_2, g ~ N(0, I_size) from the stream keyed by (seed, "canary", index) (float32)."""
     g = torch.randn(size, generator=generator(derive_seed(seed, "canary", index), "direction"), dtype=torch.float64)
     return (norm * g / torch.linalg.vector_norm(g)).to(torch.float32)
-
-
-def canary_rate(participation: str, clients: int, sample_rate: float | None, clients_per_round: int | None) -> float:
-    """The probability that a canary client takes part in a round: q (``poisson``), 1 (``full``), or
-    clients_per_round / K (``uniform``, ``replacement``: the real clients' mean rate, an approximation)."""
-    if participation == "poisson":
-        return float(sample_rate)
-    if participation == "full":
-        return 1.0
-    return min(1.0, clients_per_round / clients)
 
 
 class _AddedClients:
@@ -173,7 +161,7 @@ class CanaryClients(_AddedClients):
             raise ValueError(f"relation must be one of {', '.join(r.name for r in RELATIONS)}, got {relation!r}")
         super().__init__(inner, first)
         self.canaries, self.size, self.norm, self.rate, self.relation = canaries, size, float(norm), rate, relation
-        self.key = derive_seed(seed, "canary-clients")
+        self.seed, self.key = seed, derive_seed(seed, CANARY_STREAM)
         self.inserted = torch.rand(canaries, generator=generator(self.key, "inclusion")) < 0.5
         self.rounds_sent = torch.zeros(canaries, dtype=torch.int64)
         self.aggregate_sum = torch.zeros(size, dtype=torch.float64)
@@ -186,23 +174,28 @@ class CanaryClients(_AddedClients):
         not one decoded row per message."""
         return self._server
 
-    def directions(self, chunk: int) -> torch.Tensor:
-        """The unit directions u_i of canaries chunk * CHUNK, ..., up to m (n, P) float64, from their keyed stream."""
-        low, high = chunk * CHUNK, min(self.canaries, (chunk + 1) * CHUNK)
-        g = torch.randn(high - low, self.size, generator=generator(self.key, f"direction/{chunk}"), dtype=torch.float64)
-        return g / torch.linalg.vector_norm(g, dim=1, keepdim=True)
+    def direction(self, index: int) -> torch.Tensor:
+        """u_i = g / ||g||_2, g ~ N(0, I_P) from canary i's own keyed stream (P,) float64: one canary's direction
+        drawn alone, so memory is one row whatever m and P (ResNet-18: 89 MB)."""
+        g = torch.randn(self.size, generator=generator(self.key, f"direction/{int(index)}"), dtype=torch.float64)
+        return g / torch.linalg.vector_norm(g)
+
+    def directions(self, indices: torch.Tensor) -> torch.Tensor:
+        """The unit directions u_i of the canaries ``indices`` (n, P) float64 (``direction``)."""
+        return torch.stack([self.direction(i) for i in indices.tolist()]) if len(indices) else torch.zeros(
+            0, self.size, dtype=torch.float64)
 
     def project(self, vectors: torch.Tensor) -> torch.Tensor:
-        """<v, u_i> for every canary i: (m,) for a (P,) vector, (m, V) for (V, P) vectors (float64)."""
+        """<v, u_i> for every canary i: (m,) for a (P,) vector, (m, V) for (V, P) vectors (float64); the
+        directions drawn one at a time."""
         v = vectors.detach().cpu().to(torch.float64)
         v = v if v.dim() == 1 else v.T
-        parts = [self.directions(chunk) @ v for chunk in range(-(-self.canaries // CHUNK))]
-        return torch.cat(parts)
+        return torch.stack([self.direction(i) @ v for i in range(self.canaries)])
 
     def sent(self, round_: int) -> torch.Tensor:
         """The canaries that send a message in round ``round_`` (sorted indices): those whose coin came up,
         included or not under REPLACE_ONE, the included ones under ADD_OR_REMOVE_ONE."""
-        coins = torch.rand(self.canaries, generator=generator(self.key, f"participation/{round_}")) < self.rate
+        coins = canary_coins(self.seed, self.canaries, self.rate, round_)
         if self.relation is NeighboringRelation.ADD_OR_REMOVE_ONE:
             coins &= self.inserted
         return torch.nonzero(coins).flatten()
@@ -214,11 +207,8 @@ class CanaryClients(_AddedClients):
         sent = self.sent(round_)
         sign = torch.where(self.inserted[sent], 1.0, -1.0).to(torch.float64)  # all +1 under ADD_OR_REMOVE_ONE
         rows = torch.zeros(len(sent), self.size, dtype=torch.float32)
-        chunks = sent // CHUNK
-        for chunk in torch.unique(chunks).tolist():
-            here = chunks == chunk
-            units = self.directions(chunk)[sent[here] - chunk * CHUNK]
-            rows[here] = (self.norm * sign[here, None] * units).to(torch.float32)
+        for j, i in enumerate(sent.tolist()):
+            rows[j] = (self.norm * sign[j] * self.direction(i)).to(torch.float32)
         outcome = self._with(rows, [self.first + i for i in sent.tolist()], updates, clients, weights, round_,
                              global_params)
         self._score(outcome, len(clients), sent, rows, sign)
@@ -236,8 +226,9 @@ class CanaryClients(_AddedClients):
             self._server = None  # e.g. MSP's transcript: no decoded row per message
         if self._server is not None and len(sent):
             # u_i = sign c_i / norm from the rows sent (u_i rounded to float32: 1e-7 relative, no second draw)
-            decoded = server[real:].detach().cpu().to(torch.float64)
-            self._server[sent] += (decoded * rows.to(torch.float64)).sum(1) / (self.norm * sign)
+            decoded = server[real:].detach().cpu()
+            for j, i in enumerate(sent.tolist()):  # row by row: no (n, P) float64 copies
+                self._server[i] += decoded[j].to(torch.float64) @ rows[j].to(torch.float64) / (self.norm * sign[j])
 
 
 @dataclass(frozen=True, eq=False)

@@ -52,7 +52,8 @@ from auditkit.stages.inversion import (PROBE_ITERATIONS, PROBE_STAGE_SECONDS, At
 from auditkit.fl.params import load_flat_parameters
 from auditkit.models import build_model
 from auditkit.stages.setting import prepare_data
-from auditkit.attacks.identification import CandidateUpdates, HeldUpdates, output_scorer, score_candidates
+from auditkit.attacks.identification import (SCORING_BYTES, CandidateUpdates, HeldUpdates, output_scorer,
+                                            score_candidates)
 from auditkit.mechanisms.densities import pair_log_densities
 
 __all__ = ["ProbeClients", "SWEEP_GRID", "TrainedPool", "candidate_pool", "check_probe_inputs", "check_probe_memory",
@@ -100,24 +101,25 @@ def pool_size(config: AuditConfig, data: FederatedData) -> int:
     return min(wanted, len(data.train.y) - (probe.batch_size - 1))
 
 
-PROBE_BYTES_PER_PARAMETER = 28  # a probe client's update: float32, defended, and their float64 scored copies
+PROBE_BYTES_PER_PARAMETER = 12  # a probe client's update (float32), its defended copy and one sweep point's
 SCORED_BYTES_PER_PARAMETER = 20  # a pool row being scored: float32, its float64 copy and the clipped centres
-HELD_BYTES_PER_PARAMETER = 4  # a pool row held (float32)
+POOL_DTYPE = torch.bfloat16  # the pool's rows are kept rounded to bfloat16, held or recomputed (``TrainedPool``)
+HELD_BYTES_PER_PARAMETER = 2  # a pool row held (bfloat16)
 OUTPUT_BYTES_PER_PARAMETER = 12  # an identification trial's output (float64) and its target (float32)
 STAGE_SHARE = 0.5  # the share of the free memory the stage takes: the rest is left to what runs beside it
-HOLD_FRACTION = 0.5  # a pool is held when it fits this fraction of the stage's share, else recomputed per group
+HOLD_GROUP = 8  # the pool is held when it leaves room for this many trials' outputs, else recomputed per group
 
 
 def probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> tuple[int, str]:
     """The least memory the probe and identification need, and what it is: the probe clients' updates, one pool
-    block in training and scored (``TrainedPool``) and one trial's output. The pool itself is never needed whole:
-    it is held when it fits, else recomputed block by block for each group of trials."""
+    block in training or scored (``TrainedPool``, ``score_candidates``) and one trial's output. The pool itself is
+    never needed whole: it is held when it fits, else recomputed block by block for each group of trials."""
     params = trained_size(model)
     example = data.train.x[:1].expand(config.probe.batch_size, *data.train.x.shape[1:])
     block = min(pool_size(config, data), probe_chunk(model, example[None]))
     per_client = client_memory(model, tuple(data.train.x.shape[1:]), config.probe.batch_size)
-    needed = (config.probe.targets * params * PROBE_BYTES_PER_PARAMETER + block * per_client
-              + block * params * SCORED_BYTES_PER_PARAMETER + params * OUTPUT_BYTES_PER_PARAMETER)
+    needed = (config.probe.targets * params * PROBE_BYTES_PER_PARAMETER
+              + block * max(per_client, params * SCORED_BYTES_PER_PARAMETER) + params * OUTPUT_BYTES_PER_PARAMETER)
     return needed, (f"{config.probe.targets:,} probe clients' and a pool block of {block:,} updates x {params:,} "
                     "parameters")
 
@@ -135,21 +137,24 @@ def check_probe_memory(config: AuditConfig, model: nn.Module, data: FederatedDat
 
 
 def stage_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> int:
-    """What the identification may hold beyond the probe's least need (``probe_memory``: the probe clients' updates,
-    a pool block in training): ``STAGE_SHARE`` of what is free beyond it when the stage starts (``free_memory``),
-    the rest left to what runs beside it; at least one trial's output."""
+    """What the identification may hold beyond the probe's least need (``probe_memory``): the pool (when held) and
+    the trials' outputs. The stage takes ``STAGE_SHARE`` of what is free when it starts (``free_memory``), the rest
+    left to what runs beside it; at least one trial's output."""
     free, _ = free_memory(config.limits.max_memory_gib)
     least, _ = probe_memory(config, model, data)
     floor = trained_size(model) * OUTPUT_BYTES_PER_PARAMETER
-    return max(floor, int(((STAGE_MEMORY if free is None else free) - least) * STAGE_SHARE))
+    return max(floor, int((STAGE_MEMORY if free is None else free) * STAGE_SHARE) - least)
 
 
 @dataclass(frozen=True)
 class TrainedPool:
     """The identification pool (``auditkit.attacks.identification.CandidateUpdates``): row i the update of a probe
     client holding pool example i and the target's companions (``images``: P x B x C x H x W), clip-scaled under
-    ``scale = "clip"``, trained ``block`` rows at a time. A row is always trained in the same block, so recomputing
-    it gives the same bits."""
+    ``scale = "clip"``, trained ``block`` rows at a time and rounded to ``dtype`` (``POOL_DTYPE``: half the memory
+    of float32, ResNet-18's 200 rows in 4.5 GB). A row is always trained in the same block and rounded the same
+    way, so recomputing it gives the same bits. The rounding is part of the game, not an approximation of it: the
+    target's update is drawn from the same rounded rows the adversary scores, and a claim's bound holds for any
+    candidates within its sensitivity (the mechanism clips what it is sent)."""
 
     model: nn.Module
     weights: torch.Tensor
@@ -161,6 +166,7 @@ class TrainedPool:
     momentum: float
     scale: str
     block: int
+    dtype: torch.dtype = POOL_DTYPE
 
     @property
     def dimension(self) -> int:
@@ -173,7 +179,7 @@ class TrainedPool:
         rows = slice(start, start + self.block)
         updates = probe_updates(self.model, self.weights, self.images[rows], self.labels[rows],
                                 local_steps=self.local_steps, lr=self.lr, momentum=self.momentum, chunk=self.block)
-        return scaled_to_clip(self.mechanism, updates) if self.scale == "clip" else updates
+        return (scaled_to_clip(self.mechanism, updates) if self.scale == "clip" else updates).to(self.dtype)
 
     def blocks(self) -> Iterator[tuple[int, torch.Tensor]]:
         for start in range(0, len(self), self.block):
@@ -181,7 +187,7 @@ class TrainedPool:
 
     def rows(self, indices: np.ndarray) -> torch.Tensor:
         indices = np.asarray(indices, dtype=np.int64)
-        out = torch.empty(len(indices), self.dimension)
+        out = torch.empty(len(indices), self.dimension, dtype=self.dtype)
         for start in np.unique(indices // self.block * self.block):
             chosen = np.flatnonzero(indices // self.block * self.block == start)
             out[chosen] = self._trained(int(start))[torch.from_numpy(indices[chosen] - start)]
@@ -189,7 +195,7 @@ class TrainedPool:
 
     def held(self) -> HeldUpdates:
         """Every row, trained once and held (the same bits as the blocks)."""
-        held = torch.empty(len(self), self.dimension)
+        held = torch.empty(len(self), self.dimension, dtype=self.dtype)
         for start, rows in self.blocks():
             held[start:start + len(rows)] = rows
         return HeldUpdates(held, self.block)
@@ -197,17 +203,17 @@ class TrainedPool:
 
 def candidate_pool(config: AuditConfig, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
                    data: FederatedData, pool_rows: torch.Tensor, companions: torch.Tensor, *, lr: float,
-                   memory: int) -> CandidateUpdates:
-    """The pool's updates (``TrainedPool``), held when they and one block's scored copies fit ``HOLD_FRACTION`` of
-    ``memory`` bytes, else recomputed block by block."""
+                   memory: int) -> tuple[CandidateUpdates, int]:
+    """The pool's updates (``TrainedPool``) and what is left of ``memory`` bytes for the trials' outputs: held when
+    that leaves room for ``HOLD_GROUP`` trials' outputs, else recomputed block by block for each group of trials."""
     batch = torch.cat([pool_rows[:, None], companions.expand(len(pool_rows), -1)], dim=1)
     images, labels = data.train.x[batch].cpu(), data.train.y[batch].cpu()
     pool = TrainedPool(model, weights, images, labels, mechanism, config.probe.local_steps, lr,
                        config.training.momentum, config.probe.scale, min(len(images), probe_chunk(model, images)))
-    held = (len(pool) * HELD_BYTES_PER_PARAMETER + pool.block * SCORED_BYTES_PER_PARAMETER) * pool.dimension
-    if held <= HOLD_FRACTION * memory:
-        return pool.held()
-    return pool
+    held = len(pool) * HELD_BYTES_PER_PARAMETER * pool.dimension
+    if held + HOLD_GROUP * OUTPUT_BYTES_PER_PARAMETER * pool.dimension <= memory:
+        return pool.held(), memory - held
+    return pool, memory
 
 
 def probe_clients(data: FederatedData, count: int, batch_size: int, *, seed: int) -> ProbeClients:
@@ -457,19 +463,19 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
     if ident.enabled and max(ident.candidates) > len(pool_rows):
         raise ValueError(f"identification.candidates must be at most the {len(pool_rows)} training examples "
                          f"available, got {max(ident.candidates)}")
-    memory = stage_memory(config, model, data)
-    pool_updates = candidate_pool(config, mechanism, model, weights, data, pool_rows, companions, lr=lr,
-                                  memory=memory)
+    pool_updates, memory = candidate_pool(config, mechanism, model, weights, data, pool_rows, companions, lr=lr,
+                                          memory=stage_memory(config, model, data))
     identification = None
     if ident.enabled and mechanism.guarantee().epsilon is not None:
         identification = identification_tests(mechanism, pool_updates, candidates=ident.candidates,
                                               trials=ident.trials, per_test_confidence=per_test_confidence,
                                               confidence=config.distinguish.confidence, seed=seed,
-                                              memory_bytes=int(memory * (1 - HOLD_FRACTION)))
+                                              memory_bytes=memory)
     section, figures = None, []
     if probe.enabled:
         section, run, grids = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates,
-                                             data, lr=lr, momentum=momentum, figure_id=figure_id, label=label)
+                                             data, lr=lr, momentum=momentum, figure_id=figure_id, label=label,
+                                             memory=memory)
         figures.extend(grids)
         section["normalisation"] = normalisation
         claimed = mechanism.guarantee().epsilon
@@ -504,11 +510,12 @@ def probe_budget(config: AuditConfig, model: nn.Module, input_shape: tuple[int, 
 
 def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
                    clients: ProbeClients, pool_rows: torch.Tensor, pool_updates: CandidateUpdates, data: FederatedData,
-                   *, lr: float, momentum: float, figure_id: str,
-                   label: str) -> tuple[dict[str, Any], dict[str, Any], tuple[GridFigure, GridFigure]]:
+                   *, lr: float, momentum: float, figure_id: str, label: str,
+                   memory: int) -> tuple[dict[str, Any], dict[str, Any], tuple[GridFigure, GridFigure]]:
     """The probe section, the probe's run (its clip-scaled updates, for the sweep) and its grids: the defended
     reconstructions (rows ground truth, defended, the adversary's picks) and the clean reference
-    (``auditkit.stages.inversion.clean_reference``: shared by the settings whose clean probe is the same)."""
+    (``auditkit.stages.inversion.clean_reference``: shared by the settings whose clean probe is the same);
+    ``memory``: what the adversary's picks may hold of the scored outputs."""
     probe, seed = config.probe, config.seed
     candidates = list(config.identification.candidates)
     budget = probe_budget(config, model, tuple(clients.images.shape[2:]))
@@ -526,7 +533,7 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
     captions = {"defended": [f"SSIM {v:.2f}" for v in run["defended"]["scores"]["ssim"]]}
     if probe.batch_size == 1 and mechanism.guarantee().epsilon is not None:
         picked, hits = _adversary_picks(mechanism, run["defended_updates"], run["updates"], run["defended"]["truth"],
-                                        pool_updates, others, max(candidates), seed=seed)
+                                        pool_updates, others, max(candidates), seed=seed, memory_bytes=memory)
         rows[f"picked of {max(candidates)}"] = picked.numpy()
         captions[f"picked of {max(candidates)}"] = ["target" if h else "wrong" for h in hits]
     figure = f"figures/probe-{figure_id}.png"
@@ -567,17 +574,24 @@ def _scaled(mechanism: mechanisms.Mechanism, scale: str) -> str:
 
 def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, own: torch.Tensor,
                      own_images: torch.Tensor, pool_updates: CandidateUpdates, others: torch.Tensor, m: int, *,
-                     seed: int) -> tuple[torch.Tensor, list[bool]]:
+                     seed: int, memory_bytes: int = SCORING_BYTES) -> tuple[torch.Tensor, list[bool]]:
     """For each probe client: the candidate the identification adversary picks among its own example and m - 1
     pool examples, given the client's defended update; the picked images and whether each pick was right. Column 0
-    of the score table is the client's own update, the pool's columns are streamed (``score_candidates``)."""
+    of the score table is the client's own update, the pool's columns are streamed (``score_candidates``), for
+    groups of clients whose outputs and own updates in float64 fit ``memory_bytes``."""
     rng = np.random.default_rng(derive_seed(seed, "probe-picks"))
     count = len(defended)
     drawn = np.stack([rng.choice(len(pool_updates), size=m - 1, replace=False) for _ in range(count)])
     _, log_density = output_scorer(mechanism)
-    ys = defended.double().numpy()
-    mine = pair_log_densities(log_density, ys, own.double().numpy(), np.arange(count), np.arange(count))
-    table = np.concatenate([mine[:, None], score_candidates(log_density, ys, pool_updates, drawn)], axis=1)
+    group = max(1, memory_bytes // (16 * defended.shape[1]))
+    table = np.empty((count, m), dtype=np.float64)
+    for start in range(0, count, group):
+        chosen = np.arange(start, min(start + group, count))
+        ys = defended[chosen].double().numpy()
+        mine = pair_log_densities(log_density, ys, own[chosen].double().numpy(), np.arange(len(chosen)),
+                                  np.arange(len(chosen)))
+        table[chosen] = np.concatenate([mine[:, None], score_candidates(log_density, ys, pool_updates,
+                                                                        drawn[chosen])], axis=1)
     picked, hits = [], []
     for i, s in enumerate(table):
         choice = int(rng.choice(np.flatnonzero(s == s.max())))

@@ -131,7 +131,8 @@ def local_training(config: AuditConfig, *, client_chunk: int | None, batchnorm: 
                  "momentum": t.momentum if t.optimizer == "sgd" else None, "weight_decay": t.weight_decay,
                  "optimizer_state": t.optimizer_state.value, "server_lr": t.server_lr,
                  "client_mode": t.client_mode.value, "bn_stats": t.bn_stats.value if batchnorm else None,
-                 "precision": t.precision.value, "client_chunk": client_chunk}
+                 "precision": t.precision.value, "client_chunk": client_chunk,
+                 "recompute_activations": True if t.recompute_activations else None}
     return {key: value for key, value in described.items() if value is not None}
 
 

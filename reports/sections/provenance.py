@@ -72,4 +72,6 @@ def local_training(training: TrainingInfo) -> str | None:
     parts.append(f"{training.precision.value} arithmetic")
     if training.client_chunk is not None:
         parts.append(f"batched up to {training.client_chunk:,} clients at a time")
+    if training.recompute_activations:
+        parts.append("activations recomputed in the backward pass (checkpointing)")
     return "; ".join(parts)

@@ -234,3 +234,26 @@ def test_a_rounds_real_and_canary_clients_are_bounded_by_their_binomial_tail():
     assert stats.binom.sf(memory.round_rows(uniform, 500) - 10, 500, 0.1) < 1e-8
     assert memory.round_rows(SimpleNamespace(participation="full", clients=20), 40) == 60
     assert memory.round_rows(poisson, 0) == memory.round_clients(poisson)
+
+
+def test_round_sizes_are_the_runs_own_draws_and_never_above_the_bounds():
+    """100 clients and 500 canaries at rate 0.05 over 3 rounds: the sizes are those the simulation's
+    ``select_clients`` and the canary wrapper's ``sent`` give for the same seed (REPLACE_ONE: every canary whose
+    coin comes up sends), another seed draws another schedule, and both stay below the Binomial bounds."""
+    from types import SimpleNamespace as Training
+
+    from auditkit.fl.sampling import select_clients
+    from auditkit.mechanisms.guarantee import NeighboringRelation
+    from auditkit.stages.canary import CanaryClients
+
+    training = Training(participation="poisson", sample_rate=0.05, clients=100, clients_per_round=None, rounds=3)
+    for seed in (0, 1):
+        wrapper = CanaryClients(Training(name="inner"), first=100, canaries=500, size=8, norm=1.0, rate=0.05,
+                                relation=NeighboringRelation.REPLACE_ONE, seed=seed)
+        real = [len(select_clients(100, r, seed=seed, participation="poisson", sample_rate=0.05)) for r in (1, 2, 3)]
+        rows = [n + len(wrapper.sent(r)) for n, r in zip(real, (1, 2, 3))]
+        assert memory.round_sizes(training, 500, seed) == (max(real), max(rows))
+        assert max(rows) < memory.round_rows(training, 500) and max(real) < memory.round_clients(training)
+    assert memory.round_sizes(training, 500, 0) != memory.round_sizes(training, 500, 1)
+    full = Training(participation="full", sample_rate=None, clients=20, clients_per_round=None, rounds=3)
+    assert memory.round_sizes(full, 40, 0) == (20, 60)

@@ -69,10 +69,10 @@ def gaussian_run(seed=0):
 
 
 def directions(seed=0):
-    """The canaries' unit directions u_i (m, P) as the wrapper draws them (m = 200: one chunk)."""
+    """The canaries' unit directions u_i (m, P) as the wrapper draws them."""
     wrapper = CanaryClients(SimpleNamespace(name="inner"), first=10, canaries=M, size=7850, norm=1.0, rate=1.0,
                             relation=NeighboringRelation.ADD_OR_REMOVE_ONE, seed=seed)
-    return wrapper.directions(0)
+    return wrapper.directions(torch.arange(M))
 
 
 def test_dp_fedavg_canaries_score_clip_per_round_sent_when_in_and_zero_when_out():
