@@ -56,10 +56,10 @@ from auditkit.attacks.identification import (SCORING_BYTES, CandidateUpdates, He
                                             score_candidates)
 from auditkit.mechanisms.densities import pair_log_densities
 
-__all__ = ["ProbeClients", "SWEEP_GRID", "TrainedPool", "candidate_pool", "check_probe_inputs", "check_probe_memory",
-           "defended_updates", "identification_pool", "probe_budget", "probe_chunk", "probe_memory",
+__all__ = ["ProbeClients", "SWEEP_GRID", "TrainedPool", "block_memory", "candidate_pool", "check_probe_inputs",
+           "check_probe_memory", "defended_updates", "identification_pool", "probe_budget", "probe_chunk", "probe_memory",
            "matched_identification", "probe_clients", "probe_stage", "probe_updates", "reconstruction_sweep", "run_probe",
-           "scaled_to_clip", "sweep_group"]
+           "scaled_to_clip", "sweep_group", "targets_memory"]
 
 
 @dataclass(frozen=True)
@@ -111,17 +111,28 @@ HOLD_GROUP = 8  # the pool is held when it leaves room for this many trials' out
 
 
 def probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> tuple[int, str]:
-    """The least memory the probe and identification need, and what it is: the probe clients' updates, one pool
-    block in training or scored (``TrainedPool``, ``score_candidates``) and one trial's output. The pool itself is
-    never needed whole: it is held when it fits, else recomputed block by block for each group of trials."""
+    """The least memory the probe and identification need, and what it is: one pool block in training or scored
+    (``TrainedPool``, ``score_candidates``: ``block_memory``), and the larger of one trial's output (while the
+    identification runs) and the probe clients' updates (``targets_memory``: after it). The pool itself is never
+    needed whole: it is held when it fits, else recomputed block by block for each group of trials."""
     params = trained_size(model)
+    block, needed = block_memory(config, model, data)
+    needed += max(targets_memory(config, model), params * OUTPUT_BYTES_PER_PARAMETER)
+    return needed, (f"{config.probe.targets:,} probe clients' and a pool block of {block:,} updates x {params:,} "
+                    "parameters")
+
+
+def block_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> tuple[int, int]:
+    """The pool's block (rows trained at once) and what one block holds in training or scored."""
     example = data.train.x[:1].expand(config.probe.batch_size, *data.train.x.shape[1:])
     block = min(pool_size(config, data), probe_chunk(model, example[None]))
     per_client = client_memory(model, tuple(data.train.x.shape[1:]), config.probe.batch_size)
-    needed = (config.probe.targets * params * PROBE_BYTES_PER_PARAMETER
-              + block * max(per_client, params * SCORED_BYTES_PER_PARAMETER) + params * OUTPUT_BYTES_PER_PARAMETER)
-    return needed, (f"{config.probe.targets:,} probe clients' and a pool block of {block:,} updates x {params:,} "
-                    "parameters")
+    return block, block * max(per_client, trained_size(model) * SCORED_BYTES_PER_PARAMETER)
+
+
+def targets_memory(config: AuditConfig, model: nn.Module) -> int:
+    """What the probe clients' updates hold (``PROBE_BYTES_PER_PARAMETER`` each), once the identification is done."""
+    return config.probe.targets * trained_size(model) * PROBE_BYTES_PER_PARAMETER
 
 
 def check_probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> None:
@@ -137,13 +148,14 @@ def check_probe_memory(config: AuditConfig, model: nn.Module, data: FederatedDat
 
 
 def stage_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> int:
-    """What the identification may hold beyond the probe's least need (``probe_memory``): the pool (when held) and
-    the trials' outputs. The stage takes ``STAGE_SHARE`` of what is free when it starts (``free_memory``), the rest
-    left to what runs beside it; at least one trial's output."""
+    """What the stage may hold beyond a pool block (``block_memory``): the pool when held, and first the trials'
+    outputs, then the probe clients' updates and the outputs of the adversary's picks (the identification's outputs
+    are gone by then). The stage takes ``STAGE_SHARE`` of what is free when it starts (``free_memory``), the rest
+    left to what runs beside it; at least the larger of one trial's output and the probe clients' updates."""
     free, _ = free_memory(config.limits.max_memory_gib)
-    least, _ = probe_memory(config, model, data)
-    floor = trained_size(model) * OUTPUT_BYTES_PER_PARAMETER
-    return max(floor, int((STAGE_MEMORY if free is None else free) * STAGE_SHARE) - least)
+    _, block = block_memory(config, model, data)
+    floor = max(trained_size(model) * OUTPUT_BYTES_PER_PARAMETER, targets_memory(config, model))
+    return max(floor, int((STAGE_MEMORY if free is None else free) * STAGE_SHARE) - block)
 
 
 @dataclass(frozen=True)
@@ -204,14 +216,17 @@ class TrainedPool:
 def candidate_pool(config: AuditConfig, mechanism: mechanisms.Mechanism, model: nn.Module, weights: torch.Tensor,
                    data: FederatedData, pool_rows: torch.Tensor, companions: torch.Tensor, *, lr: float,
                    memory: int) -> tuple[CandidateUpdates, int]:
-    """The pool's updates (``TrainedPool``) and what is left of ``memory`` bytes for the trials' outputs: held when
-    that leaves room for ``HOLD_GROUP`` trials' outputs, else recomputed block by block for each group of trials."""
+    """The pool's updates (``TrainedPool``) and what is left of ``memory`` bytes beside it: held when that leaves
+    room for ``HOLD_GROUP`` trials' outputs and for the probe clients' updates, else recomputed block by block for
+    each group of trials."""
     batch = torch.cat([pool_rows[:, None], companions.expand(len(pool_rows), -1)], dim=1)
     images, labels = data.train.x[batch].cpu(), data.train.y[batch].cpu()
     pool = TrainedPool(model, weights, images, labels, mechanism, config.probe.local_steps, lr,
                        config.training.momentum, config.probe.scale, min(len(images), probe_chunk(model, images)))
     held = len(pool) * HELD_BYTES_PER_PARAMETER * pool.dimension
-    if held + HOLD_GROUP * OUTPUT_BYTES_PER_PARAMETER * pool.dimension <= memory:
+    beside = max(HOLD_GROUP * OUTPUT_BYTES_PER_PARAMETER * pool.dimension, targets_memory(config, model)
+                 + OUTPUT_BYTES_PER_PARAMETER * pool.dimension)
+    if held + beside <= memory:
         return pool.held(), memory - held
     return pool, memory
 
@@ -475,7 +490,8 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
     if probe.enabled:
         section, run, grids = _probe_section(config, mechanism, model, weights, clients, pool_rows, pool_updates,
                                              data, lr=lr, momentum=momentum, figure_id=figure_id, label=label,
-                                             memory=memory)
+                                             memory=max(memory - targets_memory(config, model),
+                                                        trained_size(model) * OUTPUT_BYTES_PER_PARAMETER))
         figures.extend(grids)
         section["normalisation"] = normalisation
         claimed = mechanism.guarantee().epsilon

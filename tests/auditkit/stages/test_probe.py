@@ -206,9 +206,9 @@ def test_a_pool_recomputed_block_by_block_gives_the_held_pools_verdicts(data, na
 
 
 def test_the_pool_is_held_when_it_leaves_room_for_a_group_of_trials_and_recomputed_otherwise(data):
-    """cnn's 6,422 parameters x 30 pool rows in bfloat16 (385 KB) and 8 trials' outputs (617 KB): held (trained
-    once) under a memory of 10 MiB, what is left handed to the trials; recomputed block by block under 900 KB, the
-    rows the same bits either way."""
+    """cnn's 6,422 parameters x 30 pool rows in bfloat16 (385 KB) and beside them the larger of 8 trials' outputs
+    (617 KB) and the 16 probe clients' updates (1.3 MB): held (trained once) under a memory of 10 MiB, what is left
+    handed to the trials; recomputed block by block under 900 KB, the rows the same bits either way."""
     from auditkit.attacks.identification import HeldUpdates
     from auditkit.stages.probe import TrainedPool, candidate_pool
 
