@@ -127,7 +127,8 @@ def test_config_with_unknown_key_fails_without_touching_earlier_results(tmp_path
         "error: config key 'training.clientz' is not allowed; allowed keys in [training]: backend, batch_size, "
         "batched, bn_stats, checkpoints, client_chunk, client_mode, client_weights, clients, clients_per_round, "
         "local_epochs, lr, lr_factor, lr_patience, lr_schedule, model, momentum, norm, optimizer, optimizer_state, "
-        "participation, precision, rounds, sample_rate, server_lr, small_stem, tau, weight_decay")
+        "participation, precision, recompute_activations, rounds, sample_rate, server_lr, small_stem, tau, "
+        "weight_decay")
     assert earlier.read_text() == '{"kept": true}'
     assert sorted(p.name for p in out.iterdir()) == ["results.json"]
 
