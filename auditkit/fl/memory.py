@@ -122,14 +122,14 @@ def round_rows(training, canaries: int) -> int:
 DRAWN_SCHEDULE = 10**8  # the most coins (rounds x (K + m)) redrawn to know each round's size; beyond: the bounds
 
 
-def round_sizes(training, canaries: int, seed: int) -> tuple[int, int]:
+def round_sizes(training, canaries: int, seed: int | None) -> tuple[int, int]:
     """(S, R): the most real clients of any round of ``training`` and the most rows, real and canary, any round
     sends through its protocol, from the run's own keyed draws (``select_clients``, ``canary_coins``: the same
     calls the simulation and ``CanaryClients`` make, so the schedule is the run's, not a bound); every canary whose
     coin comes up is counted (under ADD_OR_REMOVE_ONE only the included ones send). Where drawing them would take
-    more than ``DRAWN_SCHEDULE`` coins: ``round_clients`` and ``round_rows``'s Binomial bounds."""
+    more than ``DRAWN_SCHEDULE`` coins, or without a ``seed``: ``round_clients`` and ``round_rows``'s bounds."""
     t = training
-    if t.participation == "full" or t.rounds * (t.clients + canaries) > DRAWN_SCHEDULE:
+    if seed is None or t.participation == "full" or t.rounds * (t.clients + canaries) > DRAWN_SCHEDULE:
         return round_clients(t), max(round_clients(t), round_rows(t, canaries))
     rate = canary_rate(t.participation, t.clients, t.sample_rate, t.clients_per_round)
     real, rows = 0, 0
@@ -189,8 +189,7 @@ def estimate_memory(training, *, num_params: int, input_numel: int, activations:
     ``client_sizes``: the clients' example counts (local epochs' steps); ``chunk``: clients trained at once;
     ``seed``: the run's, whose draws give each round's size (``round_sizes``; None: the Binomial bounds)."""
     t, p = training, num_params
-    s, rows = (round_clients(t), max(round_clients(t), round_rows(t, canaries))) if seed is None else round_sizes(
-        t, canaries, seed)
+    s, rows = round_sizes(t, canaries, seed)
     at_once = min(s, chunk or s) if t.batched else 1  # the sequential path trains one client at a time
     steps = _steps(t, client_sizes)
     slots = 0 if t.optimizer_state == "reset" else (2 if t.optimizer == "adam" else 1)

@@ -117,7 +117,7 @@ def probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> 
     needed whole: it is held when it fits, else recomputed block by block for each group of trials."""
     params = trained_size(model)
     block, needed = block_memory(config, model, data)
-    needed += max(targets_memory(config, model), params * OUTPUT_BYTES_PER_PARAMETER)
+    needed += _beside_block(config, model)
     return needed, (f"{config.probe.targets:,} probe clients' and a pool block of {block:,} updates x {params:,} "
                     "parameters")
 
@@ -128,6 +128,12 @@ def block_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> 
     block = min(pool_size(config, data), probe_chunk(model, example[None]))
     per_client = client_memory(model, tuple(data.train.x.shape[1:]), config.probe.batch_size)
     return block, block * max(per_client, trained_size(model) * SCORED_BYTES_PER_PARAMETER)
+
+
+def _beside_block(config: AuditConfig, model: nn.Module) -> int:
+    """The least the stage holds beside a pool block: the larger of one trial's output and the probe clients'
+    updates (never at once)."""
+    return max(trained_size(model) * OUTPUT_BYTES_PER_PARAMETER, targets_memory(config, model))
 
 
 def targets_memory(config: AuditConfig, model: nn.Module) -> int:
@@ -154,8 +160,7 @@ def stage_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> 
     left to what runs beside it; at least the larger of one trial's output and the probe clients' updates."""
     free, _ = free_memory(config.limits.max_memory_gib)
     _, block = block_memory(config, model, data)
-    floor = max(trained_size(model) * OUTPUT_BYTES_PER_PARAMETER, targets_memory(config, model))
-    return max(floor, int((STAGE_MEMORY if free is None else free) * STAGE_SHARE) - block)
+    return max(_beside_block(config, model), int((STAGE_MEMORY if free is None else free) * STAGE_SHARE) - block)
 
 
 @dataclass(frozen=True)
