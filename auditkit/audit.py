@@ -52,7 +52,7 @@ from auditkit.stages.membership import membership_family
 from auditkit.stages.distinguish import distinguish_family
 from auditkit.stages.pipeline import PIPELINE, UserInputs, user_inputs
 from auditkit.stages.inversion import check_attack_layers
-from auditkit.fl.memory import peak_memory, reset_peak
+from auditkit.fl.memory import PeakWatch
 from auditkit.stages.probe import check_probe_inputs, check_probe_memory, sweep_group
 from auditkit.stages.recorded import check_recording
 from auditkit.stages.setting import build_mechanism, build_protocol
@@ -202,16 +202,16 @@ class Audit:
             return stored
         notify("stage", setting=plan, stage=stage.name, status="start")
         self.threads.rebalance()
-        measured = reset_peak()  # each stage's own peak, printed with its time
         start = time.perf_counter()
-        output = stage.run(setting)
+        with PeakWatch() as memory:  # each stage's own peak, printed with its time
+            output = stage.run(setting)
         if output.tensors is not None:
             self.store.save_tensors(plan.id, stage.name, key, output.tensors)
         for figure in output.figures:
             write_grid(figure, self._workspace)
         self.store.save(plan.id, stage.name, key, output.result, time.perf_counter() - start, used)
         self.finished += 1
-        notify("stage", setting=plan, stage=stage.name, status="done", peak=peak_memory() if measured else None)
+        notify("stage", setting=plan, stage=stage.name, status="done", peak=memory.peak)
         return output.result
 
     def _run_setting(self, plan: SettingPlan, context: AuditContext, notify: Event) -> dict[str, Any]:

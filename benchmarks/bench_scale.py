@@ -4,7 +4,7 @@ process before any stage (the interpreter, torch, the data and the model: what e
 plain fwd+bwd step of the model on a batch of 256 (the hardware's big-batch throughput, as time per example).
 
 Every cell is one ``auditkit audit`` in its own process (``Audit.run``'s stage events carry each stage's peak,
-``auditkit.fl.memory.peak_memory`` after ``reset_peak``). The attack budgets are the defaults' shape at a
+``auditkit.fl.memory.PeakWatch``). The attack budgets are the defaults' shape at a
 smaller size (``BUDGET``: fewer iterations, targets and trials), since memory does not grow with them; the
 pool is the default 200 and the probe's 16 targets, so what scales with the model is the default's.
 
@@ -47,7 +47,7 @@ def event(kind, **info):
     elif kind == "stage" and info["status"] == "done":
         stages[info["stage"]] = {"seconds": time.perf_counter() - started[info["stage"]], "peak": info["peak"]}
 audit.run(on_event=event)
-whole = max(s["peak"] for s in stages.values())  # each stage's peak is its own (reset at its start)
+whole = max(s["peak"] for s in stages.values())  # the largest stage's peak is the run's
 print(json.dumps({"before": before, "stages": stages, "whole": whole, "seconds": time.perf_counter() - start}))
 """
 

@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,7 +54,7 @@ from auditkit.fl.sampling import canary_coins, canary_rate, select_clients
 
 __all__ = ["GIB", "MemoryEstimate", "STAGE_MEMORY", "activation_values", "available_memory", "check_memory",
            "client_chunk", "client_memory", "estimate_memory", "free_memory", "model_device", "one_example_pass",
-           "peak_memory", "reset_peak", "resident_memory", "round_clients", "round_rows", "round_sizes"]
+           "PeakWatch", "peak_memory", "resident_memory", "round_clients", "round_rows", "round_sizes"]
 
 GIB = 2**30
 MIB = 2**20
@@ -293,19 +294,8 @@ def resident_memory() -> int:
         return 0
 
 
-def reset_peak() -> bool:
-    """Start this process's peak resident memory afresh (Linux: ``5`` into ``/proc/self/clear_refs``, which
-    resets ``VmHWM`` to the current resident size); False where it cannot."""
-    try:
-        Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        return False
-    return True
-
-
 def peak_memory() -> int | None:
-    """This process's peak resident memory since it started or since ``reset_peak`` (``VmHWM``), in bytes; None
-    where it cannot be read."""
+    """This process's peak resident memory since it started (``VmHWM``), in bytes; None where it cannot be read."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
             if line.startswith("VmHWM:"):
@@ -313,6 +303,44 @@ def peak_memory() -> int | None:
     except (OSError, ValueError, IndexError):
         pass
     return None
+
+
+class PeakWatch:
+    """The peak resident memory of one stretch of work (a stage), leaving the process's high-water mark as it is.
+
+    Resetting the mark (``/proc/self/clear_refs``) would give each stage's peak exactly but makes ``getrusage`` and
+    GNU time's "maximum resident set size" read the last stage's. Instead: where the mark rose during the stretch,
+    the stretch set the process's new peak and the mark is it, exactly; else the largest resident size sampled every
+    ``INTERVAL`` seconds by a thread (a lower bound, which misses only peaks shorter than the interval)."""
+
+    INTERVAL = 0.01
+
+    def __init__(self) -> None:
+        self._mark = peak_memory()
+        self._highest = resident_memory()
+        self._done = threading.Event()
+        self._sampler = threading.Thread(target=self._sample, name="auditkit-peak", daemon=True)
+
+    def __enter__(self) -> PeakWatch:
+        self._sampler.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._sampler.join()
+        self._highest = max(self._highest, resident_memory())
+
+    def _sample(self) -> None:
+        while not self._done.wait(self.INTERVAL):
+            self._highest = max(self._highest, resident_memory())
+
+    @property
+    def peak(self) -> int | None:
+        """Bytes: the stretch's peak resident memory; None where neither the mark nor the resident size is known."""
+        mark = peak_memory()
+        if mark is not None and self._mark is not None and mark > self._mark:
+            return mark
+        return self._highest or None
 
 
 def free_memory(max_memory_gib: float | None) -> tuple[int | None, str]:
