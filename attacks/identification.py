@@ -25,6 +25,7 @@ coordinates keeps k / P of what separates two candidates while the noise keeps i
 """
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -37,8 +38,8 @@ from auditkit.mechanisms import Mechanism, capability
 from auditkit.mechanisms.densities import nearest_density, pair_log_densities
 from auditkit.mechanisms.randomness import derive_seed
 
-__all__ = ["CandidateUpdates", "HeldUpdates", "IdentificationResult", "SCORING_BYTES", "STATISTICS", "candidate_updates",
-           "identify", "mechanism_outputs", "output_scorer", "score_candidates"]
+__all__ = ["CandidateUpdates", "HeldUpdates", "IdentificationResult", "SCORING_BYTES", "STATISTICS", "SpilledUpdates",
+           "candidate_updates", "identify", "mechanism_outputs", "output_scorer", "score_candidates"]
 
 STATISTICS = ("likelihood", "nearest")  # the score the adversary ranks candidates by
 
@@ -137,6 +138,45 @@ class HeldUpdates:
 
     def rows(self, indices: np.ndarray) -> torch.Tensor:
         return self.updates[torch.as_tensor(np.asarray(indices, dtype=np.int64))]
+
+
+class SpilledUpdates:
+    """A pool written once to an unnamed temporary file in ``folder`` (default: ``tempfile.gettempdir()``, i.e.
+    ``TMPDIR``; the file has no name and is gone when this is collected or the process ends) and read back a block
+    at a time, in ``source``'s blocks and bits: memory one block, at the cost of reading the file once per group of
+    trials instead of recomputing the pool."""
+
+    def __init__(self, source: CandidateUpdates, folder: str | None = None) -> None:
+        self.dimension = source.dimension
+        self._file = tempfile.TemporaryFile(dir=folder)
+        self._blocks: list[tuple[int, int]] = []
+        self.dtype: torch.dtype | None = None
+        for start, rows in source.blocks():
+            self.dtype = rows.dtype
+            self._file.write(rows.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes())
+            self._blocks.append((start, len(rows)))
+        self._file.flush()
+        self._row_bytes = self.dimension * torch.empty((), dtype=self.dtype).element_size()
+
+    def __len__(self) -> int:
+        return sum(count for _, count in self._blocks)
+
+    def _read(self, start: int, count: int) -> torch.Tensor:
+        out = torch.empty(count, self.dimension, dtype=self.dtype)
+        self._file.seek(start * self._row_bytes)
+        self._file.readinto(memoryview(out.view(torch.uint8).numpy()))
+        return out
+
+    def blocks(self) -> Iterator[tuple[int, torch.Tensor]]:
+        for start, count in self._blocks:
+            yield start, self._read(start, count)
+
+    def rows(self, indices: np.ndarray) -> torch.Tensor:
+        indices = np.asarray(indices, dtype=np.int64)
+        out = torch.empty(len(indices), self.dimension, dtype=self.dtype)
+        for i, row in enumerate(indices):
+            out[i] = self._read(int(row), 1)[0]
+        return out
 
 
 def candidate_updates(pool: torch.Tensor | CandidateUpdates) -> CandidateUpdates:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 import math
 import os
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from auditkit.fl.params import trained_size
 from auditkit.fl.sampling import canary_coins, canary_rate, select_clients
 
 __all__ = ["GIB", "MemoryEstimate", "STAGE_MEMORY", "activation_values", "available_memory", "check_memory",
-           "client_chunk", "client_memory", "estimate_memory", "free_memory", "model_device", "one_example_pass",
+           "client_chunk", "client_memory", "disk_room", "estimate_memory", "free_memory", "model_device", "one_example_pass",
            "PeakWatch", "peak_memory", "resident_memory", "round_clients", "round_rows", "round_sizes"]
 
 GIB = 2**30
@@ -341,6 +342,32 @@ class PeakWatch:
         if mark is not None and self._mark is not None and mark > self._mark:
             return mark
         return self._highest or None
+
+
+RAM_FILESYSTEMS = frozenset({"tmpfs", "ramfs", "devtmpfs"})  # a file there takes memory, not disk
+
+
+def disk_room(folder: str) -> int:
+    """The bytes a file in ``folder`` may take without taking memory: what its file system has free
+    (``shutil.disk_usage``), 0 where that file system lives in memory (tmpfs, ramfs: the longest mount point of
+    ``/proc/self/mounts`` above ``folder``) or cannot be read."""
+    place = os.path.realpath(folder)
+    mounted, kind = "", None
+    try:
+        for line in Path("/proc/self/mounts").read_text().splitlines():
+            fields = line.split()
+            point = fields[1].replace("\\040", " ")
+            inside = place == point or place.startswith(point.rstrip("/") + "/")
+            if inside and len(point) >= len(mounted):
+                mounted, kind = point, fields[2]
+    except (OSError, IndexError):
+        pass
+    if kind in RAM_FILESYSTEMS:
+        return 0
+    try:
+        return shutil.disk_usage(place).free
+    except OSError:
+        return 0
 
 
 def free_memory(max_memory_gib: float | None) -> tuple[int | None, str]:

@@ -12,8 +12,9 @@ whose update is as revealing as possible. The probe measures that case, at the c
   matched to the nearest of M candidates (the client's example and M - 1 other real examples).
 * **identification** (:func:`identification_pool` + ``auditkit.attacks.identify``): the informed adversary's M-ary test on
   the same updates; ``auditkit.rero_verdicts`` turns its success rate and the claim's ReRo bound into a verdict. The
-  pool's updates are held where they fit half the memory free when the stage starts, else recomputed block by block
-  for each group of trials (:class:`TrainedPool`, :func:`candidate_pool`): never pool x P at once.
+  pool's updates are held where they fit half the memory free when the stage starts, else written once to a
+  temporary file and read back block by block, else recomputed block by block for each group of trials
+  (:class:`TrainedPool`, :func:`candidate_pool`): never pool x P in memory at once.
 
 Shared randomness is keyed by the seed: which examples, which candidates, the mechanism's shared seeds.
 """
@@ -26,6 +27,7 @@ from typing import Any
 import dataclasses
 import hashlib
 import math
+import tempfile
 
 import numpy as np
 import torch
@@ -40,7 +42,8 @@ from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.spec import ClientMode, Optimizer
 from auditkit.fl.simulation import FederatedData
 from auditkit.config import AuditConfig, ConfigError
-from auditkit.fl.memory import STAGE_MEMORY, client_chunk, client_memory, free_memory, model_device, size
+from auditkit.fl.memory import (STAGE_MEMORY, client_chunk, client_memory, disk_room, free_memory, model_device,
+                                 size)
 from auditkit.fl.params import trained_size
 from auditkit.stage_store import stage_key
 from auditkit.stages.base import GridFigure
@@ -52,8 +55,8 @@ from auditkit.stages.inversion import (PROBE_ITERATIONS, PROBE_STAGE_SECONDS, At
 from auditkit.fl.params import load_flat_parameters
 from auditkit.models import build_model
 from auditkit.stages.setting import prepare_data
-from auditkit.attacks.identification import (SCORING_BYTES, CandidateUpdates, HeldUpdates, output_scorer,
-                                            score_candidates)
+from auditkit.attacks.identification import (SCORING_BYTES, CandidateUpdates, HeldUpdates, SpilledUpdates,
+                                            output_scorer, score_candidates)
 from auditkit.mechanisms.densities import pair_log_densities
 
 __all__ = ["ProbeClients", "SWEEP_GRID", "TrainedPool", "block_memory", "candidate_pool", "check_probe_inputs",
@@ -108,6 +111,7 @@ HELD_BYTES_PER_PARAMETER = 2  # a pool row held (bfloat16)
 OUTPUT_BYTES_PER_PARAMETER = 12  # an identification trial's output (float64) and its target (float32)
 STAGE_SHARE = 0.5  # the share of the free memory the stage takes: the rest is left to what runs beside it
 HOLD_GROUP = 8  # the pool is held when it leaves room for this many trials' outputs, else recomputed per group
+SPILL_MARGIN = 2  # a pool not held is written to disk when twice its bytes are free there: the rest left to others
 
 
 def probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> tuple[int, str]:
@@ -222,8 +226,9 @@ def candidate_pool(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
                    data: FederatedData, pool_rows: torch.Tensor, companions: torch.Tensor, *, lr: float,
                    memory: int) -> tuple[CandidateUpdates, int]:
     """The pool's updates (``TrainedPool``) and what is left of ``memory`` bytes beside it: held when that leaves
-    room for ``HOLD_GROUP`` trials' outputs and for the probe clients' updates, else recomputed block by block for
-    each group of trials."""
+    room for ``HOLD_GROUP`` trials' outputs and for the probe clients' updates; else written once to a temporary
+    file where the temporary folder's disk has room for it (``SpilledUpdates``: ``TMPDIR``, not a file system in
+    memory: ``disk_room``) and read back block by block; else recomputed block by block for each group of trials."""
     batch = torch.cat([pool_rows[:, None], companions.expand(len(pool_rows), -1)], dim=1)
     images, labels = data.train.x[batch].cpu(), data.train.y[batch].cpu()
     pool = TrainedPool(model, weights, images, labels, mechanism, config.probe.local_steps, lr,
@@ -233,6 +238,9 @@ def candidate_pool(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
                  + OUTPUT_BYTES_PER_PARAMETER * pool.dimension)
     if held + beside <= memory:
         return pool.held(), memory - held
+    folder = tempfile.gettempdir()
+    if disk_room(folder) >= SPILL_MARGIN * held:
+        return SpilledUpdates(pool, folder), memory
     return pool, memory
 
 

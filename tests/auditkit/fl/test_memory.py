@@ -7,6 +7,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -275,3 +276,16 @@ def test_round_sizes_are_the_runs_own_draws_and_never_above_the_bounds():
     assert memory.round_sizes(training, 500, 0) != memory.round_sizes(training, 500, 1)
     full = Training(participation="full", sample_rate=None, clients=20, clients_per_round=None, rounds=3)
     assert memory.round_sizes(full, 40, 0) == (20, 60)
+
+
+def test_room_on_disk_is_what_the_file_system_has_free_and_none_in_memory(tmp_path):
+    """A folder on a disk has its file system's free bytes; one on tmpfs (``/dev/shm``) has none, since a file
+    there takes memory."""
+    import shutil
+
+    if memory.disk_room(str(tmp_path)) == 0:
+        pytest.skip("the test's folder is itself in memory")
+    assert memory.disk_room(str(tmp_path)) == pytest.approx(shutil.disk_usage(tmp_path).free, rel=0.01)
+    if not Path("/dev/shm").is_dir():
+        pytest.skip("no /dev/shm")
+    assert memory.disk_room("/dev/shm") == 0

@@ -1,4 +1,7 @@
 """The probe: probe clients' updates, the server's view of them, reconstruction matching, the headline verdict."""
+import os
+import tempfile
+
 import numpy as np
 import pytest
 import torch
@@ -174,11 +177,11 @@ def test_a_probe_beyond_the_free_memory_is_refused_before_any_stage(tmp_path):
 
 @pytest.mark.parametrize("name, params", [("dp-fedavg", {"noise_multiplier": 0.6, "clip": 0.5}),
                                           ("jopeq-laplace", {"eps": 4.0, "bits": 2})])
-def test_a_pool_recomputed_block_by_block_gives_the_held_pools_verdicts(data, name, params):
-    """The pool of a small model trained 3 rows at a time: held (trained once) and recomputed for every group of 9
-    trials give the same bits for every row and the same identification record and verdicts, and the adversary's
-    picks are the same."""
-    from auditkit.attacks.identification import identify
+def test_a_pool_recomputed_block_by_block_gives_the_held_pools_verdicts(data, name, params, tmp_path):
+    """The pool of a small model trained 3 rows at a time: held (trained once), written to a file and read back
+    (``SpilledUpdates``), and recomputed for every group of 9 trials give the same bits for every row, in the same
+    blocks, and the same identification record and verdicts, and the adversary's picks are the same."""
+    from auditkit.attacks.identification import SpilledUpdates, identify
     from auditkit.stages.identification import identification_tests
     from auditkit.stages.probe import TrainedPool, _adversary_picks
 
@@ -193,11 +196,18 @@ def test_a_pool_recomputed_block_by_block_gives_the_held_pools_verdicts(data, na
     assert torch.equal(pool.rows(np.array([5, 39, 5, 0])), held.updates[[5, 39, 5, 0]])
     group = 9 * 12 * pool.dimension
     kwargs = dict(candidates=(2, 10, 30), trials=120, seed=2)
-    assert identify(mechanism, held, **kwargs) == identify(mechanism, pool, memory_bytes=group, **kwargs)
+    spilled = SpilledUpdates(pool, str(tmp_path))
+    assert len(spilled) == 40 and spilled.dimension == pool.dimension
+    for (start, rows), (again, read) in zip(pool.blocks(), spilled.blocks(), strict=True):
+        assert start == again and torch.equal(rows, read)
+    assert torch.equal(spilled.rows(np.array([5, 39, 5, 0])), held.updates[[5, 39, 5, 0]])
+    record = identify(mechanism, held, **kwargs)
+    assert record == identify(mechanism, pool, memory_bytes=group, **kwargs)
+    assert record == identify(mechanism, spilled, memory_bytes=group, **kwargs)
     tests = lambda source: identification_tests(mechanism, source, candidates=(2, 10), trials=120,  # noqa: E731
                                                 per_test_confidence=0.99, confidence=0.95, seed=2,
                                                 memory_bytes=group)["tests"]
-    assert tests(held) == tests(pool)
+    assert tests(held) == tests(pool) == tests(spilled)
     own = held.updates[:4] * 0.5
     defended, _ = defended_updates(mechanism, own, seed=0)
     picked = _adversary_picks(mechanism, defended, own, images[:4, 0], held, images[:, 0], 10, seed=0)
@@ -205,11 +215,14 @@ def test_a_pool_recomputed_block_by_block_gives_the_held_pools_verdicts(data, na
     assert torch.equal(picked[0], again[0]) and picked[1] == again[1]
 
 
-def test_the_pool_is_held_when_it_leaves_room_for_a_group_of_trials_and_recomputed_otherwise(data):
+def test_the_pool_is_held_when_it_leaves_room_for_a_group_of_trials_else_spilled_to_disk_else_recomputed(
+        data, tmp_path, monkeypatch):
     """cnn's 6,422 parameters x 30 pool rows in bfloat16 (385 KB) and beside them the larger of 8 trials' outputs
     (617 KB) and the 16 probe clients' updates (1.3 MB): held (trained once) under a memory of 10 MiB, what is left
-    handed to the trials; recomputed block by block under 900 KB, the rows the same bits either way."""
-    from auditkit.attacks.identification import HeldUpdates
+    handed to the trials; under 900 KB written to a file in the temporary folder when it is on a disk, recomputed
+    block by block when the temporary folder is in memory (tmpfs), the rows the same bits each way."""
+    from auditkit.attacks.identification import HeldUpdates, SpilledUpdates
+    from auditkit.fl.memory import disk_room
     from auditkit.stages.probe import TrainedPool, candidate_pool
 
     config = from_dict({"training": {"model": "cnn"}})
@@ -219,10 +232,22 @@ def test_the_pool_is_held_when_it_leaves_room_for_a_group_of_trials_and_recomput
     mechanism = mechanisms.create("dp-fedavg", noise_multiplier=1.0, clip=1.0)
     rows, companions = torch.arange(30), torch.zeros(0, dtype=torch.long)
     held, left = candidate_pool(config, mechanism, model, weights, data, rows, companions, lr=0.1, memory=10 * 2**20)
+    assert isinstance(held, HeldUpdates)
+    assert held.updates.dtype == torch.bfloat16 and left == 10 * 2**20 - 30 * 2 * 6422
+    if disk_room(str(tmp_path)) == 0:
+        pytest.skip("the test's folder is in memory: nothing to spill to")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    spilled, all_of_it = candidate_pool(config, mechanism, model, weights, data, rows, companions, lr=0.1,
+                                        memory=900_000)
+    assert isinstance(spilled, SpilledUpdates) and all_of_it == 900_000
+    assert torch.equal(spilled.rows(np.arange(30)), held.updates)
+    shared = "/dev/shm"
+    if not os.path.isdir(shared) or disk_room(shared) != 0:
+        pytest.skip("no tmpfs folder to point TMPDIR at")
+    monkeypatch.setattr(tempfile, "tempdir", shared)
     streamed, all_of_it = candidate_pool(config, mechanism, model, weights, data, rows, companions, lr=0.1,
                                          memory=900_000)
-    assert isinstance(held, HeldUpdates) and isinstance(streamed, TrainedPool)
-    assert held.updates.dtype == torch.bfloat16 and left == 10 * 2**20 - 30 * 2 * 6422 and all_of_it == 900_000
+    assert isinstance(streamed, TrainedPool) and all_of_it == 900_000
     assert torch.equal(streamed.rows(np.arange(30)), held.updates)
 
 
