@@ -9,6 +9,7 @@ smaller size (``BUDGET``: fewer iterations, targets and trials), since memory do
 pool is the default 200 and the probe's 16 targets, so what scales with the model is the default's.
 
     python benchmarks/bench_scale.py [--cells p,k] [--out DIR]     # DIR/scale.json, scale.md, scale.png
+    python benchmarks/bench_scale.py --cells p --models 11.2M --include DIR/scale.json --out DIR2  # rows joined
 """
 from __future__ import annotations
 
@@ -159,11 +160,15 @@ def main() -> None:
     parser.add_argument("--cells", default="p,k", help="p: the models at K = 10; k: the clients at P = 25.8k")
     parser.add_argument("--models", default=",".join(MODELS), help="the P cells to run, of " + ", ".join(MODELS))
     parser.add_argument("--out", type=Path, default=Path("scale-benchmark"))
+    parser.add_argument("--include", type=Path, action="append", default=[],
+                        help="an earlier run's scale.json whose rows join the table and figure (cells run apart)")
     args = parser.parse_args()
-    wanted = args.cells.split(",")
+    wanted = [cell for cell in args.cells.split(",") if cell]
     cells = [(m, 10, 1.0) for m in args.models.split(",")] if "p" in wanted else []  # every client every round
     cells += [("25.8k", k, 0.1) for k in CLIENTS] if "k" in wanted else []  # a tenth of them each round
-    rows = measure(cells, args.data_dir)
+    earlier = [row for path in args.include for row in json.loads(path.read_text())]
+    rows = sorted(earlier + measure(cells, args.data_dir),
+                  key=lambda row: (row["rate"] != 1.0, row["baseline"]["parameters"], row["clients"]))
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "scale.json").write_text(json.dumps(rows, indent=1))
     (args.out / "scale.md").write_text(table(rows) + "\n")
