@@ -91,7 +91,9 @@ def run(script: str, *args: str) -> dict:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def measure(cells: list[tuple[str, int, float]], data_dir: str) -> list[dict]:
+def measure(cells: list[tuple[str, int, float]], data_dir: str, kept: Path) -> list[dict]:
+    """Each cell's row; the rows so far are written to ``kept`` after each cell, so a run stopped part-way keeps
+    them (``--include`` joins them to a later run's)."""
     rows = []
     with tempfile.TemporaryDirectory() as folder:
         for model, clients, rate in cells:
@@ -100,6 +102,7 @@ def measure(cells: list[tuple[str, int, float]], data_dir: str) -> list[dict]:
             began = time.perf_counter()
             found = run(CELL, json.dumps(cell), str(Path(folder) / f"{model}-{clients}"))
             rows.append({"model": model, "clients": clients, "rate": rate, "baseline": baseline, **found})
+            kept.write_text(json.dumps(rows, indent=1))
             print(f"P {model:>6} K {clients:>5}: {time.perf_counter() - began:7.1f} s, whole peak "
                   f"{found['whole'] / 2**30:6.2f} GiB, " + ", ".join(
                       f"{name} {s['seconds']:.0f} s / {s['peak'] / 2**30:.2f} GiB" for name, s in found["stages"].items()),
@@ -167,9 +170,9 @@ def main() -> None:
     cells = [(m, 10, 1.0) for m in args.models.split(",")] if "p" in wanted else []  # every client every round
     cells += [("25.8k", k, 0.1) for k in CLIENTS] if "k" in wanted else []  # a tenth of them each round
     earlier = [row for path in args.include for row in json.loads(path.read_text())]
-    rows = sorted(earlier + measure(cells, args.data_dir),
-                  key=lambda row: (row["rate"] != 1.0, row["baseline"]["parameters"], row["clients"]))
     args.out.mkdir(parents=True, exist_ok=True)
+    rows = sorted(earlier + measure(cells, args.data_dir, args.out / "cells.json"),
+                  key=lambda row: (row["rate"] != 1.0, row["baseline"]["parameters"], row["clients"]))
     (args.out / "scale.json").write_text(json.dumps(rows, indent=1))
     (args.out / "scale.md").write_text(table(rows) + "\n")
     figure(rows, args.out / "scale.png")

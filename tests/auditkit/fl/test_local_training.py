@@ -115,16 +115,6 @@ def _both(model, start, steps, training, **kwargs):
             train_clients_sequential(model, start, steps, training, **kwargs))
 
 
-def _close(a, b, atol=1e-5):
-    assert torch.allclose(a.params, b.params, atol=atol, rtol=1e-4)
-    assert a.state.keys() == b.state.keys() and a.buffers.keys() == b.buffers.keys()
-    for key in a.state:
-        assert torch.allclose(a.state[key], b.state[key], atol=atol, rtol=1e-4), key
-    for key in a.buffers:
-        assert torch.allclose(a.buffers[key].double(), b.buffers[key].double(), atol=atol, rtol=1e-4), key
-    assert torch.allclose(a.loss, b.loss, atol=atol)
-
-
 GPU_SCALE = 1e-3  # GPU float32 results agree to this fraction of each tensor's largest magnitude (_close_scaled)
 
 
@@ -142,12 +132,20 @@ def _close_scaled(a, b, scale=GPU_SCALE):
         torch.testing.assert_close(x, y, rtol=0, atol=scale * float(x.abs().max()), msg=key)
 
 
-CPU_SCALE = 5e-5  # CPU float32: the BatchNorm net's rounding, amplified as _close_scaled says (measured 1.6e-5)
+CPU_SCALE = 3e-4  # CPU float32: the BatchNorm net's rounding, amplified as _close_scaled says (measured up to 1.1e-4)
+
+
+def _close(a, b):
+    """Batched and sequential (or chunked and whole) on the CPU: _close_scaled at ``CPU_SCALE``. vmap's kernels and
+    the plain ones round differently, and by how much depends on the CPU and the net's random start: the momentum of
+    scale 2.9 differed by 4.5e-5 on torch 2.14 (Intel), by 1.9e-5 of scale 1.5 on an AMD EPYC with AVX2, either
+    beyond an elementwise 1e-5 + 1e-4 relative on entries near zero; the 1d BatchNorm's running mean (a mean of 5
+    outputs that cancel) by 1.1e-4 of its largest on torch 2.5 (AVX2). A missed step moves any of them by ~0.05."""
+    _close_scaled(a, b, scale=CPU_SCALE)
 
 
 def _close_on(device, a, b):
-    """_close_scaled on the CPU at ``CPU_SCALE`` (vmap's kernels and the plain ones round differently: torch 2.14
-    measured 4.5e-5 on the momentum of scale 2.9, beyond _close's 1e-5 + 1e-4 relative) and on a GPU at its own."""
+    """_close on the CPU, _close_scaled at ``GPU_SCALE`` on a GPU."""
     _close_scaled(a, b, scale=GPU_SCALE if device.type == "cuda" else CPU_SCALE)
 
 
@@ -471,7 +469,7 @@ def test_recomputed_activations_train_the_same_clients_and_keep_a_fraction():
         torch.manual_seed(0)  # the same dropout draws for both runs: checkpointing replays them in its recomputation
         training = LocalTraining(LocalOptimizer(Optimizer.SGD, 0.05, 0.9), recompute=recompute)
         runs.append(train_clients_sequential(model, start, steps, training, buffers=shared))
-    _close(*runs, atol=1e-6)
+    _close_scaled(*runs, scale=1e-6)  # the same kernels: recomputation changes no rounding
     assert runs[1].buffers["2.bn.num_batches_tracked"].tolist() == [4, 4, 4]
     assert (runs[1].params - start).abs().amax(1).min() > 1e-3
     model.train()

@@ -162,7 +162,9 @@ def test_local_epochs_and_adam_run_the_whole_simulation():
     a = _simulation(local_epochs=2, batch_size=8, optimizer="adam", lr=1e-3, optimizer_state="reset").run()
     b = _simulation(local_epochs=2, batch_size=8, optimizer="adam", lr=1e-3, optimizer_state="reset",
                     batched=False).run()
-    assert torch.allclose(a.final_params, b.final_params, atol=1e-5)
+    # Adam moves a coordinate by about lr = 1e-3 a step, ten times the tolerance; the two paths' rounding over the run
+    # measured 1.0e-5 on an AMD EPYC (AVX2), at the edge of 1e-5
+    torch.testing.assert_close(b.final_params, a.final_params, rtol=0, atol=1e-4)
     (obs,) = a.observations
     assert obs.tau == 2 * -(-int(_data().client_indices[-1].numel()) // 8)  # the largest client's steps
 
