@@ -47,15 +47,17 @@ class OutputDensity:
         return self.table(np.asarray(y, dtype=np.float64), np.asarray(x, dtype=np.float64)[None])[:, 0]
 
     def pairs(self, ys: np.ndarray, xs: np.ndarray, rows: np.ndarray, columns: np.ndarray) -> np.ndarray:
-        """ln p(ys[rows[k]] | xs[columns[k]]) for every k, from the table of the outputs and candidates used."""
-        used_rows, row_of = np.unique(rows, return_inverse=True)
+        """ln p(ys[rows[k]] | xs[columns[k]]) for every k, from the table of every output against the candidates
+        used: the outputs are not copied (a group of outputs of a large model is most of the memory the
+        identification is given; a candidate block is small beside it)."""
         used_columns, column_of = np.unique(columns, return_inverse=True)
-        return self.table(_taken(ys, used_rows), _taken(xs, used_columns))[row_of, column_of]
+        used = xs if len(used_columns) == len(xs) else xs[used_columns]
+        return self.table(ys, used)[rows, column_of]
 
 
-def _taken(values: np.ndarray, used: np.ndarray) -> np.ndarray:
-    """values[used] for sorted distinct ``used``, without a copy where every row is used (large updates)."""
-    return values if len(used) == len(values) else values[used]
+def _squared_norms(values: np.ndarray) -> np.ndarray:
+    """||v||^2 of each row, float64, without a temporary the size of ``values``."""
+    return np.einsum("ij,ij->i", values, values, dtype=np.float64)
 
 
 class ClippedGaussian(OutputDensity):
@@ -65,10 +67,11 @@ class ClippedGaussian(OutputDensity):
         self.sigma, self.clip, self.norm = sigma, clip, norm
 
     def table(self, ys: np.ndarray, xs: np.ndarray) -> np.ndarray:
+        ys = np.asarray(ys, dtype=np.float64)
         centres = clipped_rows(np.asarray(xs, dtype=np.float64), self.clip, self.norm)
-        cross = torch.from_numpy(np.asarray(ys, dtype=np.float64)) @ torch.from_numpy(centres).T
-        return ((2 * cross.numpy() - (centres**2).sum(axis=1)[None]) / (2 * self.sigma**2)
-                - (np.asarray(ys, dtype=np.float64) ** 2).sum(axis=1, keepdims=True) / (2 * self.sigma**2))
+        cross = (torch.from_numpy(ys) @ torch.from_numpy(centres).T).numpy()
+        return ((2 * cross - _squared_norms(centres)[None]) / (2 * self.sigma**2)
+                - _squared_norms(ys)[:, None] / (2 * self.sigma**2))
 
 
 class ClippedLaplace(OutputDensity):
