@@ -543,6 +543,8 @@ def reconstruction_vs_epsilon(results: ResultsDocument, path: FigureTarget) -> F
                       linewidth=1.5, label=f"identification the claim allows, M = {m} (ReRo bound)")
         for j, claimed in enumerate(sorted(c for c in set(claims) if c is not None)):
             axis.axvline(claimed, color="gray", alpha=0.5, linewidth=3, label="the audited claims" if j == 0 else None)
+        if not sweep.points:
+            _note(axis, textwrap.fill(_literal(sweep.stopped or "no point was run"), 60))
         if sweep.crossing_eps is not None:
             axis.plot([sweep.crossing_eps], [sweep.level], marker="*", markersize=13, color=_CROSSING,
                       linestyle="", markeredgecolor="black", label=f"mean SSIM reaches {sweep.level:g}", zorder=4)

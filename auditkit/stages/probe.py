@@ -430,9 +430,17 @@ def reconstruction_sweep(mechanism: mechanisms.Mechanism, model: nn.Module, weig
     Per point: eps, the recalibrated parameters, mean SSIM and MSE with 95 % Student-t intervals over the
     clients, and the identification success the claim at that eps allows among each M of ``candidates`` (its
     ReRo bound, ``auditkit.stages.identification.claim_bound``). ``crossing_eps``: where mean SSIM crosses
-    ``RECONSTRUCTION_SSIM`` (0.5; None if it never does). None when the mechanism cannot be recalibrated."""
+    ``RECONSTRUCTION_SSIM`` (0.5; None if it never does). None when the mechanism cannot be recalibrated. No point
+    is run where the clean attack itself stays below ``RECONSTRUCTION_SSIM``: noise does not help the attack, so no
+    epsilon can reach the level, and on a large model each point costs a whole run (``stopped`` says so)."""
     if type(mechanism).noise_param is None and "eps" not in mechanism.params:
         return None  # its claim is not set by a parameter: nothing to recalibrate
+    if clean_ssim < RECONSTRUCTION_SSIM:
+        return {"group": sweep_group(mechanism), "attack": attack, "targets": len(truth), "clean_ssim": clean_ssim,
+                "level": RECONSTRUCTION_SSIM, "crossing_eps": None, "reaches_clean_eps": None,
+                "stopped": (f"not run: the clean attack's mean SSIM ({clean_ssim:.2g}) is below {RECONSTRUCTION_SSIM:g} "
+                            "at this budget, so no ε can reach it (a larger [probe] iterations might)"),
+                "points": []}
     below = [eps for eps in SWEEP_GRID if eps <= start * (1 + 1e-9)]
     grid = [eps for eps in SWEEP_GRID if eps >= (below[-1] if below else SWEEP_GRID[0])]
     shape = tuple(truth.shape[1:])

@@ -225,6 +225,10 @@ def _reconstruction(settings: list[Setting], client_mode: str | None = None) -> 
                          if s.mechanism.guarantee.epsilon is not None})
         audited = f"ε {number(claims[0])}" + (f" to {number(claims[-1])}" if len(claims) > 1 else "")
         attacked = _attacked(next(s.probe for s in members), client_mode)
+        if not sweep.points:
+            lines.append(f"{group}, {attacked}: not swept ({sweep.stopped}); the audited claims are {audited}; "
+                         f"{_SCOPE}.")
+            continue
         crossing, top = sweep.crossing_eps, sweep.points[-1]
         if crossing is None:
             lines.append(f"{group}, {attacked}: mean SSIM stayed below {number(sweep.level)} up to ε = "

@@ -122,11 +122,11 @@ def test_every_setting_is_trained_accounted_attacked_and_tested(reference):
     strongest = max([jopeq["distinguish"]["epsilon_lower_bound"],
                      *(a["epsilon_lower_bound"] for a in jopeq["distinguish"]["adaptive"])])
     assert bound["epsilon_lower_bound"] == strongest and bound["test"]["name"].startswith("adaptive test jopeq-")
-    # one reconstruction sweep shared by the two JoPEQ settings, from the smaller claim (eps 1) upwards
+    # one reconstruction sweep shared by the two JoPEQ settings; 5 iterations on the CNN reconstruct nothing
+    # recognisable without the mechanism, so no point is run (tests/auditkit/stages/test_probe.py runs points)
     sweeps = [s["probe"]["sweep"] for s in settings[1:]]
-    assert sweeps[0] == sweeps[1] and sweeps[0]["points"][0]["eps"] == 1.0
-    assert [p["eps"] for p in sweeps[0]["points"]] == sorted(p["eps"] for p in sweeps[0]["points"])
-    assert all(-1 <= p["ssim_interval"][0] <= p["ssim"] <= p["ssim_interval"][1] for p in sweeps[0]["points"])
+    assert sweeps[0] == sweeps[1] and sweeps[0]["clean_ssim"] == jopeq["probe"]["clean"]["ssim_mean"] < 0.5
+    assert sweeps[0]["points"] == [] and sweeps[0]["stopped"].startswith("not run: the clean attack's mean SSIM")
     assert jopeq["mechanism"]["guarantee"]["epsilon"] == 1.0
     composed = jopeq["accounting"]["composed"]  # 3 pure-eps rounds as randomized response, at delta 1e-5:
     assert 2.9999 < composed["epsilon"] <= 3.0 and composed["accountant"] == "dp_accounting-pld"  # just below 3 eps

@@ -16,8 +16,11 @@ from auditkit.stages.probe import (
     matched_identification,
     probe_clients,
     probe_updates,
+    reconstruction_sweep,
     scaled_to_clip,
 )
+from auditkit.stages import probe as probe_module
+from auditkit.results.model import ReconstructionSweep
 from auditkit.attacks.headline import TestKind as Kind, decided_by, overall_verdict
 
 
@@ -113,6 +116,48 @@ def test_probe_inputs_are_checked_against_the_data(data):
 def test_bad_probe_identification_and_target_config_is_one_line(table, message):
     with pytest.raises(ConfigError, match=message):
         from_dict(table)
+
+
+def test_the_sweep_runs_from_the_smallest_claim_up_until_the_defended_attack_matches_the_clean_one(data):
+    """The analytic attack reads an MLP's pixels off its first layer (clean mean SSIM 1): Gaussian noise recalibrated
+    along the grid from eps 1 hides them at small eps, the SSIM rises with eps through the level 0.5 (the crossing
+    lies between the points either side of it) and the grid stops where it is within 0.02 of the clean one."""
+    torch.manual_seed(0)
+    model = create_model("mlp")
+    weights = torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+    clients = probe_clients(data, 6, 1, seed=0)
+    mechanism = mechanisms.create("gaussian", clip=1.0, sigma=1.0)
+    updates = scaled_to_clip(mechanism, probe_updates(model, weights, clients.images, clients.labels, local_steps=1,
+                                                      lr=0.1, momentum=0.0))
+    sweep = reconstruction_sweep(mechanism, model, weights, clients.images[:, 0], updates, 0.99, attack="analytic",
+                                 settings={}, seed=0, lr=0.1, local_steps=1, start=1.0, candidates=[10])
+    points = sweep["points"]
+    eps, ssim = [p["eps"] for p in points], [p["ssim"] for p in points]
+    assert eps[0] == 1.0 and eps == sorted(eps) and len(points) >= probe_module.SWEEP_MIN_POINTS
+    assert max(ssim[:3]) < 0.1 and ssim[-1] >= 0.99 - probe_module.SWEEP_CLEAN_GAP > max(ssim[:-1])
+    assert sweep["reaches_clean_eps"] == eps[-1] and sweep["stopped"] is None
+    above = next(i for i, s in enumerate(ssim) if s >= 0.5)
+    assert eps[above - 1] < sweep["crossing_eps"] < eps[above]
+    assert all(p["ssim_interval"][0] <= p["ssim"] <= p["ssim_interval"][1] for p in points)
+    ReconstructionSweep.model_validate(sweep)
+
+
+def test_no_sweep_point_is_run_where_the_clean_attack_reconstructs_nothing_recognisable(monkeypatch):
+    """Below the sweep's level (mean SSIM 0.5) without the mechanism, no epsilon can reach it: no attack is run, the
+    sweep has no point, says why, and is a valid results section."""
+    def invert(*args, **kwargs):
+        raise AssertionError("a sweep point was attacked")
+
+    monkeypatch.setattr(probe_module.attacks, "invert", invert)
+    model = create_model("mlp")
+    weights = torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+    truth, updates = torch.rand(4, 1, 28, 28), torch.randn(4, len(weights))
+    sweep = reconstruction_sweep(mechanisms.create("gaussian", clip=0.5, sigma=1.0), model, weights, truth, updates,
+                                 0.49, attack="analytic", settings={}, seed=0, lr=0.1, local_steps=1, start=1.0,
+                                 candidates=[10])
+    assert sweep["points"] == [] and sweep["crossing_eps"] is None and sweep["reaches_clean_eps"] is None
+    assert sweep["stopped"].startswith("not run: the clean attack's mean SSIM (0.49) is below 0.5")
+    ReconstructionSweep.model_validate(sweep)
 
 
 def test_a_target_eps_sweep_calibrates_the_noise():

@@ -1,9 +1,13 @@
 """The findings that open a report; the accounting check beside the composed claim, in the findings and the claim
 details."""
+import matplotlib.pyplot as plt
+
 from auditkit.attacks.headline import overall_verdict
+from auditkit.reports import figures
 from auditkit.reports.sections.details import details
 from auditkit.reports.sections.findings import findings
 from auditkit.reports.sections.summary import privacy_row
+from auditkit.results import as_model
 from auditkit.results.model import Setting
 
 
@@ -35,3 +39,23 @@ def test_an_accounting_check_shows_beside_the_composed_claim_and_in_the_findings
     assert ("accounting check", f"violated: {reason}") in details(_typed(setting)).facts
     setting["accounting"]["check"] = {"verdict": "consistent", "independent_epsilon": 0.06526, "reason": "none own"}
     assert privacy_row(_typed(setting)).composed.endswith("; check consistent: recomputed from the run, ε = 0.06526")
+
+
+def test_a_sweep_that_ran_no_point_says_why_in_the_findings_and_its_panel(document, monkeypatch):
+    """A sweep skipped because the clean attack stayed below the level: the finding names the reason, and the panel
+    draws the clean attack with the reason noted and no defended line."""
+    stopped = ("not run: the clean attack's mean SSIM (0.0059) is below 0.5 at this budget, so no ε can reach it "
+               "(a larger [probe] iterations might)")
+    sweep = {**document["settings"][1]["probe"]["sweep"], "clean_ssim": 0.0059, "crossing_eps": None,
+             "reaches_clean_eps": None, "stopped": stopped, "points": []}
+    document["settings"][1]["probe"]["sweep"] = sweep
+    (line,) = findings([_typed(document["settings"][1])]).reconstruction
+    assert line.startswith("jopeq-laplace (bits=2), ") and f": not swept ({stopped}); the audited claims are ε 1" in line
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda figure, path: drawn.append(figure) or path)
+    figures.reconstruction_vs_epsilon(as_model(document), "unused.png")
+    axis = drawn[0].axes[0]
+    assert not [x for x in axis.lines if x.get_label().startswith("defended") and len(x.get_xdata())]
+    assert [x.get_ydata()[0] for x in axis.lines if x.get_label() == "clean attack"] == [0.0059]
+    assert any("no ε can reach it" in t.get_text().replace("\n", " ") for t in axis.texts)
+    plt.close("all")
