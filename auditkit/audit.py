@@ -56,7 +56,7 @@ from auditkit.fl.memory import PeakWatch
 from auditkit.stages.probe import check_probe_inputs, check_probe_memory, sweep_group
 from auditkit.stages.recorded import check_recording
 from auditkit.stages.setting import build_mechanism, build_protocol
-from auditkit.stages.train import Experiment
+from auditkit.stages.train import audit_experiment
 from auditkit.version import __version__
 
 # every setting's stages; "canary" and "membership" run where enabled
@@ -133,7 +133,7 @@ class Audit:
         self.mechanisms = {plan.id: build_mechanism(plan.config) for plan in self.plans}  # once per setting
         self.family = family_size(self.plans, self.mechanisms)
         self.recorded = recorded  # an auditkit.flower.recording.Recording: the train stage reads it, trains nothing
-        experiment = Experiment(self.plans[0].config)  # data files, device: every input checked before any stage runs
+        experiment = audit_experiment(self.plans[0].config)  # data files, device: every input checked before any stage runs
         self._data_summary = experiment.data_summary
         try:
             check_probe_inputs(config, experiment.simulation.data)

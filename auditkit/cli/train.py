@@ -41,7 +41,7 @@ def _train(config_path: Path | None, preset: str | None, out: Path, overrides: d
     mechanisms.preflight(build_mechanism(config))  # a plugin's bug: one line, before anything is written
     out = check_output(out, overwrite)
     FairShare(config.limits.threads).rebalance()  # [limits] threads / --threads pins the pools
-    experiment = Experiment(config)
+    experiment = Experiment(config, kept_rows=0)  # the command reports rounds, not what a checkpoint saw
     reporter = Reporter(console)
     total = config.training.rounds
     rounds = reporter.bar("FL rounds", total)
@@ -51,7 +51,8 @@ def _train(config_path: Path | None, preset: str | None, out: Path, overrides: d
         reporter.report(rounds, f"round {record.round}/{total}: {accuracy}", advance=1, status=accuracy)
 
     with reporter:
-        document = results_document(experiment.train(on_round), title(config, config_path, preset))
+        document = results_document(experiment.train(on_round, on_checkpoint=lambda observation: None),
+                                    title(config, config_path, preset))
     setting = document["settings"][0]
     console.print(_round_table(setting))
     final = setting["training"]["final"]

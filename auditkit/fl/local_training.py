@@ -208,22 +208,35 @@ def _train_chunks(model: nn.Module, start: torch.Tensor, steps: LocalSteps, trai
     # clients of similar step counts share a chunk, which stops at its longest client (unequal local epochs)
     order = (torch.arange(size) if steps.active is None else
              torch.argsort(steps.active.sum(1).cpu(), descending=True, stable=True))
-    parts = []
+    joined: LocalResult | None = None
     for lo in range(0, size, chunk):
         rows = order[lo:lo + chunk]
-        parts.append(_train_chunk(
+        part = _train_chunk(
             model, start if start.dim() == 1 else start[rows.to(start.device)], steps.rows(rows), training,
             state=None if state is None else {k: v[rows.to(v.device)] for k, v in state.items()},
             buffers=_rows_of_buffers(model, buffers, rows),
-            dp_sgd=None if dp_sgd is None else _rows_of_dp_sgd(dp_sgd, rows)))
-    back = torch.argsort(order)  # chunk order -> the callers' client order
-    join = lambda tensors: torch.cat(tensors)[back.to(tensors[0].device)]  # noqa: E731
-    return LocalResult(
-        params=join([p.params for p in parts]),
-        state={k: join([p.state[k] for p in parts]) for k in parts[0].state},
-        buffers={k: join([p.buffers[k] for p in parts]) for k in parts[0].buffers},
-        loss=join([p.loss for p in parts]),
-    )
+            dp_sgd=None if dp_sgd is None else _rows_of_dp_sgd(dp_sgd, rows))
+        if joined is None:
+            joined = _empty_like_rows(part, size)
+        _write_rows(joined, part, rows)  # into the round's (S, ...) tensors: one copy of S x P, not a cat of parts
+        del part
+    assert joined is not None
+    return joined
+
+
+def _empty_like_rows(part: LocalResult, size: int) -> LocalResult:
+    """Uninitialised (S, ...) tensors shaped as one chunk's result, for ``_write_rows`` to fill."""
+    empty = lambda t: t.new_empty((size, *t.shape[1:]))  # noqa: E731
+    return LocalResult(params=empty(part.params), state={k: empty(v) for k, v in part.state.items()},
+                       buffers={k: empty(v) for k, v in part.buffers.items()}, loss=empty(part.loss))
+
+
+def _write_rows(joined: LocalResult, part: LocalResult, rows: torch.Tensor) -> None:
+    """A chunk's result into its clients' rows of ``joined`` (the callers' client order)."""
+    for whole, piece in ((joined.params, part.params), (joined.loss, part.loss),
+                         *((joined.state[k], v) for k, v in part.state.items()),
+                         *((joined.buffers[k], v) for k, v in part.buffers.items())):
+        whole[rows.to(whole.device)] = piece
 
 
 def _rows_of_buffers(model: nn.Module, buffers: dict[str, torch.Tensor] | None,

@@ -15,7 +15,7 @@ clients, are the largest of the run's own rounds, redrawn from its keyed streams
   drawn at once (int64, three copies); their images are gathered one step of one chunk at a time;
 * a round's clients: ``PER_CLIENT_PARAMETER`` bytes for each of their parameters: for the chunk in training its
   parameters, momentum, gradients and their next values (``train_clients_batched``), for every client of the
-  round its trained parameters (twice while the chunks are joined), then the updates (in place), the bytes sent,
+  round its trained parameters (each chunk written into the round's S x P as it ends), then the updates (in place), the bytes sent,
   the server view and a second view (DP-FedAvg's informed aggregate), four float32 copies at most: the protocols encode, decode, clip and
   measure the SNR one client at a time, so their float64 copies are one update's (``UplinkProtocol``,
   ``CentralNoiseProtocol``, ``mean_snr``); with DP-SGD also the per-example gradients, S x B x P twice; with canary
@@ -23,7 +23,8 @@ clients, are the largest of the run's own rounds, redrawn from its keyed streams
 * a step's activations: S x B x A values, kept for the backward pass beside their gradients (three copies), for
   the ``client_chunk`` clients trained at once (``client_chunk``);
 * the checkpoint rounds' observations: the server view, the messages and the true updates (three S x P float32)
-  and the round's sample indices, kept for the attacks;
+  and the round's sample indices, kept for the attacks (the audit keeps only its inversion targets' rows:
+  three targets x P);
 * the interpreter, torch and the other libraries (``RUNTIME``).
 
 The sum times ``SAFETY`` (what is not modelled: allocator slack, a protocol with a longer transcript) is compared
@@ -184,12 +185,14 @@ def _steps(training, client_sizes: list[int] | None) -> int:
 
 def estimate_memory(training, *, num_params: int, input_numel: int, activations: int, dataset_bytes: int,
                     dp_sgd: bool = False, canaries: int = 0, client_sizes: list[int] | None = None,
-                    chunk: int | None = None, seed: int | None = None) -> MemoryEstimate:
+                    chunk: int | None = None, seed: int | None = None, kept_rows: int | None = None) -> MemoryEstimate:
     """The memory of a run of ``training`` (a ``TrainingConfig``) on a model of ``num_params`` parameters whose
     examples hold ``input_numel`` values and ``activations`` activation values, on ``dataset_bytes`` of data; with
     ``dp_sgd``, per-example gradients; with ``canaries`` canary clients, their rows in each round's protocol;
     ``client_sizes``: the clients' example counts (local epochs' steps); ``chunk``: clients trained at once;
-    ``seed``: the run's, whose draws give each round's size (``round_sizes``; None: the Binomial bounds)."""
+    ``seed``: the run's, whose draws give each round's size (``round_sizes``; None: the Binomial bounds);
+    ``kept_rows``: the clients whose rows a checkpoint's observation keeps past its round (None: all S of them;
+    the audit keeps the inversion's targets, ``FederatedSimulation.run``'s ``on_checkpoint``)."""
     t, p = training, num_params
     s, rows = round_sizes(t, canaries, seed)
     at_once = min(s, chunk or s) if t.batched else 1  # the sequential path trains one client at a time
@@ -204,7 +207,8 @@ def estimate_memory(training, *, num_params: int, input_numel: int, activations:
                   + (2 * at_once * batch * p * _FLOAT if dp_sgd else 0)),
         "batches": samples * 3 * _INDEX + at_once * batch * (input_numel * _FLOAT + _INDEX),
         "activations": 3 * at_once * batch * activations * _FLOAT,
-        "checkpoints": len(t.checkpoints) * (3 * s * p * _FLOAT + samples * _INDEX),
+        "checkpoints": len(t.checkpoints) * (3 * min(s, s if kept_rows is None else kept_rows) * p * _FLOAT
+                                             + samples * _INDEX),
         "runtime": RUNTIME,
     }
     what = {
@@ -378,9 +382,11 @@ def free_memory(max_memory_gib: float | None) -> tuple[int | None, str]:
     return available_memory(), "free on this machine"
 
 
-def check_memory(config, model: nn.Module, data, device: torch.device | None = None) -> MemoryEstimate | None:
+def check_memory(config, model: nn.Module, data, device: torch.device | None = None,
+                 kept_rows: int | None = None) -> MemoryEstimate | None:
     """Refuse, as one ConfigError line, a run of ``config`` (an ``AuditConfig``) on ``model`` and ``data`` (the
-    split ``FederatedData``) trained on ``device`` (its chunk of clients: ``client_chunk``) whose estimate exceeds the
+    split ``FederatedData``) trained on ``device`` (its chunk of clients: ``client_chunk``), keeping ``kept_rows``
+    clients of each checkpoint (``estimate_memory``), whose estimate exceeds the
     memory limit; the estimate otherwise (None: not checked,
     Flower's backend or a machine whose memory cannot be read)."""
     if config.training.backend != "builtin":
@@ -392,7 +398,7 @@ def check_memory(config, model: nn.Module, data, device: torch.device | None = N
         activations=activation_values(model, data.train.x.shape[1:], recompute=config.training.recompute_activations),
         dataset_bytes=sum(t.numel() * t.element_size() for t in tensors), dp_sgd=config.dp_sgd.enabled,
         canaries=config.canary.canaries if config.canary.enabled else 0,
-        client_sizes=[len(ix) for ix in data.client_indices], seed=config.seed,
+        client_sizes=[len(ix) for ix in data.client_indices], seed=config.seed, kept_rows=kept_rows,
         chunk=config.training.client_chunk or client_chunk(model, tuple(data.train.x.shape[1:]),
                                                            config.training.batch_size, device or torch.device("cpu")))
     given = config.limits.max_memory_gib

@@ -125,8 +125,9 @@ class RoundStart:
 class SimulationResult:
     rounds: list[RoundRecord]
     final_params: torch.Tensor  # the `public` view
-    observations: list[Observation]
+    observations: list[Observation]  # none where the run handed them to ``on_checkpoint``
     num_params: int
+    checkpoints: list[int] = field(default_factory=list)  # the rounds observed
 
 
 class FederatedSimulation:
@@ -190,17 +191,25 @@ class FederatedSimulation:
         self.schedule = make_schedule(training.lr_schedule, training.lr, patience=training.lr_patience,
                                       factor=training.lr_factor)
 
-    def run(self, on_round: Callable[[RoundRecord], None] | None = None) -> SimulationResult:
-        """Train for `training.rounds` rounds; `on_round` is called after each (progress, tables)."""
-        records, observations = [], []
+    def run(self, on_round: Callable[[RoundRecord], None] | None = None,
+            on_checkpoint: Callable[[Observation], None] | None = None) -> SimulationResult:
+        """Train for `training.rounds` rounds; `on_round` is called after each (progress, tables). `on_checkpoint`,
+        where given, is handed each checkpoint round's observation as the round ends and the run keeps none: a
+        caller that needs a few clients' rows holds those, not the round's S x P views for the rest of the run."""
+        records, observations, checkpoints = [], [], []
         for round_ in range(1, self.training.rounds + 1):
             record, observation = self.step(round_)
             records.append(record)
             if observation is not None:
-                observations.append(observation)
+                checkpoints.append(observation.round)
+                if on_checkpoint is None:
+                    observations.append(observation)
+                else:
+                    on_checkpoint(observation)
+                del observation  # its views go before the next round's are built
             if on_round is not None:
                 on_round(record)
-        return SimulationResult(records, self.params.detach().cpu(), observations, self.layout.size)
+        return SimulationResult(records, self.params.detach().cpu(), observations, self.layout.size, checkpoints)
 
     def step(self, round_: int) -> tuple[RoundRecord, Observation | None]:
         """One FL round; returns its metrics and, at a checkpoint, the observation."""

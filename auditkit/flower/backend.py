@@ -47,7 +47,7 @@ from auditkit.mechanisms.protocol import RoundOutcome, SendsUploads
 from auditkit.fl.local_training import (LocalSteps, LocalTraining, local_batches, train_clients_batched,
                                         train_clients_sequential)
 from auditkit.fl.optimizers import LocalOptimizer
-from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult, check_finite
+from auditkit.fl.simulation import FederatedSimulation, Observation, RoundRecord, SimulationResult, check_finite
 from auditkit.flower.install import require_flower
 from auditkit.flower.settings import FLOWER_COUNTERPARTS, FlowerConfig, check_training, flower_counterpart  # noqa: F401
 from auditkit.mechanisms.randomness import derive_seed
@@ -276,7 +276,8 @@ class FlowerSimulation(FederatedSimulation):
         self._nodes: list[int] = []  # client k is node self._nodes[k]
         self._clients: dict[int, int] = {}  # node id -> client
 
-    def run(self, on_round: Callable[[RoundRecord], None] | None = None) -> SimulationResult:
+    def run(self, on_round: Callable[[RoundRecord], None] | None = None,
+            on_checkpoint: Callable[[Observation], None] | None = None) -> SimulationResult:
         """Train on Flower's Simulation Engine: this loop runs as the ``ServerApp``, the clients as ``ClientApp``s."""
         require_flower()
         from flwr.serverapp import ServerApp
@@ -292,7 +293,7 @@ class FlowerSimulation(FederatedSimulation):
             self._grid = grid
             self._nodes = self._wait_for_nodes(grid)
             self._clients = {node: k for k, node in enumerate(self._nodes)}
-            done["result"] = FederatedSimulation.run(self, on_round)
+            done["result"] = FederatedSimulation.run(self, on_round, on_checkpoint)
 
         resources = {"num_cpus": self.flower.num_cpus, "num_gpus": self.flower.num_gpus}
         # Ray is already up (connect_ray), so Flower reuses it; the address is passed on for the record

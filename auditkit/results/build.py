@@ -183,7 +183,7 @@ def training_entry(result: Any, protocol: str) -> dict[str, Any]:
             "uplink_bits_total": int(sum(sum(r.bits) for r in rounds)),
             "uploads_per_round": float(np.mean([r.stats.get("uploads", 1.0) for r in sent])) if sent else 0.0,
         },
-        "checkpoints": [o.round for o in result.observations],
+        "checkpoints": result.checkpoints,
     }
 
 

@@ -15,7 +15,7 @@ import torch
 from auditkit import results
 from auditkit.config import AuditConfig
 from auditkit.fl.memory import check_memory
-from auditkit.fl.simulation import FederatedSimulation, RoundRecord, SimulationResult
+from auditkit.fl.simulation import FederatedSimulation, Observation, RoundRecord, SimulationResult
 from auditkit.models import build_model
 from auditkit.stages.account import account_run
 from auditkit.stages.base import StageOutput
@@ -48,7 +48,9 @@ class Experiment:
     before the input is known good.
     """
 
-    def __init__(self, config: AuditConfig) -> None:
+    def __init__(self, config: AuditConfig, kept_rows: int | None = None) -> None:
+        """``kept_rows``: the clients of each checkpoint round whose rows the caller keeps past the round (None:
+        every client's; the memory check counts that many, ``auditkit.fl.memory.estimate_memory``)."""
         self.config = config
         self.device = resolve_device(config.device)
         self.mechanism = build_mechanism(config)
@@ -56,7 +58,7 @@ class Experiment:
         self.num_classes = num_classes  # the attacks' models are built for it (auditkit.stages.inversion)
         model = build_model(config.training, input_shape, num_classes, dp_sgd=config.dp_sgd.enabled)
         self.model = model  # the configured model, whose layers the audit's attacks are checked against
-        self.memory = check_memory(config, model, data, self.device)  # above the memory limit: refused before any allocation
+        self.memory = check_memory(config, model, data, self.device, kept_rows)  # above the memory limit: refused before any allocation
         protocol = build_protocol(self.mechanism, config)
         if config.training.backend == "flower":
             self.simulation = FlowerSimulation(model, data, protocol, config.training, seed=config.seed,
@@ -66,10 +68,12 @@ class Experiment:
             self.simulation = FederatedSimulation(model, data, protocol, config.training, seed=config.seed,
                                                   device=self.device, dp_sgd=config.dp_sgd)
 
-    def train(self, on_round: Callable[[RoundRecord], None] | None = None) -> TrainingRun:
-        """Run FedAvg with the configured mechanism between clients and server."""
+    def train(self, on_round: Callable[[RoundRecord], None] | None = None,
+              on_checkpoint: Callable[[Observation], None] | None = None) -> TrainingRun:
+        """Run FedAvg with the configured mechanism between clients and server (``on_checkpoint``:
+        ``FederatedSimulation.run``'s)."""
         start = time.perf_counter()
-        result = self.simulation.run(on_round)
+        result = self.simulation.run(on_round, on_checkpoint)
         return TrainingRun(self.config, result, self.mechanism, self.device, time.perf_counter() - start,
                            self.data_summary, self.simulation.protocol.name,
                            client_chunk=(None if self.config.training.backend == "flower" else
@@ -157,24 +161,32 @@ def training_inputs(config: AuditConfig) -> dict[str, Any]:
     return {k: v for k, v in config.to_dict().items() if k not in ("accounting", "inversion", "distinguish", "title")}
 
 
+def audit_experiment(config: AuditConfig) -> Experiment:
+    """The experiment of the audit's train stage, its memory checked for the rows it keeps of a checkpoint: the
+    inversion's targets (``train_stage``)."""
+    return Experiment(config, kept_rows=config.inversion.targets if config.inversion.enabled else 0)
+
+
 def train_stage(config: AuditConfig, *, on_round: Callable[[RoundRecord], None] | None = None) -> StageOutput:
     """The audit's train stage for one setting: the results' training section, the run's device and provenance, and
     the tensors later stages read: the ``server`` view of the inversion round (``RecordedView``) and the global
-    model and learning rate of the probe round."""
-    experiment = Experiment(config)
-    run = experiment.train(on_round)
-    inversion_round = config.checkpoint_round
-    observed = [o for o in run.result.observations if o.round == inversion_round]
-    probed = [o for o in run.result.observations if o.round == config.probe_round]
+    model and learning rate of the probe round, each taken as its round ends (the rest of the round's views is
+    not held while training goes on)."""
+    experiment = audit_experiment(config)
     tensors: dict[str, Any] = {}
-    if config.inversion.enabled and observed:
-        tensors["view"] = RecordedView.from_observation(observed[0], experiment.simulation.data.train.x.cpu(),
-                                                        config.inversion.targets, run.protocol,
-                                                        config.training.client_mode).to_tensors()
-    if probed:
-        tensors["probe"] = {"round": probed[0].round, "lr": probed[0].lr,
-                            "weights": probed[0].global_before.detach().float().cpu().clone(),
-                            "buffers": probed[0].global_buffers}
+
+    def keep(observation: Observation) -> None:
+        if observation.round == config.checkpoint_round and config.inversion.enabled:
+            tensors["view"] = RecordedView.from_observation(observation, experiment.simulation.data.train.x.cpu(),
+                                                            config.inversion.targets, experiment.simulation.protocol.name,
+                                                            config.training.client_mode).to_tensors()
+        if observation.round == config.probe_round:
+            tensors["probe"] = {"round": observation.round, "lr": observation.lr,
+                                "weights": observation.global_before.detach().float().cpu().clone(),
+                                "buffers": observation.global_buffers}
+
+    run = experiment.train(on_round, keep)
+    observed = config.checkpoint_round in run.result.checkpoints
     result = {"training": results.training_entry(run.result, run.protocol), "device": str(run.device),
-              "provenance": data_provenance(run), "inversion_round": inversion_round if observed else None}
+              "provenance": data_provenance(run), "inversion_round": config.checkpoint_round if observed else None}
     return StageOutput(result, tensors=tensors or None)

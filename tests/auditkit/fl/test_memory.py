@@ -31,6 +31,10 @@ def test_the_parts_follow_the_run_sizes():
     assert e.parts["batches"] == 100 * 5 * 10 * 3 * 8 + 100 * 10 * (784 * 4 + 8)  # indices; one step's images
     assert e.parts["activations"] == 3 * 100 * 10 * 2000 * 4
     assert e.parts["checkpoints"] == 2 * (3 * 100 * 1000 * 4 + 100 * 5 * 10 * 8)
+    kept = estimate_memory(t, num_params=1000, input_numel=784, activations=2000, dataset_bytes=10**6, kept_rows=4)
+    assert kept.parts["checkpoints"] == 2 * (3 * 4 * 1000 * 4 + 100 * 5 * 10 * 8)  # the audit's 4 targets' rows
+    assert {k: v for k, v in kept.parts.items() if k != "checkpoints"} == {
+        k: v for k, v in e.parts.items() if k != "checkpoints"}
     assert e.parts["data"] == 10**6 and e.parts["runtime"] == RUNTIME
     assert e.needed == pytest.approx(SAFETY * e.total, abs=1)
     uniform = from_dict({"training": {"clients": 100, "participation": "uniform", "clients_per_round": 10}}).training

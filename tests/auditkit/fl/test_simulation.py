@@ -44,6 +44,23 @@ def test_same_seed_same_numbers_and_batched_equals_sequential():
     assert not torch.allclose(a.final_params, d.final_params)
 
 
+def test_a_run_hands_each_checkpoint_to_on_checkpoint_as_its_round_ends_and_keeps_none():
+    """With ``on_checkpoint`` the observations reach the caller before the next round is trained (so the round's
+    S x P views need not outlive it), equal to those a run without it keeps; the result lists their rounds only."""
+    kept = _simulation(checkpoints=(1, 2)).run()
+    handed, seen_at = [], []
+    simulation = _simulation(checkpoints=(1, 2))
+    result = simulation.run(on_round=lambda record: seen_at.append((record.round, len(handed))),
+                            on_checkpoint=handed.append)
+    assert result.observations == [] and result.checkpoints == kept.checkpoints == [1, 2]
+    assert seen_at == [(1, 1), (2, 2), (3, 2)]  # handed before the round's record, never after a later round
+    for ours, theirs in zip(handed, kept.observations):
+        assert ours.round == theirs.round and ours.clients == theirs.clients
+        assert torch.equal(ours.views["server"], theirs.views["server"])
+        assert torch.equal(ours.ground_truth["updates"], theirs.ground_truth["updates"])
+    assert torch.equal(result.final_params, kept.final_params)
+
+
 def test_identity_mechanism_gives_exact_fedavg_and_records_the_views():
     sim = _simulation()
     result = sim.run()

@@ -1,12 +1,13 @@
 import json
 
 import pytest
+import torch
 
-from auditkit import mechanisms
+from auditkit import mechanisms, results
 from auditkit.accounting.dp_sgd import example_level_claim
-
 from auditkit.config import ConfigError, from_dict
-from auditkit.stages.train import Experiment, results_document
+from auditkit.stages.inversion import RecordedView
+from auditkit.stages.train import Experiment, audit_experiment, results_document, train_stage
 from auditkit.results import write_results
 
 SMALL = {"training": {"clients": 3, "rounds": 2, "tau": 3, "checkpoints": [2]}}
@@ -39,6 +40,27 @@ def test_results_document_reports_real_bits_and_the_claim():
         "generic default")
     assert setting["accounting"]["refusal"].startswith("the mechanism claims no privacy")
     assert json.loads(json.dumps(document)) == document  # plain JSON
+
+
+def test_the_train_stage_keeps_the_inversion_targets_rows_as_a_run_keeping_every_observation_sees_them():
+    """The stage takes its view of the inversion round as the round ends: the same tensors as from the whole
+    observation kept to the end; its memory check counts the targets' rows, not the round's."""
+    config = from_dict({"training": {"clients": 4, "rounds": 3, "tau": 2, "checkpoints": [1, 3]},
+                        "mechanism": {"name": "gaussian", "sigma": 0.5, "clip": 1.0}, "inversion": {"targets": 2}})
+    stage = train_stage(config)
+    experiment = Experiment(config)
+    run = experiment.train()
+    (observed,) = [o for o in run.result.observations if o.round == config.checkpoint_round]
+    whole = RecordedView.from_observation(observed, experiment.simulation.data.train.x.cpu(), 2, run.protocol,
+                                          config.training.client_mode).to_tensors()
+    view = stage.tensors["view"]
+    assert view.keys() == whole.keys() and view["clients"] == whole["clients"] == [0, 1]
+    for key in ("server", "truth", "global_before", "images_used"):
+        assert torch.equal(view[key], whole[key])
+    assert torch.equal(stage.tensors["probe"]["weights"], observed.global_before)
+    assert stage.result["training"] == results.training_entry(run.result, run.protocol)
+    checkpoints = audit_experiment(config).memory.parts["checkpoints"]
+    assert checkpoints < experiment.memory.parts["checkpoints"] and checkpoints >= 2 * 3 * 2 * 4 * run.result.num_params
 
 
 def test_results_document_composes_the_claim_over_the_rounds_run():
