@@ -70,7 +70,7 @@ def catch(monkeypatch):
     import auditkit.stages.train
     from auditkit.cli import audit, distinguish, train
 
-    def experiment(config):
+    def experiment(config, **kwargs):
         raise Reached(auditkit.stages.train.build_mechanism(config))
 
     def audit_stopped(config, **kwargs):
