@@ -532,10 +532,11 @@ def reconstruction_vs_epsilon(results: ResultsDocument, path: FigureTarget) -> F
         _note(cells[0], "no setting has a reconstruction sweep")
     for axis, (group, (sweep, claims)) in zip(cells, groups.items()):
         eps = [p.eps for p in sweep.points]
-        axis.fill_between(eps, [p.ssim_interval[0] for p in sweep.points],
-                          [p.ssim_interval[1] for p in sweep.points], color=_SWEEP, alpha=0.2, linewidth=0)
-        axis.plot(eps, [p.ssim for p in sweep.points], color=_SWEEP, marker="o", markersize=4,
-                  label="defended: mean SSIM, 95 % interval")
+        if sweep.points:  # none where the clean attack stayed below the level (its note says so)
+            axis.fill_between(eps, [p.ssim_interval[0] for p in sweep.points],
+                              [p.ssim_interval[1] for p in sweep.points], color=_SWEEP, alpha=0.2, linewidth=0)
+            axis.plot(eps, [p.ssim for p in sweep.points], color=_SWEEP, marker="o", markersize=4,
+                      label="defended: mean SSIM, 95 % interval")
         axis.axhline(sweep.clean_ssim, color="black", linestyle="--", linewidth=1, label="clean attack")
         sizes = sorted({int(m) for p in sweep.points for m in p.rero_bound})
         for m, shade in zip(sizes, _REROS):

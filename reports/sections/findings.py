@@ -226,7 +226,7 @@ def _reconstruction(settings: list[Setting], client_mode: str | None = None) -> 
         audited = f"ε {number(claims[0])}" + (f" to {number(claims[-1])}" if len(claims) > 1 else "")
         attacked = _attacked(next(s.probe for s in members), client_mode)
         if not sweep.points:
-            lines.append(f"{group}, {attacked}: not swept ({sweep.stopped}); the audited claims are {audited}; "
+            lines.append(f"{group}, {attacked}: the sweep was {sweep.stopped}; the audited claims are {audited}; "
                          f"{_SCOPE}.")
             continue
         crossing, top = sweep.crossing_eps, sweep.points[-1]

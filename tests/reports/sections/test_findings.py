@@ -50,12 +50,12 @@ def test_a_sweep_that_ran_no_point_says_why_in_the_findings_and_its_panel(docume
              "reaches_clean_eps": None, "stopped": stopped, "points": []}
     document["settings"][1]["probe"]["sweep"] = sweep
     (line,) = findings([_typed(document["settings"][1])]).reconstruction
-    assert line.startswith("jopeq-laplace (bits=2), ") and f": not swept ({stopped}); the audited claims are ε 1" in line
+    assert line.startswith("jopeq-laplace (bits=2), ") and f": the sweep was {stopped}; the audited claims are ε 1" in line
     drawn = []
     monkeypatch.setattr(figures, "_save", lambda figure, path: drawn.append(figure) or path)
     figures.reconstruction_vs_epsilon(as_model(document), "unused.png")
     axis = drawn[0].axes[0]
-    assert not [x for x in axis.lines if x.get_label().startswith("defended") and len(x.get_xdata())]
+    assert not [x for x in axis.lines if x.get_label().startswith("defended")] and not axis.collections
     assert [x.get_ydata()[0] for x in axis.lines if x.get_label() == "clean attack"] == [0.0059]
     assert any("no ε can reach it" in t.get_text().replace("\n", " ") for t in axis.texts)
     plt.close("all")
