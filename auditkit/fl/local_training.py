@@ -219,7 +219,7 @@ def _train_chunks(model: nn.Module, start: torch.Tensor, steps: LocalSteps, trai
         if joined is None:
             joined = _empty_like_rows(part, size)
         _write_rows(joined, part, rows)  # into the round's (S, ...) tensors: one copy of S x P, not a cat of parts
-        del part
+        del part  # freed before the next chunk trains, not after
     assert joined is not None
     return joined
 
