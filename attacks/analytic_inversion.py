@@ -14,7 +14,7 @@ extractor phi precedes the layer, a_hat = phi(x) and x is recovered by feature i
 then refined by gradient matching (optionally by continuation, ``smooth``) where the matching loss exceeds
 ``refine_above``. The layer is the first ``nn.Linear`` with a bias in ``model.modules()`` order whose weight and bias
 are trained (observed: a frozen layer sends no gradient), its input read by a forward pre-hook that stops the
-forward pass. When the estimate is exact, the refinement, and the measured SSIM:
+forward pass. ``chunk`` bounds the problems matched at once (``GradientMatching``, "Memory"). When the estimate is exact, the refinement, and the measured SSIM:
 docs/methodology/inversion.md (#analytic).
 """
 from __future__ import annotations
@@ -32,7 +32,8 @@ from torch.func import functional_call
 from torch.nn.modules.utils import _pair
 
 from auditkit.attacks import inversion_common as gi
-from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, total_variation
+from auditkit.attacks.gradient_matching import (DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, default_chunk,
+                                                total_variation)
 from auditkit.attacks.observations import Observation, split_observation, trained_parameters
 from auditkit.validation import Choice, Constraint, Integer, Optional
 
@@ -58,6 +59,7 @@ ANALYTIC_SETTINGS: dict[str, Any] = {
     "signed": True,
     "feature_weight": 0.0,
     "smooth": 0.03,
+    "chunk": None,  # the problems matched at once (None: ``default_chunk``); memory, not the result
 }
 
 
@@ -80,6 +82,8 @@ def analytic(
     input_shape = gi._check_input_shape(input_shape)
     device, dtype, shapes, observed_matrix = gi.observed_on_device(model, observed, config["device"])
     count = observed_matrix.shape[0]
+    if config["chunk"] is None:
+        config["chunk"] = default_chunk(observed_matrix.shape[1], device)
     layer, weight_index, bias_index = first_linear(model)
     simulator = ClientSimulator(
         model, device=device, dtype=dtype, observation=config["observation"],
@@ -94,7 +98,7 @@ def analytic(
     parts = split_observation(observed_matrix, shapes)
     estimate, defined = linear_input(parts[weight_index], parts[bias_index])
     targets = F.one_hot(labels, num_classes).to(dtype)
-    exact = GradientMatching(simulator, observed_matrix, distance=config["distance"], tv=0.0)
+    exact = GradientMatching(simulator, observed_matrix, distance=config["distance"], tv=0.0, chunk=config["chunk"])
     every = torch.arange(count, device=device)
     if direct:
         images = estimate.reshape(count, *input_shape).clamp(0.0, 1.0)
@@ -235,7 +239,7 @@ def _invert_features(
         config["feature_iterations"], config["feature_lr"], signed=False,
     )
     steps = torch.full((restarts * count,), config["feature_iterations"], dtype=torch.long)
-    exact = GradientMatching(simulator, observed, distance=config["distance"], tv=0.0)
+    exact = GradientMatching(simulator, observed, distance=config["distance"], tv=0.0, chunk=config["chunk"])
     with torch.no_grad():
         final = torch.nan_to_num(exact.batched(x, targets[image_of], image_of)[1], nan=math.inf)
     rows = (final > config["refine_above"]).nonzero().squeeze(1)
@@ -259,7 +263,8 @@ def _refine(
         smoothing.model, device=x.device, dtype=x.dtype, observation=config["observation"],
         local_steps=config["local_steps"], local_lr=config["local_lr"],
     )
-    matching = GradientMatching(smooth_simulator, observed, distance=config["distance"], tv=config["tv"])
+    matching = GradientMatching(smooth_simulator, observed, distance=config["distance"], tv=config["tv"],
+                                chunk=config["chunk"])
     iterations = config["refine_iterations"]
     anneal = max(1, round(0.6 * iterations))  # the temperature reaches 0 at 60 % of the iterations
     problem_targets, problem_rows = targets[image_of[rows]], image_of[rows]
@@ -383,6 +388,7 @@ SETTINGS: dict[str, Constraint] = {
     "signed": gi.FLAG,
     "feature_weight": gi.NON_NEGATIVE,
     "smooth": gi.NON_NEGATIVE,
+    "chunk": Optional(gi.COUNT),
 }
 """What each setting must be (``auditkit.validation``)."""
 

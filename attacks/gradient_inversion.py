@@ -67,6 +67,10 @@ agree to ~1e-3 per pixel), and start r is the same whatever the number of restar
 Early stopping: an image stops after the first step that starts, for any one of its starts, with a matching
 loss below ``stop_loss`` (None: never); all its starts stop then, since the image is solved.
 
+Memory: ``chunk`` bounds the problems whose observations are simulated and matched at once
+(:class:`auditkit.attacks.gradient_matching.GradientMatching`, "Memory"); the optimisers still step all of them
+together, so a chunked run is the unchunked one to rounding.
+
 Everything runs on ``device`` (default: the device of the model's parameters) in the parameters' dtype; the
 model itself is not moved or modified. Results are returned on the CPU.
 """
@@ -82,7 +86,7 @@ from torch import Tensor, nn
 
 from auditkit.attacks.analytic_inversion import analytic, preset as analytic_preset
 from auditkit.attacks.batched_lbfgs import BatchedLBFGS
-from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching
+from auditkit.attacks.gradient_matching import DISTANCES, OBSERVATIONS, ClientSimulator, GradientMatching, default_chunk
 from auditkit.attacks.label_extraction import extract_labels
 from auditkit.attacks.inversion_common import (  # noqa: F401 (shared with analytic_inversion; gi's names too)
     COUNT,
@@ -122,6 +126,7 @@ _COMMON: dict[str, Any] = {
     "lbfgs_history": 100,
     "lbfgs_tolerance_grad": 1e-7,
     "lbfgs_tolerance_change": 1e-9,
+    "chunk": None,  # the problems matched at once (None: ``default_chunk``); memory, not the result
 }
 _DLG: dict[str, Any] = {
     **_COMMON,
@@ -218,13 +223,16 @@ def invert(
     input_shape = _check_input_shape(input_shape)
     device, dtype, shapes, observed_matrix = observed_on_device(model, observed, config["device"])
     count = observed_matrix.shape[0]
+    if config["chunk"] is None:
+        config["chunk"] = default_chunk(observed_matrix.shape[1], device)
     simulator = ClientSimulator(
         model, device=device, dtype=dtype, observation=config["observation"],
         local_steps=config["local_steps"], local_lr=config["local_lr"],
     )
     num_classes = _num_classes(simulator, input_shape)
     labels, label_source = _labels(label, config, observed_matrix, shapes, num_classes)
-    matching = GradientMatching(simulator, observed_matrix, distance=config["distance"], tv=config["tv"])
+    matching = GradientMatching(simulator, observed_matrix, distance=config["distance"], tv=config["tv"],
+                                chunk=config["chunk"])
 
     start = time.perf_counter()
     restarts = config["restarts"]
@@ -558,6 +566,7 @@ SETTINGS: dict[str, Constraint] = {
     "lbfgs_history": COUNT,
     "lbfgs_tolerance_grad": NON_NEGATIVE,
     "lbfgs_tolerance_change": NON_NEGATIVE,
+    "chunk": Optional(COUNT),
 }
 """What each setting must be (``auditkit.validation``): ``invert`` checks the preset with its overrides."""
 

@@ -24,10 +24,18 @@ with per-image parameter gradients from ``torch.func`` (``vmap`` over ``grad`` o
 :meth:`GradientMatching.single` by plain autograd for one image (``torch.autograd.grad`` with
 ``create_graph=True``, as the reference implementations do); the sequential attack path uses the latter, so
 comparing the two paths checks the ``torch.func`` machinery.
+
+Memory: each problem of :meth:`GradientMatching.batched` holds a few parameter-sized tensors in its graph (its
+simulated observation, its observed row, their products: about ``PROBLEM_BYTES_PER_PARAMETER`` bytes per trained
+parameter, measured on ResNet-18 and ResNet-50), so m problems of a 23.5M-parameter model need m x 0.35 GiB at
+once. With ``chunk`` set, the m problems are evaluated ``chunk`` at a time and each chunk's gradient with respect to
+its own dummies is taken as it is evaluated (``_ChunkedMatching``): the problems are independent, so the gradient of
+the summed objective is the same (to rounding), with one chunk's graphs alive at a time.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +45,10 @@ from torch.func import functional_call, grad, vmap
 from auditkit.attacks.observations import frozen_parameters, trained_parameters
 
 DISTANCES = ("l2", "cosine")
+PROBLEM_BYTES_PER_PARAMETER = 16  # one problem's graph in ``batched``: 15.4 (ResNet-50) and 13.6 (ResNet-18) measured
+ATTACK_BYTES_PER_PARAMETER = 28  # an attack's fixed copies beside them (simulators' parameters and leaves, a model copy)
+CHUNK_BYTES_CPU = 2 * 2**30  # what the problems evaluated at once may hold on a CPU
+CHUNK_SHARE_GPU = 0.5  # ... on a GPU: this share of its free memory
 OBSERVATIONS = ("gradient", "update")
 
 
@@ -113,23 +125,35 @@ class GradientMatching:
     """Distance (plus ``tv`` times the TV prior) between simulated and observed observations.
 
     ``observed`` is the N x P matrix of observations, one row per attacked image; the methods pick rows by
-    index, so restarts of the same image share its row.
+    index, so restarts of the same image share its row. ``chunk``: the problems :meth:`batched` evaluates at once
+    (None: all of them; module docstring, "Memory").
     """
 
-    def __init__(self, simulator: ClientSimulator, observed: Tensor, *, distance: str, tv: float) -> None:
+    def __init__(self, simulator: ClientSimulator, observed: Tensor, *, distance: str, tv: float,
+                 chunk: int | None = None) -> None:
         if distance not in DISTANCES:
             raise ValueError(f"distance must be one of {', '.join(DISTANCES)}, got {distance!r}")
+        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1):
+            raise ValueError(f"chunk must be None or a positive integer, got {chunk!r}")
         self.simulator = simulator
         self.observed = observed
         self.distance = distance
         self.tv = tv
+        self.chunk = chunk
 
     def batched(self, x: Tensor, target: Tensor, rows: Tensor) -> tuple[Tensor, Tensor]:
         """(objective, matching loss), two m-vectors, for dummy images ``x`` (m x C x H x W), labels ``target``
         (m x K probabilities) and observation rows ``rows`` (m indices). The objective adds ``tv * TV(x)``
-        to the matching loss; both are differentiable in ``x`` and ``target``."""
-        matching = vmap(self._matching_one, randomness="different")(x, target, self.observed[rows])
+        to the matching loss; both are differentiable in ``x`` and ``target`` (once: the gradient of a chunked
+        evaluation is taken as it runs and is not itself differentiable)."""
+        if self.chunk is None or len(rows) <= self.chunk:
+            matching = self._matching_rows(x, target, rows)
+        else:
+            matching = _ChunkedMatching.apply(self, rows, x, target)
         return self._with_prior(x, matching), matching
+
+    def _matching_rows(self, x: Tensor, target: Tensor, rows: Tensor) -> Tensor:
+        return vmap(self._matching_one, randomness="different")(x, target, self.observed[rows])
 
     def single(self, x: Tensor, target: Tensor, row: int) -> tuple[Tensor, Tensor]:
         """:meth:`batched` for one image (1 x C x H x W, 1 x K) by plain autograd, without ``torch.func``."""
@@ -149,6 +173,59 @@ class GradientMatching:
         if self.tv == 0:
             return matching
         return matching + self.tv * total_variation(x)
+
+
+def default_chunk(parameters: int, device: torch.device) -> int:
+    """The problems evaluated at once when an attack's ``chunk`` is None: as many as ``PROBLEM_BYTES_PER_PARAMETER``
+    x ``parameters`` each fit ``CHUNK_BYTES_CPU`` on a CPU (a fixed budget, not the free memory: the chunk changes
+    the last bits, and the same run must give the same numbers on a busy machine), ``CHUNK_SHARE_GPU`` of the GPU's
+    free memory on a GPU; at least 1."""
+    if device.type == "cuda":
+        budget = torch.cuda.mem_get_info(device)[0] * CHUNK_SHARE_GPU
+    else:
+        budget = CHUNK_BYTES_CPU
+    return max(1, int(budget // (PROBLEM_BYTES_PER_PARAMETER * parameters)))
+
+
+def attack_memory(parameters: int, problems: int, chunk: int) -> int:
+    """The bytes an attack of ``problems`` problems, ``chunk`` at a time, holds beyond its observations: the chunk's
+    graphs and its fixed copies (the constants above; activations of small images are not counted)."""
+    return (min(problems, chunk) * PROBLEM_BYTES_PER_PARAMETER + ATTACK_BYTES_PER_PARAMETER) * parameters
+
+
+class _ChunkedMatching(torch.autograd.Function):
+    """:meth:`GradientMatching.batched`'s matching losses ``matching.chunk`` problems at a time. Where the dummies
+    (or labels) need a gradient, each chunk's gradient of its summed losses is taken as the chunk is evaluated and
+    its graph freed; the backward pass scales the stored gradients by the incoming per-problem weights (problem i's
+    loss depends on its own dummy and label alone)."""
+
+    @staticmethod
+    def forward(ctx: Any, matching: GradientMatching, rows: Tensor, x: Tensor, target: Tensor) -> Tensor:
+        wants = (ctx.needs_input_grad[2], ctx.needs_input_grad[3])
+        values, grads = [], ([], [])
+        for start in range(0, len(rows), matching.chunk):
+            part = slice(start, start + matching.chunk)
+            leaves = (x[part].detach().requires_grad_(wants[0]), target[part].detach().requires_grad_(wants[1]))
+            with torch.enable_grad():
+                value = matching._matching_rows(*leaves, rows[part])
+                needed = [leaf for leaf, want in zip(leaves, wants) if want]
+                found = iter(torch.autograd.grad(value.sum(), needed) if needed else ())
+            for want, kept in zip(wants, grads):
+                if want:
+                    kept.append(next(found))
+            values.append(value.detach())
+        ctx.save_for_backward(*(torch.cat(kept) for kept in grads if kept))
+        ctx.wants = wants
+        return torch.cat(values)
+
+    @staticmethod
+    def backward(ctx: Any, weight: Tensor) -> tuple[Tensor | None, ...]:
+        saved = iter(ctx.saved_tensors)
+        out: list[Tensor | None] = [None, None]
+        for want in ctx.wants:
+            gradient = next(saved) if want else None
+            out.append(None if gradient is None else gradient * weight.view(-1, *[1] * (gradient.dim() - 1)))
+        return tuple(out)
 
 
 def per_image_gradients(model: nn.Module, images: Tensor, labels: Tensor) -> Tensor:

@@ -36,7 +36,6 @@ from torch import nn
 from auditkit import attacks
 from auditkit import mechanisms
 from auditkit.attacks import metrics
-from auditkit.attacks.gradient_inversion import iteration_settings
 from auditkit.fl.local_training import LocalSteps, LocalTraining, train_clients_batched
 from auditkit.fl.optimizers import LocalOptimizer
 from auditkit.fl.spec import ClientMode, Optimizer
@@ -50,8 +49,9 @@ from auditkit.stages.base import GridFigure
 from auditkit.mechanisms.randomness import derive_seed
 from auditkit.stages.identification import claim_bound, identification_tests, matched_entry
 from auditkit.attacks.budget import budget_entry
+from auditkit.attacks.gradient_matching import attack_memory, default_chunk
 from auditkit.stages.inversion import (PROBE_ITERATIONS, PROBE_STAGE_SECONDS, AttackBudget, as_the_clients_ran, attack_budget,
-                                      check_attack_layers, clean_reference, halfway_ssim)
+                                       budget_settings, check_attack_layers, clean_reference, halfway_ssim)
 from auditkit.fl.params import load_flat_parameters
 from auditkit.models import build_model
 from auditkit.stages.setting import prepare_data
@@ -141,8 +141,13 @@ def _beside_block(config: AuditConfig, model: nn.Module) -> int:
 
 
 def targets_memory(config: AuditConfig, model: nn.Module) -> int:
-    """What the probe clients' updates hold (``PROBE_BYTES_PER_PARAMETER`` each), once the identification is done."""
-    return config.probe.targets * trained_size(model) * PROBE_BYTES_PER_PARAMETER
+    """What the probe clients' updates (``PROBE_BYTES_PER_PARAMETER`` each) and the attack on them hold
+    (``attack_memory``: its problems, at most the preset's restarts per client, a ``default_chunk`` at a time), once
+    the identification is done."""
+    params = trained_size(model)
+    problems = config.probe.targets * attacks.preset_settings(config.probe.attack)["restarts"]
+    attack = attack_memory(params, problems, default_chunk(params, model_device(model)))
+    return config.probe.targets * params * PROBE_BYTES_PER_PARAMETER + attack
 
 
 def check_probe_memory(config: AuditConfig, model: nn.Module, data: FederatedData) -> None:
@@ -516,7 +521,7 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
         figures.extend(grids)
         section["normalisation"] = normalisation
         claimed = mechanism.guarantee().epsilon
-        iterations = probe_budget(config, model, shape).iterations
+        budget = budget_settings(probe.attack, probe_budget(config, model, shape))
         if probe.sweep and claimed is not None:
             start = claimed if sweep_start is None else sweep_start
             key = stage_key({"group": sweep_group(mechanism), "weights": hashlib.sha256(
@@ -526,7 +531,7 @@ def probe_stage(config: AuditConfig, mechanism: mechanisms.Mechanism, saved: dic
             if key not in cache:
                 cache[key] = reconstruction_sweep(
                     mechanism, model, weights, run["clean"]["truth"], run["updates"], section["clean"]["ssim_mean"],
-                    attack=probe.attack, settings=iteration_settings(probe.attack, iterations), seed=seed,
+                    attack=probe.attack, settings=budget, seed=seed,
                     lr=lr, local_steps=probe.local_steps, start=start, candidates=ident.candidates)
             if cache[key] is not None:
                 section["sweep"] = cache[key]
@@ -556,9 +561,8 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
     probe, seed = config.probe, config.seed
     candidates = list(config.identification.candidates)
     budget = probe_budget(config, model, tuple(clients.images.shape[2:]))
-    iterations = budget.iterations
     run = run_probe(mechanism, model, weights, clients, attack=probe.attack, local_steps=probe.local_steps, lr=lr,
-                    momentum=momentum, settings=iteration_settings(probe.attack, iterations), seed=seed,
+                    momentum=momentum, settings=budget_settings(probe.attack, budget), seed=seed,
                     scale=probe.scale)
     others = data.train.x[pool_rows].cpu()
     fit = [m for m in candidates if m - 1 <= len(others)]
@@ -594,7 +598,7 @@ def _probe_section(config: AuditConfig, mechanism: mechanisms.Mechanism, model: 
                     for name in matched},
         "figure": figure,
         "clean_figure": clean.path,
-        "budget": budget_entry(iteration_settings(probe.attack, iterations), targets=probe.targets,
+        "budget": budget_entry(budget_settings(probe.attack, budget), targets=probe.targets,
                                estimated_seconds=budget.estimated_seconds,
                                clean=(run["clean"]["ssim_at_half"], run["clean"]["scores"]["ssim_mean"]),
                                defended=(run["defended"]["ssim_at_half"], run["defended"]["scores"]["ssim_mean"])),

@@ -167,3 +167,20 @@ def test_a_frozen_first_layer_is_skipped_for_the_first_trained_one():
     model[5].requires_grad_(False)
     with pytest.raises(ValueError, match="whose weight and bias are trained model parameters"):
         first_linear(model)
+
+
+@pytest.mark.parametrize("attack", ["analytic", "inverting_gradients"])
+def test_a_chunked_attack_is_the_unchunked_one(digits, attack):
+    # Problems matched one at a time (chunk=1) against all at once: the optimisers step every problem together and
+    # the problems are independent, so the reconstructions agree to float32 rounding (a few short signed-Adam steps:
+    # over long runs a rounding difference can flip a gradient's sign). The effective chunk is recorded.
+    x, labels = digits
+    model = _model(cnn)
+    observed = attacks.per_image_gradients(model, x[:3], labels[:3])
+    budget = ({"feature_iterations": 10, "refine_iterations": 5, "refine_above": 0.0} if attack == "analytic"
+              else {"iterations": 5, "restarts": 2})
+    runs = {chunk: attacks.invert(attack, model, observed, input_shape=SHAPE, chunk=chunk, **budget)
+            for chunk in (None, 1)}
+    torch.testing.assert_close(runs[1].images, runs[None].images, rtol=0, atol=1e-4)
+    torch.testing.assert_close(runs[1].loss, runs[None].loss, rtol=1e-4, atol=1e-6)
+    assert runs[None].settings["chunk"] >= 6 and runs[1].settings["chunk"] == 1  # cnn: every problem fits one chunk

@@ -245,9 +245,9 @@ def test_the_attacked_resnet_normalises_as_the_clients_did_where_one_image_can(s
 def test_the_default_budget_fits_the_cpu_time_of_its_model_and_a_configured_one_is_kept():
     """The lenet's 200 iterations x 4 restarts x 4 targets fit 600 s: kept. ResNet-18's (0.4 s an iteration of one
     image: 16 x 200 x 0.4 s is over 20 min) drops to one restart, whose 200 iterations fit; at 16 targets under 120 s
-    it is down to the least, 20. What is configured runs as configured; the estimate is the same each call."""
+    it is down to one restart and the least, 20. What is configured runs as configured; the estimate is the same each call."""
     from auditkit.models import create_model
-    from auditkit.stages.inversion import MIN_ITERATIONS, attack_budget, iteration_seconds
+    from auditkit.stages.inversion import FEATURE_STEP_COST, MIN_ITERATIONS, attack_budget, iteration_seconds
 
     small = create_model("lenet", input_shape=(3, 32, 32))
     kept = attack_budget("inverting_gradients", None, None, cpu_default=200, model=small, input_shape=(3, 32, 32),
@@ -260,7 +260,12 @@ def test_the_default_budget_fits_the_cpu_time_of_its_model_and_a_configured_one_
     assert (one.iterations, one.restarts) == (200, 1) and one.estimated_seconds <= 600
     least = attack_budget("analytic", None, None, cpu_default=300, model=resnet, input_shape=(3, 32, 32), targets=16,
                           seconds=120)
-    assert (least.iterations, least.restarts) == (MIN_ITERATIONS, None)
+    assert (least.iterations, least.restarts) == (MIN_ITERATIONS, 1)
+    # the analytic attack's iteration is a feature-inversion and a refinement step of each restart of each target
+    analytic = attack_budget("analytic", 50, 2, cpu_default=300, model=resnet, input_shape=(3, 32, 32), targets=16,
+                             seconds=120)
+    one_step = iteration_seconds(resnet, (3, 32, 32))
+    assert analytic.estimated_seconds == pytest.approx(50 * 2 * 16 * (1 + FEATURE_STEP_COST) * one_step)
     asked = attack_budget("inverting_gradients", 1000, 3, cpu_default=200, model=resnet, input_shape=(3, 32, 32),
                           targets=4, seconds=600)
     assert (asked.iterations, asked.restarts) == (1000, 3)
