@@ -1,6 +1,8 @@
 """Write a small CIFAR-10 in its genuine on-disk format (``cifar-10-batches-py``: five training batches, a test batch
 and ``batches.meta``, Python 2 pickles of uint8 rows), from real photographs: 32x32 patches of scikit-image's bundled
-images (nothing downloads). Labels are the patches' photographs, so the classes are learnable.
+images (nothing downloads). Labels are the patches' photographs, so the classes are learnable: the six bundled colour
+photographs are classes 0-5 (about 417 patches each); classes 6-9 keep their CIFAR-10 names and hold no example, so a
+model that predicts only those (e.g. one drowned by DP noise) can score 0 % test accuracy, not the 1/6 of one class.
 
     python write_cifar10_files.py DATA_DIR [--train 2000] [--test 500]
 """
