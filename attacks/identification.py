@@ -268,6 +268,7 @@ def identify(
         ys = mechanism_outputs(mechanism, targets, range(start, stop), seed)
         del targets
         table[start:stop] = score_candidates(log_density, ys, source, drawn[start:stop])
+        del ys  # the next group's outputs take its place, not a place beside it (twice the memory given)
     wins = dict.fromkeys(sizes, 0)
     for s in table:
         for m in sizes:

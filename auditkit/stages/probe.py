@@ -633,6 +633,7 @@ def _adversary_picks(mechanism: mechanisms.Mechanism, defended: torch.Tensor, ow
                                   np.arange(len(chosen)))
         table[chosen] = np.concatenate([mine[:, None], score_candidates(log_density, ys, pool_updates,
                                                                         drawn[chosen])], axis=1)
+        del ys  # as ``identify``: the next group's outputs are not built beside these
     picked, hits = [], []
     for i, s in enumerate(table):
         choice = int(rng.choice(np.flatnonzero(s == s.max())))
