@@ -310,20 +310,6 @@ def test_the_pool_is_held_when_it_leaves_room_for_a_group_of_trials_else_spilled
     assert torch.equal(streamed.rows(np.arange(30)), held.updates)
 
 
-def test_the_probe_memory_counts_its_attack_a_chunk_at_a_time():
-    """What the probe clients hold once the identification is done: their updates (12 bytes a parameter each) and the
-    analytic attack on 16 x 2 problems of ResNet-50, 5 at a time (``default_chunk``), beside its fixed copies."""
-    from auditkit.attacks.gradient_matching import ATTACK_BYTES_PER_PARAMETER, PROBLEM_BYTES_PER_PARAMETER
-    from auditkit.config import from_dict
-    from auditkit.stages.probe import PROBE_BYTES_PER_PARAMETER, targets_memory
-
-    model = create_model("torchvision:resnet50", input_shape=(3, 32, 32))
-    p = sum(q.numel() for q in model.parameters() if q.requires_grad)
-    config = from_dict({"training": {"model": "torchvision:resnet50"}, "data": {"dataset": "cifar10"}})
-    expected = 16 * PROBE_BYTES_PER_PARAMETER * p + (5 * PROBLEM_BYTES_PER_PARAMETER + ATTACK_BYTES_PER_PARAMETER) * p
-    assert targets_memory(config, model) == expected  # 6.9 GB: all 32 problems at once would add 10.5 GB more
-
-
 @pytest.mark.parametrize("name, params", [("dp-fedavg", {"noise_multiplier": 0.6, "clip": 0.5}),
                                           ("gaussian", {"sigma": 0.12, "clip": 0.5}),
                                           ("jopeq-laplace", {"eps": 0.5, "bits": 2})])
